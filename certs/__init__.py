@@ -1,0 +1,1 @@
+"""Webhook TLS: CA and serving certificates, rotation, caBundle injection (issue #4)."""

@@ -1,0 +1,61 @@
+"""`runway`: parser, logging, and the one place errors become exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from enum import IntEnum
+
+from cli import inspect
+from providers.errors import RunwayError, SourceError
+
+
+class Exit(IntEnum):
+    OK = 0
+    REJECTED = 1  # some objects failed validation; the rest were handled
+    USAGE = 2  # bad flags (argparse's own code) or unusable input
+    DRIFT = 3  # --check found the GitOps tree out of date
+    UNAVAILABLE = 4  # Git or the API server could not be reached
+    INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="runway",
+        description=(
+            "Admission webhook and GitOps renderer for ModelDeployment (airunway.ai/v1alpha1): "
+            "defaults, engine and provider selection, validation, rendering."
+        ),
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output on stderr")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    inspect.add_commands(commands)
+    return parser
+
+
+def configure_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns its exit status (see Exit)."""
+    args = build_parser().parse_args(argv)
+    configure_logging(args.verbose)
+    try:
+        return int(args.run(args))
+    except SourceError as err:
+        print(f"runway: {err}", file=sys.stderr)
+        return Exit.USAGE
+    except RunwayError as err:
+        print(f"runway: {err}", file=sys.stderr)
+        return Exit.REJECTED
+    except KeyboardInterrupt:
+        return Exit.INTERRUPTED
+
+
+def run() -> None:
+    """The console-script entry point."""
+    sys.exit(main())

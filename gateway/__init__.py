@@ -1,0 +1,1 @@
+"""The gateway side: ExternalModelProvider merge boundary and LiteLLM model sync."""

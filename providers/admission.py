@@ -1,0 +1,46 @@
+"""The admission pipeline, shared by the webhook and `runway validate`: mutate, then validate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jsonpatch
+
+from providers.errors import FieldError
+from providers.hydrate import Hydration, hydrate
+from providers.registry import ProviderRegistry
+from providers.validation import Operation, validate
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """The answer for one object: allowed or not, the mutated object, its patch, and why."""
+
+    allowed: bool
+    obj: dict[str, Any]
+    patch: list[dict[str, Any]]
+    errors: tuple[FieldError, ...]
+    warnings: tuple[str, ...]
+    hydration: Hydration
+
+
+def admit(
+    obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None, registry: ProviderRegistry
+) -> Admission:
+    """Mutate then validate, as the API server calls the two webhooks; `old` means UPDATE."""
+    hydration = hydrate(obj, old=old, registry=registry)
+    if hydration.errors:
+        return Admission(False, dict(obj), [], hydration.errors, hydration.warnings, hydration)
+    operation = Operation.UPDATE if old is not None else Operation.CREATE
+    verdict = validate(hydration.obj, old=old, operation=operation, registry=registry)
+    warnings = hydration.warnings + verdict.warnings
+    patch = json_patch(obj, hydration.obj)
+    return Admission(not verdict.errors, hydration.obj, patch, verdict.errors, warnings, hydration)
+
+
+def json_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The RFC 6902 operations that turn `before` into `after` (empty when they are equal)."""
+    ops: list[dict[str, Any]] = jsonpatch.make_patch(dict(before), dict(after)).patch
+    return ops

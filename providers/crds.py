@@ -1,0 +1,287 @@
+"""The openAPIV3Schema of Runway's three CRDs, as data.
+
+One source for the offline structural check (`runway validate` stands in for the API server) and
+for the CRD manifests under kustomize/. Defaults declared here are the ones `defaults.py` fills,
+so a hydrated object looks exactly like what the API server would store.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Schema = dict[str, Any]
+
+DNS_LABEL = r"^[a-z0-9]([a-z0-9\-]*[a-z0-9])?$"
+ENGINES = ("vllm", "sglang", "trtllm", "llamacpp")
+SERVING_MODES = ("aggregated", "disaggregated")
+API_FORMATS = ("openai-chat", "openai-responses", "anthropic-messages")
+
+
+def _obj(props: Schema, *, required: tuple[str, ...] = (), **extra: Any) -> Schema:
+    out: Schema = {"type": "object", "properties": props, **extra}
+    if required:
+        out["required"] = list(required)
+    return out
+
+
+def _str(**extra: Any) -> Schema:
+    return {"type": "string", **extra}
+
+
+def _int(**extra: Any) -> Schema:
+    return {"type": "integer", "format": "int32", **extra}
+
+
+def _bool(**extra: Any) -> Schema:
+    return {"type": "boolean", **extra}
+
+
+def _list(items: Schema, **extra: Any) -> Schema:
+    return {"type": "array", "items": items, **extra}
+
+
+def _map(values: Schema | None = None) -> Schema:
+    return {"type": "object", "additionalProperties": values or _str()}
+
+
+def _quantity() -> Schema:
+    return {
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "x-kubernetes-int-or-string": True,
+        "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$",
+    }
+
+
+def _key_ref(*, optional: bool = True) -> Schema:
+    props: Schema = {"key": _str(), "name": _str()}
+    if optional:
+        props["optional"] = _bool()
+    return _obj(props, required=("key",))
+
+
+def _env_var() -> Schema:
+    value_from = _obj(
+        {
+            "configMapKeyRef": _key_ref(),
+            "fieldRef": _obj(
+                {"apiVersion": _str(), "fieldPath": _str()}, required=("fieldPath",)
+            ),
+            "fileKeyRef": _obj(
+                {"key": _str(), "optional": _bool(), "path": _str(), "volumeName": _str()},
+                required=("key", "path", "volumeName"),
+            ),
+            "resourceFieldRef": _obj(
+                {"containerName": _str(), "divisor": _quantity(), "resource": _str()},
+                required=("resource",),
+            ),
+            "secretKeyRef": _key_ref(),
+        }
+    )
+    return _obj({"name": _str(), "value": _str(), "valueFrom": value_from}, required=("name",))
+
+
+def _toleration() -> Schema:
+    return _obj(
+        {
+            "effect": _str(),
+            "key": _str(),
+            "operator": _str(),
+            "tolerationSeconds": {"type": "integer", "format": "int64"},
+            "value": _str(),
+        }
+    )
+
+
+def _gpu() -> Schema:
+    return _obj(
+        {
+            "count": _int(minimum=0, default=0),
+            "type": _str(default="nvidia.com/gpu"),
+        }
+    )
+
+
+def _volume() -> Schema:
+    return _obj(
+        {
+            "name": _str(maxLength=63, pattern=DNS_LABEL),
+            "claimName": _str(),
+            "mountPath": _str(),
+            "purpose": _str(enum=["modelCache", "compilationCache", "custom"], default="custom"),
+            "readOnly": _bool(default=False),
+            "size": _quantity(),
+            "storageClassName": _str(),
+            "accessMode": _str(
+                enum=["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany", "ReadWriteOncePod"]
+            ),
+        },
+        required=("name",),
+    )
+
+
+def _component_scaling() -> Schema:
+    return _obj({"replicas": _int(minimum=0, default=1), "gpu": _gpu(), "memory": _str()})
+
+
+def model_deployment_spec() -> Schema:
+    """ModelDeployment .spec (airunway.ai/v1alpha1), field for field as AI Runway users write it."""
+    model = _obj(
+        {
+            "id": _str(),
+            "servedName": _str(),
+            "source": _str(enum=["huggingface", "custom"], default="huggingface"),
+            "storage": _obj(
+                {
+                    "volumes": _list(
+                        _volume(),
+                        maxItems=8,
+                        **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+                    )
+                }
+            ),
+        }
+    )
+    engine = _obj(
+        {
+            "type": _str(enum=list(ENGINES)),
+            "image": _str(),
+            "contextLength": _int(minimum=1),
+            "trustRemoteCode": _bool(default=False),
+            "enablePrefixCaching": _bool(default=True),
+            "enforceEager": _bool(default=False),
+            "args": _map(),
+            "extraArgs": _list(_str()),
+        },
+        default={},
+    )
+    provider = _obj(
+        {
+            "name": _str(),
+            "overrides": {"x-kubernetes-preserve-unknown-fields": True},
+        }
+    )
+    return _obj(
+        {
+            "model": model,
+            "provider": provider,
+            "engine": engine,
+            "serving": _obj({"mode": _str(enum=list(SERVING_MODES), default="aggregated")}),
+            "scaling": _obj(
+                {
+                    "replicas": _int(minimum=0, default=1),
+                    "prefill": _component_scaling(),
+                    "decode": _component_scaling(),
+                }
+            ),
+            "resources": _obj({"gpu": _gpu(), "memory": _str(), "cpu": _str()}),
+            "image": _str(),
+            "env": _list(_env_var()),
+            "podTemplate": _obj(
+                {"metadata": _obj({"labels": _map(), "annotations": _map()})}
+            ),
+            "secrets": _obj({"huggingFaceToken": _str()}),
+            "gateway": _obj(
+                {"enabled": _bool(), "modelName": _str(), "httpRouteRef": _str()}
+            ),
+            "nodeSelector": _map(),
+            "tolerations": _list(_toleration()),
+        },
+        required=("model",),
+    )
+
+
+def model_deployment_status() -> Schema:
+    """Status is written by no part of Runway; kept declared for objects AI Runway wrote."""
+    return _obj(
+        {
+            "phase": _str(enum=["Pending", "Deploying", "Running", "Failed", "Terminating"]),
+            "message": _str(),
+            "observedGeneration": {"type": "integer", "format": "int64"},
+        },
+        **{"x-kubernetes-preserve-unknown-fields": True},
+    )
+
+
+def inference_provider_config_spec() -> Schema:
+    """InferenceProviderConfig .spec: per-engine capabilities and CEL selection rules."""
+    gateway = _obj(
+        {
+            "managesInferencePool": _bool(),
+            "inferencePoolNamePattern": _str(),
+            "inferencePoolNamespace": _str(),
+            "endpointPicker": _obj({"image": _str(), "configData": _str()}),
+            "ignoresServedName": _bool(),
+        }
+    )
+    engine = _obj(
+        {
+            "name": _str(enum=list(ENGINES)),
+            "servingModes": _list(_str(enum=list(SERVING_MODES))),
+            "apiFormats": _list(_str(enum=list(API_FORMATS))),
+            "gpuSupport": _bool(),
+            "cpuSupport": _bool(),
+            "requiresCRD": _bool(),
+            "gateway": gateway,
+        },
+        required=("name",),
+    )
+    rule = _obj(
+        {"condition": _str(minLength=1, maxLength=1024), "priority": _int(minimum=0, default=0)},
+        required=("condition",),
+    )
+    return _obj(
+        {
+            "capabilities": _obj(
+                {
+                    "engines": _list(
+                        engine,
+                        **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+                    )
+                }
+            ),
+            "selectionRules": _list(rule),
+        }
+    )
+
+
+def inference_provider_config_status() -> Schema:
+    return _obj(
+        {
+            "ready": _bool(),
+            "version": _str(),
+            "lastHeartbeat": _str(format="date-time"),
+            "upstreamCRDVersion": _str(),
+            "upstreamSchemaHash": _str(),
+        },
+        **{"x-kubernetes-preserve-unknown-fields": True},
+    )
+
+
+def external_model_provider_spec() -> Schema:
+    """ExternalModelProvider .spec: one connection (base URL + Secret) and the models it offers."""
+    model = _obj(
+        {
+            "servedName": _str(minLength=1, maxLength=253),
+            "upstreamModel": _str(),
+            "mode": _str(enum=["chat", "completion", "embedding"], default="chat"),
+        },
+        required=("servedName",),
+    )
+    return _obj(
+        {
+            "baseURL": _str(minLength=1),
+            "credentialsSecretRef": _obj(
+                {"name": _str(minLength=1), "key": _str(minLength=1, default="apiKey")},
+                required=("name",),
+            ),
+            "models": _list(model, minItems=1),
+        },
+        required=("baseURL", "models"),
+    )
+
+
+def external_model_provider_status() -> Schema:
+    return _obj(
+        {"phase": _str(enum=["Pending", "Ready", "Failed", "Degraded"]), "message": _str()},
+        **{"x-kubernetes-preserve-unknown-fields": True},
+    )

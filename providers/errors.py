@@ -1,0 +1,62 @@
+"""Field errors (what is wrong with an input) and the small exception tree of Runway."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Reason(StrEnum):
+    """The Kubernetes field.ErrorType spellings, so messages read like the API server's."""
+
+    REQUIRED = "Required value"
+    INVALID = "Invalid value"
+    UNSUPPORTED = "Unsupported value"
+    FORBIDDEN = "Forbidden"
+    DUPLICATE = "Duplicate value"
+    TOO_LONG = "Too long"
+    TOO_MANY = "Too many"
+    NOT_FOUND = "Not found"
+    UNKNOWN_FIELD = "Unknown field"
+    IMMUTABLE = "Immutable"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    path: str
+    reason: Reason
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}: {self.detail}"
+
+
+class RunwayError(Exception):
+    """Root of the errors the edges catch by type; bad input is FieldErrors, not exceptions."""
+
+
+class Rejected(RunwayError):
+    """An object failed validation; carries every field error."""
+
+    def __init__(self, errors: Sequence[FieldError]) -> None:
+        self.errors = list(errors)
+        super().__init__("; ".join(str(e) for e in self.errors))
+
+
+class SourceError(RunwayError):
+    """An input file or object could not be used at all (unreadable, not YAML, wrong shape)."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        self.message = message
+        super().__init__(f"{path}: {message}")
+
+
+class IncompatibleUpstream(RunwayError):
+    """A rendered object uses a field the pinned upstream schema does not declare."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"IncompatibleUpstream: {field}: {message}")

@@ -1,0 +1,184 @@
+"""Hydration: what the mutating webhook does, as a pure function.
+
+structure check -> defaults -> engine (explicit, sticky, or selected) -> stamp -> provider
+(explicit, sticky, or selected) -> stamp. The result is a new dict; the input is never changed.
+Hydrating a hydrated object changes nothing, so a rendered ModelDeployment applied again gets
+no patch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from providers.crds import model_deployment_spec
+from providers.defaults import with_defaults
+from providers.errors import FieldError, Reason
+from providers.fieldpath import FieldPath
+from providers.model import (
+    ANNOTATION_ENGINE_REASON,
+    ANNOTATION_ENGINE_SELECTION,
+    ANNOTATION_PROVIDER_REASON,
+    ANNOTATION_PROVIDER_SELECTION,
+    API_VERSION,
+    DEFAULT_GPU_TYPE,
+    MODEL_DEPLOYMENT,
+    Choice,
+    Engine,
+    ModelDeployment,
+)
+from providers.registry import ProviderRegistry
+from providers.schema import check_schema
+from providers.selection import (
+    CandidateTrace,
+    Decision,
+    choose_provider,
+    rank_providers,
+    select_engine,
+)
+
+MAX_NESTING = 100
+STICKY_REASON = "kept from the previous version of this object (selection is sticky)"
+_ANNOTATIONS = {
+    "engine": (ANNOTATION_ENGINE_SELECTION, ANNOTATION_ENGINE_REASON),
+    "provider": (ANNOTATION_PROVIDER_SELECTION, ANNOTATION_PROVIDER_REASON),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Hydration:
+    """The hydrated object, the decisions, the provider ranking (when one was run), problems."""
+
+    obj: dict[str, Any]
+    engine: Decision | None
+    provider: Decision | None
+    candidates: tuple[CandidateTrace, ...]
+    errors: tuple[FieldError, ...]
+    warnings: tuple[str, ...]
+
+
+def structure_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """What the API server would refuse before any webhook runs: kind, nesting, spec schema."""
+    if obj.get("apiVersion") != API_VERSION or obj.get("kind") != MODEL_DEPLOYMENT:
+        got = f"{obj.get('apiVersion')} {obj.get('kind')}"
+        return [FieldError("kind", Reason.INVALID, f"expected {API_VERSION} {MODEL_DEPLOYMENT}, got {got}")]
+    if nesting_depth(obj) > MAX_NESTING:
+        return [FieldError("spec", Reason.INVALID, f"nested deeper than {MAX_NESTING} levels")]
+    errors: list[FieldError] = []
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, Mapping):
+        errors.append(FieldError("metadata", Reason.REQUIRED, "metadata must be an object"))
+    else:
+        annotations = metadata.get("annotations")
+        if annotations is not None and not (
+            isinstance(annotations, Mapping) and all(isinstance(v, str) for v in annotations.values())
+        ):
+            errors.append(FieldError("metadata.annotations", Reason.INVALID, "must map strings to strings"))
+    if "spec" not in obj:
+        errors.append(FieldError("spec", Reason.REQUIRED, "required field is missing"))
+    else:
+        errors += check_schema(obj["spec"], model_deployment_spec(), FieldPath.root("spec"))
+    return errors
+
+
+def nesting_depth(value: Any) -> int:
+    """How deeply objects and arrays nest, measured without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > MAX_NESTING:
+            break
+    return deepest
+
+
+def hydrate(
+    obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None, registry: ProviderRegistry
+) -> Hydration:
+    """Defaults and selection stamped into a new copy of `obj`; `old` is the stored version."""
+    errors = structure_errors(obj)
+    if errors:
+        return Hydration(dict(obj), None, None, (), tuple(errors), ())
+    out = with_defaults(obj)
+    md = ModelDeployment(out)
+    previous = ModelDeployment(old) if old is not None else None
+    engine = _recorded(md, "engine", md.engine_type) or _sticky(previous, "engine")
+    if engine is None:
+        engine = select_engine(md, registry, explicit_provider=md.provider_name)
+    if isinstance(engine, FieldError):
+        return Hydration(out, None, None, (), (engine,), ())
+    _stamp(out, "engine", engine)
+    if engine.choice is Choice.AUTO and not md.needs_gpu and engine.value != Engine.LLAMACPP:
+        # Record "no GPU" so that re-admission, which now sees an engine, does not default one.
+        out["spec"].setdefault("resources", {"gpu": {"count": 0, "type": DEFAULT_GPU_TYPE}})
+    candidates: tuple[CandidateTrace, ...] = ()
+    provider = _recorded(md, "provider", md.provider_name) or _sticky(previous, "provider")
+    if provider is None:
+        candidates = rank_providers(out["spec"], md, registry)
+        provider = choose_provider(candidates)
+    warnings = tuple(_rule_warnings(candidates))
+    if isinstance(provider, FieldError):
+        return Hydration(out, engine, None, candidates, (provider,), warnings)
+    _stamp(out, "provider", provider)
+    return Hydration(out, engine, provider, candidates, (), warnings)
+
+
+def _recorded(md: ModelDeployment, what: str, value: str) -> Decision | None:
+    """The decision already stamped in this object, or an explicit one from its spec."""
+    if not value:
+        return None
+    field = "spec.engine.type" if what == "engine" else "spec.provider.name"
+    return _annotated(md, what, value) or Decision(value, f"set in {field}", Choice.EXPLICIT)
+
+
+def _annotated(md: ModelDeployment, what: str, value: str) -> Decision | None:
+    selection_key, reason_key = _ANNOTATIONS[what]
+    choice, reason = md.annotations.get(selection_key), md.annotations.get(reason_key)
+    if choice in tuple(Choice) and isinstance(reason, str) and reason:
+        return Decision(value, reason, Choice(choice))
+    return None
+
+
+def _sticky(previous: ModelDeployment | None, what: str) -> Decision | None:
+    """On UPDATE, the previous version's decision, kept as it was recorded (selection is sticky)."""
+    if previous is None:
+        return None
+    value = previous.recorded_engine if what == "engine" else previous.recorded_provider
+    if not value:
+        return None
+    return _annotated(previous, what, value) or Decision(value, STICKY_REASON, Choice.AUTO)
+
+
+def _stamp(out: dict[str, Any], what: str, decision: Decision) -> None:
+    spec = out["spec"]
+    if what == "engine":
+        spec.setdefault("engine", {})["type"] = decision.value
+    else:
+        provider = spec.get("provider")
+        if not isinstance(provider, dict):
+            provider = spec["provider"] = {}
+        provider["name"] = decision.value
+    metadata = out.setdefault("metadata", {})
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = metadata["annotations"] = {}
+    selection_key, reason_key = _ANNOTATIONS[what]
+    annotations[selection_key] = decision.choice.value
+    annotations[reason_key] = decision.reason
+
+
+def _rule_warnings(candidates: tuple[CandidateTrace, ...]) -> list[str]:
+    return [
+        f"InferenceProviderConfig {c.name}: rule \"{r.condition}\" could not be evaluated and "
+        f"counts as not matching: {r.error}"
+        for c in candidates
+        for r in c.rules
+        if r.result == "error"
+    ]

@@ -1,0 +1,127 @@
+"""The provider modules Runway knows, and the InferenceProviderConfigs that drive selection.
+
+Adding a sixth provider means one module, one line in MODULES, one config file and one test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import celpy
+
+from providers import dynamo, kaito, kuberay, llmd, vllm
+from providers.cel import Rule, compile_rule
+from providers.crds import inference_provider_config_spec
+from providers.errors import FieldError, Reason
+from providers.fieldpath import FieldPath
+from providers.model import API_VERSION, INFERENCE_PROVIDER_CONFIG, InferenceProviderConfig
+from providers.schema import check_schema
+
+MODULES: Mapping[str, ModuleType] = {
+    module.NAME: module for module in (dynamo, kaito, kuberay, llmd, vllm)
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EngineCapability:
+    name: str
+    serving_modes: frozenset[str]
+    gpu: bool
+    cpu: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderConfig:
+    """One loaded InferenceProviderConfig with its rules compiled once."""
+
+    name: str
+    ready: bool
+    engines: Mapping[str, EngineCapability]
+    rules: tuple[Rule, ...]
+    obj: Mapping[str, Any] = field(repr=False)
+
+    def mismatch(self, engine: str, *, gpu: bool, mode: str) -> tuple[str, str] | None:
+        """None when this provider can run `engine` this way; else (spec field, why not)."""
+        capability = self.engines.get(engine)
+        if capability is None:
+            offered = ", ".join(sorted(self.engines)) or "none"
+            return "spec.engine.type", f"does not offer engine {engine} (offers: {offered})"
+        if mode not in capability.serving_modes:
+            return "spec.serving.mode", f"does not offer {mode} serving for engine {engine}"
+        if gpu and not capability.gpu:
+            return "spec.resources.gpu.count", f"does not run engine {engine} on GPUs"
+        if not gpu and not capability.cpu:
+            return "spec.resources.gpu.count", f"does not run engine {engine} without a GPU"
+        return None
+
+    def supports(self, engine: str, *, gpu: bool, mode: str) -> bool:
+        return self.mismatch(engine, gpu=gpu, mode=mode) is None
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderRegistry:
+    """Provider configs by name (sorted), plus what was wrong with the ones that were skipped."""
+
+    configs: Mapping[str, ProviderConfig]
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def from_objects(cls, objects: Iterable[Mapping[str, Any]]) -> ProviderRegistry:
+        """Load InferenceProviderConfig dicts; a broken one is skipped and reported, not fatal."""
+        env = celpy.Environment()
+        configs: dict[str, ProviderConfig] = {}
+        problems: list[str] = []
+        for obj in objects:
+            errors = config_errors(obj)
+            name = InferenceProviderConfig(obj).name
+            if errors:
+                problems.append(f"InferenceProviderConfig {name or '<unnamed>'} skipped: {errors[0]}")
+            elif name in configs:
+                problems.append(f"InferenceProviderConfig {name} defined twice; the first one is used")
+            else:
+                configs[name] = _load(obj, env)
+        for config in configs.values():
+            problems.extend(
+                f"InferenceProviderConfig {config.name} rule {i}: {rule.compile_error}"
+                for i, rule in enumerate(config.rules)
+                if rule.compile_error is not None
+            )
+        return cls(dict(sorted(configs.items())), tuple(problems))
+
+    def get(self, name: str) -> ProviderConfig | None:
+        return self.configs.get(name)
+
+    def ready(self) -> Sequence[ProviderConfig]:
+        """The configs that take part in automatic selection, in name order."""
+        return [c for c in self.configs.values() if c.ready]
+
+
+def config_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """Structural errors of an InferenceProviderConfig (kind, name, spec shape)."""
+    if obj.get("apiVersion") != API_VERSION or obj.get("kind") != INFERENCE_PROVIDER_CONFIG:
+        expected = f"expected {API_VERSION} {INFERENCE_PROVIDER_CONFIG}"
+        return [FieldError("kind", Reason.INVALID, expected)]
+    errors = []
+    if not InferenceProviderConfig(obj).name:
+        errors.append(FieldError("metadata.name", Reason.REQUIRED, "the provider's name"))
+    spec_schema = inference_provider_config_spec()
+    errors += check_schema(obj.get("spec", {}), spec_schema, FieldPath.root("spec"))
+    return errors
+
+
+def _load(obj: Mapping[str, Any], env: celpy.Environment) -> ProviderConfig:
+    view = InferenceProviderConfig(obj)
+    engines = {
+        e["name"]: EngineCapability(
+            name=e["name"],
+            serving_modes=frozenset(e.get("servingModes") or ()),
+            gpu=bool(e.get("gpuSupport")),
+            cpu=bool(e.get("cpuSupport")),
+        )
+        for e in view.engines
+    }
+    rules = tuple(compile_rule(env, r["condition"], int(r.get("priority", 0))) for r in view.rules)
+    return ProviderConfig(view.name, view.ready, engines, rules, obj)

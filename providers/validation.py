@@ -1,0 +1,203 @@
+"""Validation of a hydrated ModelDeployment: what the validating webhook enforces.
+
+Every check returns FieldErrors and the checks keep going, so a denial lists every problem at
+once, in this order: structure, images and args, model, overrides (layers 1 and 2), provider
+compatibility, disaggregated serving, storage, ceilings, name, then update immutability.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any
+
+from providers.errors import FieldError, Reason
+from providers.fieldpath import FieldPath
+from providers.hydrate import structure_errors
+from providers.immutability import check_immutable
+from providers.model import Engine, ModelDeployment, ModelSource, VolumePurpose, dig
+from providers.overrides import check_global, without_blocked
+from providers.quantity import format_limit, parse_quantity
+from providers.registry import MODULES, ProviderRegistry
+from providers.storage import check_volumes
+
+MAX_GPUS = 64
+MAX_REPLICAS = 32
+MAX_CPU = Decimal(512)
+MAX_MEMORY = Decimal(4) * 2**40
+_ARG_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+OVERRIDES = FieldPath.root("spec", "provider", "overrides")
+
+
+class Operation(StrEnum):
+    CREATE = "CREATE"
+    UPDATE = "UPDATE"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    errors: tuple[FieldError, ...]
+    warnings: tuple[str, ...]
+
+
+def validate(
+    obj: Mapping[str, Any],
+    *,
+    old: Mapping[str, Any] | None = None,
+    operation: Operation = Operation.CREATE,
+    registry: ProviderRegistry,
+) -> Verdict:
+    """Every rule for a (hydrated) ModelDeployment; `old` is the stored version on UPDATE."""
+    structural = structure_errors(obj)
+    if structural:
+        return Verdict(tuple(structural), ())
+    md = ModelDeployment(obj)
+    errors = _check_engine_fields(md) + _check_model(md)
+    errors += _check_overrides(md)
+    errors += _check_compatibility(md, registry)
+    errors += _check_disaggregated(md) if md.is_disaggregated else []
+    errors += check_volumes(md)
+    errors += _check_ceilings(md)
+    if operation is Operation.CREATE and "." in md.name:
+        detail = "must not contain dots (they are invalid in the volume and Service names derived from it)"
+        errors.append(FieldError("metadata.name", Reason.INVALID, detail))
+    if operation is Operation.UPDATE and old is not None:
+        errors += check_immutable(md, ModelDeployment(old))
+    return Verdict(tuple(errors), tuple(_warnings(md, registry)))
+
+
+def _check_engine_fields(md: ModelDeployment) -> list[FieldError]:
+    errors: list[FieldError] = []
+    engine_image = md.engine.get("image") or ""
+    if md.legacy_image and engine_image and md.legacy_image != engine_image:
+        detail = "conflicts with spec.image; remove spec.image or set both to the same value (spec.engine.image is preferred)"
+        errors.append(FieldError("spec.engine.image", Reason.INVALID, detail))
+    args: Mapping[str, Any] = md.engine.get("args") or {}
+    at_args = FieldPath.root("spec", "engine", "args")
+    for key in args:
+        if not _ARG_KEY.match(key):
+            detail = "an argument name is letters, digits, '_' and '-', without leading dashes (Runway adds --)"
+            errors.append(FieldError(str(at_args.key(key)), Reason.INVALID, detail))
+    for i, token in enumerate(md.engine.get("extraArgs") or ()):
+        flag = _flag_name(token)
+        if flag and flag in args:
+            detail = f'launch flag "{flag}" is also set in spec.engine.args; set it in exactly one place'
+            errors.append(FieldError(str(FieldPath.root("spec", "engine", "extraArgs").index(i)), Reason.DUPLICATE, detail))
+    return errors
+
+
+def _flag_name(token: str) -> str:
+    """`--key` or `--key=value` -> key; anything else (values, -x, ---x, --) -> ''."""
+    if not token.startswith("--") or token.startswith("---"):
+        return ""
+    return token[2:].split("=", 1)[0]
+
+
+def _check_model(md: ModelDeployment) -> list[FieldError]:
+    if md.model_source == ModelSource.HUGGINGFACE and not md.model_id:
+        return [FieldError("spec.model.id", Reason.REQUIRED, "required when spec.model.source is huggingface")]
+    return []
+
+
+def _check_overrides(md: ModelDeployment) -> list[FieldError]:
+    if md.overrides is None:
+        return []
+    errors = check_global(md.overrides, OVERRIDES)
+    module = MODULES.get(md.provider_name)
+    if isinstance(md.overrides, Mapping) and module is not None:
+        errors += module.check_overrides(without_blocked(md.overrides), OVERRIDES)
+    return errors
+
+
+def _check_compatibility(md: ModelDeployment, registry: ProviderRegistry) -> list[FieldError]:
+    if not md.provider_name or not md.engine_type:
+        return []
+    config = registry.get(md.provider_name)
+    if config is None:
+        known = ", ".join(registry.configs) or "none"
+        detail = f'InferenceProviderConfig "{md.provider_name}" not found (configured: {known})'
+        return [FieldError("spec.provider.name", Reason.NOT_FOUND, detail)]
+    if md.provider_name not in MODULES:
+        detail = f"Runway has no renderer for provider {md.provider_name} (it has: {', '.join(MODULES)})"
+        return [FieldError("spec.provider.name", Reason.UNSUPPORTED, detail)]
+    mismatch = config.mismatch(md.engine_type, gpu=md.needs_gpu, mode=md.serving_mode)
+    if mismatch is None:
+        return []
+    path, why = mismatch
+    hint = "; set spec.resources.gpu.count > 0" if why.endswith("without a GPU") else ""
+    return [FieldError(path, Reason.UNSUPPORTED, f"provider {md.provider_name} {why}{hint}")]
+
+
+def _check_disaggregated(md: ModelDeployment) -> list[FieldError]:
+    errors: list[FieldError] = []
+    if md.gpu_count > 0:
+        detail = "cannot be set in disaggregated mode; set spec.scaling.prefill.gpu and spec.scaling.decode.gpu"
+        errors.append(FieldError("spec.resources.gpu", Reason.FORBIDDEN, detail))
+    scaling = md.spec.get("scaling")
+    if not isinstance(scaling, Mapping):
+        return [*errors, FieldError("spec.scaling", Reason.REQUIRED, "disaggregated mode needs spec.scaling.prefill and spec.scaling.decode")]
+    for part in ("prefill", "decode"):
+        component = scaling.get(part)
+        if not isinstance(component, Mapping):
+            errors.append(FieldError(f"spec.scaling.{part}", Reason.REQUIRED, "required in disaggregated mode"))
+        elif not (dig(component, "gpu", "count") or 0) > 0:
+            errors.append(FieldError(f"spec.scaling.{part}.gpu.count", Reason.REQUIRED, "must be > 0 in disaggregated mode"))
+    return errors
+
+
+def _check_ceilings(md: ModelDeployment) -> list[FieldError]:
+    spec = md.spec
+    errors: list[FieldError] = []
+    errors += _at_most(dig(spec, "resources", "gpu", "count"), "spec.resources.gpu.count", Decimal(MAX_GPUS), quantity=False)
+    errors += _at_most(dig(spec, "resources", "cpu"), "spec.resources.cpu", MAX_CPU, quantity=True)
+    errors += _at_most(dig(spec, "resources", "memory"), "spec.resources.memory", MAX_MEMORY, quantity=True)
+    errors += _at_most(dig(spec, "scaling", "replicas"), "spec.scaling.replicas", Decimal(MAX_REPLICAS), quantity=False)
+    for part in ("prefill", "decode"):
+        base = f"spec.scaling.{part}"
+        errors += _at_most(dig(spec, "scaling", part, "replicas"), f"{base}.replicas", Decimal(MAX_REPLICAS), quantity=False)
+        errors += _at_most(dig(spec, "scaling", part, "gpu", "count"), f"{base}.gpu.count", Decimal(MAX_GPUS), quantity=False)
+        errors += _at_most(dig(spec, "scaling", part, "memory"), f"{base}.memory", MAX_MEMORY, quantity=True)
+    return errors
+
+
+def _at_most(value: Any, path: str, limit: Decimal, *, quantity: bool) -> list[FieldError]:
+    if value is None:
+        return []
+    amount = parse_quantity(value) if quantity else Decimal(value)
+    if amount is None:
+        return [FieldError(path, Reason.INVALID, "not a valid resource quantity (such as 4, 500m, 32Gi)")]
+    if amount < 0:
+        return [FieldError(path, Reason.INVALID, "must not be negative")]
+    if amount > limit:
+        return [FieldError(path, Reason.INVALID, f"exceeds the maximum allowed ({format_limit(limit)})")]
+    return []
+
+
+def _warnings(md: ModelDeployment, registry: ProviderRegistry) -> list[str]:
+    warnings: list[str] = []
+    if md.served_name and md.model_source == ModelSource.CUSTOM:
+        warnings.append("spec.model.servedName is ignored when spec.model.source is custom")
+    if md.engine.get("trustRemoteCode") is True:
+        warnings.append("spec.engine.trustRemoteCode: true runs code from the model repository inside the serving pods")
+    if md.engine_type == Engine.TRTLLM and md.engine.get("contextLength") is not None:
+        warnings.append("spec.engine.contextLength is ignored by TensorRT-LLM (set it when building the engine)")
+    for volume in md.volumes:
+        if volume.get("readOnly") is not True:
+            continue
+        name = volume.get("name")
+        if volume.get("purpose") == VolumePurpose.COMPILATION_CACHE:
+            warnings.append(f'volume "{name}": a compilation cache needs write access; readOnly makes it useless')
+        elif volume.get("purpose") == VolumePurpose.MODEL_CACHE and md.model_source == ModelSource.HUGGINGFACE:
+            warnings.append(f'volume "{name}": the model cache is read-only, so the model is not downloaded; the claim must already hold it')
+    module = MODULES.get(md.provider_name)
+    if module is not None and not module.OVERRIDE_ROOTS and md.overrides is not None:
+        warnings.append(f"spec.provider.overrides is ignored by provider {md.provider_name}")
+    config = registry.get(md.provider_name)
+    if config is not None and not config.ready:
+        warnings.append(f"provider {md.provider_name} is not ready (its InferenceProviderConfig status.ready is false)")
+    if not md.is_disaggregated and any(k in (md.spec.get("scaling") or {}) for k in ("prefill", "decode")):
+        warnings.append("spec.scaling.prefill and spec.scaling.decode are ignored in aggregated mode")
+    return warnings

@@ -1,0 +1,1 @@
+"""GitOps: load sources, render, strict schema check, write + commit + push, --check."""

@@ -1,0 +1,111 @@
+"""Reading YAML inputs: files and directories of objects, and the data bundled with Runway.
+
+Every failure is a SourceError naming the file (and the document) and the problem in one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from providers.errors import SourceError
+from providers.registry import ProviderRegistry
+from providers.versions import Versions
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One object from a file, with where it came from (for messages)."""
+
+    origin: str
+    index: int
+    obj: dict[str, Any]
+
+    @property
+    def where(self) -> str:
+        return f"{self.origin} (document {self.index + 1})"
+
+    @property
+    def kind(self) -> str:
+        return f"{self.obj.get('apiVersion')} {self.obj.get('kind')}"
+
+
+def yaml_files(paths: Iterable[str]) -> list[Path]:
+    """The files named, and the YAML files under the directories named, in a stable order."""
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in YAML_SUFFIXES)
+            out.extend(found)
+        elif path.exists():
+            out.append(path)
+        else:
+            raise SourceError(raw, "no such file or directory")
+    return out
+
+
+def read_documents(paths: Iterable[str]) -> list[Document]:
+    """Every non-empty YAML document in the given files and directories."""
+    return [doc for path in yaml_files(paths) for doc in parse_documents(_read(path), str(path))]
+
+
+def parse_documents(text: str, origin: str) -> Iterator[Document]:
+    """The objects in one YAML stream; anything but a mapping per document is an error."""
+    try:
+        loaded = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise SourceError(origin, f"not valid YAML{where}: {problem}") from None
+    except RecursionError:
+        raise SourceError(origin, "YAML nested too deeply") from None
+    for index, obj in enumerate(loaded):
+        if obj is None:
+            continue
+        if not isinstance(obj, dict):
+            got = type(obj).__name__
+            raise SourceError(origin, f"document {index + 1} is a {got}, not a Kubernetes object")
+        if not all(isinstance(k, str) for k in obj):
+            raise SourceError(origin, f"document {index + 1} has a key that is not a string")
+        yield Document(origin, index, obj)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise SourceError(str(path), f"cannot read: {reason}") from None
+
+
+def bundled_config_objects() -> list[dict[str, Any]]:
+    """The five shipped InferenceProviderConfigs, as objects."""
+    folder = resources.files("providers").joinpath("configs")
+    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(YAML_SUFFIXES))
+    return [
+        doc.obj for name in names for doc in parse_documents(folder.joinpath(name).read_text("utf-8"), name)
+    ]
+
+
+def bundled_versions() -> Versions:
+    return Versions.parse(resources.files("providers").joinpath("versions.env").read_text("utf-8"))
+
+
+def load_registry(directories: Sequence[str] | None) -> ProviderRegistry:
+    """The registry from the given directories of InferenceProviderConfigs, else the shipped one."""
+    if not directories:
+        return ProviderRegistry.from_objects(bundled_config_objects())
+    docs = read_documents(directories)
+    for doc in docs:
+        if doc.obj.get("kind") != "InferenceProviderConfig":
+            raise SourceError(doc.where, f"expected an InferenceProviderConfig, got {doc.kind}")
+    return ProviderRegistry.from_objects(doc.obj for doc in docs)
