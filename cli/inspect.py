@@ -45,7 +45,9 @@ def add_commands(commands: Any) -> None:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="YAML files or directories of ModelDeployments")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="YAML files or directories of ModelDeployments"
+    )
     parser.add_argument(
         "--providers",
         action="append",
@@ -115,7 +117,11 @@ def explain_one(obj: Mapping[str, Any], registry: ProviderRegistry) -> dict[str,
 def _decision(decision: Decision | None, key: str) -> dict[str, Any]:
     if decision is None:
         return {key: None, "reason": None, "explicit": None}
-    return {key: decision.value, "reason": decision.reason, "explicit": decision.choice == "explicit"}
+    return {
+        key: decision.value,
+        "reason": decision.reason,
+        "explicit": decision.choice == "explicit",
+    }
 
 
 def _candidate(candidate: CandidateTrace) -> dict[str, Any]:
@@ -142,7 +148,11 @@ def _print_explanation(result: Mapping[str, Any], out: TextIO) -> None:
     if result["candidates"]:
         print("  candidates:", file=out)
     for candidate in result["candidates"]:
-        state = f"excluded: {candidate['excluded']}" if candidate["excluded"] else f"priority {candidate['priority']}"
+        state = (
+            f"excluded: {candidate['excluded']}"
+            if candidate["excluded"]
+            else f"priority {candidate['priority']}"
+        )
         print(f"    {candidate['name']:<10} {state}", file=out)
         for rule in candidate["rules"]:
             shown = {True: "true", False: "false"}.get(rule["result"], "error")

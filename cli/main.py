@@ -29,7 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
             "defaults, engine and provider selection, validation, rendering."
         ),
     )
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output on stderr")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="more log output on stderr"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     inspect.add_commands(commands)
     return parser

@@ -14,6 +14,9 @@ from typing import Any
 
 import celpy
 from celpy import celtypes
+from celpy.adapter import json_to_cel
+from celpy.celparser import CELParseError
+from celpy.evaluation import CELEvalError
 
 MAX_RULE_LENGTH = 1024
 
@@ -52,7 +55,7 @@ def rule_problem(env: celpy.Environment, condition: str) -> str | None:
         return f"condition is {len(condition)} characters long; the limit is {MAX_RULE_LENGTH}"
     try:
         env.compile(condition)
-    except celpy.CELParseError as err:
+    except CELParseError as err:
         return f"syntax error at line {err.line}, column {err.column}"
     except RecursionError:
         return "condition is nested too deeply to compile"
@@ -61,7 +64,7 @@ def rule_problem(env: celpy.Environment, condition: str) -> str | None:
 
 def activation(spec: Mapping[str, Any]) -> dict[str, Any]:
     """The CEL activation for one spec; built once per selection and shared by every rule."""
-    return {"spec": celpy.json_to_cel(dict(spec))}
+    return {"spec": json_to_cel(dict(spec))}
 
 
 def evaluate(rule: Rule, bound: Mapping[str, Any]) -> Outcome:
@@ -72,9 +75,9 @@ def evaluate(rule: Rule, bound: Mapping[str, Any]) -> Outcome:
         value = rule.program.evaluate(dict(bound))
     # The rule is user-supplied code run by a third-party interpreter: whatever it raises, the
     # rule is a non-match with the reason recorded, and the other rules and providers go on.
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         return Outcome(False, _describe(err))
-    if isinstance(value, celpy.CELEvalError):
+    if isinstance(value, CELEvalError):
         return Outcome(False, _describe(value))
     if not isinstance(value, celtypes.BoolType):
         return Outcome(False, f"evaluated to {type(value).__name__}, not a bool")
@@ -82,7 +85,7 @@ def evaluate(rule: Rule, bound: Mapping[str, Any]) -> Outcome:
 
 
 def _describe(err: BaseException) -> str:
-    if isinstance(err, celpy.CELEvalError) and err.args:
+    if isinstance(err, CELEvalError) and err.args:
         return str(err.args[0])
     if isinstance(err, RecursionError):
         return "evaluation nested too deeply"

@@ -24,6 +24,11 @@ def _obj(props: Schema, *, required: tuple[str, ...] = (), **extra: Any) -> Sche
     return out
 
 
+def _open(schema: Schema) -> Schema:
+    """Keep fields the schema does not declare (status written by other controllers)."""
+    return {**schema, "x-kubernetes-preserve-unknown-fields": True}
+
+
 def _str(**extra: Any) -> Schema:
     return {"type": "string", **extra}
 
@@ -63,9 +68,7 @@ def _env_var() -> Schema:
     value_from = _obj(
         {
             "configMapKeyRef": _key_ref(),
-            "fieldRef": _obj(
-                {"apiVersion": _str(), "fieldPath": _str()}, required=("fieldPath",)
-            ),
+            "fieldRef": _obj({"apiVersion": _str(), "fieldPath": _str()}, required=("fieldPath",)),
             "fileKeyRef": _obj(
                 {"key": _str(), "optional": _bool(), "path": _str(), "volumeName": _str()},
                 required=("key", "path", "volumeName"),
@@ -176,13 +179,9 @@ def model_deployment_spec() -> Schema:
             "resources": _obj({"gpu": _gpu(), "memory": _str(), "cpu": _str()}),
             "image": _str(),
             "env": _list(_env_var()),
-            "podTemplate": _obj(
-                {"metadata": _obj({"labels": _map(), "annotations": _map()})}
-            ),
+            "podTemplate": _obj({"metadata": _obj({"labels": _map(), "annotations": _map()})}),
             "secrets": _obj({"huggingFaceToken": _str()}),
-            "gateway": _obj(
-                {"enabled": _bool(), "modelName": _str(), "httpRouteRef": _str()}
-            ),
+            "gateway": _obj({"enabled": _bool(), "modelName": _str(), "httpRouteRef": _str()}),
             "nodeSelector": _map(),
             "tolerations": _list(_toleration()),
         },
@@ -192,13 +191,14 @@ def model_deployment_spec() -> Schema:
 
 def model_deployment_status() -> Schema:
     """Status is written by no part of Runway; kept declared for objects AI Runway wrote."""
-    return _obj(
-        {
-            "phase": _str(enum=["Pending", "Deploying", "Running", "Failed", "Terminating"]),
-            "message": _str(),
-            "observedGeneration": {"type": "integer", "format": "int64"},
-        },
-        **{"x-kubernetes-preserve-unknown-fields": True},
+    return _open(
+        _obj(
+            {
+                "phase": _str(enum=["Pending", "Deploying", "Running", "Failed", "Terminating"]),
+                "message": _str(),
+                "observedGeneration": {"type": "integer", "format": "int64"},
+            }
+        )
     )
 
 
@@ -245,15 +245,16 @@ def inference_provider_config_spec() -> Schema:
 
 
 def inference_provider_config_status() -> Schema:
-    return _obj(
-        {
-            "ready": _bool(),
-            "version": _str(),
-            "lastHeartbeat": _str(format="date-time"),
-            "upstreamCRDVersion": _str(),
-            "upstreamSchemaHash": _str(),
-        },
-        **{"x-kubernetes-preserve-unknown-fields": True},
+    return _open(
+        _obj(
+            {
+                "ready": _bool(),
+                "version": _str(),
+                "lastHeartbeat": _str(format="date-time"),
+                "upstreamCRDVersion": _str(),
+                "upstreamSchemaHash": _str(),
+            }
+        )
     )
 
 
@@ -281,7 +282,6 @@ def external_model_provider_spec() -> Schema:
 
 
 def external_model_provider_status() -> Schema:
-    return _obj(
-        {"phase": _str(enum=["Pending", "Ready", "Failed", "Degraded"]), "message": _str()},
-        **{"x-kubernetes-preserve-unknown-fields": True},
+    return _open(
+        _obj({"phase": _str(enum=["Pending", "Ready", "Failed", "Degraded"]), "message": _str()})
     )

@@ -17,7 +17,11 @@ DEFAULT_MOUNT_PATHS = {
     VolumePurpose.MODEL_CACHE: "/model-cache",
     VolumePurpose.COMPILATION_CACHE: "/compilation-cache",
 }
-ENGINE_FLAG_DEFAULTS = (("enablePrefixCaching", True), ("enforceEager", False), ("trustRemoteCode", False))
+ENGINE_FLAG_DEFAULTS = (
+    ("enablePrefixCaching", True),
+    ("enforceEager", False),
+    ("trustRemoteCode", False),
+)
 
 
 def with_defaults(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -51,8 +55,7 @@ def _wants_default_gpu(spec: Mapping[str, Any], aggregated: bool) -> bool:
     return (
         aggregated
         and spec.get("resources") is None
-        and engine_type != ""
-        and engine_type != Engine.LLAMACPP
+        and engine_type not in ("", Engine.LLAMACPP)
         and not spec.get("image")
     )
 

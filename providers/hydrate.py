@@ -62,7 +62,11 @@ def structure_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     """What the API server would refuse before any webhook runs: kind, nesting, spec schema."""
     if obj.get("apiVersion") != API_VERSION or obj.get("kind") != MODEL_DEPLOYMENT:
         got = f"{obj.get('apiVersion')} {obj.get('kind')}"
-        return [FieldError("kind", Reason.INVALID, f"expected {API_VERSION} {MODEL_DEPLOYMENT}, got {got}")]
+        return [
+            FieldError(
+                "kind", Reason.INVALID, f"expected {API_VERSION} {MODEL_DEPLOYMENT}, got {got}"
+            )
+        ]
     if nesting_depth(obj) > MAX_NESTING:
         return [FieldError("spec", Reason.INVALID, f"nested deeper than {MAX_NESTING} levels")]
     errors: list[FieldError] = []
@@ -72,9 +76,12 @@ def structure_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     else:
         annotations = metadata.get("annotations")
         if annotations is not None and not (
-            isinstance(annotations, Mapping) and all(isinstance(v, str) for v in annotations.values())
+            isinstance(annotations, Mapping)
+            and all(isinstance(v, str) for v in annotations.values())
         ):
-            errors.append(FieldError("metadata.annotations", Reason.INVALID, "must map strings to strings"))
+            errors.append(
+                FieldError("metadata.annotations", Reason.INVALID, "must map strings to strings")
+            )
     if "spec" not in obj:
         errors.append(FieldError("spec", Reason.REQUIRED, "required field is missing"))
     else:
@@ -109,6 +116,7 @@ def hydrate(
     out = with_defaults(obj)
     md = ModelDeployment(out)
     previous = ModelDeployment(old) if old is not None else None
+    engine: Decision | FieldError | None
     engine = _recorded(md, "engine", md.engine_type) or _sticky(previous, "engine")
     if engine is None:
         engine = select_engine(md, registry, explicit_provider=md.provider_name)
@@ -119,6 +127,7 @@ def hydrate(
         # Record "no GPU" so that re-admission, which now sees an engine, does not default one.
         out["spec"].setdefault("resources", {"gpu": {"count": 0, "type": DEFAULT_GPU_TYPE}})
     candidates: tuple[CandidateTrace, ...] = ()
+    provider: Decision | FieldError | None
     provider = _recorded(md, "provider", md.provider_name) or _sticky(previous, "provider")
     if provider is None:
         candidates = rank_providers(out["spec"], md, registry)
@@ -176,7 +185,7 @@ def _stamp(out: dict[str, Any], what: str, decision: Decision) -> None:
 
 def _rule_warnings(candidates: tuple[CandidateTrace, ...]) -> list[str]:
     return [
-        f"InferenceProviderConfig {c.name}: rule \"{r.condition}\" could not be evaluated and "
+        f'InferenceProviderConfig {c.name}: rule "{r.condition}" could not be evaluated and '
         f"counts as not matching: {r.error}"
         for c in candidates
         for r in c.rules

@@ -166,7 +166,11 @@ class ModelDeployment:
 
     @property
     def volumes(self) -> Sequence[Mapping[str, Any]]:
-        return [v for v in _list(dig(self.spec, "model", "storage", "volumes")) if isinstance(v, Mapping)]
+        return [
+            v
+            for v in _list(dig(self.spec, "model", "storage", "volumes"))
+            if isinstance(v, Mapping)
+        ]
 
     @property
     def recorded_provider(self) -> str:
@@ -192,7 +196,11 @@ class InferenceProviderConfig:
 
     @property
     def engines(self) -> Sequence[Mapping[str, Any]]:
-        return [e for e in _list(dig(self.obj, "spec", "capabilities", "engines")) if isinstance(e, Mapping)]
+        return [
+            e
+            for e in _list(dig(self.obj, "spec", "capabilities", "engines"))
+            if isinstance(e, Mapping)
+        ]
 
     @property
     def rules(self) -> Sequence[Mapping[str, Any]]:

@@ -6,6 +6,7 @@ import re
 from decimal import Decimal, InvalidOperation
 
 _QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))((?:[eE][+-]?[0-9]+)|[a-zA-Z]*)$")
+_EXPONENT = re.compile(r"^[eE][+-]?[0-9]+$")
 _SUFFIXES: dict[str, Decimal] = {
     "": Decimal(1),
     "n": Decimal("1e-9"),
@@ -42,10 +43,10 @@ def parse_quantity(value: object) -> Decimal | None:
     number, suffix = match.groups()
     try:
         base = Decimal(number)
-        if suffix[:1] in ("e", "E"):
-            return base * Decimal(10) ** int(suffix[1:])
     except InvalidOperation:
         return None
+    if _EXPONENT.match(suffix):
+        return base * Decimal(10) ** int(suffix[1:])
     scale = _SUFFIXES.get(suffix)
     return None if scale is None else base * scale
 

@@ -78,9 +78,13 @@ class ProviderRegistry:
             errors = config_errors(obj)
             name = InferenceProviderConfig(obj).name
             if errors:
-                problems.append(f"InferenceProviderConfig {name or '<unnamed>'} skipped: {errors[0]}")
+                problems.append(
+                    f"InferenceProviderConfig {name or '<unnamed>'} skipped: {errors[0]}"
+                )
             elif name in configs:
-                problems.append(f"InferenceProviderConfig {name} defined twice; the first one is used")
+                problems.append(
+                    f"InferenceProviderConfig {name} defined twice; the first one is used"
+                )
             else:
                 configs[name] = _load(obj, env)
         for config in configs.values():

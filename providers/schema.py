@@ -53,7 +53,9 @@ def _is_type(value: Any, name: str) -> bool:
 def _check(value: Any, schema: Mapping[str, Any], at: FieldPath, errors: list[FieldError]) -> None:
     if value is None:
         if not schema.get("nullable", False) and "type" in schema:
-            errors.append(FieldError(str(at), Reason.INVALID, f"must be {schema['type']}, not null"))
+            errors.append(
+                FieldError(str(at), Reason.INVALID, f"must be {schema['type']}, not null")
+            )
         return
     if schema.get("x-kubernetes-int-or-string"):
         if not (_is_type(value, "integer") or _is_type(value, "string")):
@@ -85,7 +87,9 @@ def _check_combinators(
     return True
 
 
-def _check_scalar(value: Any, schema: Mapping[str, Any], at: FieldPath, errors: list[FieldError]) -> None:
+def _check_scalar(
+    value: Any, schema: Mapping[str, Any], at: FieldPath, errors: list[FieldError]
+) -> None:
     where = str(at)
     if "enum" in schema and value not in schema["enum"]:
         allowed = ", ".join(f'"{v}"' for v in schema["enum"])
@@ -117,7 +121,9 @@ def _check_object(
     props: Mapping[str, Any] = schema.get("properties", {})
     for name in schema.get("required", ()):
         if name not in value:
-            errors.append(FieldError(str(at.child(name)), Reason.REQUIRED, "required field is missing"))
+            errors.append(
+                FieldError(str(at.child(name)), Reason.REQUIRED, "required field is missing")
+            )
     extra = schema.get("additionalProperties")
     open_object = schema.get("x-kubernetes-preserve-unknown-fields", False)
     for key, item in value.items():
@@ -125,12 +131,16 @@ def _check_object(
             _check(item, props[key], at.child(key), errors)
         elif isinstance(extra, Mapping):
             _check(item, extra, at.child(key), errors)
-        elif extra is True or open_object:
-            continue
-        elif schema.get("x-kubernetes-embedded-resource") and key in _EMBEDDED_KEYS:
+        elif (
+            extra is True
+            or open_object
+            or (schema.get("x-kubernetes-embedded-resource") and key in _EMBEDDED_KEYS)
+        ):
             continue
         elif props or extra is False or "type" in schema:
-            errors.append(FieldError(str(at.child(key)), Reason.UNKNOWN_FIELD, _unknown(key, props)))
+            errors.append(
+                FieldError(str(at.child(key)), Reason.UNKNOWN_FIELD, _unknown(key, props))
+            )
 
 
 def _unknown(key: str, props: Mapping[str, Any]) -> str:

@@ -91,7 +91,9 @@ def rank_providers(
         rules = tuple(_trace(rule_index, config, bound) for rule_index in range(len(config.rules)))
         matched = [r.priority for r in rules if r.result is True]
         if not config.rules:
-            traces.append(CandidateTrace(config.name, None, "explicit-only: no selection rules", rules))
+            traces.append(
+                CandidateTrace(config.name, None, "explicit-only: no selection rules", rules)
+            )
         elif not matched:
             reason = "explicit-only here: no selection rule matched"
             traces.append(CandidateTrace(config.name, None, reason, rules))

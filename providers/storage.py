@@ -27,7 +27,11 @@ def check_volumes(md: ModelDeployment) -> list[FieldError]:
             value = volume.get(key)
             if isinstance(value, str) and value:
                 if value in values:
-                    errors.append(FieldError(str(VOLUMES.index(i).child(key)), Reason.DUPLICATE, f"duplicate {key}"))
+                    errors.append(
+                        FieldError(
+                            str(VOLUMES.index(i).child(key)), Reason.DUPLICATE, f"duplicate {key}"
+                        )
+                    )
                 values.add(value)
     for purpose in (VolumePurpose.MODEL_CACHE, VolumePurpose.COMPILATION_CACHE):
         if sum(1 for v in md.volumes if v.get("purpose") == purpose) > 1:
@@ -43,27 +47,79 @@ def _check_volume(volume: Mapping[str, Any], at: FieldPath, md_name: str) -> lis
     if managed:
         expected = managed_claim_name(md_name, str(volume.get("name", "")))
         if volume.get("readOnly") is True:
-            errors.append(FieldError(str(at.child("readOnly")), Reason.INVALID, "must not be true when size is set (Runway-created claims need write access)"))
+            errors.append(
+                FieldError(
+                    str(at.child("readOnly")),
+                    Reason.INVALID,
+                    "must not be true when size is set (Runway-created claims need write access)",
+                )
+            )
         if claim and claim != expected:
-            errors.append(FieldError(str(at.child("claimName")), Reason.INVALID, f'must not be set when size is set (it is generated as "{expected}")'))
+            errors.append(
+                FieldError(
+                    str(at.child("claimName")),
+                    Reason.INVALID,
+                    f'must not be set when size is set (it is generated as "{expected}")',
+                )
+            )
         if len(expected) > MAX_NAME:
-            errors.append(FieldError(str(at.child("name")), Reason.TOO_LONG, f"the claim name {len(expected)} characters long exceeds {MAX_NAME}"))
+            errors.append(
+                FieldError(
+                    str(at.child("name")),
+                    Reason.TOO_LONG,
+                    f"the claim name {len(expected)} characters long exceeds {MAX_NAME}",
+                )
+            )
         quantity = parse_quantity(volume.get("size"))
         if quantity is None or quantity <= 0:
-            errors.append(FieldError(str(at.child("size")), Reason.INVALID, "must be a positive quantity such as 100Gi"))
+            errors.append(
+                FieldError(
+                    str(at.child("size")),
+                    Reason.INVALID,
+                    "must be a positive quantity such as 100Gi",
+                )
+            )
     else:
         if not claim:
-            errors.append(FieldError(str(at.child("claimName")), Reason.REQUIRED, "required when size is not set (name an existing PersistentVolumeClaim)"))
+            errors.append(
+                FieldError(
+                    str(at.child("claimName")),
+                    Reason.REQUIRED,
+                    "required when size is not set (name an existing PersistentVolumeClaim)",
+                )
+            )
         for key in ("accessMode", "storageClassName"):
             if key in volume:
-                errors.append(FieldError(str(at.child(key)), Reason.INVALID, "only applies when size is set (a claim Runway creates)"))
+                errors.append(
+                    FieldError(
+                        str(at.child(key)),
+                        Reason.INVALID,
+                        "only applies when size is set (a claim Runway creates)",
+                    )
+                )
     if mount and not mount.startswith("/"):
-        errors.append(FieldError(str(at.child("mountPath")), Reason.INVALID, "must be an absolute path (start with /)"))
+        errors.append(
+            FieldError(
+                str(at.child("mountPath")),
+                Reason.INVALID,
+                "must be an absolute path (start with /)",
+            )
+        )
     if not mount and volume.get("purpose") == VolumePurpose.CUSTOM:
-        errors.append(FieldError(str(at.child("mountPath")), Reason.REQUIRED, "required when purpose is custom"))
+        errors.append(
+            FieldError(
+                str(at.child("mountPath")), Reason.REQUIRED, "required when purpose is custom"
+            )
+        )
     system = next((p for p in SYSTEM_PATHS if mount == p or mount.startswith(p + "/")), None)
     if system is not None:
-        errors.append(FieldError(str(at.child("mountPath")), Reason.INVALID, f"must not overlap the system path {system}"))
+        errors.append(
+            FieldError(
+                str(at.child("mountPath")),
+                Reason.INVALID,
+                f"must not overlap the system path {system}",
+            )
+        )
     return errors
 
 
@@ -92,6 +148,8 @@ def _same_volume(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     if any(a.get(k) != b.get(k) for k in _MANAGED_FIELDS):
         return False
     # nil (cluster default class) and "" (no class) are different choices.
-    if ("storageClassName" in a) != ("storageClassName" in b) or a.get("storageClassName") != b.get("storageClassName"):
+    if ("storageClassName" in a) != ("storageClassName" in b) or a.get("storageClassName") != b.get(
+        "storageClassName"
+    ):
         return False
     return parse_quantity(a.get("size")) == parse_quantity(b.get("size"))

@@ -84,8 +84,16 @@ def _check_engine_fields(md: ModelDeployment) -> list[FieldError]:
     for i, token in enumerate(md.engine.get("extraArgs") or ()):
         flag = _flag_name(token)
         if flag and flag in args:
-            detail = f'launch flag "{flag}" is also set in spec.engine.args; set it in exactly one place'
-            errors.append(FieldError(str(FieldPath.root("spec", "engine", "extraArgs").index(i)), Reason.DUPLICATE, detail))
+            detail = (
+                f'launch flag "{flag}" is also set in spec.engine.args; set it in exactly one place'
+            )
+            errors.append(
+                FieldError(
+                    str(FieldPath.root("spec", "engine", "extraArgs").index(i)),
+                    Reason.DUPLICATE,
+                    detail,
+                )
+            )
     return errors
 
 
@@ -98,7 +106,11 @@ def _flag_name(token: str) -> str:
 
 def _check_model(md: ModelDeployment) -> list[FieldError]:
     if md.model_source == ModelSource.HUGGINGFACE and not md.model_id:
-        return [FieldError("spec.model.id", Reason.REQUIRED, "required when spec.model.source is huggingface")]
+        return [
+            FieldError(
+                "spec.model.id", Reason.REQUIRED, "required when spec.model.source is huggingface"
+            )
+        ]
     return []
 
 
@@ -121,7 +133,9 @@ def _check_compatibility(md: ModelDeployment, registry: ProviderRegistry) -> lis
         detail = f'InferenceProviderConfig "{md.provider_name}" not found (configured: {known})'
         return [FieldError("spec.provider.name", Reason.NOT_FOUND, detail)]
     if md.provider_name not in MODULES:
-        detail = f"Runway has no renderer for provider {md.provider_name} (it has: {', '.join(MODULES)})"
+        detail = (
+            f"Runway has no renderer for provider {md.provider_name} (it has: {', '.join(MODULES)})"
+        )
         return [FieldError("spec.provider.name", Reason.UNSUPPORTED, detail)]
     mismatch = config.mismatch(md.engine_type, gpu=md.needs_gpu, mode=md.serving_mode)
     if mismatch is None:
@@ -138,28 +152,69 @@ def _check_disaggregated(md: ModelDeployment) -> list[FieldError]:
         errors.append(FieldError("spec.resources.gpu", Reason.FORBIDDEN, detail))
     scaling = md.spec.get("scaling")
     if not isinstance(scaling, Mapping):
-        return [*errors, FieldError("spec.scaling", Reason.REQUIRED, "disaggregated mode needs spec.scaling.prefill and spec.scaling.decode")]
+        return [
+            *errors,
+            FieldError(
+                "spec.scaling",
+                Reason.REQUIRED,
+                "disaggregated mode needs spec.scaling.prefill and spec.scaling.decode",
+            ),
+        ]
     for part in ("prefill", "decode"):
         component = scaling.get(part)
         if not isinstance(component, Mapping):
-            errors.append(FieldError(f"spec.scaling.{part}", Reason.REQUIRED, "required in disaggregated mode"))
+            errors.append(
+                FieldError(
+                    f"spec.scaling.{part}", Reason.REQUIRED, "required in disaggregated mode"
+                )
+            )
         elif not (dig(component, "gpu", "count") or 0) > 0:
-            errors.append(FieldError(f"spec.scaling.{part}.gpu.count", Reason.REQUIRED, "must be > 0 in disaggregated mode"))
+            errors.append(
+                FieldError(
+                    f"spec.scaling.{part}.gpu.count",
+                    Reason.REQUIRED,
+                    "must be > 0 in disaggregated mode",
+                )
+            )
     return errors
 
 
 def _check_ceilings(md: ModelDeployment) -> list[FieldError]:
     spec = md.spec
     errors: list[FieldError] = []
-    errors += _at_most(dig(spec, "resources", "gpu", "count"), "spec.resources.gpu.count", Decimal(MAX_GPUS), quantity=False)
+    errors += _at_most(
+        dig(spec, "resources", "gpu", "count"),
+        "spec.resources.gpu.count",
+        Decimal(MAX_GPUS),
+        quantity=False,
+    )
     errors += _at_most(dig(spec, "resources", "cpu"), "spec.resources.cpu", MAX_CPU, quantity=True)
-    errors += _at_most(dig(spec, "resources", "memory"), "spec.resources.memory", MAX_MEMORY, quantity=True)
-    errors += _at_most(dig(spec, "scaling", "replicas"), "spec.scaling.replicas", Decimal(MAX_REPLICAS), quantity=False)
+    errors += _at_most(
+        dig(spec, "resources", "memory"), "spec.resources.memory", MAX_MEMORY, quantity=True
+    )
+    errors += _at_most(
+        dig(spec, "scaling", "replicas"),
+        "spec.scaling.replicas",
+        Decimal(MAX_REPLICAS),
+        quantity=False,
+    )
     for part in ("prefill", "decode"):
         base = f"spec.scaling.{part}"
-        errors += _at_most(dig(spec, "scaling", part, "replicas"), f"{base}.replicas", Decimal(MAX_REPLICAS), quantity=False)
-        errors += _at_most(dig(spec, "scaling", part, "gpu", "count"), f"{base}.gpu.count", Decimal(MAX_GPUS), quantity=False)
-        errors += _at_most(dig(spec, "scaling", part, "memory"), f"{base}.memory", MAX_MEMORY, quantity=True)
+        errors += _at_most(
+            dig(spec, "scaling", part, "replicas"),
+            f"{base}.replicas",
+            Decimal(MAX_REPLICAS),
+            quantity=False,
+        )
+        errors += _at_most(
+            dig(spec, "scaling", part, "gpu", "count"),
+            f"{base}.gpu.count",
+            Decimal(MAX_GPUS),
+            quantity=False,
+        )
+        errors += _at_most(
+            dig(spec, "scaling", part, "memory"), f"{base}.memory", MAX_MEMORY, quantity=True
+        )
     return errors
 
 
@@ -168,11 +223,17 @@ def _at_most(value: Any, path: str, limit: Decimal, *, quantity: bool) -> list[F
         return []
     amount = parse_quantity(value) if quantity else Decimal(value)
     if amount is None:
-        return [FieldError(path, Reason.INVALID, "not a valid resource quantity (such as 4, 500m, 32Gi)")]
+        return [
+            FieldError(
+                path, Reason.INVALID, "not a valid resource quantity (such as 4, 500m, 32Gi)"
+            )
+        ]
     if amount < 0:
         return [FieldError(path, Reason.INVALID, "must not be negative")]
     if amount > limit:
-        return [FieldError(path, Reason.INVALID, f"exceeds the maximum allowed ({format_limit(limit)})")]
+        return [
+            FieldError(path, Reason.INVALID, f"exceeds the maximum allowed ({format_limit(limit)})")
+        ]
     return []
 
 
@@ -181,23 +242,40 @@ def _warnings(md: ModelDeployment, registry: ProviderRegistry) -> list[str]:
     if md.served_name and md.model_source == ModelSource.CUSTOM:
         warnings.append("spec.model.servedName is ignored when spec.model.source is custom")
     if md.engine.get("trustRemoteCode") is True:
-        warnings.append("spec.engine.trustRemoteCode: true runs code from the model repository inside the serving pods")
+        warnings.append(
+            "spec.engine.trustRemoteCode: true runs code from the model repository inside the serving pods"
+        )
     if md.engine_type == Engine.TRTLLM and md.engine.get("contextLength") is not None:
-        warnings.append("spec.engine.contextLength is ignored by TensorRT-LLM (set it when building the engine)")
+        warnings.append(
+            "spec.engine.contextLength is ignored by TensorRT-LLM (set it when building the engine)"
+        )
     for volume in md.volumes:
         if volume.get("readOnly") is not True:
             continue
         name = volume.get("name")
         if volume.get("purpose") == VolumePurpose.COMPILATION_CACHE:
-            warnings.append(f'volume "{name}": a compilation cache needs write access; readOnly makes it useless')
-        elif volume.get("purpose") == VolumePurpose.MODEL_CACHE and md.model_source == ModelSource.HUGGINGFACE:
-            warnings.append(f'volume "{name}": the model cache is read-only, so the model is not downloaded; the claim must already hold it')
+            warnings.append(
+                f'volume "{name}": a compilation cache needs write access; readOnly makes it useless'
+            )
+        elif (
+            volume.get("purpose") == VolumePurpose.MODEL_CACHE
+            and md.model_source == ModelSource.HUGGINGFACE
+        ):
+            warnings.append(
+                f'volume "{name}": the model cache is read-only, so the model is not downloaded; the claim must already hold it'
+            )
     module = MODULES.get(md.provider_name)
     if module is not None and not module.OVERRIDE_ROOTS and md.overrides is not None:
         warnings.append(f"spec.provider.overrides is ignored by provider {md.provider_name}")
     config = registry.get(md.provider_name)
     if config is not None and not config.ready:
-        warnings.append(f"provider {md.provider_name} is not ready (its InferenceProviderConfig status.ready is false)")
-    if not md.is_disaggregated and any(k in (md.spec.get("scaling") or {}) for k in ("prefill", "decode")):
-        warnings.append("spec.scaling.prefill and spec.scaling.decode are ignored in aggregated mode")
+        warnings.append(
+            f"provider {md.provider_name} is not ready (its InferenceProviderConfig status.ready is false)"
+        )
+    if not md.is_disaggregated and any(
+        k in (md.spec.get("scaling") or {}) for k in ("prefill", "decode")
+    ):
+        warnings.append(
+            "spec.scaling.prefill and spec.scaling.decode are ignored in aggregated mode"
+        )
     return warnings

@@ -44,5 +44,9 @@ class Versions:
 
     def as_env(self) -> dict[str, str]:
         """KEY=VALUE pairs again, every pin included."""
-        pins = {f"{f.name.upper()}_VERSION": getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        pins = {
+            f"{f.name.upper()}_VERSION": getattr(self, f.name)
+            for f in fields(self)
+            if f.name != "extra"
+        }
         return {**pins, **self.extra}

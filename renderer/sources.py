@@ -92,7 +92,9 @@ def bundled_config_objects() -> list[dict[str, Any]]:
     folder = resources.files("providers").joinpath("configs")
     names = sorted(p.name for p in folder.iterdir() if p.name.endswith(YAML_SUFFIXES))
     return [
-        doc.obj for name in names for doc in parse_documents(folder.joinpath(name).read_text("utf-8"), name)
+        doc.obj
+        for name in names
+        for doc in parse_documents(folder.joinpath(name).read_text("utf-8"), name)
     ]
 
 

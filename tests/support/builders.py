@@ -1,0 +1,99 @@
+"""Small builders that return fresh dicts for one test each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from providers.registry import ProviderRegistry
+from renderer.sources import bundled_config_objects
+
+
+def model_deployment(
+    name: str = "m",
+    namespace: str = "ns",
+    *,
+    model_id: str | None = "org/model",
+    gpu: int | None = None,
+    engine: str | dict[str, Any] | None = None,
+    provider: str | None = None,
+    overrides: Any = None,
+    mode: str | None = None,
+    annotations: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A ModelDeployment; keyword arguments beyond the named ones become spec fields."""
+    body: dict[str, Any] = {"model": {"id": model_id} if model_id is not None else {}}
+    if gpu is not None:
+        body["resources"] = {"gpu": {"count": gpu}}
+    if engine is not None:
+        body["engine"] = {"type": engine} if isinstance(engine, str) else engine
+    if provider is not None or overrides is not None:
+        body["provider"] = {}
+        if provider is not None:
+            body["provider"]["name"] = provider
+        if overrides is not None:
+            body["provider"]["overrides"] = overrides
+    if mode is not None:
+        body["serving"] = {"mode": mode}
+    body.update(spec)
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    if annotations is not None:
+        metadata["annotations"] = annotations
+    return {
+        "apiVersion": "airunway.ai/v1alpha1",
+        "kind": "ModelDeployment",
+        "metadata": metadata,
+        "spec": body,
+    }
+
+
+def disaggregated(name: str = "pd", *, prefill_gpu: int = 1, decode_gpu: int = 1) -> dict[str, Any]:
+    """A valid disaggregated ModelDeployment."""
+    return model_deployment(
+        name,
+        mode="disaggregated",
+        scaling={
+            "prefill": {"gpu": {"count": prefill_gpu}},
+            "decode": {"gpu": {"count": decode_gpu}},
+        },
+    )
+
+
+def engine_capability(
+    name: str = "vllm",
+    *,
+    modes: tuple[str, ...] = ("aggregated",),
+    gpu: bool = True,
+    cpu: bool = False,
+) -> dict[str, Any]:
+    return {"name": name, "servingModes": list(modes), "gpuSupport": gpu, "cpuSupport": cpu}
+
+
+def provider_config(
+    name: str,
+    *,
+    engines: list[dict[str, Any]] | None = None,
+    rules: list[tuple[str, int]] | None = None,
+    ready: bool | None = None,
+) -> dict[str, Any]:
+    """An InferenceProviderConfig; `rules` as (condition, priority) pairs."""
+    obj: dict[str, Any] = {
+        "apiVersion": "airunway.ai/v1alpha1",
+        "kind": "InferenceProviderConfig",
+        "metadata": {"name": name},
+        "spec": {
+            "capabilities": {"engines": engines if engines is not None else [engine_capability()]},
+            "selectionRules": [{"condition": c, "priority": p} for c, p in rules or []],
+        },
+    }
+    if ready is not None:
+        obj["status"] = {"ready": ready}
+    return obj
+
+
+def shipped_registry() -> ProviderRegistry:
+    return ProviderRegistry.from_objects(bundled_config_objects())
+
+
+def registry_of(*configs: dict[str, Any]) -> ProviderRegistry:
+    return ProviderRegistry.from_objects(configs)

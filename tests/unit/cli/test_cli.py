@@ -1,0 +1,425 @@
+"""`runway explain` and `runway validate`: the documented shapes, exit codes and error lines."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import pytest
+import yaml
+
+from cli.main import Exit, main
+from tests.conftest import EXAMPLES, ROOT
+from tests.support.builders import model_deployment, provider_config
+
+EXPECTED_SELECTION = {
+    "llama-cpu": ("llamacpp", False, "kaito", False),
+    "qwen-gguf": ("llamacpp", True, "kaito", False),
+    "qwen-7b": ("vllm", False, "dynamo", False),
+    "llama-70b": ("vllm", True, "kuberay", False),
+    "llama-8b-pd": ("vllm", False, "dynamo", False),
+    "deepseek-sglang": ("sglang", True, "dynamo", False),
+    "llama-8b-trt": ("trtllm", True, "dynamo", False),
+    "mistral-llmd": ("vllm", True, "llmd", True),
+    "phi-direct": ("vllm", True, "vllm", True),
+    "qwen-32b-kv": ("vllm", True, "dynamo", True),
+    "phi-kaito": ("vllm", True, "kaito", True),
+    "rejected-epp-typo": ("vllm", False, "dynamo", True),
+    "rejected-kaito-count": ("vllm", True, "kaito", True),
+    "rejected-privileged": ("vllm", True, "llmd", True),
+    "rejected-pd": ("vllm", False, "dynamo", False),
+    "rejected-vllm-cpu": ("vllm", True, None, None),
+}
+EXPECTED_DENIALS = {
+    "rejected-epp-typo": [
+        (
+            "spec.provider.overrides.epp.imag",
+            'Unknown field: not declared in the schema (did you mean "image"?)',
+        )
+    ],
+    "rejected-kaito-count": [
+        (
+            "spec.provider.overrides.resource.count",
+            "Forbidden: the Workspace replica count comes from spec.scaling.replicas; set spec.scaling.replicas instead",
+        )
+    ],
+    "rejected-privileged": [
+        (
+            "spec.provider.overrides.spec.template.spec.containers[0].securityContext",
+            'Forbidden: "securityContext" may not be set through overrides: it is security-sensitive',
+        ),
+        (
+            "spec.provider.overrides.spec.template.spec.volumes[0].hostPath",
+            'Forbidden: "hostPath" may not be set through overrides: it is security-sensitive',
+        ),
+    ],
+    "rejected-pd": [
+        (
+            "spec.resources.gpu",
+            "Forbidden: cannot be set in disaggregated mode; set spec.scaling.prefill.gpu and spec.scaling.decode.gpu",
+        ),
+        ("spec.scaling.decode", "Required value: required in disaggregated mode"),
+    ],
+    "rejected-vllm-cpu": [
+        (
+            "spec.provider.name",
+            "Required value: no provider can be selected automatically (dynamo: does not run engine vllm "
+            "without a GPU; kaito: does not run engine vllm without a GPU; kuberay: does not run engine "
+            "vllm without a GPU; llmd: does not run engine vllm without a GPU; vllm: does not run engine "
+            "vllm without a GPU); set spec.provider.name",
+        )
+    ],
+}
+
+
+def examples() -> list[str]:
+    return [str(p) for p in sorted(EXAMPLES.glob("*.yaml"))]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(path: Path, *objects: dict[str, Any]) -> str:
+    path.write_text(yaml.safe_dump_all(objects))
+    return str(path)
+
+
+def test_validate_examples_json_has_the_documented_shape(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(capsys, "validate", *examples(), "-o", "json")
+
+    results = json.loads(out)
+    assert (code, err) == (Exit.REJECTED, "")
+    assert len(results) == len(EXPECTED_SELECTION)
+    for result in results:
+        assert set(result) == {
+            "name",
+            "namespace",
+            "operation",
+            "allowed",
+            "errors",
+            "warnings",
+            "patch",
+            "object",
+        }
+        assert result["namespace"] == "models"
+        assert result["operation"] == "CREATE"
+    denied = {
+        r["name"]: [(e["field"], e["message"]) for e in r["errors"]]
+        for r in results
+        if not r["allowed"]
+    }
+    assert denied == EXPECTED_DENIALS
+    for result in results:
+        if result["allowed"]:
+            assert result["errors"] == []
+            assert (
+                result["object"]["spec"]["provider"]["name"]
+                == EXPECTED_SELECTION[result["name"]][2]
+            )
+            assert {op["path"] for op in result["patch"]} >= {"/metadata/annotations"}
+
+
+def test_validate_patch_turns_the_input_into_the_object(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "validate", str(EXAMPLES / "vllm-1gpu.yaml"), "-o", "json")
+
+    (result,) = json.loads(out)
+    source = yaml.safe_load((EXAMPLES / "vllm-1gpu.yaml").read_text())
+    assert code == Exit.OK
+    assert jsonpatch.apply_patch(source, result["patch"]) == result["object"]
+    assert result["object"]["spec"]["engine"]["type"] == "vllm"
+    assert result["object"]["spec"]["provider"]["name"] == "dynamo"
+
+
+def test_explain_examples_json_has_the_documented_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "explain", *examples(), "-o", "json")
+
+    results = json.loads(out)
+    assert (code, err) == (Exit.OK, "")
+    selection = {
+        r["name"]: (
+            r["engine"]["type"],
+            r["engine"]["explicit"],
+            r["provider"]["name"],
+            r["provider"]["explicit"],
+        )
+        for r in results
+    }
+    assert selection == EXPECTED_SELECTION
+    for result in results:
+        assert set(result) == {
+            "name",
+            "namespace",
+            "engine",
+            "provider",
+            "candidates",
+            "error",
+            "warnings",
+        }
+        assert set(result["engine"]) == {"type", "reason", "explicit"}
+        assert set(result["provider"]) == {"name", "reason", "explicit"}
+        for candidate in result["candidates"]:
+            assert set(candidate) == {"name", "priority", "excluded", "rules"}
+            for rule in candidate["rules"]:
+                assert set(rule) == {"condition", "priority", "result", "error"}
+                assert rule["result"] in (True, False, "error")
+    by_name = {r["name"]: r for r in results}
+    assert by_name["rejected-vllm-cpu"]["error"] == (
+        "spec.provider.name: " + EXPECTED_DENIALS["rejected-vllm-cpu"][0][1]
+    )
+    assert by_name["qwen-7b"]["error"] is None
+    assert [
+        (c["name"], c["priority"], c["excluded"]) for c in by_name["llama-70b"]["candidates"]
+    ] == [
+        ("dynamo", 50, None),
+        ("kaito", None, "explicit-only here: no selection rule matched"),
+        ("kuberay", 80, None),
+        ("llmd", None, "explicit-only: no selection rules"),
+        ("vllm", None, "explicit-only: no selection rules"),
+    ]
+
+
+def test_explain_text_names_the_choices_and_the_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "explain", str(EXAMPLES / "vllm-multi-gpu.yaml"))
+
+    assert code == Exit.OK
+    lines = out.splitlines()
+    assert lines[0] == "models/llama-70b"
+    assert lines[1] == "  engine:    vllm (explicit) set in spec.engine.type"
+    assert lines[2].startswith("  provider:  kuberay (auto) auto-selected: rule ")
+    assert "    kuberay    priority 80" in lines
+    assert "    llmd       excluded: explicit-only: no selection rules" in lines
+
+
+def test_validate_text_reports_and_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "validate",
+        str(EXAMPLES / "cpu-llamacpp.yaml"),
+        str(EXAMPLES / "rejected-kaito-count.yaml"),
+    )
+
+    assert code == Exit.REJECTED
+    assert out.splitlines() == [
+        "models/llama-cpu: allowed: engine llamacpp (auto), provider kaito (auto)",
+        "  warning: spec.model.servedName is ignored when spec.model.source is custom",
+        "models/rejected-kaito-count: denied",
+        "  spec.provider.overrides.resource.count: Forbidden: the Workspace replica count comes from "
+        "spec.scaling.replicas; set spec.scaling.replicas instead",
+        "1 allowed, 1 denied",
+    ]
+
+
+def test_validate_exits_zero_when_everything_is_allowed(capsys: pytest.CaptureFixture[str]) -> None:
+    allowed = [p for p in examples() if not Path(p).name.startswith("rejected-")]
+
+    code, out, _ = run(capsys, "validate", *allowed)
+
+    assert code == Exit.OK
+    assert out.splitlines()[-1] == "11 allowed, 0 denied"
+
+
+def test_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
+    first = run(capsys, "validate", *examples(), "-o", "json")
+    second = run(capsys, "validate", *examples(), "-o", "json")
+
+    assert first == second
+
+
+def test_old_versions_exercise_update_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = write(tmp_path / "old.yaml", model_deployment("llama", gpu=1))
+    new = write(
+        tmp_path / "new.yaml",
+        model_deployment("llama", gpu=1, provider="kuberay"),
+        model_deployment("other", gpu=1),
+    )
+
+    code, out, _ = run(capsys, "validate", new, "--old", old, "-o", "json")
+
+    results = json.loads(out)
+    assert code == Exit.REJECTED
+    assert [(r["name"], r["operation"], r["allowed"]) for r in results] == [
+        ("llama", "UPDATE", False),
+        ("other", "CREATE", True),
+    ]
+    assert results[0]["errors"] == [
+        {
+            "field": "spec.provider.name",
+            "message": 'Immutable: is immutable (was "dynamo", now "kuberay"); changing it requires deleting and recreating the ModelDeployment',
+        }
+    ]
+
+
+def test_registry_of_only_explicit_providers_selects_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    write(configs / "llmd.yaml", provider_config("llmd", rules=[]))
+    write(configs / "vllm.yml", provider_config("vllm"))
+    source = write(tmp_path / "md.yaml", model_deployment(gpu=1))
+
+    code, out, _ = run(capsys, "explain", source, "--providers", str(configs), "-o", "json")
+
+    (result,) = json.loads(out)
+    assert code == Exit.OK
+    assert result["provider"] == {"name": None, "reason": None, "explicit": None}
+    assert result["error"] == (
+        "spec.provider.name: Required value: no provider can be selected automatically "
+        "(llmd: explicit-only: no selection rules; vllm: explicit-only: no selection rules); set spec.provider.name"
+    )
+
+
+def test_broken_provider_config_is_a_warning_not_a_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    write(
+        configs / "a.yaml",
+        provider_config("kuberay", rules=[("spec.engine.type ==", 9), ("true", 1)]),
+    )
+    source = write(tmp_path / "md.yaml", model_deployment(gpu=1))
+
+    code, out, err = run(capsys, "validate", source, "--providers", str(configs))
+
+    assert code == Exit.OK
+    assert (
+        err
+        == "runway: warning: InferenceProviderConfig kuberay rule 0: syntax error at line 1, column 18\n"
+    )
+    assert out.splitlines()[0] == "ns/m: allowed: engine vllm (auto), provider kuberay (auto)"
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        (
+            "spec: [unclosed\n",
+            "not valid YAML at line 2, column 1: did not find expected ',' or ']'",
+        ),
+        ("- a\n- b\n", "document 1 is a list, not a Kubernetes object"),
+        (
+            "apiVersion: v1\nkind: ConfigMap\n",
+            "(document 1): v1 ConfigMap is not a airunway.ai/v1alpha1 ModelDeployment",
+        ),
+        ("", "no ModelDeployment objects found"),
+        (b"\xff\xfe\x00bad".decode("latin-1"), "cannot read:"),
+    ],
+    ids=["bad-yaml", "not-an-object", "wrong-kind", "empty", "not-utf8"],
+)
+@pytest.mark.parametrize("command", ["validate", "explain"])
+def test_unusable_input_exits_2_with_one_line_naming_file_and_problem(
+    content: str, problem: str, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "input.yaml"
+    path.write_bytes(content.encode("latin-1"))
+
+    code, out, err = run(capsys, command, str(path))
+
+    assert (code, out) == (Exit.USAGE, "")
+    assert err.count("\n") == 1
+    assert err.startswith(f"runway: {path}")
+    assert problem in err
+    assert "Traceback" not in err
+
+
+def test_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "validate", str(tmp_path / "nope.yaml"))
+
+    assert (code, out, err) == (
+        Exit.USAGE,
+        "",
+        f"runway: {tmp_path / 'nope.yaml'}: no such file or directory\n",
+    )
+
+
+def test_providers_directory_with_another_kind_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    write(configs / "x.yaml", model_deployment())
+
+    code, _, err = run(
+        capsys, "explain", str(EXAMPLES / "vllm-1gpu.yaml"), "--providers", str(configs)
+    )
+
+    assert code == Exit.USAGE
+    assert err == (
+        f"runway: {configs / 'x.yaml'} (document 1): expected an InferenceProviderConfig, "
+        "got airunway.ai/v1alpha1 ModelDeployment\n"
+    )
+
+
+def test_structurally_broken_model_deployment_is_denied_not_unusable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = model_deployment()
+    broken["spec"] = ["not", "an", "object"]
+
+    code, out, _ = run(capsys, "validate", write(tmp_path / "md.yaml", broken), "-o", "json")
+
+    assert code == Exit.REJECTED
+    assert json.loads(out)[0]["errors"] == [
+        {"field": "spec", "message": "Invalid value: must be object, not array"}
+    ]
+
+
+def test_directories_are_read_recursively(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "team" / "a").mkdir(parents=True)
+    write(tmp_path / "team" / "a" / "one.yaml", model_deployment("one", gpu=1))
+    write(tmp_path / "team" / "two.yml", model_deployment("two"))
+    (tmp_path / "team" / "README.md").write_text("not yaml: [")
+
+    code, out, _ = run(capsys, "validate", str(tmp_path), "-o", "json")
+
+    assert code == Exit.OK
+    assert [r["name"] for r in json.loads(out)] == ["one", "two"]
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["explain", "--help"], ["validate", "--help"]])
+def test_help_is_useful_on_its_own(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+
+    out = capsys.readouterr().out
+    assert exit_info.value.code == 0
+    assert out.startswith("usage: runway")
+    assert ("explain" in out and "validate" in out) if argv == ["--help"] else "--providers" in out
+
+
+def test_bad_flags_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["validate", "-o", "xml", "x.yaml"])
+
+    assert exit_info.value.code == Exit.USAGE
+    assert "invalid choice: 'xml'" in capsys.readouterr().err
+
+
+def test_console_script_runs_the_same_program() -> None:
+    runway = Path(sys.executable).parent / "runway"
+
+    done = subprocess.run(
+        [str(runway), "validate", str(EXAMPLES / "vllm-1gpu.yaml"), "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
+
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout)[0]["allowed"] is True

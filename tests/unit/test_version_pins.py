@@ -1,0 +1,155 @@
+"""providers/versions.env is the one source of upstream versions; every use must agree with it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+from providers.versions import Versions
+from renderer.sources import bundled_versions
+from tests.conftest import ROOT
+
+# How each pinned upstream is named in code, manifests and docs, with the version captured.
+USES: dict[str, list[re.Pattern[str]]] = {
+    "DYNAMO_VERSION": [
+        re.compile(r"nvcr\.io/nvidia/ai-dynamo/[a-z0-9-]+:([\w.+-]+)"),
+        re.compile(r"dynamo-platform-([0-9][\w.+-]*?)\.tgz"),
+    ],
+    "LLMD_VERSION": [re.compile(r"llm-d-inference-scheduler:v([\w.+-]+)")],
+    "VLLM_VERSION": [re.compile(r"vllm/vllm-openai:([\w.+-]+)")],
+    "GAIE_VERSION": [
+        re.compile(r"gateway-api-inference-extension/epp:([\w.+-]+)"),
+        re.compile(r"sigs\.k8s\.io/gateway-api-inference-extension (v[\w.+-]+)"),
+    ],
+    "GATEWAY_API_VERSION": [re.compile(r"gateway-api/releases/download/(v[\w.+-]+)")],
+    "ISTIO_VERSION": [re.compile(r"docker\.io/istio/[a-z0-9]+:([\w.+-]+)")],
+    "KAITO_VERSION": [re.compile(r"kaito/workspace --version ([\w.+-]+)")],
+    "KUBERAY_VERSION": [re.compile(r"kuberay/kuberay-operator --version ([\w.+-]+)")],
+}
+SKIP_DIRS = {
+    ".git",
+    ".venv",
+    ".cache",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    "build",
+}
+TEXT_SUFFIXES = {
+    ".py",
+    ".yaml",
+    ".yml",
+    ".md",
+    ".go",
+    ".mod",
+    ".sh",
+    ".env",
+    ".toml",
+    ".json",
+    ".txt",
+    "",
+}
+
+
+def project_files(root: Path) -> Iterator[Path]:
+    for path in sorted(root.rglob("*")):
+        if any(part in SKIP_DIRS for part in path.relative_to(root).parts) or not path.is_file():
+            continue
+        if path.name == "versions.env" or path.suffix not in TEXT_SUFFIXES:
+            continue
+        if path.suffix == ".py" and "tests" in path.relative_to(root).parts:
+            continue  # tests may name other versions on purpose (older upstreams)
+        yield path
+
+
+def disagreements(root: Path, pins: Mapping[str, str]) -> list[str]:
+    """Every place in the tree that names a pinned upstream at another version."""
+    found: list[str] = []
+    for path in project_files(root):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for key, patterns in USES.items():
+            for pattern in patterns:
+                for match in pattern.finditer(text):
+                    if match.group(1) != pins[key]:
+                        line = text.count("\n", 0, match.start()) + 1
+                        found.append(
+                            f"{path.relative_to(root)}:{line}: {match.group(0)} (pinned {key}={pins[key]})"
+                        )
+    return found
+
+
+def test_every_use_in_the_project_agrees_with_the_pins() -> None:
+    assert disagreements(ROOT, bundled_versions().as_env()) == []
+
+
+def test_the_guard_catches_a_drifted_version(tmp_path: Path) -> None:
+    pins = bundled_versions().as_env()
+    (tmp_path / "deploy.yaml").write_text(
+        f"image: vllm/vllm-openai:{pins['VLLM_VERSION']}\nimage: ghcr.io/llm-d/llm-d-inference-scheduler:v0.0.1\n"
+    )
+
+    assert disagreements(tmp_path, pins) == [
+        f"deploy.yaml:2: llm-d-inference-scheduler:v0.0.1 (pinned LLMD_VERSION={pins['LLMD_VERSION']})"
+    ]
+
+
+def test_no_product_module_carries_a_version_literal() -> None:
+    pins = bundled_versions().as_env()
+    sources = [
+        p
+        for pkg in ("providers", "cli", "webhook", "renderer", "gateway", "certs")
+        for p in (ROOT / pkg).rglob("*.py")
+    ]
+
+    offenders = [
+        f"{p.relative_to(ROOT)}: {value}"
+        for p in sources
+        for value in pins.values()
+        if re.search(rf"(?<![\w.]){re.escape(value)}(?![\w.])", p.read_text())
+    ]
+    assert offenders == []
+
+
+def test_versions_parse_every_pin() -> None:
+    versions = bundled_versions()
+
+    assert versions.as_env() == {
+        "DYNAMO_VERSION": versions.dynamo,
+        "KAITO_VERSION": versions.kaito,
+        "KUBERAY_VERSION": versions.kuberay,
+        "LLMD_VERSION": versions.llmd,
+        "VLLM_VERSION": versions.vllm,
+        "GAIE_VERSION": versions.gaie,
+        "GATEWAY_API_VERSION": versions.gateway_api,
+        "ISTIO_VERSION": versions.istio,
+    }
+    assert all(versions.as_env().values())
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "DYNAMO_VERSION=1\nnot a pin\n",
+            "versions.env line 2: expected KEY=VALUE, got 'not a pin'",
+        ),
+        (
+            "DYNAMO_VERSION=1\n",
+            "versions.env is missing GAIE_VERSION, GATEWAY_API_VERSION, ISTIO_VERSION, KAITO_VERSION, KUBERAY_VERSION, LLMD_VERSION, VLLM_VERSION",
+        ),
+    ],
+    ids=["malformed", "missing"],
+)
+def test_a_broken_versions_file_is_a_clear_error(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Versions.parse(text)
+
+
+def test_extra_pins_are_kept() -> None:
+    text = (ROOT / "providers" / "versions.env").read_text() + "KUBERNETES_VERSION=v1.35.0\n"
+
+    assert Versions.parse(text).extra == {"KUBERNETES_VERSION": "v1.35.0"}
