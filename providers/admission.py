@@ -11,7 +11,7 @@ import jsonpatch
 from providers.errors import FieldError
 from providers.hydrate import Hydration, hydrate
 from providers.registry import ProviderRegistry
-from providers.validation import Operation, validate
+from providers.validation import Operation, check_spec
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +34,8 @@ def admit(
     if hydration.errors:
         return Admission(False, dict(obj), [], hydration.errors, hydration.warnings, hydration)
     operation = Operation.UPDATE if old is not None else Operation.CREATE
-    verdict = validate(hydration.obj, old=old, operation=operation, registry=registry)
+    # hydrate() already ran the structure check on this object; it is not repeated.
+    verdict = check_spec(hydration.obj, old=old, operation=operation, registry=registry)
     warnings = hydration.warnings + verdict.warnings
     patch = json_patch(obj, hydration.obj)
     return Admission(not verdict.errors, hydration.obj, patch, verdict.errors, warnings, hydration)

@@ -94,7 +94,7 @@ def nesting_depth(value: Any) -> int:
     deepest, stack = 0, [(value, 0)]
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, Mapping):
+        if isinstance(node, dict):  # decoded JSON/YAML: dicts and lists only
             stack.extend((v, depth + 1) for v in node.values())
         elif isinstance(node, list):
             stack.extend((v, depth + 1) for v in node)

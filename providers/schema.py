@@ -90,29 +90,25 @@ def _check_combinators(
 def _check_scalar(
     value: Any, schema: Mapping[str, Any], at: FieldPath, errors: list[FieldError]
 ) -> None:
-    where = str(at)
     if "enum" in schema and value not in schema["enum"]:
         allowed = ", ".join(f'"{v}"' for v in schema["enum"])
         # The value is not echoed: this check also runs on overrides, where people paste tokens.
-        errors.append(FieldError(where, Reason.UNSUPPORTED, f"supported values: {allowed}"))
-    if _is_type(value, "number") and not isinstance(value, bool):
+        errors.append(FieldError(str(at), Reason.UNSUPPORTED, f"supported values: {allowed}"))
+    if isinstance(value, int | float) and not isinstance(value, bool):
         if "minimum" in schema and value < schema["minimum"]:
-            errors.append(FieldError(where, Reason.INVALID, f"must be >= {schema['minimum']}"))
+            errors.append(FieldError(str(at), Reason.INVALID, f"must be >= {schema['minimum']}"))
         if "maximum" in schema and value > schema["maximum"]:
-            errors.append(FieldError(where, Reason.INVALID, f"must be <= {schema['maximum']}"))
+            errors.append(FieldError(str(at), Reason.INVALID, f"must be <= {schema['maximum']}"))
     if isinstance(value, str):
         if "maxLength" in schema and len(value) > schema["maxLength"]:
-            errors.append(
-                FieldError(where, Reason.TOO_LONG, f"may not be longer than {schema['maxLength']}")
-            )
+            detail = f"may not be longer than {schema['maxLength']}"
+            errors.append(FieldError(str(at), Reason.TOO_LONG, detail))
         if "minLength" in schema and len(value) < schema["minLength"]:
-            errors.append(
-                FieldError(where, Reason.INVALID, f"must be at least {schema['minLength']} long")
-            )
+            detail = f"must be at least {schema['minLength']} long"
+            errors.append(FieldError(str(at), Reason.INVALID, detail))
         if "pattern" in schema and re.search(schema["pattern"], value) is None:
-            errors.append(
-                FieldError(where, Reason.INVALID, f"must match the pattern {schema['pattern']}")
-            )
+            detail = f"must match the pattern {schema['pattern']}"
+            errors.append(FieldError(str(at), Reason.INVALID, detail))
 
 
 def _check_object(

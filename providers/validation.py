@@ -54,6 +54,17 @@ def validate(
     structural = structure_errors(obj)
     if structural:
         return Verdict(tuple(structural), ())
+    return check_spec(obj, old=old, operation=operation, registry=registry)
+
+
+def check_spec(
+    obj: Mapping[str, Any],
+    *,
+    old: Mapping[str, Any] | None,
+    operation: Operation,
+    registry: ProviderRegistry,
+) -> Verdict:
+    """The rules after the structure check; only for objects that passed `structure_errors`."""
     md = ModelDeployment(obj)
     errors = _check_engine_fields(md) + _check_model(md)
     errors += _check_overrides(md)

@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench` prints numbers and ratios; no test asserts on time."""
