@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Callable
@@ -39,13 +40,13 @@ def main() -> None:
     load = per_call_us(lambda: ProviderRegistry.from_objects(configs), rounds=20)
     rules = [r for c in registry.configs.values() for r in c.rules]
     bound = activation(hydrate(objects[0], registry=registry).obj["spec"])
-    rule_us = statistics.median(per_call_us(lambda r=r: evaluate(r, bound)) for r in rules)
+    rule_us = statistics.median(per_call_us(functools.partial(evaluate, r, bound)) for r in rules)
     bind_us = per_call_us(lambda: activation(objects[0]["spec"]))
     hydrate_us = statistics.median(
-        per_call_us(lambda o=o: hydrate(o, registry=registry)) for o in objects
+        per_call_us(functools.partial(hydrate, o, registry=registry)) for o in objects
     )
     admit_us = statistics.median(
-        per_call_us(lambda o=o: admit(o, registry=registry)) for o in objects
+        per_call_us(functools.partial(admit, o, registry=registry)) for o in objects
     )
     stored = [hydrate(o, registry=registry).obj for o in objects]
     readmit_us = statistics.median(
