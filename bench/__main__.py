@@ -50,7 +50,7 @@ def main() -> None:
     )
     stored = [hydrate(o, registry=registry).obj for o in objects]
     readmit_us = statistics.median(
-        per_call_us(lambda o=o: admit(o, old=o, registry=registry))
+        per_call_us(functools.partial(admit, o, old=o, registry=registry))
         for o in stored
         if "provider" in o["spec"]
     )
