@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint format test-unit test-integration test-e2e bench clean
+.PHONY: install test lint format test-unit test-e2e bench clean crds cluster
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,15 +23,27 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# Every tier, every time: lint, then unit, integration and e2e tests.
-test: lint
+# Every tier, every time: lint, then unit, integration and e2e tests (the e2e tier needs the
+# test cluster: `make cluster` builds it once into .cache/cluster; later runs reuse it).
+test: lint cluster
 	$(BIN)/python -m pytest tests
+
+# kube-apiserver and etcd from pinned Go modules, upstream CRDs from their Go modules.
+cluster: $(STAMP)
+	$(BIN)/python tests/cluster/build.py
+
+test-e2e: cluster
+	$(BIN)/python -m pytest tests/e2e
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit
+
+# The CRD manifests are generated from providers/crds.py; a unit test fails when they drift.
+crds: $(STAMP)
+	$(BIN)/runway crds > kustomize/base/crds.yaml
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .cache

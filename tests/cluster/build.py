@@ -1,0 +1,262 @@
+"""`make cluster`: build kube-apiserver and etcd, and fetch the upstream CRDs, once.
+
+Everything lands in the cache directory (default `.cache/cluster`, or $RUNWAY_CLUSTER_CACHE):
+  bin/kube-apiserver, bin/etcd          built from tests/cluster/{apiserver,etcd}/go.mod
+  crds/<upstream>/<version>/*.yaml      copied from the upstream Go modules at the pinned versions
+A second run does nothing: each binary carries a stamp of its go.mod, go.sum and Go version, and
+each CRD folder a marker. Versions come from providers/versions.env only.
+
+Exit status: 0 built (or already built); 1 failed. Without Go: 1 when CI=true, else 0 with a
+loud warning (the e2e tier then skips, loudly, on a developer machine only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from providers.versions import Versions  # noqa: E402  (the project root is on the path only now)
+
+HERE = ROOT / "tests" / "cluster"
+HEARTBEAT_SECONDS = 30
+BUILD_TIMEOUT_SECONDS = 3600
+
+
+def cache_dir(env: Mapping[str, str]) -> Path:
+    return Path(env.get("RUNWAY_CLUSTER_CACHE") or ROOT / ".cache" / "cluster")
+
+
+@dataclass(frozen=True)
+class Binary:
+    name: str
+    module_dir: Path
+    package: str
+
+
+BINARIES = (
+    Binary("kube-apiserver", HERE / "apiserver", "k8s.io/kubernetes/cmd/kube-apiserver"),
+    Binary("etcd", HERE / "etcd", "."),
+)
+
+
+def _keep_crds(kinds: Sequence[str]) -> Callable[[Path], list[dict[str, Any]]]:
+    """Read a (multi-document) CRD file and keep the CRDs of the given plural.group names."""
+
+    def keep(path: Path) -> list[dict[str, Any]]:
+        docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
+        return [
+            d
+            for d in docs
+            if d.get("kind") == "CustomResourceDefinition" and d["metadata"]["name"] in kinds
+        ]
+
+    return keep
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Where an upstream keeps its CRDs inside its Go module."""
+
+    name: str
+    module: str
+    pin: str  # attribute of Versions
+    files: tuple[str, ...]  # paths inside the module (globs allowed)
+    keep: Callable[[Path], list[dict[str, Any]]] | None = None
+
+    def version(self, versions: Versions) -> str:
+        value: str = getattr(versions, self.pin)
+        return value if value.startswith("v") else f"v{value}"
+
+
+UPSTREAMS = (
+    Upstream(
+        "gateway-api", "sigs.k8s.io/gateway-api", "gateway_api", ("config/crd/standard/*.yaml",)
+    ),
+    Upstream(
+        "gateway-api-inference-extension",
+        "sigs.k8s.io/gateway-api-inference-extension",
+        "gaie",
+        ("config/crd/bases/*.yaml",),
+    ),
+    Upstream(
+        "kuberay",
+        "github.com/ray-project/kuberay/ray-operator",
+        "kuberay",
+        ("config/crd/bases/ray.io_rayservices.yaml", "config/crd/bases/ray.io_rayclusters.yaml"),
+    ),
+    Upstream(
+        "istio",
+        "istio.io/api",
+        "istio",
+        ("kubernetes/customresourcedefinitions.gen.yaml",),
+        keep=_keep_crds(("destinationrules.networking.istio.io",)),
+    ),
+)
+# Not served by the Go module proxy at any version (403 "not available"), and shipped by no other
+# registry this project can reach: their CRDs cannot be installed in the test cluster.
+UNAVAILABLE = {
+    "kaito": "github.com/kaito-project/kaito",
+    "dynamo": "github.com/ai-dynamo/dynamo/deploy/operator",
+}
+
+
+def say(message: str) -> None:
+    print(f"[cluster] {message}", flush=True)
+
+
+def go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["GOTOOLCHAIN"] = "local"  # never fetch another Go; go.mod asks for what this one has
+    env.setdefault("GOFLAGS", "-mod=readonly")
+    return env
+
+
+def run_with_heartbeat(argv: Sequence[str], *, cwd: Path, what: str) -> None:
+    """Run a long command, printing a line every HEARTBEAT_SECONDS so nobody thinks it hung."""
+    start = time.monotonic()
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(argv, cwd=cwd, env=go_env(), stdout=log, stderr=subprocess.STDOUT)
+        while True:
+            try:
+                code = proc.wait(timeout=HEARTBEAT_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                elapsed = time.monotonic() - start
+                if elapsed > BUILD_TIMEOUT_SECONDS:
+                    proc.kill()
+                    proc.wait()
+                    raise SystemExit(f"[cluster] {what}: gave up after {elapsed:.0f}s") from None
+                say(f"{what}: still working ({elapsed:.0f}s)")
+        if code != 0:
+            log.seek(0)
+            tail = log.read().decode(errors="replace")[-4000:]
+            raise SystemExit(f"[cluster] {what} failed (exit {code}):\n{tail}")
+    say(f"{what}: done in {time.monotonic() - start:.0f}s")
+
+
+def go_version() -> str:
+    done = subprocess.run(
+        ["go", "version"], capture_output=True, text=True, check=True, env=go_env(), timeout=60
+    )
+    return done.stdout.strip()
+
+
+def stamp_of(binary: Binary, go: str) -> str:
+    digest = hashlib.sha256(go.encode())
+    for name in ("go.mod", "go.sum", "main.go"):
+        path = binary.module_dir / name
+        if path.exists():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def build_binaries(cache: Path) -> None:
+    go = go_version()
+    bin_dir = cache / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for binary in BINARIES:
+        target, stamp_file = bin_dir / binary.name, bin_dir / f"{binary.name}.stamp"
+        stamp = stamp_of(binary, go)
+        if target.exists() and stamp_file.exists() and stamp_file.read_text() == stamp:
+            say(f"{binary.name}: up to date")
+            continue
+        say(f"{binary.name}: building with {go} (the first build of kube-apiserver takes minutes)")
+        partial = bin_dir / f".{binary.name}.partial"
+        run_with_heartbeat(
+            ["go", "build", "-trimpath", "-o", str(partial), binary.package],
+            cwd=binary.module_dir,
+            what=f"go build {binary.name}",
+        )
+        partial.replace(target)
+        stamp_file.write_text(stamp)
+
+
+def module_dir(module: str, version: str) -> Path:
+    """Download one module version through the Go module proxy; its folder in the module cache."""
+    with tempfile.TemporaryDirectory() as scratch:
+        env = go_env() | {"GOFLAGS": "-mod=mod"}
+        done = subprocess.run(
+            ["go", "mod", "download", "-json", f"{module}@{version}"],
+            cwd=scratch,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    info = json.loads(done.stdout or "{}")
+    if done.returncode != 0 or "Dir" not in info:
+        reason = info.get("Error") or done.stderr.strip() or "no module folder reported"
+        raise SystemExit(f"[cluster] cannot download {module}@{version}: {reason}")
+    return Path(info["Dir"])
+
+
+def fetch_crds(cache: Path, versions: Versions) -> None:
+    for upstream in UPSTREAMS:
+        version = upstream.version(versions)
+        dest = cache / "crds" / upstream.name / version
+        if (dest / ".complete").exists():
+            say(f"CRDs {upstream.name} {version}: up to date")
+            continue
+        source = module_dir(upstream.module, version)
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        copied = 0
+        for pattern in upstream.files:
+            for path in sorted(source.glob(pattern)):
+                if upstream.keep is None:
+                    shutil.copyfile(path, dest / path.name)
+                    copied += 1
+                    continue
+                for crd in upstream.keep(path):
+                    (
+                        dest / f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml"
+                    ).write_text(yaml.safe_dump(crd, sort_keys=True))
+                    copied += 1
+        if copied == 0:
+            raise SystemExit(
+                f"[cluster] {upstream.module}@{version} holds none of {upstream.files}"
+            )
+        (dest / ".complete").write_text(f"{upstream.module}@{version}\n")
+        say(f"CRDs {upstream.name} {version}: {copied} file(s) from {upstream.module}")
+    for name, module in sorted(UNAVAILABLE.items()):
+        say(f"CRDs {name}: not available ({module} is not served by the Go module proxy)")
+
+
+def main(env: Mapping[str, str]) -> int:
+    if shutil.which("go") is None:
+        message = "Go is not installed: the e2e tier (real kube-apiserver + etcd) cannot be built"
+        if env.get("CI", "").lower() == "true":
+            print(f"[cluster] ERROR: {message}", file=sys.stderr)
+            return 1
+        print(
+            f"[cluster] WARNING: {message}; e2e tests will be SKIPPED on this machine",
+            file=sys.stderr,
+        )
+        return 0
+    versions = Versions.parse((ROOT / "providers" / "versions.env").read_text())
+    cache = cache_dir(env)
+    say(f"cache: {cache}; Kubernetes {versions.kubernetes}, etcd {versions.etcd}")
+    build_binaries(cache)
+    fetch_crds(cache, versions)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(os.environ))
