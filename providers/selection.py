@@ -65,7 +65,7 @@ def select_engine(
                 f"auto-selected: {engine} is the most preferred engine ({order}) offered for "
                 f"{placement(gpu, mode)} by {', '.join(offered_by)}"
             )
-            return Decision(engine, reason, Choice.AUTO)
+            return Decision(engine.value, reason, Choice.AUTO)  # plain str: it goes into the object
     if named is not None:
         why = f"provider {named.name} offers no engine for {placement(gpu, mode)}"
     else:

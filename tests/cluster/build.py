@@ -115,6 +115,13 @@ UNAVAILABLE = {
 }
 
 
+def _only_crds(path: Path) -> bool:
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    return bool(docs) and all(
+        isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition" for d in docs
+    )
+
+
 def say(message: str) -> None:
     print(f"[cluster] {message}", flush=True)
 
@@ -221,8 +228,9 @@ def fetch_crds(cache: Path, versions: Versions) -> None:
         for pattern in upstream.files:
             for path in sorted(source.glob(pattern)):
                 if upstream.keep is None:
-                    shutil.copyfile(path, dest / path.name)
-                    copied += 1
+                    if _only_crds(path):  # the standard channel also ships admission policies
+                        shutil.copyfile(path, dest / path.name)
+                        copied += 1
                     continue
                 for crd in upstream.keep(path):
                     (

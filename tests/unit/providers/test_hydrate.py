@@ -13,6 +13,7 @@ from providers.errors import FieldError, Reason
 from providers.hydrate import STICKY_REASON, hydrate
 from providers.model import Choice
 from providers.registry import ProviderRegistry
+from renderer.yamlio import dump
 from tests.conftest import EXAMPLES
 from tests.support.builders import (
     engine_capability,
@@ -93,6 +94,27 @@ def test_hydrating_a_hydrated_object_changes_nothing(
 
     assert second.obj == first.obj
     assert again_as_update.obj == first.obj
+
+
+def plain_json_types(value: Any) -> bool:
+    """Only dict, list, str, int, float, bool, None — exactly, not subclasses such as StrEnum."""
+    if type(value) is dict:
+        return all(type(k) is str and plain_json_types(v) for k, v in value.items())
+    if type(value) is list:
+        return all(plain_json_types(v) for v in value)
+    return type(value) in (str, int, float, bool, type(None))
+
+
+@pytest.mark.parametrize(
+    ("name", "obj"), example_objects(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_hydrated_objects_hold_only_plain_json_types(
+    name: str, obj: dict[str, Any], shipped: ProviderRegistry
+) -> None:
+    hydrated = hydrate(obj, registry=shipped).obj
+
+    assert plain_json_types(hydrated)
+    assert yaml.safe_load(dump(hydrated)) == hydrated
 
 
 def test_hydration_never_changes_its_argument(shipped: ProviderRegistry) -> None:
