@@ -8,8 +8,11 @@ import sys
 from collections.abc import Sequence
 from enum import IntEnum
 
-from cli import inspect, manifests
+import kubernetes
+
+from cli import inspect, manifests, serving
 from providers.errors import RunwayError, SourceError
+from webhook.settings import SettingsError
 
 
 class Exit(IntEnum):
@@ -35,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     inspect.add_commands(commands)
     manifests.add_commands(commands)
+    serving.add_commands(commands)
     return parser
 
 
@@ -52,11 +56,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SourceError as err:
         print(f"runway: {err}", file=sys.stderr)
         return Exit.USAGE
+    except SettingsError as err:
+        print(f"runway: {err}", file=sys.stderr)
+        return Exit.USAGE
+    except (OSError, kubernetes.config.ConfigException, kubernetes.client.ApiException) as err:
+        print(f"runway: {describe(err)}", file=sys.stderr)
+        return Exit.UNAVAILABLE
     except RunwayError as err:
         print(f"runway: {err}", file=sys.stderr)
         return Exit.REJECTED
     except KeyboardInterrupt:
         return Exit.INTERRUPTED
+
+
+def describe(err: BaseException) -> str:
+    """One line for an infrastructure failure: no traceback, no response bodies (may hold secrets)."""
+    if isinstance(err, kubernetes.client.ApiException):
+        return f"API server answered {err.status} {err.reason}"
+    if isinstance(err, OSError) and err.filename:
+        return f"{err.filename}: {err.strerror}"
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
 
 
 def run() -> None:

@@ -24,6 +24,7 @@ class Admission:
     errors: tuple[FieldError, ...]
     warnings: tuple[str, ...]
     hydration: Hydration
+    validation_warnings: tuple[str, ...] = ()  # the validating webhook's share of `warnings`
 
 
 def admit(
@@ -38,7 +39,15 @@ def admit(
     verdict = check_spec(hydration.obj, old=old, operation=operation, registry=registry)
     warnings = hydration.warnings + verdict.warnings
     patch = json_patch(obj, hydration.obj)
-    return Admission(not verdict.errors, hydration.obj, patch, verdict.errors, warnings, hydration)
+    return Admission(
+        not verdict.errors,
+        hydration.obj,
+        patch,
+        verdict.errors,
+        warnings,
+        hydration,
+        verdict.warnings,
+    )
 
 
 def json_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -1,0 +1,160 @@
+"""The webhook's certificate directory: issue, rotate, and switch every file at once.
+
+Layout (the one kubelet uses for Secret volumes, so a mounted Secret behaves the same):
+  DIR/..2026_11_30_09_00_00.123456/{ca.crt,ca.key,tls.crt,tls.key}   one folder per version
+  DIR/..data -> ..2026_11_30_09_00_00.123456                         switched by one rename
+  DIR/ca.crt -> ..data/ca.crt   (and ca.key, tls.crt, tls.key)
+A reader opening DIR/tls.crt and DIR/tls.key therefore never sees a new certificate with an old
+key. ca.crt is a bundle: during a CA rotation it holds the new CA and the old one, so clients
+that trust the bundle accept certificates from either while they change over.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from certs.authority import KeyPair, issue, new_authority
+
+DATA = "..data"
+FILES = ("ca.crt", "ca.key", "tls.crt", "tls.key")
+SECRET_MODE = 0o600
+PUBLIC_MODE = 0o644
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who the serving certificate is for."""
+
+    dns_names: tuple[str, ...]
+    ip_addresses: tuple[str, ...]
+
+    @classmethod
+    def for_service(cls, service: str, namespace: str) -> Identity:
+        svc = f"{service}.{namespace}.svc"
+        return cls(
+            (svc, f"{svc}.cluster.local", f"{service}.{namespace}", service, "localhost"),
+            ("127.0.0.1",),
+        )
+
+
+def write_bundle(
+    directory: Path, files: Mapping[str, tuple[bytes, int]], *, now: dt.datetime
+) -> None:
+    """Write a new version folder, then switch ..data to it with one atomic rename."""
+    directory.mkdir(parents=True, exist_ok=True)
+    version = directory / f"..{now:%Y_%m_%d_%H_%M_%S.%f}"
+    version.mkdir()
+    for name, (data, mode) in files.items():
+        fd = os.open(version / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    previous = os.readlink(directory / DATA) if (directory / DATA).is_symlink() else None
+    _replace_with_link(directory / DATA, version.name)
+    for name in files:
+        link = directory / name
+        if not (link.is_symlink() and os.readlink(link) == f"{DATA}/{name}"):
+            _replace_with_link(link, f"{DATA}/{name}")
+    # Keep the version just replaced (a reader may have resolved the old link a moment ago);
+    # anything older goes.
+    for old in directory.glob("..*"):
+        if old.is_dir() and not old.is_symlink() and old.name not in (version.name, previous):
+            shutil.rmtree(old)
+
+
+def _replace_with_link(path: Path, target: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(target)
+    os.replace(tmp, path)
+
+
+def issue_bundle(
+    directory: Path, identity: Identity, *, days: int, ca_days: int, now: dt.datetime
+) -> None:
+    """A new CA and a serving certificate signed by it."""
+    ca = new_authority("runway-webhook-ca", days=ca_days, now=now)
+    _write(directory, [ca.cert], ca, _leaf(ca, identity, days, now), now)
+
+
+def rotate_bundle(
+    directory: Path, *, renew_within: dt.timedelta, days: int, ca_days: int, now: dt.datetime
+) -> list[str]:
+    """Renew what expires within `renew_within`; returns what was renewed (empty: nothing)."""
+    cas = load_certificates(directory / "ca.crt")
+    ca_key = serialization.load_pem_private_key((directory / "ca.key").read_bytes(), password=None)
+    leaf = load_certificates(directory / "tls.crt")[0]
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError(f"{directory / 'ca.key'} is not an EC private key")
+    current = KeyPair(cas[0], ca_key)
+    identity = _identity_of(leaf)
+    renewed: list[str] = []
+    if cas[0].not_valid_after_utc - now <= renew_within:
+        current = new_authority("runway-webhook-ca", days=ca_days, now=now)
+        renewed.append("ca")
+    kept = [c for c in cas if c.not_valid_after_utc > now and c != current.cert]
+    if (
+        renewed
+        or leaf.not_valid_after_utc - now <= renew_within
+        or leaf.issuer != current.cert.subject
+    ):
+        renewed.append("tls")
+        _write(directory, [current.cert, *kept], current, _leaf(current, identity, days, now), now)
+    elif len(kept) + 1 != len(cas):  # only expired CAs to drop from the bundle
+        renewed.append("ca-bundle")
+        _write(directory, [current.cert, *kept], current, None, now)
+    return renewed
+
+
+def load_certificates(path: Path) -> list[x509.Certificate]:
+    return x509.load_pem_x509_certificates(path.read_bytes())
+
+
+def _leaf(ca: KeyPair, identity: Identity, days: int, now: dt.datetime) -> KeyPair:
+    return issue(
+        ca,
+        identity.dns_names[0],
+        days=days,
+        now=now,
+        dns_names=identity.dns_names,
+        ip_addresses=identity.ip_addresses,
+    )
+
+
+def _identity_of(cert: x509.Certificate) -> Identity:
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    dns = tuple(names.get_values_for_type(x509.DNSName))
+    ips = tuple(str(ip) for ip in names.get_values_for_type(x509.IPAddress))
+    return Identity(dns, ips)
+
+
+def _write(
+    directory: Path,
+    cas: Sequence[x509.Certificate],
+    ca: KeyPair,
+    leaf: KeyPair | None,
+    now: dt.datetime,
+) -> None:
+    if leaf is None:  # keep the serving pair as it is
+        leaf_cert, leaf_key = (
+            (directory / "tls.crt").read_bytes(),
+            (directory / "tls.key").read_bytes(),
+        )
+    else:
+        leaf_cert, leaf_key = leaf.cert_pem, leaf.key_pem
+    bundle = b"".join(c.public_bytes(serialization.Encoding.PEM) for c in cas)
+    files = {
+        "ca.crt": (bundle, PUBLIC_MODE),
+        "ca.key": (ca.key_pem, SECRET_MODE),
+        "tls.crt": (leaf_cert, PUBLIC_MODE),
+        "tls.key": (leaf_key, SECRET_MODE),
+    }
+    write_bundle(directory, files, now=now)

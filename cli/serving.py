@@ -1,0 +1,142 @@
+"""`runway serve` and `runway certs issue|rotate|inject`."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+
+from certs.bundle import Identity, issue_bundle, rotate_bundle
+from certs.inject import inject_ca_bundle
+from webhook.server import serve
+from webhook.settings import Settings
+
+
+def add_commands(commands: Any) -> None:
+    server = commands.add_parser(
+        "serve",
+        help="run the admission webhook (gunicorn over TLS) in the foreground",
+        description="Endpoints: POST /mutate, /validate (ModelDeployment), "
+        "/validate-inferenceproviderconfig, /validate-externalmodelprovider; GET /healthz, /readyz, /metrics. "
+        "Stops cleanly on SIGTERM.",
+    )
+    server.add_argument("--cert", required=True, metavar="FILE", help="serving certificate (PEM)")
+    server.add_argument("--key", required=True, metavar="FILE", help="its private key (PEM)")
+    server.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    server.add_argument("--port", type=int, default=8443, help="port (default 8443)")
+    source = server.add_mutually_exclusive_group()
+    source.add_argument(
+        "--providers",
+        action="append",
+        metavar="DIR",
+        help="InferenceProviderConfig YAML (default: the shipped five)",
+    )
+    source.add_argument(
+        "--in-cluster",
+        action="store_true",
+        help="watch InferenceProviderConfigs with the pod's service account",
+    )
+    source.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="watch InferenceProviderConfigs through this kubeconfig",
+    )
+    server.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    server.add_argument("--threads", type=int, default=4, help="threads per worker (default 4)")
+    server.set_defaults(run=run_serve)
+
+    certs = commands.add_parser("certs", help="webhook TLS: issue, rotate, inject the CA bundle")
+    actions = certs.add_subparsers(dest="action", metavar="ACTION", required=True)
+    issue = actions.add_parser(
+        "issue", help="create a CA and a serving certificate for the webhook Service"
+    )
+    issue.add_argument("--out", required=True, metavar="DIR")
+    issue.add_argument("--service", default="runway-webhook")
+    issue.add_argument("--namespace", default="runway-system")
+    issue.add_argument(
+        "--days", type=int, default=365, help="serving certificate lifetime (default 365)"
+    )
+    issue.add_argument("--ca-days", type=int, default=3650, help="CA lifetime (default 3650)")
+    issue.set_defaults(run=run_issue)
+    rotate = actions.add_parser(
+        "rotate", help="renew what expires soon; the old CA stays in ca.crt during the overlap"
+    )
+    rotate.add_argument("--out", required=True, metavar="DIR")
+    rotate.add_argument(
+        "--renew-within-days",
+        type=float,
+        default=30,
+        help="renew when this close to expiry (default 30)",
+    )
+    rotate.add_argument("--days", type=int, default=365)
+    rotate.add_argument("--ca-days", type=int, default=3650)
+    rotate.set_defaults(run=run_rotate)
+    inject = actions.add_parser(
+        "inject", help="server-side apply the CA bundle into the webhook configurations"
+    )
+    inject.add_argument(
+        "--ca", required=True, metavar="FILE", help="CA bundle (PEM), e.g. DIR/ca.crt"
+    )
+    inject.add_argument("--mutating", action="append", default=[], metavar="NAME")
+    inject.add_argument("--validating", action="append", default=[], metavar="NAME")
+    where = inject.add_mutually_exclusive_group()
+    where.add_argument("--kubeconfig", metavar="FILE")
+    where.add_argument("--in-cluster", action="store_true")
+    inject.set_defaults(run=run_inject)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    settings = Settings(
+        host=args.host,
+        port=args.port,
+        cert=args.cert,
+        key=args.key,
+        providers=tuple(args.providers or ()),
+        in_cluster=args.in_cluster,
+        kubeconfig=args.kubeconfig or "",
+        workers=args.workers,
+        threads=args.threads,
+    ).checked()
+    serve(settings)
+    return 0
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def run_issue(args: argparse.Namespace) -> int:
+    identity = Identity.for_service(args.service, args.namespace)
+    issue_bundle(Path(args.out), identity, days=args.days, ca_days=args.ca_days, now=_now())
+    print(
+        f"issued {args.out}/ca.crt, tls.crt, tls.key for {', '.join(identity.dns_names + identity.ip_addresses)}"
+    )
+    return 0
+
+
+def run_rotate(args: argparse.Namespace) -> int:
+    within = dt.timedelta(days=args.renew_within_days)
+    renewed = rotate_bundle(
+        Path(args.out), renew_within=within, days=args.days, ca_days=args.ca_days, now=_now()
+    )
+    print(f"renewed: {', '.join(renewed)}" if renewed else "nothing to renew")
+    return 0
+
+
+def run_inject(args: argparse.Namespace) -> int:
+    if args.in_cluster:
+        configuration = kubernetes.client.Configuration()
+        kubernetes.config.load_incluster_config(client_configuration=configuration)
+        client = kubernetes.client.ApiClient(configuration)
+    else:
+        client = kubernetes.config.new_client_from_config(config_file=args.kubeconfig)
+    with client:
+        done = inject_ca_bundle(
+            client, Path(args.ca).read_bytes(), mutating=args.mutating, validating=args.validating
+        )
+    for name in done:
+        print(f"caBundle set on {name}")
+    return 0 if done else 2

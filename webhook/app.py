@@ -1,0 +1,168 @@
+"""The Flask application: `create_app(settings)`; gunicorn runs 'webhook.app:create_app()'.
+
+Endpoints: POST /mutate and /validate (ModelDeployment), POST /validate-inferenceproviderconfig,
+POST /validate-externalmodelprovider, GET /healthz, /readyz (ready once provider configs are
+loaded and not stale) and /metrics (Prometheus text).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any
+
+import kubernetes
+from flask import Blueprint, Flask, Response, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from renderer.sources import load_registry
+from webhook.handlers import (
+    Handler,
+    Outcome,
+    mutate_model_deployment,
+    validate_external_provider,
+    validate_model_deployment,
+    validate_provider_config,
+)
+from webhook.metrics import Metrics
+from webhook.responses import BAD_REQUEST, denied, review
+from webhook.review import AdmissionRequest, Undecodable, decode_review
+from webhook.settings import Settings
+from webhook.source import ClusterSource, ProviderSource, StaticSource
+
+log = logging.getLogger(__name__)
+ROUTES: dict[str, Handler] = {
+    "/mutate": mutate_model_deployment,
+    "/validate": validate_model_deployment,
+    "/validate-inferenceproviderconfig": validate_provider_config,
+    "/validate-externalmodelprovider": validate_external_provider,
+}
+UNAVAILABLE = 503
+
+
+def source_for(settings: Settings) -> ProviderSource:
+    """Directories or the shipped configs (static), or a watch of the cluster."""
+    if settings.in_cluster:
+        return ClusterSource(_in_cluster_client)
+    if settings.kubeconfig:
+        path = settings.kubeconfig
+        return ClusterSource(lambda: kubernetes.config.new_client_from_config(config_file=path))
+    return StaticSource(load_registry(settings.providers or None))
+
+
+def _in_cluster_client() -> kubernetes.client.ApiClient:
+    configuration = kubernetes.client.Configuration()
+    kubernetes.config.load_incluster_config(client_configuration=configuration)
+    return kubernetes.client.ApiClient(configuration)
+
+
+def admission_routes(source: ProviderSource, metrics: Metrics) -> Blueprint:
+    routes = Blueprint("admission", __name__)
+
+    def view(path: str, handler: Handler) -> Any:
+        def admit_view() -> Response:
+            started = time.perf_counter()
+            decoded = decode_review(request.get_data(cache=False), request.content_type)
+            if isinstance(decoded, Undecodable):
+                log.info("admission rejected path=%s reason=%s", path, decoded.message)
+                if decoded.uid is None:
+                    return _error(BAD_REQUEST, decoded.message)
+                return jsonify(review(denied(decoded.uid, decoded.message, code=BAD_REQUEST)))
+            outcome = _answer(decoded, handler, source)
+            seconds = time.perf_counter() - started
+            _account(decoded, outcome, metrics, seconds)
+            return jsonify(review(outcome.response))
+
+        admit_view.__name__ = f"admit_{path.strip('/').replace('-', '_')}"
+        return admit_view
+
+    for path, handler in ROUTES.items():
+        routes.add_url_rule(path, view_func=view(path, handler), methods=["POST"])
+    return routes
+
+
+def _answer(req: AdmissionRequest, handler: Handler, source: ProviderSource) -> Outcome:
+    registry = source.current()
+    if registry is None:
+        return Outcome(
+            denied(
+                req["uid"], "provider configurations are not loaded yet; retry", code=UNAVAILABLE
+            )
+        )
+    try:
+        return handler(req, registry)
+    # The webhook's one catch-all: whatever went wrong, the API server gets a denial (fail
+    # closed) and the user a message, never a stack trace; the traceback goes to the log.
+    except Exception:
+        log.exception("admission failed uid=%s", req["uid"])
+        return Outcome(denied(req["uid"], "internal error; see webhook logs", code=500))
+
+
+def _account(req: AdmissionRequest, outcome: Outcome, metrics: Metrics, seconds: float) -> None:
+    response = outcome.response
+    kind, op = req["kind"]["kind"], req["operation"]
+    metrics.observe(kind=kind, operation=op, allowed=response["allowed"], seconds=seconds)
+    if outcome.provider and outcome.selection and not req.get("dryRun"):
+        metrics.selected(provider=outcome.provider, how=outcome.selection)
+    obj = req.get("object") or {}
+    metadata = obj.get("metadata")
+    meta: dict[str, Any] = metadata if isinstance(metadata, dict) else {}
+    log.info(
+        "admission uid=%s kind=%s op=%s obj=%s/%s allowed=%s patch=%s ms=%.1f",
+        req["uid"],
+        kind,
+        op,
+        meta.get("namespace", ""),
+        meta.get("name", ""),
+        response["allowed"],
+        "patch" in response,
+        seconds * 1000,
+    )
+
+
+def health_routes(source: ProviderSource, metrics: Metrics) -> Blueprint:
+    routes = Blueprint("health", __name__)
+
+    @routes.get("/healthz")
+    def healthz() -> Response:
+        return jsonify(status="ok")
+
+    @routes.get("/readyz")
+    def readyz() -> tuple[Response, int]:
+        if source.is_ready():
+            return jsonify(status="ready"), 200
+        return jsonify(status="provider configurations not loaded or stale"), UNAVAILABLE
+
+    @routes.get("/metrics")
+    def metrics_view() -> Response:
+        return Response(metrics.render(), mimetype="text/plain; version=0.0.4")
+
+    return routes
+
+
+def _error(code: int, message: str) -> Response:
+    response = jsonify(error=message)
+    response.status_code = code
+    return response
+
+
+def create_app(settings: Settings | None = None, *, source: ProviderSource | None = None) -> Flask:
+    """The webhook app; with no settings, from RUNWAY_* variables (what gunicorn workers do)."""
+    settings = settings if settings is not None else Settings.from_env(os.environ)
+    source = source if source is not None else source_for(settings)
+    metrics = Metrics()
+    app = Flask("runway-webhook")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.register_blueprint(admission_routes(source, metrics))
+    app.register_blueprint(health_routes(source, metrics))
+
+    @app.errorhandler(HTTPException)
+    def http_error(err: HTTPException) -> Response:
+        code = err.code or 500
+        if code == 413:  # oversized body: answered like any unusable request
+            return _error(BAD_REQUEST, f"request body larger than {settings.max_body_bytes} bytes")
+        return _error(code, err.description or err.name)
+
+    source.start()
+    return app

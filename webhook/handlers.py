@@ -1,0 +1,89 @@
+"""Admission handlers: an AdmissionRequest in, an Outcome (the AdmissionResponse) out; no HTTP.
+
+Every decision comes from `providers`, the same code `runway validate` runs. Requests for other
+kinds, other operations or a subresource are allowed untouched. dryRun changes nothing: no
+handler has side effects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from providers.admission import admit
+from providers.configs_admission import check_external_provider, check_provider_config
+from providers.hydrate import hydrate
+from providers.model import (
+    EMP_GROUP,
+    EXTERNAL_MODEL_PROVIDER,
+    GROUP,
+    INFERENCE_PROVIDER_CONFIG,
+    MODEL_DEPLOYMENT,
+)
+from providers.registry import ProviderRegistry
+from webhook.responses import allowed, denied, patched
+from webhook.review import AdmissionRequest, AdmissionResponse
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A handler's answer, plus the provider it stamped (for the selection metric)."""
+
+    response: AdmissionResponse
+    provider: str | None = None
+    selection: str | None = None  # "explicit" or "auto"
+
+
+Handler = Callable[[AdmissionRequest, ProviderRegistry], Outcome]
+
+
+def _applies(req: AdmissionRequest, group: str, kind: str) -> bool:
+    return (
+        req["kind"]["group"] == group
+        and req["kind"]["kind"] == kind
+        and req["operation"] in ("CREATE", "UPDATE")
+        and not req.get("subResource")
+    )
+
+
+def _old(req: AdmissionRequest) -> dict[str, Any] | None:
+    return req.get("oldObject") if req["operation"] == "UPDATE" else None
+
+
+def mutate_model_deployment(req: AdmissionRequest, registry: ProviderRegistry) -> Outcome:
+    """Defaults and selection stamped in, as a JSONPatch."""
+    if not _applies(req, GROUP, MODEL_DEPLOYMENT):
+        return Outcome(allowed(req["uid"]))
+    before = req["object"]
+    result = hydrate(before, old=_old(req), registry=registry)
+    if result.errors or result.provider is None:
+        return Outcome(denied(req["uid"], result.errors, warnings=result.warnings))
+    response = patched(req["uid"], before, result.obj, warnings=result.warnings)
+    return Outcome(response, result.provider.value, result.provider.choice.value)
+
+
+def validate_model_deployment(req: AdmissionRequest, registry: ProviderRegistry) -> Outcome:
+    """Every rule; hydrating again first makes this safe even if the mutating webhook was skipped."""
+    if not _applies(req, GROUP, MODEL_DEPLOYMENT):
+        return Outcome(allowed(req["uid"]))
+    admission = admit(req["object"], old=_old(req), registry=registry)
+    if not admission.allowed:
+        return Outcome(denied(req["uid"], admission.errors, warnings=admission.validation_warnings))
+    return Outcome(allowed(req["uid"], admission.validation_warnings))
+
+
+def validate_provider_config(req: AdmissionRequest, registry: ProviderRegistry) -> Outcome:
+    """Schema, rule size, and every selection rule must compile."""
+    if not _applies(req, GROUP, INFERENCE_PROVIDER_CONFIG):
+        return Outcome(allowed(req["uid"]))
+    errors = check_provider_config(req["object"])
+    return Outcome(denied(req["uid"], errors) if errors else allowed(req["uid"]))
+
+
+def validate_external_provider(req: AdmissionRequest, registry: ProviderRegistry) -> Outcome:
+    """Base URL, a Secret key reference (never an inline key), unique served names."""
+    if not _applies(req, EMP_GROUP, EXTERNAL_MODEL_PROVIDER):
+        return Outcome(allowed(req["uid"]))
+    errors = check_external_provider(req["object"])
+    return Outcome(denied(req["uid"], errors) if errors else allowed(req["uid"]))

@@ -1,0 +1,57 @@
+"""The only place AdmissionResponses are built: allowed, denied, patched; and the review wrapper."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from providers.admission import json_patch
+from providers.errors import FieldError
+from webhook.review import API_VERSION, AdmissionResponse, AdmissionReview
+
+FORBIDDEN = 403  # a policy denial: the object is understood and refused
+BAD_REQUEST = 400  # the request itself is unusable
+
+
+def allowed(uid: str, warnings: Sequence[str] = ()) -> AdmissionResponse:
+    response: AdmissionResponse = {"uid": uid, "allowed": True}
+    if warnings:
+        response["warnings"] = list(warnings)
+    return response
+
+
+def denied(
+    uid: str,
+    errors: Sequence[FieldError] | str,
+    *,
+    code: int = FORBIDDEN,
+    warnings: Sequence[str] = (),
+) -> AdmissionResponse:
+    """A denial whose message lists every field error, in check order."""
+    message = errors if isinstance(errors, str) else "; ".join(str(e) for e in errors)
+    response: AdmissionResponse = {
+        "uid": uid,
+        "allowed": False,
+        "status": {"code": code, "message": message},
+    }
+    if warnings:
+        response["warnings"] = list(warnings)
+    return response
+
+
+def patched(
+    uid: str, before: Mapping[str, Any], after: Mapping[str, Any], warnings: Sequence[str] = ()
+) -> AdmissionResponse:
+    """Allowed, with the JSONPatch from `before` to `after` (left out when they are equal)."""
+    response = allowed(uid, warnings)
+    ops = json_patch(before, after)
+    if ops:
+        response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
+        response["patchType"] = "JSONPatch"
+    return response
+
+
+def review(response: AdmissionResponse) -> AdmissionReview:
+    return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}

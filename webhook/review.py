@@ -1,0 +1,94 @@
+"""The AdmissionReview v1 wire format, and decoding that never raises."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
+
+API_VERSION = "admission.k8s.io/v1"
+OPERATIONS = ("CREATE", "UPDATE", "DELETE", "CONNECT")
+
+
+class GroupVersionKind(TypedDict):
+    group: str
+    version: str
+    kind: str
+
+
+class AdmissionRequest(TypedDict, total=False):
+    uid: str
+    kind: GroupVersionKind
+    subResource: str
+    name: str
+    namespace: str
+    operation: Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
+    object: dict[str, Any]
+    oldObject: dict[str, Any] | None
+    dryRun: bool
+
+
+class Status(TypedDict, total=False):
+    code: int
+    message: str
+
+
+class AdmissionResponse(TypedDict, total=False):
+    uid: str
+    allowed: bool
+    status: Status
+    patch: str
+    patchType: Literal["JSONPatch"]
+    warnings: list[str]
+
+
+class AdmissionReview(TypedDict):
+    apiVersion: str
+    kind: Literal["AdmissionReview"]
+    response: AdmissionResponse
+
+
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """Why a request could not be used; `uid` when one could still be read (then it is answered)."""
+
+    message: str
+    uid: str | None = None
+
+
+def decode_review(body: bytes, content_type: str | None) -> AdmissionRequest | Undecodable:
+    """The request of an AdmissionReview v1 body, or why it is not one."""
+    if (content_type or "").split(";")[0].strip().lower() != "application/json":
+        return Undecodable(f"content type must be application/json, not {content_type or 'none'}")
+    try:
+        review = json.loads(body)
+    except (ValueError, RecursionError):
+        return Undecodable("body is not valid JSON (or is nested too deeply)")
+    if not isinstance(review, dict) or review.get("kind") != "AdmissionReview":
+        return Undecodable("body is not an AdmissionReview")
+    request = review.get("request")
+    if not isinstance(request, dict):
+        return Undecodable("AdmissionReview has no request")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        return Undecodable("AdmissionReview has no request with a uid")
+    if review.get("apiVersion") != API_VERSION:
+        return Undecodable(f"apiVersion must be {API_VERSION}", uid)
+    return _check_request(request, uid)
+
+
+def _check_request(request: dict[str, Any], uid: str) -> AdmissionRequest | Undecodable:
+    operation = request.get("operation")
+    if operation not in OPERATIONS:
+        return Undecodable(f"request.operation must be one of {', '.join(OPERATIONS)}", uid)
+    kind = request.get("kind")
+    if not isinstance(kind, dict) or not all(
+        isinstance(kind.get(k), str) for k in ("group", "version", "kind")
+    ):
+        return Undecodable("request.kind must have group, version and kind", uid)
+    if operation in ("CREATE", "UPDATE") and not isinstance(request.get("object"), dict):
+        return Undecodable("request.object must be an object", uid)
+    if operation == "UPDATE" and not isinstance(request.get("oldObject"), dict):
+        return Undecodable("request.oldObject must be an object on UPDATE", uid)
+    decoded: AdmissionRequest = request  # type: ignore[assignment]  # shape checked above
+    return decoded

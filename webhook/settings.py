@@ -1,0 +1,105 @@
+"""The webhook's settings: one frozen value, from flags or from RUNWAY_* variables."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from providers.errors import RunwayError
+
+
+class SettingsError(RunwayError):
+    """A setting that cannot be used; startup stops and names it."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        super().__init__(f"{name}: {reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Variables (defaults are the safe ones):
+
+    RUNWAY_HOST (127.0.0.1), RUNWAY_PORT (8443), RUNWAY_CERT and RUNWAY_KEY (PEM files; required
+    to serve), RUNWAY_PROVIDERS (directories of InferenceProviderConfig YAML, separated by ":";
+    empty: the five shipped configs), RUNWAY_IN_CLUSTER (true: watch InferenceProviderConfigs
+    with the pod's service account), RUNWAY_KUBECONFIG (watch them through this kubeconfig),
+    RUNWAY_WORKERS (2), RUNWAY_THREADS (4), RUNWAY_MAX_BODY_BYTES (3 MiB, the API server's own
+    request limit).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8443
+    cert: str = ""
+    key: str = ""
+    providers: tuple[str, ...] = ()
+    in_cluster: bool = False
+    kubeconfig: str = ""
+    workers: int = 2
+    threads: int = 4
+    max_body_bytes: int = 3 * 1024 * 1024
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        providers = tuple(p for p in env.get("RUNWAY_PROVIDERS", "").split(":") if p)
+        return cls(
+            host=env.get("RUNWAY_HOST", "127.0.0.1"),
+            port=_int(env, "RUNWAY_PORT", 8443, low=0, high=65535),
+            cert=env.get("RUNWAY_CERT", ""),
+            key=env.get("RUNWAY_KEY", ""),
+            providers=providers,
+            in_cluster=_bool(env, "RUNWAY_IN_CLUSTER"),
+            kubeconfig=env.get("RUNWAY_KUBECONFIG", ""),
+            workers=_int(env, "RUNWAY_WORKERS", 2, low=1, high=64),
+            threads=_int(env, "RUNWAY_THREADS", 4, low=1, high=256),
+            max_body_bytes=_int(
+                env, "RUNWAY_MAX_BODY_BYTES", 3 * 1024 * 1024, low=1024, high=1 << 30
+            ),
+        ).checked()
+
+    def checked(self) -> Settings:
+        """Refuse combinations that cannot work, naming the setting."""
+        sources = sum(bool(x) for x in (self.providers, self.in_cluster, self.kubeconfig))
+        if sources > 1:
+            raise SettingsError(
+                "RUNWAY_PROVIDERS",
+                "choose one provider source: directories, in-cluster or a kubeconfig",
+            )
+        return self
+
+    def to_env(self) -> dict[str, str]:
+        """The same settings as RUNWAY_* variables (for worker processes)."""
+        return {
+            "RUNWAY_HOST": self.host,
+            "RUNWAY_PORT": str(self.port),
+            "RUNWAY_CERT": self.cert,
+            "RUNWAY_KEY": self.key,
+            "RUNWAY_PROVIDERS": ":".join(self.providers),
+            "RUNWAY_IN_CLUSTER": "true" if self.in_cluster else "false",
+            "RUNWAY_KUBECONFIG": self.kubeconfig,
+            "RUNWAY_WORKERS": str(self.workers),
+            "RUNWAY_THREADS": str(self.threads),
+            "RUNWAY_MAX_BODY_BYTES": str(self.max_body_bytes),
+        }
+
+
+def _int(env: Mapping[str, str], name: str, default: int, *, low: int, high: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(name, f"must be a whole number, not {raw!r}") from None
+    if not low <= value <= high:
+        raise SettingsError(name, f"must be between {low} and {high}")
+    return value
+
+
+def _bool(env: Mapping[str, str], name: str) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if raw in ("", "0", "false", "no", "off"):
+        return False
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    raise SettingsError(name, f"must be true or false, not {raw!r}")
