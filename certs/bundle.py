@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,8 +52,9 @@ def write_bundle(
 ) -> None:
     """Write a new version folder, then switch ..data to it with one atomic rename."""
     directory.mkdir(parents=True, exist_ok=True)
-    version = directory / f"..{now:%Y_%m_%d_%H_%M_%S.%f}"
-    version.mkdir()
+    # Unique even for two writes in the same microsecond; readable like a Secret volume.
+    version = Path(tempfile.mkdtemp(prefix=f"..{now:%Y_%m_%d_%H_%M_%S.%f}.", dir=directory))
+    version.chmod(0o755)
     for name, (data, mode) in files.items():
         fd = os.open(version / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         with os.fdopen(fd, "wb") as handle:
@@ -88,30 +90,50 @@ def issue_bundle(
 def rotate_bundle(
     directory: Path, *, renew_within: dt.timedelta, days: int, ca_days: int, now: dt.datetime
 ) -> list[str]:
-    """Renew what expires within `renew_within`; returns what was renewed (empty: nothing)."""
+    """Renew what expires within `renew_within`; returns what changed (empty: nothing).
+
+    A CA rotation has two phases so clients never see a certificate they do not trust yet:
+    first a new CA joins ca.crt (push it with `runway certs inject`) while the old serving
+    certificate stays; once the old CA is within half the window of expiry, the serving
+    certificate moves to the new CA. Expired CAs leave the bundle.
+    """
     cas = load_certificates(directory / "ca.crt")
     ca_key = serialization.load_pem_private_key((directory / "ca.key").read_bytes(), password=None)
-    leaf = load_certificates(directory / "tls.crt")[0]
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
         raise ValueError(f"{directory / 'ca.key'} is not an EC private key")
+    leaf = load_certificates(directory / "tls.crt")[0]
     current = KeyPair(cas[0], ca_key)
-    identity = _identity_of(leaf)
-    renewed: list[str] = []
-    if cas[0].not_valid_after_utc - now <= renew_within:
+    alive = [c for c in cas if c.not_valid_after_utc > now]
+    changed: list[str] = []
+    if current.cert.not_valid_after_utc - now <= renew_within:
         current = new_authority("runway-webhook-ca", days=ca_days, now=now)
-        renewed.append("ca")
-    kept = [c for c in cas if c.not_valid_after_utc > now and c != current.cert]
-    if (
-        renewed
-        or leaf.not_valid_after_utc - now <= renew_within
-        or leaf.issuer != current.cert.subject
-    ):
-        renewed.append("tls")
-        _write(directory, [current.cert, *kept], current, _leaf(current, identity, days, now), now)
-    elif len(kept) + 1 != len(cas):  # only expired CAs to drop from the bundle
-        renewed.append("ca-bundle")
-        _write(directory, [current.cert, *kept], current, None, now)
-    return renewed
+        alive = [current.cert, *alive]
+        changed.append("ca")
+    issuer = _issuer_of(leaf, alive)
+    leaf_due = (
+        leaf.not_valid_after_utc - now <= renew_within
+        or issuer is None
+        or issuer.not_valid_after_utc - now <= renew_within / 2
+    )
+    new_leaf = _leaf(current, _identity_of(leaf), days, now) if leaf_due else None
+    if new_leaf is not None:
+        changed.append("tls")
+    if len(alive) != len(cas) and not changed:
+        changed.append("ca-bundle")
+    if changed:
+        _write(directory, alive, current, new_leaf, now)
+    return changed
+
+
+def _issuer_of(leaf: x509.Certificate, cas: Sequence[x509.Certificate]) -> x509.Certificate | None:
+    """The CA in `cas` whose key signed `leaf` (matched by key identifier), if any."""
+    wanted = leaf.extensions.get_extension_for_class(
+        x509.AuthorityKeyIdentifier
+    ).value.key_identifier
+    for ca in cas:
+        if ca.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value.digest == wanted:
+            return ca
+    return None
 
 
 def load_certificates(path: Path) -> list[x509.Certificate]:

@@ -147,6 +147,19 @@ def _error(code: int, message: str) -> Response:
     return response
 
 
+def _drain(stream: Any, length: int | None, limit: int) -> None:
+    """Read and drop an unread request body (up to `limit` bytes), so the client, still sending,
+    receives the answer instead of a connection reset."""
+    if stream is None or length is None or length > limit:
+        return
+    remaining = length
+    while remaining > 0:
+        chunk = stream.read(min(remaining, 1 << 16))
+        if not chunk:
+            return
+        remaining -= len(chunk)
+
+
 def create_app(settings: Settings | None = None, *, source: ProviderSource | None = None) -> Flask:
     """The webhook app; with no settings, from RUNWAY_* variables (what gunicorn workers do)."""
     settings = settings if settings is not None else Settings.from_env(os.environ)
@@ -161,6 +174,11 @@ def create_app(settings: Settings | None = None, *, source: ProviderSource | Non
     def http_error(err: HTTPException) -> Response:
         code = err.code or 500
         if code == 413:  # oversized body: answered like any unusable request
+            _drain(
+                request.environ.get("wsgi.input"),
+                request.content_length,
+                4 * settings.max_body_bytes,
+            )
             return _error(BAD_REQUEST, f"request body larger than {settings.max_body_bytes} bytes")
         return _error(code, err.description or err.name)
 

@@ -1,0 +1,205 @@
+"""AdmissionReviews over TLS to the real gunicorn server, compared with `runway validate`."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import pytest
+import yaml
+
+from cli.inspect import validate_one
+from providers.registry import ProviderRegistry
+from tests.conftest import EXAMPLES
+from tests.support.builders import model_deployment, provider_config
+from tests.support.webhook import Webhook, review
+
+
+def examples() -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (p.name, d)
+        for p in sorted(EXAMPLES.glob("*.yaml"))
+        for d in yaml.safe_load_all(p.read_text())
+        if d
+    ]
+
+
+def decode_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
+    if "patch" not in response:
+        return []
+    assert response["patchType"] == "JSONPatch"
+    ops: list[dict[str, Any]] = json.loads(base64.b64decode(response["patch"]))
+    return ops
+
+
+@pytest.mark.parametrize(("name", "obj"), examples(), ids=lambda v: v if isinstance(v, str) else "")
+def test_example_through_both_webhooks_matches_runway_validate(
+    name: str, obj: dict[str, Any], webhook: Webhook, shipped: ProviderRegistry
+) -> None:
+    expected = validate_one(obj, None, shipped)
+
+    mutation = webhook.admit("/mutate", review(obj, uid=f"m-{name}"))
+    if not mutation["allowed"]:  # refused at mutation (no provider can be selected)
+        assert expected["allowed"] is False
+        assert mutation["status"]["message"] == "; ".join(
+            f"{e['field']}: {e['message']}" for e in expected["errors"]
+        )
+        return
+    mutated = jsonpatch.apply_patch(copy.deepcopy(obj), decode_patch(mutation))
+    validation = webhook.admit("/validate", review(mutated, uid=f"v-{name}"))
+
+    assert mutation["uid"] == f"m-{name}" and validation["uid"] == f"v-{name}"
+    assert mutated == expected["object"]
+    assert validation["allowed"] is expected["allowed"]
+    assert validation.get("warnings", []) == expected["warnings"]
+    if not expected["allowed"]:
+        assert validation["status"] == {
+            "code": 403,
+            "message": "; ".join(f"{e['field']}: {e['message']}" for e in expected["errors"]),
+        }
+
+
+def test_mutating_a_hydrated_object_again_returns_no_patch(
+    webhook: Webhook, shipped: ProviderRegistry
+) -> None:
+    hydrated = validate_one(
+        yaml.safe_load((EXAMPLES / "vllm-multi-gpu.yaml").read_text()), None, shipped
+    )["object"]
+
+    response = webhook.admit("/mutate", review(hydrated, operation="UPDATE", old=hydrated))
+
+    assert response == {"uid": "uid-1", "allowed": True}
+
+
+def test_update_keeps_the_selection_and_refuses_a_provider_change(
+    webhook: Webhook, shipped: ProviderRegistry
+) -> None:
+    stored = validate_one(model_deployment(gpu=1), None, shipped)["object"]
+
+    sticky = webhook.admit(
+        "/mutate", review(model_deployment(gpu=1), operation="UPDATE", old=stored)
+    )
+    switched = webhook.admit(
+        "/validate",
+        review(
+            model_deployment(gpu=1, provider="kuberay", engine="vllm"),
+            operation="UPDATE",
+            old=stored,
+        ),
+    )
+
+    assert jsonpatch.apply_patch(model_deployment(gpu=1), decode_patch(sticky)) == stored
+    assert switched["allowed"] is False
+    assert switched["status"]["message"].startswith(
+        'spec.provider.name: Immutable: is immutable (was "dynamo", now "kuberay")'
+    )
+
+
+def test_dry_run_is_answered_identically(webhook: Webhook) -> None:
+    plain = webhook.admit("/mutate", review(model_deployment(gpu=2)))
+    dry = webhook.admit("/mutate", review(model_deployment(gpu=2), dryRun=True))
+
+    assert dry == plain
+
+
+@pytest.mark.parametrize(
+    ("document", "path"),
+    [
+        (
+            review(
+                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
+                kind=("", "v1", "ConfigMap"),
+            ),
+            "/mutate",
+        ),
+        (review(model_deployment(), operation="DELETE"), "/validate"),
+        (
+            review(
+                model_deployment(), operation="UPDATE", old=model_deployment(), subResource="status"
+            ),
+            "/mutate",
+        ),
+        (
+            review(
+                model_deployment(gpu=-3),
+                kind=("airunway.ai", "v1alpha1", "InferenceProviderConfig"),
+            ),
+            "/mutate",
+        ),
+    ],
+    ids=["other-kind", "delete", "status-subresource", "mutate-other-kind"],
+)
+def test_requests_outside_the_rules_are_allowed_untouched(
+    document: dict[str, Any], path: str, webhook: Webhook
+) -> None:
+    assert webhook.admit(path, document) == {"uid": "uid-1", "allowed": True}
+
+
+def test_provider_config_with_a_broken_rule_is_denied_naming_it(webhook: Webhook) -> None:
+    config = provider_config("dynamo", rules=[("true", 1), ("spec.engine.type ==", 9)])
+
+    response = webhook.admit("/validate-inferenceproviderconfig", review(config))
+
+    assert response == {
+        "uid": "uid-1",
+        "allowed": False,
+        "status": {
+            "code": 403,
+            "message": "spec.selectionRules[1].condition: Invalid value: syntax error at line 1, column 18",
+        },
+    }
+
+
+def test_external_provider_with_an_inline_key_is_denied(webhook: Webhook) -> None:
+    emp = {
+        "apiVersion": "gateway.tokenfactory.mirantis.com/v1alpha1",
+        "kind": "ExternalModelProvider",
+        "metadata": {"name": "p", "namespace": "gw"},
+        "spec": {
+            "baseURL": "https://api.example.com/v1",
+            "apiKey": "sk-live-123",
+            "models": [{"servedName": "m"}],
+        },
+    }
+
+    response = webhook.admit("/validate-externalmodelprovider", review(emp))
+
+    assert response["allowed"] is False
+    assert response["status"]["message"] == (
+        "spec.apiKey: Forbidden: credentials are never inline; reference a Secret key in spec.credentialsSecretRef"
+    )
+    assert "sk-live-123" not in json.dumps(response)
+
+
+def test_health_readiness_and_metrics(webhook: Webhook) -> None:
+    webhook.admit("/mutate", review(model_deployment(gpu=2)))
+
+    status, metrics = webhook.request("GET", "/metrics")
+    text = metrics.decode()
+
+    assert webhook.request("GET", "/healthz") == (200, b'{"status":"ok"}\n')
+    assert webhook.request("GET", "/readyz") == (200, b'{"status":"ready"}\n')
+    assert status == 200
+    assert "# TYPE runway_admission_requests_total counter" in text
+    assert "# TYPE runway_admission_duration_seconds histogram" in text
+    assert "# TYPE runway_provider_selection_total counter" in text
+
+
+def test_one_log_line_per_admission_without_object_contents(webhook: Webhook) -> None:
+    secret = "hf_do_not_log_me"
+    obj = model_deployment("logged", gpu=1, env=[{"name": "TOKEN", "value": secret}])
+
+    webhook.admit("/mutate", review(obj, uid="log-uid"))
+
+    lines = [line for line in webhook.log_text().splitlines() if "uid=log-uid" in line]
+    assert len(lines) == 1
+    assert "kind=ModelDeployment op=CREATE obj=ns/logged allowed=True patch=True" in lines[0]
+    assert secret not in webhook.log_text()
+
+
+def test_examples_cover_every_file(webhook: Webhook) -> None:
+    assert len(examples()) == len(list(Path(EXAMPLES).glob("*.yaml")))

@@ -1,0 +1,159 @@
+"""Malformed requests: always a well-formed answer, never a 500 or a traceback."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.support.builders import model_deployment
+from tests.support.webhook import Webhook, review
+
+VALID = review(model_deployment(gpu=1), uid="abc")
+
+
+def with_request(**changes: Any) -> bytes:
+    document = json.loads(json.dumps(VALID))
+    for key, value in changes.items():
+        if value is None:
+            document["request"].pop(key)
+        else:
+            document["request"][key] = value
+    return json.dumps(document).encode()
+
+
+def nested(depth: int) -> bytes:
+    return ('{"a":' * depth + "1" + "}" * depth).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "error"),
+    [
+        (b"{not json", "application/json", "body is not valid JSON (or is nested too deeply)"),
+        (b"", "application/json", "body is not valid JSON (or is nested too deeply)"),
+        (b'{"kind": "Pod"}', "application/json", "body is not an AdmissionReview"),
+        (b"[1, 2]", "application/json", "body is not an AdmissionReview"),
+        (
+            b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}',
+            "application/json",
+            "AdmissionReview has no request",
+        ),
+        (with_request(uid=None), "application/json", "AdmissionReview has no request with a uid"),
+        (
+            json.dumps(VALID).encode(),
+            "text/plain",
+            "content type must be application/json, not text/plain",
+        ),
+        (json.dumps(VALID).encode(), None, "content type must be application/json, not none"),
+        (nested(100_000), "application/json", "body is not valid JSON (or is nested too deeply)"),
+    ],
+    ids=[
+        "invalid-json",
+        "empty",
+        "not-a-review",
+        "array",
+        "no-request",
+        "no-uid",
+        "wrong-content-type",
+        "no-content-type",
+        "deeply-nested-json",
+    ],
+)
+def test_unreadable_requests_get_a_400_json_error(
+    body: bytes, content_type: str | None, error: str, webhook: Webhook
+) -> None:
+    status, answer = webhook.request("POST", "/validate", body, content_type)
+
+    assert (status, json.loads(answer)) == (400, {"error": error})
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (with_request(object=None), "request.object must be an object"),
+        (with_request(object=[1, 2]), "request.object must be an object"),
+        (
+            with_request(operation="PATCH"),
+            "request.operation must be one of CREATE, UPDATE, DELETE, CONNECT",
+        ),
+        (with_request(kind="ModelDeployment"), "request.kind must have group, version and kind"),
+        (with_request(operation="UPDATE"), "request.oldObject must be an object on UPDATE"),
+        (
+            json.dumps(VALID | {"apiVersion": "admission.k8s.io/v1beta1"}).encode(),
+            "apiVersion must be admission.k8s.io/v1",
+        ),
+    ],
+    ids=[
+        "missing-object",
+        "object-not-object",
+        "bad-operation",
+        "bad-kind",
+        "update-without-old",
+        "v1beta1",
+    ],
+)
+@pytest.mark.parametrize("path", ["/mutate", "/validate"])
+def test_requests_with_a_uid_get_a_denying_admission_response(
+    body: bytes, message: str, path: str, webhook: Webhook
+) -> None:
+    status, answer = webhook.request("POST", path, body)
+
+    assert status == 200
+    assert json.loads(answer) == {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": "abc", "allowed": False, "status": {"code": 400, "message": message}},
+    }
+
+
+def test_oversized_body_is_refused_before_parsing(webhook: Webhook) -> None:
+    padding = "x" * (3 * 1024 * 1024 + 1)
+    body = json.dumps(
+        review(model_deployment(gpu=1, podTemplate={"metadata": {"annotations": {"pad": padding}}}))
+    ).encode()
+
+    status, answer = webhook.request("POST", "/mutate", body)
+
+    assert (status, json.loads(answer)) == (
+        400,
+        {"error": "request body larger than 3145728 bytes"},
+    )
+
+
+def test_deeply_nested_overrides_are_denied_not_crashed(webhook: Webhook) -> None:
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(800):
+        node["x"] = {}
+        node = node["x"]
+    document = review(model_deployment(gpu=1, provider="dynamo", overrides={"spec": deep}))
+
+    for path in ("/mutate", "/validate"):
+        response = webhook.admit(path, document)
+        assert response == {
+            "uid": "uid-1",
+            "allowed": False,
+            "status": {
+                "code": 403,
+                "message": "spec: Invalid value: nested deeper than 100 levels",
+            },
+        }
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [("GET", "/mutate", 405), ("PUT", "/validate", 405), ("POST", "/nope", 404), ("GET", "/", 404)],
+)
+def test_wrong_routes_and_methods_get_json_errors(
+    method: str, path: str, status: int, webhook: Webhook
+) -> None:
+    code, answer = webhook.request(method, path, b"{}")
+
+    assert code == status
+    assert set(json.loads(answer)) == {"error"}
+
+
+def test_nothing_above_produced_a_server_error_or_a_traceback(webhook: Webhook) -> None:
+    assert "Traceback" not in webhook.log_text()
+    assert " 500 " not in webhook.log_text()
