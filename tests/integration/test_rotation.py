@@ -4,9 +4,10 @@ new certificate (gunicorn loads the files for every connection; the bundle switc
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import http.client
 import json
-import ssl
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,9 +34,13 @@ def rotating(tmp_path: Path) -> Iterator[Webhook]:
         assert server.stop() == 0
 
 
+def reached(done: list[int], target: int) -> bool:
+    return done[0] >= target
+
+
 def served_serial(hook: Webhook) -> int:
     with (
-        ssl.create_connection(("127.0.0.1", hook.port), timeout=10) as raw,
+        socket.create_connection(("127.0.0.1", hook.port), timeout=10) as raw,
         hook.context().wrap_socket(raw, server_hostname="127.0.0.1") as tls,
     ):
         der = tls.getpeercert(binary_form=True)
@@ -82,7 +87,9 @@ def test_rotation_under_load_loses_no_request(rotating: Webhook) -> None:
     try:
         for round_ in range(1, ROTATIONS + 1):
             wait_until(
-                lambda r=round_: done[0] >= 40 * r, timeout=60, what="requests before rotating"
+                functools.partial(reached, done, 40 * round_),
+                timeout=60,
+                what="requests before rotating",
             )
             renewed = rotate_bundle(
                 rotating.certs,
