@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint format test-unit test-e2e bench clean crds cluster
+.PHONY: install test lint format test-unit test-e2e bench clean manifests cluster
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,9 +38,10 @@ test-e2e: cluster
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit
 
-# The CRD manifests are generated from providers/crds.py; a unit test fails when they drift.
-crds: $(STAMP)
+# Manifests generated from the core's data; a unit test fails when they drift.
+manifests: $(STAMP)
 	$(BIN)/runway crds > kustomize/base/crds.yaml
+	$(BIN)/runway provider-configs > kustomize/providers/provider-configs.yaml
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

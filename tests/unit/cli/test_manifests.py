@@ -14,7 +14,7 @@ from tests.conftest import ROOT
 def test_committed_crds_match_the_generator() -> None:
     committed = (ROOT / "kustomize" / "base" / "crds.yaml").read_text()
 
-    assert committed == crds_yaml(), "run `make crds` and commit the result"
+    assert committed == crds_yaml(), "run `make manifests` and commit the result"
 
 
 def test_runway_crds_prints_three_crds(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,143 @@
+"""The deployment manifests build with kustomize and say what the design requires."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cli.manifests import provider_configs_yaml
+from tests.conftest import ROOT
+from webhook.app import ROUTES
+
+KUBECTL = Path(sys.executable).parent / "kubectl"
+
+
+def build(name: str) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [str(KUBECTL), "kustomize", str(ROOT / "kustomize" / name)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def test_base_builds_with_every_piece() -> None:
+    kinds = sorted(f"{o['kind']}/{o['metadata']['name']}" for o in build("base"))
+
+    assert kinds == [
+        "ClusterRole/runway-webhook",
+        "ClusterRoleBinding/runway-webhook",
+        "CustomResourceDefinition/externalmodelproviders.gateway.tokenfactory.mirantis.com",
+        "CustomResourceDefinition/inferenceproviderconfigs.airunway.ai",
+        "CustomResourceDefinition/modeldeployments.airunway.ai",
+        "Deployment/runway-webhook",
+        "MutatingWebhookConfiguration/runway",
+        "Namespace/runway-system",
+        "NetworkPolicy/runway-webhook",
+        "PodDisruptionBudget/runway-webhook",
+        "Service/runway-webhook",
+        "ServiceAccount/runway-webhook",
+        "ValidatingWebhookConfiguration/runway",
+    ]
+
+
+def test_webhooks_fail_closed_and_cover_only_our_kinds() -> None:
+    objects = build("base")
+    hooks = [
+        h
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for c in by_kind(objects, kind)
+        for h in c["webhooks"]
+    ]
+
+    assert sorted(h["clientConfig"]["service"]["path"] for h in hooks) == sorted(ROUTES)
+    for hook in hooks:
+        assert (hook["failurePolicy"], hook["sideEffects"], hook["admissionReviewVersions"]) == (
+            "Fail",
+            "None",
+            ["v1"],
+        )
+        assert hook["timeoutSeconds"] <= 10
+        assert [r["operations"] for r in hook["rules"]] == [["CREATE", "UPDATE"]]
+        assert {g for r in hook["rules"] for g in r["apiGroups"]} <= {
+            "airunway.ai",
+            "gateway.tokenfactory.mirantis.com",
+        }
+        if hook["rules"][0]["scope"] == "Namespaced":
+            assert hook["namespaceSelector"]["matchExpressions"] == [
+                {
+                    "key": "kubernetes.io/metadata.name",
+                    "operator": "NotIn",
+                    "values": ["kube-system", "runway-system"],
+                }
+            ]
+
+
+def test_deployment_is_highly_available_and_restricted() -> None:
+    objects = build("base")
+    (deployment,) = by_kind(objects, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+
+    assert deployment["spec"]["replicas"] == 2
+    assert by_kind(objects, "PodDisruptionBudget")[0]["spec"]["minAvailable"] == 1
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert (
+        container["readinessProbe"]["httpGet"]["path"],
+        container["livenessProbe"]["httpGet"]["path"],
+    ) == ("/readyz", "/healthz")
+    assert container["args"][:2] == ["serve", "--in-cluster"]
+    assert "podAntiAffinity" in pod["affinity"]
+
+
+def test_rbac_only_reads_provider_configs() -> None:
+    (role,) = by_kind(build("base"), "ClusterRole")
+
+    assert role["rules"] == [
+        {
+            "apiGroups": ["airunway.ai"],
+            "resources": ["inferenceproviderconfigs"],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
+
+
+def test_providers_kustomization_holds_the_shipped_configs() -> None:
+    committed = (ROOT / "kustomize" / "providers" / "provider-configs.yaml").read_text()
+
+    assert committed == provider_configs_yaml(), "run `make manifests` and commit the result"
+    assert sorted(o["metadata"]["name"] for o in build("providers")) == [
+        "dynamo",
+        "kaito",
+        "kuberay",
+        "llmd",
+        "vllm",
+    ]
+
+
+@pytest.mark.parametrize("kind", ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"])
+def test_cert_manager_overlay_injects_the_ca(kind: str) -> None:
+    objects = build("cert-manager")
+    (config,) = by_kind(objects, kind)
+
+    assert config["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": "runway-system/runway-webhook"
+    }
+    assert by_kind(objects, "Certificate")[0]["spec"]["secretName"] == "runway-webhook-tls"
