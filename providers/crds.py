@@ -278,6 +278,9 @@ def external_model_provider_spec() -> Schema:
                 required=("name",),
             ),
             "models": _list(model, minItems=1),
+            # Declared only so that an inline key reaches admission and is refused by name;
+            # undeclared, the API server would prune it silently and admit the object.
+            "apiKey": _str(description="Never set: admission refuses inline credentials."),
         },
         required=("baseURL", "models"),
     )
