@@ -86,8 +86,8 @@ def _list(value: Any) -> Sequence[Any]:
     return value if isinstance(value, list) else ()
 
 
-class ModelDeployment:
-    """A view of one ModelDeployment dict."""
+class _View:
+    """What every view has: the dict it reads, and the object's name and namespace."""
 
     __slots__ = ("obj",)
 
@@ -101,6 +101,12 @@ class ModelDeployment:
     @property
     def namespace(self) -> str:
         return _str(dig(self.obj, "metadata", "namespace"))
+
+
+class ModelDeployment(_View):
+    """A view of one ModelDeployment dict."""
+
+    __slots__ = ()
 
     @property
     def annotations(self) -> Mapping[str, Any]:
@@ -182,17 +188,10 @@ class ModelDeployment:
         return self.engine_type or _str(dig(self.obj, "status", "engine", "type"))
 
 
-class InferenceProviderConfig:
+class InferenceProviderConfig(_View):
     """A view of one InferenceProviderConfig dict (cluster-scoped; name == provider name)."""
 
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: Mapping[str, Any]) -> None:
-        self.obj = obj
-
-    @property
-    def name(self) -> str:
-        return _str(dig(self.obj, "metadata", "name"))
+    __slots__ = ()
 
     @property
     def engines(self) -> Sequence[Mapping[str, Any]]:
@@ -215,21 +214,10 @@ class InferenceProviderConfig:
         return status.get("ready") is True
 
 
-class ExternalModelProvider:
+class ExternalModelProvider(_View):
     """A view of one ExternalModelProvider dict (gateway.tokenfactory.mirantis.com/v1alpha1)."""
 
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: Mapping[str, Any]) -> None:
-        self.obj = obj
-
-    @property
-    def name(self) -> str:
-        return _str(dig(self.obj, "metadata", "name"))
-
-    @property
-    def namespace(self) -> str:
-        return _str(dig(self.obj, "metadata", "namespace"))
+    __slots__ = ()
 
     @property
     def base_url(self) -> str:

@@ -11,8 +11,8 @@ import yaml
 
 from providers.hydrate import hydrate
 from providers.registry import ProviderRegistry
-from renderer.yamlio import dump
 from tests.conftest import EXAMPLES
+from tests.support.builders import external_model_provider
 from tests.support.cluster import Cluster
 
 
@@ -30,23 +30,10 @@ def in_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
     return obj | {"metadata": obj["metadata"] | {"namespace": namespace}}
 
 
-def strict_apply(cluster: Cluster, obj: dict[str, Any]) -> Any:
-    return cluster.kubectl(
-        "apply",
-        "--server-side",
-        "--validate=strict",
-        "--field-manager=runway-tests",
-        "-f",
-        "-",
-        stdin=dump(obj),
-        check=False,
-    )
-
-
 def test_api_server_accepts_an_example_model_deployment(cluster: Cluster, namespace: str) -> None:
     source = in_namespace(yaml.safe_load((EXAMPLES / "vllm-1gpu.yaml").read_text()), namespace)
 
-    done = strict_apply(cluster, source)
+    done = cluster.strict_apply(source)
     stored = json.loads(
         cluster.kubectl("get", "modeldeployment", "qwen-7b", "-n", namespace, "-o", "json").stdout
     )
@@ -83,7 +70,7 @@ def test_api_server_rejects_an_unknown_field_under_strict_apply(
         node = node[key]
     node[path[-1]] = value
 
-    done = strict_apply(cluster, obj)
+    done = cluster.strict_apply(obj)
 
     assert done.returncode != 0
     assert (
@@ -101,7 +88,7 @@ def test_hydrated_object_is_stored_exactly_as_rendered(
     """Zero drift: the API server's own defaulting adds nothing to a hydrated ModelDeployment."""
     hydrated = in_namespace(hydrate(obj, registry=shipped).obj, namespace)
 
-    done = strict_apply(cluster, hydrated)
+    done = cluster.strict_apply(hydrated)
     kind_name = f"modeldeployment/{hydrated['metadata']['name']}"
     stored = json.loads(cluster.kubectl("get", kind_name, "-n", namespace, "-o", "json").stdout)
 
@@ -116,19 +103,10 @@ def test_provider_config_and_external_provider_kinds_are_served(
     shipped_config = yaml.safe_load(
         (Path(__file__).parents[2] / "providers" / "configs" / "kaito.yaml").read_text()
     )
-    emp = {
-        "apiVersion": "gateway.tokenfactory.mirantis.com/v1alpha1",
-        "kind": "ExternalModelProvider",
-        "metadata": {"name": "openai", "namespace": namespace},
-        "spec": {
-            "baseURL": "https://api.example.com/v1",
-            "credentialsSecretRef": {"name": "openai-key"},
-            "models": [{"servedName": "gpt-x"}],
-        },
-    }
+    emp = external_model_provider("openai", namespace, credentialsSecretRef={"name": "openai-key"})
 
     for obj in (shipped_config, emp):
-        done = strict_apply(cluster, obj)
+        done = cluster.strict_apply(obj)
         assert (done.returncode, done.stderr) == (0, "")
     stored = json.loads(
         cluster.kubectl("get", "emp", "openai", "-n", namespace, "-o", "json").stdout

@@ -10,7 +10,6 @@ import yaml
 
 from providers.versions import Versions
 from renderer.sources import bundled_versions
-from renderer.yamlio import dump
 from tests.cluster.build import UNAVAILABLE, UPSTREAMS, cache_dir
 from tests.support.cluster import Cluster
 
@@ -154,16 +153,7 @@ def test_upstream_kind_accepts_a_minimal_valid_object(
 ) -> None:
     obj = minimal_objects(namespace)[index]
 
-    done = cluster.kubectl(
-        "apply",
-        "--server-side",
-        "--validate=strict",
-        "--field-manager=runway-tests",
-        "-f",
-        "-",
-        stdin=dump(obj),
-        check=False,
-    )
+    done = cluster.strict_apply(obj)
     stored = yaml.safe_load(
         cluster.kubectl(
             "get",

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer.yamlio import dump, dump_all
+from renderer.yamlio import dump_all
 from tests.conftest import ROOT
-from tests.support.builders import model_deployment, provider_config
+from tests.support.builders import external_model_provider, model_deployment, provider_config
 from tests.support.cluster import Cluster
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook, review, start_webhook
@@ -140,12 +140,6 @@ def ns(cluster: Cluster, registered: Webhook) -> Iterator[str]:
     cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
 
-def apply(cluster: Cluster, obj: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    return cluster.kubectl(
-        "apply", "--server-side", "--field-manager=gitops", "-f", "-", stdin=dump(obj), check=False
-    )
-
-
 def live(cluster: Cluster, kind: str, name: str, ns: str) -> dict[str, Any]:
     obj: dict[str, Any] = json.loads(
         cluster.kubectl("get", kind, name, "-n", ns, "-o", "json").stdout
@@ -154,7 +148,7 @@ def live(cluster: Cluster, kind: str, name: str, ns: str) -> dict[str, Any]:
 
 
 def test_selection_is_stamped_into_the_live_object(cluster: Cluster, ns: str) -> None:
-    done = apply(cluster, model_deployment("llama", ns, gpu=2))
+    done = cluster.strict_apply(model_deployment("llama", ns, gpu=2))
     stored = live(cluster, "modeldeployment", "llama", ns)
 
     assert (done.returncode, done.stderr) == (0, "")
@@ -222,7 +216,7 @@ def test_kubectl_apply_is_refused_with_the_field_path(
 ) -> None:
     obj["metadata"]["namespace"] = ns
 
-    done = apply(cluster, obj)
+    done = cluster.strict_apply(obj, manager="gitops")
 
     assert done.returncode != 0
     assert (
@@ -232,9 +226,11 @@ def test_kubectl_apply_is_refused_with_the_field_path(
 
 
 def test_changing_the_provider_on_update_is_refused(cluster: Cluster, ns: str) -> None:
-    assert apply(cluster, model_deployment("switch", ns, gpu=1)).returncode == 0
+    assert cluster.strict_apply(model_deployment("switch", ns, gpu=1)).returncode == 0
 
-    done = apply(cluster, model_deployment("switch", ns, gpu=1, engine="vllm", provider="kuberay"))
+    done = cluster.strict_apply(
+        model_deployment("switch", ns, gpu=1, engine="vllm", provider="kuberay")
+    )
 
     assert done.returncode != 0
     assert (
@@ -248,9 +244,9 @@ def test_applying_the_same_object_twice_changes_nothing_the_second_time(
 ) -> None:
     obj = model_deployment("twice", ns, gpu=1)
 
-    assert apply(cluster, obj).returncode == 0
+    assert cluster.strict_apply(obj, manager="gitops").returncode == 0
     first = live(cluster, "modeldeployment", "twice", ns)["metadata"]
-    assert apply(cluster, obj).returncode == 0
+    assert cluster.strict_apply(obj, manager="gitops").returncode == 0
     second = live(cluster, "modeldeployment", "twice", ns)["metadata"]
 
     assert (second["resourceVersion"], second["generation"]) == (
@@ -265,7 +261,7 @@ def test_provider_config_with_a_broken_rule_is_refused(
     config = provider_config("broken-rules", rules=[("true", 1), ("spec.engine.type ==", 9)])
     config["metadata"]["labels"] = LABEL
 
-    done = apply(cluster, config)
+    done = cluster.strict_apply(config)
 
     assert done.returncode != 0
     assert (
@@ -275,18 +271,11 @@ def test_provider_config_with_a_broken_rule_is_refused(
 
 
 def test_external_provider_with_an_inline_key_is_refused(cluster: Cluster, ns: str) -> None:
-    emp = {
-        "apiVersion": "gateway.tokenfactory.mirantis.com/v1alpha1",
-        "kind": "ExternalModelProvider",
-        "metadata": {"name": "inline", "namespace": ns},
-        "spec": {
-            "baseURL": "https://api.example.com/v1",
-            "apiKey": "sk-live-do-not-store",
-            "models": [{"servedName": "m"}],
-        },
-    }
+    emp = external_model_provider(
+        "inline", ns, credentialsSecretRef=None, apiKey="sk-live-do-not-store"
+    )
 
-    done = apply(cluster, emp)
+    done = cluster.strict_apply(emp)
 
     assert done.returncode != 0
     assert (

@@ -15,7 +15,7 @@ import yaml
 from cli.inspect import validate_one
 from providers.registry import ProviderRegistry
 from tests.conftest import EXAMPLES
-from tests.support.builders import model_deployment, provider_config
+from tests.support.builders import external_model_provider, model_deployment, provider_config
 from tests.support.webhook import Webhook, review
 
 
@@ -155,16 +155,7 @@ def test_provider_config_with_a_broken_rule_is_denied_naming_it(webhook: Webhook
 
 
 def test_external_provider_with_an_inline_key_is_denied(webhook: Webhook) -> None:
-    emp = {
-        "apiVersion": "gateway.tokenfactory.mirantis.com/v1alpha1",
-        "kind": "ExternalModelProvider",
-        "metadata": {"name": "p", "namespace": "gw"},
-        "spec": {
-            "baseURL": "https://api.example.com/v1",
-            "apiKey": "sk-live-123",
-            "models": [{"servedName": "m"}],
-        },
-    }
+    emp = external_model_provider("p", "gw", credentialsSecretRef=None, apiKey="sk-live-123")
 
     response = webhook.admit("/validate-externalmodelprovider", review(emp))
 

@@ -47,6 +47,24 @@ def model_deployment(
     }
 
 
+def external_model_provider(
+    name: str = "example", namespace: str = "gw", **spec: Any
+) -> dict[str, Any]:
+    """An ExternalModelProvider; keyword arguments replace spec fields (None removes one)."""
+    body: dict[str, Any] = {
+        "baseURL": "https://api.example.com/v1",
+        "credentialsSecretRef": {"name": "provider-key", "key": "apiKey"},
+        "models": [{"servedName": "gpt-x"}],
+    }
+    body.update(spec)
+    return {
+        "apiVersion": "gateway.tokenfactory.mirantis.com/v1alpha1",
+        "kind": "ExternalModelProvider",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {k: v for k, v in body.items() if v is not None},
+    }
+
+
 def disaggregated(name: str = "pd", *, prefill_gpu: int = 1, decode_gpu: int = 1) -> dict[str, Any]:
     """A valid disaggregated ModelDeployment."""
     return model_deployment(

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -27,6 +27,7 @@ import yaml
 
 from certs.authority import issue, new_authority, signing_key_pem, write_atomically
 from cli.manifests import crds_yaml
+from renderer.yamlio import dump
 from tests.cluster.build import cache_dir
 from tests.support.wait import wait_until
 
@@ -72,6 +73,21 @@ class Cluster:
         if check and done.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed: {done.stderr.strip()}")
         return done
+
+    def strict_apply(
+        self, obj: Mapping[str, Any], *, manager: str = "runway-tests"
+    ) -> subprocess.CompletedProcess[str]:
+        """Server-side apply of one object with strict field validation; the result, unchecked."""
+        return self.kubectl(
+            "apply",
+            "--server-side",
+            "--validate=strict",
+            f"--field-manager={manager}",
+            "-f",
+            "-",
+            stdin=dump(obj),
+            check=False,
+        )
 
     def apply_manifests(self, text: str) -> None:
         self.kubectl(

@@ -9,25 +9,15 @@ import pytest
 from providers.configs_admission import check_external_provider, check_provider_config
 from providers.errors import Reason
 from renderer.sources import bundled_config_objects
-from tests.support.builders import provider_config
+from tests.support.builders import external_model_provider, provider_config
 
 
 def emp(**spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "baseURL": "https://api.example.com/v1",
-        "credentialsSecretRef": {"name": "provider-key", "key": "apiKey"},
-        "models": [
-            {"servedName": "gpt-x"},
-            {"servedName": "meta-llama/Llama-3.1-8B-Instruct", "upstreamModel": "llama"},
-        ],
-    }
-    body.update(spec)
-    return {
-        "apiVersion": "gateway.tokenfactory.mirantis.com/v1alpha1",
-        "kind": "ExternalModelProvider",
-        "metadata": {"name": "example", "namespace": "gw"},
-        "spec": {k: v for k, v in body.items() if v is not None},
-    }
+    models = [
+        {"servedName": "gpt-x"},
+        {"servedName": "meta-llama/Llama-3.1-8B-Instruct", "upstreamModel": "llama"},
+    ]
+    return external_model_provider(**({"models": models} | spec))
 
 
 def errors_of(
