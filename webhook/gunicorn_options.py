@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.settings import Settings
+from webhook.tls import server_context
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
@@ -24,6 +25,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "graceful_timeout": 20,
         "certfile": settings.cert,
         "keyfile": settings.key,
+        "ssl_context": server_context,  # cert and key from one version of the files
         "control_socket_disable": True,  # read-only containers; nothing manages it at runtime
         "accesslog": None,
         "errorlog": "-",
