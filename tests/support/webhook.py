@@ -117,7 +117,9 @@ def issue_certs(directory: Path) -> Path:
     return directory
 
 
-def start_webhook(workdir: Path, *, args: Sequence[str] = (), workers: int = 2) -> Webhook:
+def start_webhook(
+    workdir: Path, *, args: Sequence[str] = (), workers: int = 2, ready_path: str = "/readyz"
+) -> Webhook:
     certs = issue_certs(workdir / "certs")
     port = free_port()
     log = workdir / "webhook.log"
@@ -145,9 +147,9 @@ def start_webhook(workdir: Path, *, args: Sequence[str] = (), workers: int = 2) 
                 f"runway serve exited with {proc.returncode}:\n{hook.log_text()[-3000:]}"
             )
         try:
-            return hook.request("GET", "/readyz")[0] == 200
+            return hook.request("GET", ready_path)[0] == 200
         except (OSError, http.client.HTTPException):
             return False
 
-    wait_until(ready, timeout=30, what="runway serve /readyz")
+    wait_until(ready, timeout=30, what=f"runway serve {ready_path}")
     return hook
