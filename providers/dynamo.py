@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from providers.errors import FieldError
 from providers.fieldpath import FieldPath
+from providers.model import ModelDeployment, dig
 from providers.overrides import check_accepted, object_roots
+from providers.rendering import deep_merge, flag, object_meta, placement, user_args
+from providers.versions import Versions
 
 NAME = "dynamo"
 # `spec` is merged into the DynamoGraphDeployment spec. The other roots are Runway's own
@@ -42,3 +46,133 @@ OVERRIDE_ROOTS = frozenset(_SHAPE["properties"])
 def check_overrides(overrides: Mapping[str, Any], at: FieldPath) -> list[FieldError]:
     """Layer 2: accepted roots, then strict decoding of routerMode, frontend and epp."""
     return check_accepted(overrides, NAME, _SHAPE, at)
+
+
+_RUNTIME = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
+_WORKERS = {None: "VllmWorker", "prefill": "VllmPrefillWorker", "decode": "VllmDecodeWorker"}
+
+
+def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
+    """One DynamoGraphDeployment: a frontend and the worker services. routerMode, frontend and epp
+    are consumed here and never emitted; `spec` overrides are merged into the object's spec."""
+    engine = md.engine_type
+    image = md.image_override or f"nvcr.io/nvidia/ai-dynamo/{_RUNTIME[engine]}:{pins.dynamo}"
+    overrides = md.overrides if isinstance(md.overrides, Mapping) else {}
+    secret = dig(md.spec, "secrets", "huggingFaceToken")
+    frontend: dict[str, Any] = {
+        "componentType": "frontend",
+        "replicas": 1,
+        "resources": {"requests": {"cpu": "2", "memory": "4Gi"}},
+        "extraPodSpec": {"mainContainer": {"image": image}},
+        "envs": [
+            {"name": "DYN_ROUTER_MODE", "value": str(overrides.get("routerMode") or "round-robin")}
+        ],
+    }
+    services: dict[str, Any] = {"Frontend": frontend}
+    if md.is_disaggregated:
+        for role in ("prefill", "decode"):
+            part = dig(md.spec, "scaling", role) or {}
+            gpus = int(dig(part, "gpu", "count") or 0)
+            services[_WORKERS[role]] = _worker(
+                md,
+                image,
+                gpus=gpus,
+                replicas=int(part.get("replicas", 1)),
+                memory=part.get("memory"),
+                role=role,
+            )
+    else:
+        replicas = max(int(md.spec.get("scaling", {}).get("replicas", 1)), 1)
+        memory = md.spec.get("resources", {}).get("memory")
+        services[_WORKERS[None]] = _worker(
+            md, image, gpus=md.gpu_count, replicas=replicas, memory=memory, role=None
+        )
+    if secret:
+        for service in services.values():
+            service["envFromSecret"] = secret
+    spec: dict[str, Any] = {"backendFramework": engine, "services": services}
+    if md.volumes:
+        spec["pvcs"] = [
+            {"name": v.get("claimName") or f"{md.name}-{v['name']}", "create": False}
+            for v in md.volumes
+        ]
+    graph = {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": object_meta(md, md.name),
+        "spec": spec,
+    }
+    if isinstance(overrides.get("spec"), Mapping):
+        graph = deep_merge(graph, {"spec": overrides["spec"]})
+    return [graph]
+
+
+def _worker(
+    md: ModelDeployment,
+    image: str,
+    *,
+    gpus: int,
+    replicas: int,
+    memory: str | None,
+    role: str | None,
+) -> dict[str, Any]:
+    engine = md.engine_type
+    limits = {"gpu": str(gpus)}
+    if memory:
+        limits["memory"] = str(memory)
+    if md.spec.get("resources", {}).get("cpu") and role is None:
+        limits["cpu"] = str(md.spec["resources"]["cpu"])
+    worker: dict[str, Any] = {
+        "componentType": "worker",
+        "replicas": replicas,
+        "resources": {"limits": limits, "requests": {"gpu": str(gpus)}},
+        "extraPodSpec": {
+            "mainContainer": {
+                "image": image,
+                "command": ["python3", "-m", f"dynamo.{engine}"],
+                "args": _args(md, role),
+            },
+            **placement(md),
+        },
+    }
+    if role is not None:
+        worker["subComponentType"] = role
+    if md.spec.get("env"):
+        worker["envs"] = [dict(e) for e in md.spec["env"]]
+    mounts = [
+        {
+            "name": v.get("claimName") or f"{md.name}-{v['name']}",
+            "mountPoint": v["mountPath"],
+            "useAsCompilationCache": v.get("purpose") == "compilationCache",
+        }
+        for v in md.volumes
+    ]
+    if mounts:
+        worker["volumeMounts"] = mounts
+    return worker
+
+
+def _args(md: ModelDeployment, role: str | None) -> list[str]:
+    engine, spec = md.engine_type, md.engine
+    args = flag("model" if engine == "vllm" else "model-path", md.model_id)
+    args += flag("served-model-name", md.served_name or md.model_id)
+    if spec.get("contextLength") and engine != "trtllm":
+        args += flag(
+            "max-model-len" if engine == "vllm" else "context-length", str(spec["contextLength"])
+        )
+    if engine != "trtllm":
+        for key, name in (
+            ("trustRemoteCode", "trust-remote-code"),
+            ("enablePrefixCaching", "enable-prefix-caching"),
+            ("enforceEager", "enforce-eager"),
+        ):
+            if spec.get(key):
+                args += flag(name)
+    if role is not None:
+        args += flag("disaggregation-mode", role)
+        if engine == "vllm":
+            args += flag(
+                "kv-transfer-config",
+                json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, sort_keys=True),
+            )
+    return args + user_args(md)

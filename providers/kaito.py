@@ -7,7 +7,10 @@ from typing import Any
 
 from providers.errors import FieldError, Reason
 from providers.fieldpath import FieldPath
+from providers.model import Engine, ModelDeployment, ModelSource
 from providers.overrides import check_accepted, object_roots
+from providers.rendering import deep_merge, env, object_meta, placement, pod_labels
+from providers.versions import Versions
 
 NAME = "kaito"
 _SHAPE = object_roots("resource", "inference")
@@ -28,3 +31,54 @@ def check_overrides(overrides: Mapping[str, Any], at: FieldPath) -> list[FieldEr
             )
         )
     return errors
+
+
+_API_VERSION = "kaito.sh/v1beta1"
+_LLAMACPP_PORT = 5000
+
+
+def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
+    """One Workspace: `resource` and `inference` at the object root, overrides merged there."""
+    match = {"kubernetes.io/os": "linux", **dict(md.spec.get("nodeSelector") or {})}
+    if md.gpu_count > 0:
+        match["nvidia.com/gpu.present"] = "true"
+    workspace: dict[str, Any] = {
+        "apiVersion": _API_VERSION,
+        "kind": "Workspace",
+        "metadata": object_meta(md, md.name),
+        "resource": {
+            "count": max(int(md.spec.get("scaling", {}).get("replicas", 1)), 1),
+            "labelSelector": {"matchLabels": match},
+        },
+        "inference": _inference(md),
+    }
+    overrides = md.overrides if isinstance(md.overrides, Mapping) else {}
+    accepted = {k: v for k, v in overrides.items() if k in OVERRIDE_ROOTS}
+    return [deep_merge(workspace, accepted)]
+
+
+def _inference(md: ModelDeployment) -> dict[str, Any]:
+    if md.engine_type != Engine.LLAMACPP:
+        return {"preset": {"name": md.model_id}}  # KAITO manages the vLLM image and its flags
+    args = (
+        []
+        if md.model_source == ModelSource.CUSTOM
+        else [str((md.engine.get("args") or {}).get("ggufUrl") or f"huggingface://{md.model_id}")]
+    )
+    resources = md.spec.get("resources") or {}
+    container: dict[str, Any] = {
+        "name": "model",
+        "image": md.image_override,
+        "args": [*args, f"--address=:{_LLAMACPP_PORT}"],
+        "ports": [{"containerPort": _LLAMACPP_PORT, "protocol": "TCP"}],
+        "env": env(md),
+    }
+    requests = {k: str(resources[k]) for k in ("cpu", "memory") if resources.get(k)}
+    if requests:
+        container["resources"] = {"requests": requests}
+    return {
+        "template": {
+            "metadata": {"labels": pod_labels(md)},
+            "spec": {"containers": [container], **placement(md)},
+        }
+    }

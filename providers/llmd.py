@@ -2,18 +2,97 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from providers.errors import FieldError
 from providers.fieldpath import FieldPath
+from providers.model import ModelDeployment, dig
 from providers.overrides import check_accepted, object_roots
+from providers.rendering import (
+    HTTP_PORT,
+    claim_volumes,
+    container_resources,
+    deployment_and_service,
+    env,
+    gpu_type,
+    http_port,
+    spec_overrides,
+    vllm_args,
+)
+from providers.versions import Versions
 
 NAME = "llmd"
 _SHAPE = object_roots("spec")
-OVERRIDE_ROOTS = frozenset(_SHAPE["properties"])  # merged into the Deployment spec
+OVERRIDE_ROOTS = frozenset(_SHAPE["properties"])  # merged into each Deployment spec
 
 
 def check_overrides(overrides: Mapping[str, Any], at: FieldPath) -> list[FieldError]:
     """Layer 2: only `spec`, and it must be an object."""
     return check_accepted(overrides, NAME, _SHAPE, at)
+
+
+def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
+    """One Deployment and Service (aggregated), or decode (primary) and prefill pairs."""
+    if not md.is_disaggregated:
+        memory = md.spec.get("resources", {}).get("memory")
+        replicas = int(md.spec.get("scaling", {}).get("replicas", 1))
+        return _pair(
+            md, md.name, gpus=md.gpu_count, memory=memory, replicas=replicas, pins=pins, role=None
+        )
+    objects: list[dict[str, Any]] = []
+    for role in ("decode", "prefill"):
+        part = dig(md.spec, "scaling", role) or {}
+        gpus = int(dig(part, "gpu", "count") or 0)
+        replicas = int(part.get("replicas", 1))
+        name = f"{md.name}-{role}"
+        objects += _pair(
+            md, name, gpus=gpus, memory=part.get("memory"), replicas=replicas, pins=pins, role=role
+        )
+    return objects
+
+
+def _pair(
+    md: ModelDeployment,
+    name: str,
+    *,
+    gpus: int,
+    memory: str | None,
+    replicas: int,
+    pins: Versions,
+    role: str | None,
+) -> list[dict[str, Any]]:
+    args = ["--port", str(HTTP_PORT), *vllm_args(md, gpus=gpus, skip=frozenset({"port"}))]
+    if role is not None:
+        kv_role = "kv_producer" if role == "prefill" else "kv_consumer"
+        args += [
+            "--kv-transfer-config",
+            json.dumps({"kv_connector": "NixlConnector", "kv_role": kv_role}, sort_keys=True),
+        ]
+    volumes, mounts = claim_volumes(md)
+    container: dict[str, Any] = {
+        "name": "vllm",
+        "image": md.image_override or f"vllm/vllm-openai:{pins.vllm}",
+        "args": args,
+        "ports": http_port(),
+        "env": env(md),
+        "resources": container_resources(
+            gpus=gpus,
+            gpu_type=gpu_type(md),
+            memory=memory,
+            cpu=md.spec.get("resources", {}).get("cpu"),
+        ),
+        "readinessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 5},
+    }
+    if mounts:
+        container["volumeMounts"] = mounts
+    return deployment_and_service(
+        md,
+        name,
+        container,
+        replicas=replicas,
+        volumes=volumes,
+        component=role or "server",
+        spec_overrides=spec_overrides(md),
+    )

@@ -122,7 +122,12 @@ def _check_object(
             )
     extra = schema.get("additionalProperties")
     open_object = schema.get("x-kubernetes-preserve-unknown-fields", False)
+    # An object's own metadata is ObjectMeta, which the API server validates itself; a CRD
+    # schema only says `type: object` there, and pruning does not apply to it.
+    object_root = not at.parts or schema.get("x-kubernetes-embedded-resource", False)
     for key, item in value.items():
+        if key == "metadata" and object_root and isinstance(item, dict):
+            continue
         if key in props:
             _check(item, props[key], at.child(key), errors)
         elif isinstance(extra, Mapping):

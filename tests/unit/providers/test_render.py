@@ -1,0 +1,320 @@
+"""Each provider's render(): the upstream objects for hydrated ModelDeployments."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import yaml
+
+from providers.admission import admit
+from providers.model import ModelDeployment
+from providers.registry import MODULES, ProviderRegistry
+from renderer.sources import bundled_versions
+from tests.conftest import EXAMPLES
+from tests.support.builders import disaggregated, model_deployment
+
+PINS = bundled_versions()
+
+
+def rendered(obj: dict[str, Any], registry: ProviderRegistry) -> list[dict[str, Any]]:
+    admission = admit(obj, registry=registry)
+    assert admission.errors == ()
+    md = ModelDeployment(admission.obj)
+    objects: list[dict[str, Any]] = MODULES[md.provider_name].render(md, PINS)
+    return objects
+
+
+def example(name: str) -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load((EXAMPLES / name).read_text())
+    return doc
+
+
+def kinds(objects: list[dict[str, Any]]) -> list[str]:
+    return [f"{o['apiVersion']} {o['kind']} {o['metadata']['name']}" for o in objects]
+
+
+def test_every_object_carries_labels_and_a_back_reference(shipped: ProviderRegistry) -> None:
+    for name in (
+        "vllm-1gpu.yaml",
+        "cpu-llamacpp.yaml",
+        "vllm-multi-gpu.yaml",
+        "llmd-explicit.yaml",
+        "vllm-direct-explicit.yaml",
+    ):
+        for obj in rendered(example(name), shipped):
+            meta = obj["metadata"]
+            assert meta["namespace"] == "models"
+            assert meta["labels"]["app.kubernetes.io/managed-by"] == "runway"
+            assert (
+                meta["labels"]["airunway.ai/model-deployment"] == example(name)["metadata"]["name"]
+            )
+            assert (
+                meta["annotations"]["airunway.ai/rendered-from"]
+                == f"ModelDeployment/models/{example(name)['metadata']['name']}"
+            )
+
+
+def test_rendering_is_deterministic(shipped: ProviderRegistry) -> None:
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        if path.name.startswith("rejected-"):
+            continue
+        first = json.dumps(rendered(example(path.name), shipped), sort_keys=True)
+        assert json.dumps(rendered(example(path.name), shipped), sort_keys=True) == first
+
+
+def test_dynamo_worker_args_image_and_stripped_transformer_keys(shipped: ProviderRegistry) -> None:
+    (graph,) = rendered(example("dynamo-overrides.yaml"), shipped)
+    worker = graph["spec"]["services"]["VllmWorker"]
+
+    assert kinds([graph]) == ["nvidia.com/v1alpha1 DynamoGraphDeployment qwen-32b-kv"]
+    assert graph["spec"]["backendFramework"] == "vllm"
+    assert worker["extraPodSpec"]["mainContainer"] == {
+        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{PINS.dynamo}",
+        "command": ["python3", "-m", "dynamo.vllm"],
+        "args": [
+            "--model",
+            "Qwen/Qwen2.5-32B-Instruct",
+            "--served-model-name",
+            "Qwen/Qwen2.5-32B-Instruct",
+            "--enable-prefix-caching",
+        ],
+    }
+    assert worker["resources"] == {"limits": {"gpu": "2"}, "requests": {"gpu": "2"}}
+    assert graph["spec"]["services"]["Frontend"]["envs"] == [
+        {"name": "DYN_ROUTER_MODE", "value": "kv"}
+    ]
+    assert graph["spec"]["envs"] == [
+        {"name": "DYN_LOG", "value": "info"}
+    ]  # the `spec` override, merged
+    text = json.dumps(graph)
+    assert "routerMode" not in text and '"epp"' not in text and "dynamo-epp" not in text
+
+
+def test_dynamo_disaggregated_has_prefill_and_decode_workers(shipped: ProviderRegistry) -> None:
+    (graph,) = rendered(example("vllm-disaggregated.yaml"), shipped)
+    services = graph["spec"]["services"]
+
+    assert sorted(services) == ["Frontend", "VllmDecodeWorker", "VllmPrefillWorker"]
+    assert (
+        services["VllmPrefillWorker"]["replicas"],
+        services["VllmDecodeWorker"]["replicas"],
+    ) == (1, 2)
+    assert services["VllmPrefillWorker"]["subComponentType"] == "prefill"
+    assert services["VllmPrefillWorker"]["resources"]["limits"] == {"gpu": "2", "memory": "64Gi"}
+    assert services["VllmDecodeWorker"]["extraPodSpec"]["mainContainer"]["args"][-4:] == [
+        "--disaggregation-mode",
+        "decode",
+        "--kv-transfer-config",
+        '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}',
+    ]
+    assert all(s["envFromSecret"] == "hf-token" for s in services.values())
+
+
+@pytest.mark.parametrize(
+    ("engine", "module", "context_flag"),
+    [("sglang", "dynamo.sglang", "--context-length"), ("trtllm", "dynamo.trtllm", None)],
+)
+def test_dynamo_engine_specific_flags(
+    engine: str, module: str, context_flag: str | None, shipped: ProviderRegistry
+) -> None:
+    obj = model_deployment(engine={"type": engine, "contextLength": 8192}, gpu=1)
+    (graph,) = rendered(obj, shipped)
+    main = graph["spec"]["services"]["VllmWorker"]["extraPodSpec"]["mainContainer"]
+
+    assert main["command"] == ["python3", "-m", module]
+    assert main["args"][:2] == ["--model-path", "org/model"]
+    assert (
+        (context_flag in main["args"])
+        if context_flag
+        else ("--max-model-len" not in main["args"] and "--context-length" not in main["args"])
+    )
+
+
+def test_kaito_vllm_is_a_preset_with_replicas_and_gpu_selector(shipped: ProviderRegistry) -> None:
+    (workspace,) = rendered(example("kaito-overrides.yaml"), shipped)
+
+    assert kinds([workspace]) == ["kaito.sh/v1beta1 Workspace phi-kaito"]
+    assert workspace["resource"] == {
+        "count": 2,
+        "instanceType": "Standard_NC24ads_A100_v4",
+        "labelSelector": {
+            "matchLabels": {"kubernetes.io/os": "linux", "nvidia.com/gpu.present": "true"}
+        },
+    }
+    assert workspace["inference"] == {
+        "preset": {"name": "microsoft/Phi-4-mini-instruct"},
+        "config": "phi-inference-params",
+    }
+    assert "spec" not in workspace
+
+
+def test_kaito_llamacpp_is_a_template_serving_the_gguf(shipped: ProviderRegistry) -> None:
+    (workspace,) = rendered(example("llamacpp-gpu.yaml"), shipped)
+    (container,) = workspace["inference"]["template"]["spec"]["containers"]
+
+    assert container["image"] == "ghcr.io/kaito-project/aikit/llama-cpp:latest"
+    assert container["args"] == [
+        "huggingface://Qwen/Qwen2.5-7B-Instruct-GGUF/qwen2.5-7b-instruct-q4_k_m.gguf",
+        "--address=:5000",
+    ]
+    assert workspace["inference"]["template"]["metadata"]["labels"] == {
+        "airunway.ai/model-deployment": "qwen-gguf"
+    }
+
+
+def test_kaito_cpu_model_from_a_custom_image_has_no_model_argument(
+    shipped: ProviderRegistry,
+) -> None:
+    (workspace,) = rendered(example("cpu-llamacpp.yaml"), shipped)
+    (container,) = workspace["inference"]["template"]["spec"]["containers"]
+
+    assert container["args"] == ["--address=:5000"]
+    assert container["resources"] == {"requests": {"cpu": "4", "memory": "8Gi"}}
+    assert workspace["resource"]["labelSelector"]["matchLabels"] == {"kubernetes.io/os": "linux"}
+
+
+def test_kuberay_rayservice_serves_the_model_with_ray_serve_llm(shipped: ProviderRegistry) -> None:
+    (service,) = rendered(example("vllm-multi-gpu.yaml"), shipped)
+    serve = json.loads(service["spec"]["serveConfigV2"])
+    (workers,) = service["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+
+    assert kinds([service]) == ["ray.io/v1 RayService llama-70b"]
+    assert serve["applications"][0]["import_path"] == "ray.serve.llm:build_openai_app"
+    (config,) = serve["applications"][0]["args"]["llm_configs"]
+    assert config["engine_kwargs"] == {
+        "tensor_parallel_size": 4,
+        "enable_prefix_caching": True,
+        "gpu_memory_utilization": "0.92",
+    }
+    assert config["model_loading_config"] == {
+        "model_id": "llama-70b",
+        "model_source": "meta-llama/Llama-3.1-70B-Instruct",
+    }
+    assert (workers["replicas"], workers["minReplicas"], workers["maxReplicas"]) == (2, 2, 2)
+    assert workers["template"]["spec"]["containers"][0]["resources"]["limits"] == {
+        "nvidia.com/gpu": "4",
+        "memory": "320Gi",
+    }
+    assert workers["template"]["spec"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    assert (
+        service["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0][
+            "image"
+        ]
+        == f"rayproject/ray-llm:{PINS.ray}-py311-cu128"
+    )
+
+
+def test_kuberay_says_overrides_are_ignored(shipped: ProviderRegistry) -> None:
+    (service,) = rendered(
+        model_deployment(gpu=2, provider="kuberay", overrides={"head": {"x": 1}}), shipped
+    )
+
+    assert (
+        service["metadata"]["annotations"]["airunway.ai/overrides-ignored"]
+        == "spec.provider.overrides is not used by the kuberay provider"
+    )
+    assert "head" not in json.dumps(
+        service["spec"]["rayClusterConfig"]["headGroupSpec"]
+    ) or '"x"' not in json.dumps(service)
+
+
+def test_direct_vllm_deployment_and_service(shipped: ProviderRegistry) -> None:
+    deployment, service = rendered(example("vllm-direct-explicit.yaml"), shipped)
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+
+    assert kinds([deployment, service]) == [
+        "apps/v1 Deployment phi-direct",
+        "v1 Service phi-direct",
+    ]
+    assert container["image"] == f"vllm/vllm-openai:{PINS.vllm}"
+    assert container["args"] == [
+        "--host", "0.0.0.0", "--port", "8000",
+        "--model", "microsoft/Phi-4-mini-instruct", "--enable-prefix-caching",
+        "--max-model-len", "16384", "--disable-log-requests",
+    ]  # fmt: skip
+    assert container["volumeMounts"] == [
+        {"name": "cache", "mountPath": "/model-cache", "readOnly": False}
+    ]
+    assert deployment["spec"]["template"]["spec"]["volumes"] == [
+        {"name": "cache", "persistentVolumeClaim": {"claimName": "shared-model-cache"}}
+    ]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/health", "port": "http"}
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert service["spec"]["ports"] == [
+        {"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}
+    ]
+
+
+def test_direct_vllm_multi_gpu_gets_shared_memory_and_tensor_parallelism(
+    shipped: ProviderRegistry,
+) -> None:
+    deployment, _ = rendered(model_deployment(gpu=4, provider="vllm", engine="vllm"), shipped)
+    pod = deployment["spec"]["template"]["spec"]
+
+    assert {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "20Gi"}} in pod["volumes"]
+    assert pod["containers"][0]["args"][-2:] == ["--tensor-parallel-size", "4"]
+    assert pod["containers"][0]["resources"] == {
+        "limits": {"nvidia.com/gpu": "4"},
+        "requests": {"nvidia.com/gpu": "4"},
+    }
+
+
+def test_spec_overrides_merge_but_cannot_break_the_selector(shipped: ProviderRegistry) -> None:
+    overrides = {
+        "spec": {
+            "selector": {"matchLabels": {"x": "y"}},
+            "template": {"spec": {"priority": 5}, "metadata": {"labels": {"team": "ml"}}},
+        }
+    }
+    deployment, _ = rendered(
+        model_deployment(gpu=1, provider="llmd", engine="vllm", overrides=overrides), shipped
+    )
+
+    assert deployment["spec"]["selector"] == {
+        "matchLabels": {
+            "airunway.ai/model-deployment": "m",
+            "app.kubernetes.io/component": "server",
+        }
+    }
+    assert deployment["spec"]["template"]["spec"]["priority"] == 5
+    assert deployment["spec"]["template"]["metadata"]["labels"]["team"] == "ml"
+
+
+def test_llmd_disaggregated_renders_decode_first_then_prefill(shipped: ProviderRegistry) -> None:
+    obj = disaggregated("pd", prefill_gpu=2, decode_gpu=1)
+    obj["spec"]["provider"] = {"name": "llmd"}
+
+    objects = rendered(obj, shipped)
+
+    assert kinds(objects) == [
+        "apps/v1 Deployment pd-decode",
+        "v1 Service pd-decode",
+        "apps/v1 Deployment pd-prefill",
+        "v1 Service pd-prefill",
+    ]
+    prefill_args = objects[2]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert prefill_args[-2:] == [
+        "--kv-transfer-config",
+        '{"kv_connector": "NixlConnector", "kv_role": "kv_producer"}',
+    ]
+
+
+def test_hugging_face_token_is_only_ever_a_secret_reference(shipped: ProviderRegistry) -> None:
+    obj = model_deployment(
+        gpu=1,
+        provider="vllm",
+        engine="vllm",
+        secrets={"huggingFaceToken": "hf"},
+        env=[{"name": "HF_TOKEN", "value": "hf_plain"}],
+    )
+
+    deployment, _ = rendered(obj, shipped)
+
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["env"] == [
+        {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "HF_TOKEN"}}}
+    ]
+    assert "hf_plain" not in json.dumps(deployment)
