@@ -10,7 +10,7 @@ from enum import IntEnum
 
 import kubernetes
 
-from cli import inspect, manifests, serving
+from cli import inspect, manifests, render, serving
 from providers.errors import RunwayError, SourceError
 from webhook.settings import SettingsError
 
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_commands(commands)
     manifests.add_commands(commands)
     serving.add_commands(commands)
+    render.add_commands(commands)
     return parser
 
 

@@ -1,0 +1,218 @@
+"""`runway render`: ModelDeployments in, a committed GitOps tree out."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from providers.errors import SourceError
+from providers.model import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
+from providers.registry import ProviderRegistry
+from renderer.gitops import Repo
+from renderer.render import HYDRATED_FILE, Result, render_all, tree_files
+from renderer.sources import (
+    Document,
+    bundled_config_objects,
+    bundled_versions,
+    load_registry,
+    parse_documents,
+    read_documents,
+)
+from renderer.strict import Schemas
+
+KINDS = (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG, EXTERNAL_MODEL_PROVIDER)
+DEFAULT_CRDS = Path(".cache") / "cluster" / "crds"
+
+
+def add_commands(commands: Any) -> None:
+    render = commands.add_parser(
+        "render",
+        help="render ModelDeployments into a GitOps repository (upstream objects, strictly checked)",
+        description="Exit status: 0 all rendered (or --check: up to date); 1 some ModelDeployment failed "
+        "(the rest were rendered) or --check found the tree out of date; 2 unusable input; 4 Git failed.",
+    )
+    render.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="files or directories of ModelDeployments (and InferenceProviderConfigs)",
+    )
+    render.add_argument(
+        "--repo", required=True, metavar="PATH", help="Git work tree (created if missing)"
+    )
+    render.add_argument(
+        "--path",
+        default="rendered",
+        metavar="SUBDIR",
+        help="folder in the repository (default: rendered)",
+    )
+    render.add_argument(
+        "--commit",
+        action="store_true",
+        help="commit the rendered tree (skipped when nothing changed)",
+    )
+    render.add_argument(
+        "--push",
+        metavar="REMOTE",
+        help="push the commit (implies --commit); retries after rejection, never forces",
+    )
+    render.add_argument("--branch", default="main", help="branch to push (default main)")
+    render.add_argument(
+        "--check",
+        action="store_true",
+        help="render in memory; exit 1 if the repository is not up to date",
+    )
+    render.add_argument(
+        "--providers",
+        action="append",
+        metavar="DIR",
+        help="InferenceProviderConfigs (default: from the sources, else the shipped five)",
+    )
+    render.add_argument(
+        "--crds",
+        metavar="DIR",
+        help=f"upstream CRDs for the strict check (default: $RUNWAY_CRDS or {DEFAULT_CRDS})",
+    )
+    render.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    render.set_defaults(run=run_render)
+
+
+def _sources(paths: Sequence[str]) -> list[Document]:
+    docs = read_documents(paths)
+    for doc in docs:
+        if doc.obj.get("kind") not in KINDS:
+            raise SourceError(
+                doc.where,
+                f"{doc.kind} is not a ModelDeployment, InferenceProviderConfig or ExternalModelProvider",
+            )
+    if not any(d.obj.get("kind") == MODEL_DEPLOYMENT for d in docs):
+        raise SourceError(", ".join(paths), "no ModelDeployment objects found")
+    return docs
+
+
+def _registry(docs: Sequence[Document], providers: Sequence[str] | None) -> ProviderRegistry:
+    configs = [d.obj for d in docs if d.obj.get("kind") == INFERENCE_PROVIDER_CONFIG]
+    if providers:
+        return load_registry(providers)
+    return ProviderRegistry.from_objects(configs or bundled_config_objects())
+
+
+def _previous(
+    files: Mapping[str, str],
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, str]]]:
+    """From the current tree: hydrated ModelDeployments by folder (for stickiness), and each
+    folder's files (kept when that ModelDeployment fails this time)."""
+    hydrated: dict[str, dict[str, Any]] = {}
+    folders: dict[str, dict[str, str]] = {}
+    for path, text in files.items():
+        parts = path.split("/")
+        if len(parts) != 3:
+            continue
+        key = "/".join(parts[:2])
+        folders.setdefault(key, {})[parts[2]] = text
+        if parts[2] == HYDRATED_FILE:
+            for doc in parse_documents(text, path):
+                hydrated[key] = doc.obj
+    return hydrated, folders
+
+
+def run_render(args: argparse.Namespace) -> int:
+    docs = _sources(args.sources)
+    registry = _registry(docs, args.providers)
+    schemas = Schemas.from_directory(args.crds or os.environ.get("RUNWAY_CRDS") or DEFAULT_CRDS)
+    pins = bundled_versions()
+    repo = Repo.open_or_init(args.repo)
+
+    def render_into_tree() -> tuple[list[Result], dict[str, str], dict[str, str]]:
+        current = repo.read_files(args.path)
+        hydrated, kept = _previous(current)
+        results = render_all(
+            [d.obj for d in docs], previous=hydrated, registry=registry, schemas=schemas, pins=pins
+        )
+        return results, tree_files(results, kept), current
+
+    if args.check:
+        results, files, current = render_into_tree()
+        changes = _changes(current, files)
+        _report(results, changes, args.output, committed=None)
+        return 0 if not changes and all(r.error is None for r in results) else 1
+    with repo.locked():
+        repo.recover(args.path)
+        results, files, current = render_into_tree()
+        changes = _changes(current, files)
+        repo.replace_tree(args.path, files)
+        committed = None
+        if args.commit or args.push:
+            committed = repo.commit(args.path, _message(changes))
+        if args.push:
+
+            def rerender() -> None:
+                _, again, now = render_into_tree()
+                repo.replace_tree(args.path, again)
+                repo.commit(args.path, _message(_changes(now, again)))
+
+            repo.push(args.push, args.branch, rerender=rerender)
+    _report(results, changes, args.output, committed=committed)
+    return 0 if all(r.error is None for r in results) else 1
+
+
+def _changes(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, list[str]]:
+    return {
+        "added": sorted(set(after) - set(before)),
+        "changed": sorted(p for p in set(after) & set(before) if after[p] != before[p]),
+        "removed": sorted(set(before) - set(after)),
+    }
+
+
+def _message(changes: Mapping[str, list[str]]) -> str:
+    counts = ", ".join(f"{len(v)} {k}" for k, v in changes.items())
+    lines = [f"{kind[0].upper()} {path}" for kind, paths in changes.items() for path in paths]
+    return f"runway render: {counts}\n\n" + "\n".join(lines) + "\n"
+
+
+def _report(
+    results: Sequence[Result],
+    changes: Mapping[str, list[str]],
+    output: str,
+    *,
+    committed: str | None,
+) -> None:
+    if output == "json":
+        payload = {
+            "results": [
+                {
+                    "namespace": r.key.split("/")[0],
+                    "name": r.key.split("/")[1],
+                    "rendered": r.error is None,
+                    "engine": r.engine,
+                    "provider": r.provider,
+                    "files": sorted(r.files),
+                    "error": r.error,
+                    "warnings": list(r.warnings),
+                }
+                for r in results
+            ],
+            "changes": changes,
+            "commit": committed,
+        }
+        json.dump(payload, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+        return
+    for r in results:
+        if r.error is None:
+            print(f"{r.key}: rendered: {r.engine} on {r.provider}, {len(r.files)} files")
+        else:
+            print(f"{r.key}: not rendered (previous output kept): {r.error}")
+        for warning in r.warnings:
+            print(f"  warning: {warning}")
+    failed = sum(1 for r in results if r.error is not None)
+    summary = ", ".join(f"{len(v)} {k}" for k, v in changes.items())
+    print(
+        f"{len(results) - failed} rendered, {failed} failed; files: {summary}"
+        + (f"; commit {committed[:12]}" if committed else "")
+    )

@@ -1,0 +1,135 @@
+"""From source objects to the files of the GitOps tree, in memory and deterministically.
+
+For each ModelDeployment: the same admission the webhook runs (sticky against the previously
+rendered hydrated object) -> the selected provider's render() -> the strict upstream check ->
+one YAML file per object. A ModelDeployment that is rejected or incompatible is reported and
+keeps its previous output (nothing else is lost); the others render.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from providers.admission import admit
+from providers.model import MODEL_DEPLOYMENT, ModelDeployment
+from providers.registry import MODULES, ProviderRegistry
+from providers.versions import Versions
+from renderer.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
+from renderer.yamlio import dump
+
+DEFAULT_NAMESPACE = "default"
+SERVER_FIELDS = (
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+)
+HYDRATED_FILE = "modeldeployment.yaml"
+
+
+@dataclass(frozen=True)
+class Result:
+    """One ModelDeployment's outcome: its files (relative to its folder), or why it has none."""
+
+    key: str  # namespace/name
+    files: Mapping[str, str] = field(default_factory=dict)
+    error: str | None = None
+    warnings: tuple[str, ...] = ()
+    engine: str | None = None
+    provider: str | None = None
+
+
+def folder_of(obj: Mapping[str, Any]) -> str:
+    md = ModelDeployment(obj)
+    return f"{md.namespace or DEFAULT_NAMESPACE}/{md.name}"
+
+
+def render_one(
+    obj: Mapping[str, Any],
+    *,
+    previous: Mapping[str, Any] | None,
+    registry: ProviderRegistry,
+    schemas: Schemas,
+    pins: Versions,
+) -> Result:
+    key = folder_of(obj)
+    admission = admit(_source_view(obj), old=previous, registry=registry)
+    if not admission.allowed:
+        return Result(
+            key, error="; ".join(str(e) for e in admission.errors), warnings=admission.warnings
+        )
+    md = ModelDeployment(admission.obj)
+    objects = MODULES[md.provider_name].render(md, pins)
+    for rendered in objects:
+        errors = schemas.check(rendered, kubernetes=pins.kubernetes)
+        if errors:
+            origin = schemas.origin.get(
+                (rendered["apiVersion"], rendered["kind"]), f"Kubernetes {pins.kubernetes}"
+            )
+            return Result(
+                key, error=str(incompatible(rendered, errors, origin)), warnings=admission.warnings
+            )
+    files = {HYDRATED_FILE: dump(admission.obj)}
+    for rendered in objects:
+        files[f"{rendered['kind'].lower()}-{rendered['metadata']['name']}.yaml"] = dump(rendered)
+    files["kustomization.yaml"] = dump(kustomization(sorted(files)))
+    return Result(key, files, None, admission.warnings, md.engine_type, md.provider_name)
+
+
+def _source_view(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The object as a user would commit it: no status and no fields the server owns."""
+    out = {k: v for k, v in obj.items() if k != "status"}
+    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_FIELDS}
+    return {**out, "metadata": metadata}
+
+
+def kustomization(resources: Sequence[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [r for r in resources if r != "kustomization.yaml"],
+    }
+
+
+def render_all(
+    objects: Sequence[Mapping[str, Any]],
+    *,
+    previous: Mapping[str, Mapping[str, Any]],
+    registry: ProviderRegistry,
+    schemas: Schemas,
+    pins: Versions,
+) -> list[Result]:
+    """Every ModelDeployment among `objects`, in folder order."""
+    deployments = sorted((o for o in objects if o.get("kind") == MODEL_DEPLOYMENT), key=folder_of)
+    return [
+        render_one(
+            o, previous=previous.get(folder_of(o)), registry=registry, schemas=schemas, pins=pins
+        )
+        for o in deployments
+    ]
+
+
+def tree_files(results: Sequence[Result], kept: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """The whole tree: each rendered folder (or the kept previous one for a failed object), plus
+    kustomizations per namespace and at the top so `kubectl kustomize` builds everything."""
+    folders: dict[str, Mapping[str, str]] = {}
+    for result in results:
+        if result.error is None:
+            folders[result.key] = result.files
+        elif result.key in kept:
+            folders[result.key] = kept[result.key]
+    files: dict[str, str] = {}
+    namespaces: dict[str, list[str]] = {}
+    for key in sorted(folders):
+        namespace, name = key.split("/", 1)
+        namespaces.setdefault(namespace, []).append(name)
+        for name_in_folder, text in folders[key].items():
+            files[f"{key}/{name_in_folder}"] = text
+    for namespace, names in namespaces.items():
+        files[f"{namespace}/kustomization.yaml"] = dump(kustomization(names))
+    files["kustomization.yaml"] = dump(kustomization(sorted(namespaces)))
+    return dict(sorted(files.items()))

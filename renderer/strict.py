@@ -1,0 +1,126 @@
+"""The render-time strict check (the #308 lesson): every rendered object against the schema of its
+pinned upstream, with undeclared fields reported instead of pruned.
+
+CRD schemas come from a directory searched recursively for CustomResourceDefinition documents (any
+file layout; default: the test cluster's cache of upstream CRDs at the pinned versions). An object
+whose kind has no schema there is reported too: "strict everywhere" means nothing is waved
+through unchecked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+
+from providers.errors import FieldError, IncompatibleUpstream, Reason, SourceError
+from providers.fieldpath import FieldPath
+from providers.schema import check_schema
+from renderer.sources import read_documents
+
+CRD_KIND = "CustomResourceDefinition"
+
+
+@dataclass(frozen=True)
+class Schemas:
+    """openAPIV3Schema by (apiVersion, kind), and where each came from (for messages)."""
+
+    by_kind: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    origin: Mapping[tuple[str, str], str] = field(default_factory=dict)
+
+    @classmethod
+    def from_crds(cls, crds: Iterable[tuple[str, Mapping[str, Any]]]) -> Schemas:
+        by_kind: dict[tuple[str, str], Mapping[str, Any]] = {}
+        origin: dict[tuple[str, str], str] = {}
+        for where, crd in crds:
+            spec = crd.get("spec") or {}
+            group, kind = spec.get("group"), (spec.get("names") or {}).get("kind")
+            for version in spec.get("versions") or ():
+                schema = (version.get("schema") or {}).get("openAPIV3Schema")
+                if group and kind and version.get("served") and isinstance(schema, Mapping):
+                    key = (f"{group}/{version['name']}", kind)
+                    by_kind[key] = schema
+                    origin[key] = where
+        return cls(by_kind, origin)
+
+    @classmethod
+    def from_directory(cls, directory: str | Path) -> Schemas:
+        path = Path(directory)
+        if not path.is_dir():
+            raise SourceError(
+                str(path), "CRD directory does not exist (run `make cluster`, or pass --crds DIR)"
+            )
+        docs = read_documents([str(path)])
+        return cls.from_crds(
+            (doc.where, doc.obj) for doc in docs if doc.obj.get("kind") == CRD_KIND
+        )
+
+    def check(self, obj: Mapping[str, Any], *, kubernetes: str) -> list[FieldError]:
+        """Every field of `obj` the upstream schema does not declare, and every type error.
+        Built-in kinds are checked against Kubernetes `kubernetes` (e.g. "v1.37.2")."""
+        key = (str(obj.get("apiVersion")), str(obj.get("kind")))
+        if key[0] in BUILTIN_API_VERSIONS:
+            return check_builtin(obj, kubernetes)
+        schema = self.by_kind.get(key)
+        if schema is None:
+            return [
+                FieldError(
+                    "apiVersion",
+                    Reason.NOT_FOUND,
+                    f"no schema for {key[0]} {key[1]} among the given CRDs",
+                )
+            ]
+        return check_schema(obj, schema, FieldPath())
+
+
+BUILTIN_API_VERSIONS = frozenset(
+    {"v1", "apps/v1", "rbac.authorization.k8s.io/v1", "policy/v1", "networking.k8s.io/v1"}
+)
+_UNEXPECTED = re.compile(r"'([^']+)' (?:was|were) unexpected")
+
+
+def check_builtin(obj: Mapping[str, Any], kubernetes: str) -> list[FieldError]:
+    """A built-in object against the strict schema of that Kubernetes minor (first error only:
+    the schema package stops at one, as the API server's apply path does)."""
+    minor = ".".join(kubernetes.lstrip("v").split(".")[:2])
+    try:
+        kubernetes_validate.validate(dict(obj), minor, strict=True)
+    except kubernetes_validate.SchemaNotFoundError:
+        return [
+            FieldError(
+                "apiVersion",
+                Reason.NOT_FOUND,
+                f"no Kubernetes {minor} schema for {obj.get('apiVersion')} {obj.get('kind')}",
+            )
+        ]
+    except kubernetes_validate.ValidationError as err:
+        at = FieldPath()
+        for part in err.path:
+            at = at.index(part) if isinstance(part, int) else at.child(str(part))
+        unexpected = _UNEXPECTED.search(err.message)
+        if unexpected is not None:
+            return [
+                FieldError(
+                    str(at.child(unexpected.group(1))),
+                    Reason.UNKNOWN_FIELD,
+                    f"not declared in the Kubernetes {minor} schema",
+                )
+            ]
+        return [FieldError(str(at), Reason.INVALID, err.message.splitlines()[0])]
+    return []
+
+
+def incompatible(
+    obj: Mapping[str, Any], errors: list[FieldError], origin: str
+) -> IncompatibleUpstream:
+    """One IncompatibleUpstream naming the object, the first field and the upstream it came from."""
+    name = f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}"
+    first = errors[0]
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return IncompatibleUpstream(
+        first.path, f"{name} ({obj.get('apiVersion')}, schema from {origin}): {first}{more}"
+    )
