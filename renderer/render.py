@@ -67,9 +67,11 @@ def render_one(
     for rendered in objects:
         errors = schemas.check(rendered, kubernetes=pins.kubernetes)
         if errors:
-            origin = schemas.origin.get(
-                (rendered["apiVersion"], rendered["kind"]), f"Kubernetes {pins.kubernetes}"
+            kind = (str(rendered["apiVersion"]), str(rendered["kind"]))
+            builtin = (
+                f"Kubernetes {pins.kubernetes}" if kind[0] in BUILTIN_API_VERSIONS else "no CRD"
             )
+            origin = schemas.origin.get(kind, builtin)
             return Result(
                 key, error=str(incompatible(rendered, errors, origin)), warnings=admission.warnings
             )

@@ -61,7 +61,7 @@ class Schemas:
 
     def check(self, obj: Mapping[str, Any], *, kubernetes: str) -> list[FieldError]:
         """Every field of `obj` the upstream schema does not declare, and every type error.
-        Built-in kinds are checked against Kubernetes `kubernetes` (e.g. "v1.37.2")."""
+        Built-in kinds are checked against Kubernetes `kubernetes` (the KUBERNETES_VERSION pin)."""
         key = (str(obj.get("apiVersion")), str(obj.get("kind")))
         if key[0] in BUILTIN_API_VERSIONS:
             return check_builtin(obj, kubernetes)
