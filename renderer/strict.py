@@ -71,7 +71,7 @@ class Schemas:
                 FieldError(
                     "apiVersion",
                     Reason.NOT_FOUND,
-                    f"no schema for {key[0]} {key[1]} among the given CRDs",
+                    f"no CRD for {key[0]} {key[1]} among the given CRDs; pass --crds DIR holding the upstream CRDs",
                 )
             ]
         return check_schema(obj, schema, FieldPath())
