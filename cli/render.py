@@ -140,7 +140,8 @@ def run_render(args: argparse.Namespace) -> int:
         results, files, current = render_into_tree()
         changes = _changes(current, files)
         _report(results, changes, args.output, committed=None)
-        return 0 if not changes and all(r.error is None for r in results) else 1
+        up_to_date = not any(changes.values())
+        return 0 if up_to_date and all(r.error is None for r in results) else 1
     with repo.locked():
         repo.recover(args.path)
         results, files, current = render_into_tree()
@@ -148,13 +149,13 @@ def run_render(args: argparse.Namespace) -> int:
         repo.replace_tree(args.path, files)
         committed = None
         if args.commit or args.push:
-            committed = repo.commit(args.path, _message(changes))
+            committed = repo.commit(args.path)
         if args.push:
 
             def rerender() -> None:
-                _, again, now = render_into_tree()
+                _, again, _ = render_into_tree()
                 repo.replace_tree(args.path, again)
-                repo.commit(args.path, _message(_changes(now, again)))
+                repo.commit(args.path)
 
             repo.push(args.push, args.branch, rerender=rerender)
     _report(results, changes, args.output, committed=committed)
@@ -167,12 +168,6 @@ def _changes(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, l
         "changed": sorted(p for p in set(after) & set(before) if after[p] != before[p]),
         "removed": sorted(set(before) - set(after)),
     }
-
-
-def _message(changes: Mapping[str, list[str]]) -> str:
-    counts = ", ".join(f"{len(v)} {k}" for k, v in changes.items())
-    lines = [f"{kind[0].upper()} {path}" for kind, paths in changes.items() for path in paths]
-    return f"runway render: {counts}\n\n" + "\n".join(lines) + "\n"
 
 
 def _report(

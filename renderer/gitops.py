@@ -117,12 +117,16 @@ class Repo:
         os.rename(staging, target)
         shutil.rmtree(retired, ignore_errors=True)
 
-    def commit(self, subdir: str, message: str) -> str | None:
-        """Commit the rendered tree; None (and no commit) when nothing changed."""
+    def commit(self, subdir: str) -> str | None:
+        """Commit the rendered tree with a message listing what was added, changed and removed
+        since the last commit; None (and no commit) when nothing changed."""
         self.git("add", "-A", "--", subdir)
-        if self.git("diff", "--cached", "--quiet", "--", subdir, check=False).returncode == 0:
+        staged = self.git(
+            "diff", "--cached", "--name-status", "--no-renames", "--", subdir
+        ).stdout.splitlines()
+        if not staged:
             return None
-        self.git("commit", "-q", "-m", message, "--", subdir)
+        self.git("commit", "-q", "-m", commit_message(staged, subdir), "--", subdir)
         return self.git("rev-parse", "HEAD").stdout.strip()
 
     def push(
@@ -140,3 +144,16 @@ class Repo:
             self.git("reset", "-q", "--hard", "FETCH_HEAD")
             rerender()
         raise GitError(f"git push to {remote}/{branch} still rejected after {attempts} attempts")
+
+
+def commit_message(name_status: list[str], subdir: str) -> str:
+    """ "runway render: N added, N changed, N removed" and one "A|M|D path" line per file."""
+    words = {"A": "added", "M": "changed", "D": "removed"}
+    counts = dict.fromkeys(words.values(), 0)
+    lines = []
+    for entry in name_status:
+        status, path = entry.split("\t", 1)
+        counts[words.get(status[0], "changed")] += 1
+        lines.append(f"{status[0]} {path.removeprefix(subdir.rstrip('/') + '/')}")
+    summary = ", ".join(f"{n} {word}" for word, n in counts.items())
+    return f"runway render: {summary}\n\n" + "\n".join(lines) + "\n"

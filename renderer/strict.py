@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import kubernetes_validate
+import referencing
 
 from providers.errors import FieldError, IncompatibleUpstream, Reason, SourceError
 from providers.fieldpath import FieldPath
@@ -31,6 +33,7 @@ class Schemas:
 
     by_kind: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     origin: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    builtin: dict[str, BuiltinSchemas] = field(default_factory=dict)  # by Kubernetes version
 
     @classmethod
     def from_crds(cls, crds: Iterable[tuple[str, Mapping[str, Any]]]) -> Schemas:
@@ -64,7 +67,9 @@ class Schemas:
         Built-in kinds are checked against Kubernetes `kubernetes` (the KUBERNETES_VERSION pin)."""
         key = (str(obj.get("apiVersion")), str(obj.get("kind")))
         if key[0] in BUILTIN_API_VERSIONS:
-            return check_builtin(obj, kubernetes)
+            if kubernetes not in self.builtin:
+                self.builtin[kubernetes] = BuiltinSchemas(kubernetes)
+            return self.builtin[kubernetes].check(obj)
         schema = self.by_kind.get(key)
         if schema is None:
             return [
@@ -83,21 +88,54 @@ BUILTIN_API_VERSIONS = frozenset(
 _UNEXPECTED = re.compile(r"'([^']+)' (?:was|were) unexpected")
 
 
-def check_builtin(obj: Mapping[str, Any], kubernetes: str) -> list[FieldError]:
-    """A built-in object against the strict schema of that Kubernetes minor (first error only:
-    the schema package stops at one, as the API server's apply path does)."""
-    minor = ".".join(kubernetes.lstrip("v").split(".")[:2])
-    try:
-        kubernetes_validate.validate(dict(obj), minor, strict=True)
-    except kubernetes_validate.SchemaNotFoundError:
-        return [
-            FieldError(
-                "apiVersion",
-                Reason.NOT_FOUND,
-                f"no Kubernetes {minor} schema for {obj.get('apiVersion')} {obj.get('kind')}",
-            )
+class BuiltinSchemas:
+    """Strict validators for built-in kinds at one Kubernetes minor, each built on first use
+    (reading kubernetes-validate's schema files once, not on every object)."""
+
+    def __init__(self, kubernetes: str) -> None:
+        wanted = kubernetes.lstrip("v")
+        known = [
+            v
+            for v in kubernetes_validate.utils.all_versions()
+            if kubernetes_validate.utils.major_minor(v)
+            <= kubernetes_validate.utils.major_minor(wanted)
         ]
-    except kubernetes_validate.ValidationError as err:
+        self.minor = kubernetes_validate.utils.major_minor(wanted)
+        self._dir = f"v{known[-1]}-local-strict" if known else ""
+        self._validators: dict[tuple[str, str], Any] = {}
+        self._definitions: Any = None
+
+    def _validator(self, api_version: str, kind: str) -> Any:
+        key = (api_version, kind)
+        if key not in self._validators:
+            group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+            path = f"kubernetes-json-schema/{self._dir}/{kind.lower()}-{group}.json"
+            schema = kubernetes_validate.utils.schema_contents(path, self.minor)
+            if self._definitions is None:
+                self._definitions = kubernetes_validate.utils.schema_contents(
+                    f"kubernetes-json-schema/{self._dir}/_definitions.json", self.minor
+                )
+            registry = referencing.Resource.from_contents(schema) @ (
+                referencing.Resource.from_contents(self._definitions) @ referencing.Registry()
+            )
+            self._validators[key] = jsonschema.validators.Draft202012Validator(
+                schema, registry=registry
+            )
+        return self._validators[key]
+
+    def check(self, obj: Mapping[str, Any]) -> list[FieldError]:
+        """The first strict error of a built-in object, as the API server's apply path reports one."""
+        try:
+            validator = self._validator(str(obj.get("apiVersion")), str(obj.get("kind")))
+        except FileNotFoundError:
+            detail = (
+                f"no Kubernetes {self.minor} schema for {obj.get('apiVersion')} {obj.get('kind')}"
+            )
+            return [FieldError("apiVersion", Reason.NOT_FOUND, detail)]
+        errors = sorted(validator.iter_errors(dict(obj)), key=lambda e: [str(p) for p in e.path])
+        if not errors:
+            return []
+        err = errors[0]
         at = FieldPath()
         for part in err.path:
             at = at.index(part) if isinstance(part, int) else at.child(str(part))
@@ -107,11 +145,10 @@ def check_builtin(obj: Mapping[str, Any], kubernetes: str) -> list[FieldError]:
                 FieldError(
                     str(at.child(unexpected.group(1))),
                     Reason.UNKNOWN_FIELD,
-                    f"not declared in the Kubernetes {minor} schema",
+                    f"not declared in the Kubernetes {self.minor} schema",
                 )
             ]
         return [FieldError(str(at), Reason.INVALID, err.message.splitlines()[0])]
-    return []
 
 
 def incompatible(

@@ -1,0 +1,388 @@
+"""`runway render` into real Git repositories: layout, determinism, stickiness, pruning, strict
+upstream checks (including an older CRD), --check, pushes that race, and a killed render.
+
+KAITO Workspace and Dynamo DGD CRDs cannot be obtained here (see README), so these tests render
+the providers whose upstream schemas are available: KubeRay, llm-d and Direct vLLM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cli.main import main
+from providers.admission import admit
+from providers.registry import ProviderRegistry
+from renderer.yamlio import dump, dump_all
+from tests.cluster.build import cache_dir
+from tests.conftest import EXAMPLES
+from tests.support.builders import model_deployment, provider_config
+
+RENDERABLE = ("vllm-multi-gpu.yaml", "llmd-explicit.yaml", "vllm-direct-explicit.yaml")
+
+
+@pytest.fixture(scope="module")
+def crds() -> Path:
+    path = cache_dir(dict(os.environ)) / "crds"
+    if not path.is_dir():
+        message = f"upstream CRDs not in {path}: run `make cluster`"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return path
+
+
+@pytest.fixture
+def sources(tmp_path: Path) -> Path:
+    folder = tmp_path / "sources"
+    folder.mkdir()
+    for name in RENDERABLE:
+        shutil.copy(EXAMPLES / name, folder / name)
+    return folder
+
+
+def render(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    code = main(["render", *argv, "-o", "json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+
+
+def commits(repo: Path) -> list[str]:
+    return git(repo, "log", "--format=%s").splitlines()
+
+
+def test_render_writes_a_committed_kustomize_tree(
+    sources: Path,
+    crds: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    shipped: ProviderRegistry,
+) -> None:
+    repo = tmp_path / "gitops"
+
+    code, report = render(
+        capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--commit"
+    )
+
+    assert code == 0
+    assert [(r["name"], r["provider"], r["rendered"]) for r in report["results"]] == [
+        ("llama-70b", "kuberay", True),
+        ("mistral-llmd", "llmd", True),
+        ("phi-direct", "vllm", True),
+    ]
+    files = sorted(
+        str(p.relative_to(repo / "rendered")) for p in (repo / "rendered").rglob("*") if p.is_file()
+    )
+    assert files == [
+        "kustomization.yaml",
+        "models/kustomization.yaml",
+        "models/llama-70b/kustomization.yaml",
+        "models/llama-70b/modeldeployment.yaml",
+        "models/llama-70b/rayservice-llama-70b.yaml",
+        "models/mistral-llmd/deployment-mistral-llmd.yaml",
+        "models/mistral-llmd/kustomization.yaml",
+        "models/mistral-llmd/modeldeployment.yaml",
+        "models/mistral-llmd/service-mistral-llmd.yaml",
+        "models/phi-direct/deployment-phi-direct.yaml",
+        "models/phi-direct/kustomization.yaml",
+        "models/phi-direct/modeldeployment.yaml",
+        "models/phi-direct/service-phi-direct.yaml",
+    ]
+    hydrated = yaml.safe_load((repo / "rendered/models/llama-70b/modeldeployment.yaml").read_text())
+    assert (
+        hydrated
+        == admit(
+            yaml.safe_load((EXAMPLES / "vllm-multi-gpu.yaml").read_text()), registry=shipped
+        ).obj
+    )
+    assert commits(repo) == ["runway render: 13 added, 0 changed, 0 removed"]
+    built = subprocess.run(
+        [str(Path(sys.executable).parent / "kubectl"), "kustomize", str(repo / "rendered")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert sorted(d["kind"] for d in yaml.safe_load_all(built.stdout)) == [
+        "Deployment",
+        "Deployment",
+        "ModelDeployment",
+        "ModelDeployment",
+        "ModelDeployment",
+        "RayService",
+        "Service",
+        "Service",
+    ]
+
+
+def test_rendering_again_is_byte_identical_and_commits_nothing(
+    sources: Path, crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "gitops"
+    render(capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--commit")
+    before = {p: p.read_bytes() for p in (repo / "rendered").rglob("*") if p.is_file()}
+
+    code, report = render(
+        capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--commit"
+    )
+
+    assert (code, report["commit"], report["changes"]) == (
+        0,
+        None,
+        {"added": [], "changed": [], "removed": []},
+    )
+    assert {p: p.read_bytes() for p in (repo / "rendered").rglob("*") if p.is_file()} == before
+    assert len(commits(repo)) == 1
+
+
+def test_selection_stays_sticky_when_provider_configs_change(
+    crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, source = tmp_path / "gitops", tmp_path / "md.yaml"
+    source.write_text(dump(model_deployment("sticky", "team", gpu=2)))
+    render(capsys, str(source), "--repo", str(repo), "--crds", str(crds), "--commit")
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    (configs / "all.yaml").write_text(
+        dump_all([provider_config("kuberay"), provider_config("llmd", rules=[("true", 100)])])
+    )
+
+    code, report = render(
+        capsys,
+        str(source),
+        "--repo",
+        str(repo),
+        "--crds",
+        str(crds),
+        "--providers",
+        str(configs),
+        "--commit",
+    )
+    fresh_code, fresh = render(
+        capsys,
+        str(source),
+        "--repo",
+        str(tmp_path / "fresh"),
+        "--crds",
+        str(crds),
+        "--providers",
+        str(configs),
+    )
+
+    assert (code, report["results"][0]["provider"], report["commit"]) == (0, "kuberay", None)
+    assert (fresh_code, fresh["results"][0]["provider"]) == (
+        0,
+        "llmd",
+    )  # a new repository selects anew
+
+
+def test_a_removed_model_deployment_is_pruned(
+    sources: Path, crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "gitops"
+    render(capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--commit")
+    (sources / "llmd-explicit.yaml").unlink()
+
+    code, report = render(
+        capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--commit"
+    )
+
+    assert code == 0
+    assert not (repo / "rendered/models/mistral-llmd").exists()
+    assert report["changes"]["removed"] == [
+        "models/mistral-llmd/deployment-mistral-llmd.yaml",
+        "models/mistral-llmd/kustomization.yaml",
+        "models/mistral-llmd/modeldeployment.yaml",
+        "models/mistral-llmd/service-mistral-llmd.yaml",
+    ]
+    assert commits(repo)[0] == "runway render: 0 added, 1 changed, 4 removed"
+    assert "D models/mistral-llmd/modeldeployment.yaml" in git(repo, "log", "-1", "--format=%b")
+
+
+def test_an_older_upstream_crd_lacking_an_emitted_field_names_the_field(
+    sources: Path, crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    older = tmp_path / "older-crds"
+    shutil.copytree(crds, older)
+    (rayservice,) = older.rglob("ray.io_rayservices.yaml")
+    crd = yaml.safe_load(rayservice.read_text())
+    for version in crd["spec"]["versions"]:
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"].pop(
+            "serveConfigV2"
+        )
+    rayservice.write_text(yaml.safe_dump(crd))
+    repo = tmp_path / "gitops"
+
+    code, report = render(
+        capsys, str(sources), "--repo", str(repo), "--crds", str(older), "--commit"
+    )
+
+    by_name = {r["name"]: r for r in report["results"]}
+    assert code == 1
+    assert by_name["llama-70b"]["rendered"] is False
+    assert by_name["llama-70b"]["error"].startswith(
+        "IncompatibleUpstream: spec.serveConfigV2: RayService/llama-70b (ray.io/v1, schema from "
+    )
+    assert (
+        "spec.serveConfigV2: Unknown field: not declared in the schema"
+        in by_name["llama-70b"]["error"]
+    )
+    assert not (repo / "rendered/models/llama-70b").exists()
+    assert by_name["mistral-llmd"]["rendered"] and by_name["phi-direct"]["rendered"]
+
+
+def test_a_rejected_model_deployment_keeps_its_previous_output(
+    crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, source = tmp_path / "gitops", tmp_path / "md.yaml"
+    source.write_text(dump(model_deployment("keep", "team", gpu=1, provider="vllm", engine="vllm")))
+    render(capsys, str(source), "--repo", str(repo), "--crds", str(crds), "--commit")
+    before = (repo / "rendered/team/keep/deployment-keep.yaml").read_text()
+    source.write_text(
+        dump(
+            model_deployment(
+                "keep",
+                "team",
+                gpu=1,
+                provider="vllm",
+                engine="vllm",
+                overrides={"spec": {"replicas": 9}},
+            )
+        )
+    )
+
+    code, report = render(capsys, str(source), "--repo", str(repo), "--crds", str(crds), "--commit")
+
+    assert code == 1
+    assert report["results"][0]["error"].startswith(
+        'spec.provider.overrides.spec.replicas: Forbidden: "replicas" may not be set'
+    )
+    assert (repo / "rendered/team/keep/deployment-keep.yaml").read_text() == before
+    assert report["commit"] is None
+
+
+def test_check_reports_an_out_of_date_tree(
+    sources: Path, crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = tmp_path / "gitops"
+    render(capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--commit")
+    up_to_date = render(capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--check")
+    (sources / "extra.yaml").write_text(
+        dump(model_deployment("extra", "models", gpu=1, provider="vllm", engine="vllm"))
+    )
+
+    code, report = render(capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--check")
+
+    assert up_to_date[0] == 0
+    assert code == 1
+    assert report["changes"]["added"] == [
+        "models/extra/deployment-extra.yaml",
+        "models/extra/kustomization.yaml",
+        "models/extra/modeldeployment.yaml",
+        "models/extra/service-extra.yaml",
+    ]
+    assert not (repo / "rendered/models/extra").exists()  # --check writes nothing
+
+
+def test_pushes_that_race_are_resolved_without_losing_history(
+    sources: Path, crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    remote = tmp_path / "remote.git"
+    subprocess.run(
+        ["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True, timeout=60
+    )
+    first, second = tmp_path / "a", tmp_path / "b"
+    for clone in (first, second):
+        render(capsys, str(sources), "--repo", str(clone), "--crds", str(crds))
+        git(clone, "remote", "add", "origin", str(remote))
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "md.yaml").write_text(
+        dump(model_deployment("other", "models", gpu=1, provider="vllm", engine="vllm"))
+    )
+
+    code_a, report_a = render(
+        capsys, str(sources), "--repo", str(first), "--crds", str(crds), "--push", "origin"
+    )
+    code_b, report_b = render(
+        capsys, str(other), "--repo", str(second), "--crds", str(crds), "--push", "origin"
+    )
+
+    history = git(remote, "log", "--format=%s", "main").splitlines()
+    assert (code_a, code_b) == (0, 0)
+    assert history == [
+        "runway render: 4 added, 1 changed, 11 removed",
+        "runway render: 13 added, 0 changed, 0 removed",
+    ]
+    assert git(remote, "rev-parse", "main").strip() == git(second, "rev-parse", "HEAD").strip()
+    assert report_a["commit"] is not None and report_b["commit"] is not None
+
+
+def test_a_killed_render_leaves_the_previous_tree_and_history_intact(
+    crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, many = tmp_path / "gitops", tmp_path / "many"
+    many.mkdir()
+    (many / "one.yaml").write_text(
+        dump(model_deployment("first", "models", gpu=1, provider="vllm", engine="vllm"))
+    )
+    render(capsys, str(many), "--repo", str(repo), "--crds", str(crds), "--commit")
+    head, tree = git(repo, "rev-parse", "HEAD"), git(repo, "ls-files", "-s")
+    (many / "lots.yaml").write_text(
+        dump_all(
+            [
+                model_deployment(f"m{i:03}", "models", gpu=1, provider="vllm", engine="vllm")
+                for i in range(600)
+            ]
+        )
+    )
+    runway = Path(sys.executable).parent / "runway"
+
+    killed = []
+    for delay in (0.5, 1.0, 1.5):
+        proc = subprocess.Popen(
+            [
+                str(runway),
+                "render",
+                str(many),
+                "--repo",
+                str(repo),
+                "--crds",
+                str(crds),
+                "--commit",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(delay)  # not waiting for an event: killing at an arbitrary moment is the point
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        killed.append(proc.returncode)
+        subprocess.run(
+            ["git", "fsck", "--strict"], cwd=repo, check=True, capture_output=True, timeout=60
+        )
+        assert git(repo, "rev-parse", "HEAD") in (head, git(repo, "rev-parse", "HEAD"))
+
+    code, report = render(capsys, str(many), "--repo", str(repo), "--crds", str(crds), "--commit")
+
+    assert killed == [-signal.SIGKILL] * 3  # each kill landed while the render was running
+    assert code == 0
+    assert len(report["results"]) == 601
+    assert git(repo, "status", "--porcelain") == ""
+    assert tree != git(repo, "ls-files", "-s")
+    assert (repo / "rendered/models/first/deployment-first.yaml").exists()
