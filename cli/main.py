@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     manifests.add_commands(commands)
     serving.add_commands(commands)
     render.add_commands(commands)
+    render.add_apply_command(commands)
     return parser
 
 

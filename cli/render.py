@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import sys
@@ -10,9 +11,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import kubernetes
+
 from providers.errors import SourceError
 from providers.model import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
 from providers.registry import ProviderRegistry
+from renderer.apply import apply_tree, summary
 from renderer.gitops import Repo
 from renderer.render import HYDRATED_FILE, Result, render_all, tree_files
 from renderer.sources import (
@@ -211,3 +215,31 @@ def _report(
         f"{len(results) - failed} rendered, {failed} failed; files: {summary}"
         + (f"; commit {committed[:12]}" if committed else "")
     )
+
+
+def add_apply_command(commands: Any) -> None:
+    apply = commands.add_parser(
+        "apply",
+        help="server-side apply a rendered tree with strict field validation",
+        description="Exit status: 0 everything applied; 1 something was refused (IncompatibleUpstream is recorded "
+        "in the ModelDeployment's status); 4 the API server could not be reached.",
+    )
+    apply.add_argument("path", metavar="PATH", help="the rendered tree (e.g. REPO/rendered)")
+    apply.add_argument("--kubeconfig", metavar="FILE")
+    apply.add_argument("--field-manager", default="runway")
+    apply.set_defaults(run=run_apply)
+
+
+def run_apply(args: argparse.Namespace) -> int:
+    root = Path(args.path)
+    if not root.is_dir():
+        raise SourceError(args.path, "not a rendered tree (no such directory)")
+    with kubernetes.config.new_client_from_config(config_file=args.kubeconfig) as client:
+        results = apply_tree(
+            client, root, field_manager=args.field_manager, now=dt.datetime.now(dt.UTC)
+        )
+    for result in results:
+        state = "applied" if result.ok else f"refused: {result.message}"
+        print(f"{result.folder}: {result.obj}: {state}")
+    print(summary(results))
+    return 0 if all(r.ok for r in results) else 1

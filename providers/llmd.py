@@ -76,7 +76,6 @@ def _pair(
         "image": md.image_override or f"vllm/vllm-openai:{pins.vllm}",
         "args": args,
         "ports": http_port(),
-        "env": env(md),
         "resources": container_resources(
             gpus=gpus,
             gpu_type=gpu_type(md),
@@ -85,6 +84,8 @@ def _pair(
         ),
         "readinessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 5},
     }
+    if env(md):  # an empty list is dropped by the API server (omitempty): no drift
+        container["env"] = env(md)
     if mounts:
         container["volumeMounts"] = mounts
     return deployment_and_service(

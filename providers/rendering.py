@@ -167,13 +167,12 @@ def claim_volumes(md: ModelDeployment) -> tuple[list[dict[str, Any]], list[dict[
     for volume in md.volumes:
         claim = volume.get("claimName") or f"{md.name}-{volume['name']}"
         volumes.append({"name": volume["name"], "persistentVolumeClaim": {"claimName": claim}})
-        mounts.append(
-            {
-                "name": volume["name"],
-                "mountPath": volume["mountPath"],
-                "readOnly": bool(volume.get("readOnly")),
-            }
-        )
+        mount = {"name": volume["name"], "mountPath": volume["mountPath"]}
+        if volume.get(
+            "readOnly"
+        ):  # built-in types drop false (omitempty): emitting it would be drift
+            mount["readOnly"] = True
+        mounts.append(mount)
     return volumes, mounts
 
 

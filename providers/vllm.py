@@ -39,7 +39,7 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
     volumes, mounts = claim_volumes(md)
     if gpus > 1:  # tensor parallelism shares memory between ranks through /dev/shm
         volumes.append(dict(_SHM))
-        mounts.append({"name": "shm", "mountPath": "/dev/shm", "readOnly": False})
+        mounts.append({"name": "shm", "mountPath": "/dev/shm"})
     probe = {"httpGet": {"path": "/health", "port": "http"}}
     container: dict[str, Any] = {
         "name": "vllm",
@@ -52,7 +52,6 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
             *vllm_args(md, gpus=gpus, skip=frozenset({"host", "port"})),
         ],
         "ports": http_port(),
-        "env": env(md),
         "resources": container_resources(
             gpus=gpus,
             gpu_type=gpu_type(md),
@@ -63,6 +62,8 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
         "livenessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
         "readinessProbe": {**probe, "periodSeconds": 5, "failureThreshold": 3},
     }
+    if env(md):  # an empty list is dropped by the API server (omitempty): no drift
+        container["env"] = env(md)
     if mounts:
         container["volumeMounts"] = mounts
     replicas = int(md.spec.get("scaling", {}).get("replicas", 1))

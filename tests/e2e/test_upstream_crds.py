@@ -12,6 +12,7 @@ from providers.versions import Versions
 from renderer.sources import bundled_versions
 from tests.cluster.build import UNAVAILABLE, UPSTREAMS, cache_dir
 from tests.support.cluster import Cluster
+from tests.support.drift import missing_from
 
 
 def minimal_objects(namespace: str) -> list[dict[str, Any]]:
@@ -167,24 +168,3 @@ def test_upstream_kind_accepts_a_minimal_valid_object(
 
     assert (done.returncode, done.stderr) == (0, "")
     assert missing_from(obj["spec"], stored["spec"]) == []
-
-
-def missing_from(sent: Any, stored: Any, at: str = "spec") -> list[str]:
-    """Where `stored` lost or changed what was sent (fields the server defaulted are fine)."""
-    if isinstance(sent, dict):
-        if not isinstance(stored, dict):
-            return [at]
-        return [
-            m
-            for k, v in sent.items()
-            for m in (missing_from(v, stored[k], f"{at}.{k}") if k in stored else [f"{at}.{k}"])
-        ]
-    if isinstance(sent, list):
-        if not isinstance(stored, list) or len(stored) != len(sent):
-            return [at]
-        return [
-            m
-            for i, (a, b) in enumerate(zip(sent, stored, strict=True))
-            for m in missing_from(a, b, f"{at}[{i}]")
-        ]
-    return [] if sent == stored else [at]

@@ -1,0 +1,171 @@
+"""`runway apply`: server-side apply of a rendered tree with fieldValidation=Strict.
+
+Order: each folder's hydrated ModelDeployment first, then its upstream objects (a ModelDeployment
+must exist before its status can report on them). A refusal is classified by message
+(providers.upstream); IncompatibleUpstream marks the ModelDeployment Failed with the conditions
+ResourceCreated=False and Ready=False (reason IncompatibleUpstream). For built-in kinds the API
+server names one arbitrary unknown field per call, so the stored message is a stable summary and
+the field goes to the log. A later clean apply clears the failure: applying again after the
+upstream CRD is upgraded recovers without touching the ModelDeployment.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
+
+from providers.upstream import classify_write_error
+from renderer.render import HYDRATED_FILE
+from renderer.sources import parse_documents
+
+log = logging.getLogger(__name__)
+REASON = "IncompatibleUpstream"
+BUILTIN_GROUPS = ("v1", "apps/v1")
+
+
+@dataclass(frozen=True)
+class Applied:
+    folder: str
+    obj: str  # Kind/name
+    ok: bool
+    message: str = ""
+    incompatible_field: str | None = None
+
+
+def folders(root: Path) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(namespace/name, objects with the hydrated ModelDeployment first) for each folder."""
+    out = []
+    for md_file in sorted(root.glob(f"*/*/{HYDRATED_FILE}")):
+        folder = md_file.parent
+        others = sorted(
+            p for p in folder.glob("*.yaml") if p.name not in (HYDRATED_FILE, "kustomization.yaml")
+        )
+        files = [md_file, *others]
+        objects = [
+            doc.obj
+            for path in files
+            for doc in parse_documents(path.read_text(encoding="utf-8"), str(path))
+        ]
+        out.append((f"{folder.parent.name}/{folder.name}", objects))
+    return out
+
+
+def apply_tree(
+    client: kubernetes.client.ApiClient, root: Path, *, field_manager: str, now: dt.datetime
+) -> list[Applied]:
+    dynamic = DynamicClient(client)
+    results: list[Applied] = []
+    for folder, objects in folders(root):
+        outcomes = [_apply(dynamic, folder, obj, field_manager) for obj in objects]
+        results += outcomes
+        md, upstream = objects[0], outcomes[1:]
+        failed = next((o for o in upstream if o.incompatible_field is not None), None)
+        if outcomes[0].ok:
+            _set_status(dynamic, md, failed, now)
+    return results
+
+
+def _apply(dynamic: DynamicClient, folder: str, obj: dict[str, Any], field_manager: str) -> Applied:
+    name = f"{obj['kind']}/{obj['metadata']['name']}"
+    try:
+        resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
+        resource.server_side_apply(
+            body=obj,
+            name=obj["metadata"]["name"],
+            namespace=obj["metadata"].get("namespace"),
+            field_manager=field_manager,
+            force_conflicts=True,
+            query_params=[("fieldValidation", "Strict")],
+        )
+    except ResourceNotFoundError:
+        return Applied(
+            folder,
+            name,
+            False,
+            f"the API server does not serve {obj['apiVersion']} {obj['kind']} (is its CRD installed?)",
+        )
+    except DynamicApiError as err:
+        message = _message(err)
+        classified = classify_write_error(message)
+        if classified is None:
+            return Applied(folder, name, False, message)
+        log.warning("apply refused folder=%s object=%s field=%s", folder, name, classified.field)
+        return Applied(folder, name, False, message, classified.field)
+    return Applied(folder, name, True)
+
+
+def _message(err: DynamicApiError) -> str:
+    try:
+        return str(json.loads(err.body or "{}")["message"])
+    except (ValueError, KeyError, TypeError):
+        return str(err.summary() if hasattr(err, "summary") else err)
+
+
+def _set_status(
+    dynamic: DynamicClient, md: dict[str, Any], failed: Applied | None, now: dt.datetime
+) -> None:
+    """Write the upstream outcome into the ModelDeployment's status (the status subresource)."""
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if failed is None:
+        status: dict[str, Any] = {
+            "phase": "Deploying",
+            "message": "upstream objects applied",
+            "conditions": [
+                _condition(
+                    "ResourceCreated", "True", "ResourceCreated", "upstream objects applied", stamp
+                )
+            ],
+        }
+    else:
+        builtin = any(failed.obj.startswith(k) for k in ("Deployment/", "Service/"))
+        where = (
+            "a field"
+            if builtin or not failed.incompatible_field
+            else f"field {failed.incompatible_field}"
+        )
+        message = f"{failed.obj}: the installed upstream does not declare {where}; upgrade the upstream or Runway's pin"
+        status = {
+            "phase": "Failed",
+            "message": message,
+            "conditions": [
+                _condition("ResourceCreated", "False", REASON, message, stamp),
+                _condition("Ready", "False", REASON, message, stamp),
+            ],
+        }
+    body = {
+        "apiVersion": md["apiVersion"],
+        "kind": md["kind"],
+        "metadata": {"name": md["metadata"]["name"], "namespace": md["metadata"].get("namespace")},
+        "status": status,
+    }
+    resource = dynamic.resources.get(api_version=md["apiVersion"], kind=md["kind"])
+    resource.status.patch(
+        body=body,
+        name=md["metadata"]["name"],
+        namespace=md["metadata"].get("namespace"),
+        content_type="application/merge-patch+json",
+    )
+
+
+def _condition(kind: str, status: str, reason: str, message: str, stamp: str) -> dict[str, str]:
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": stamp,
+    }
+
+
+def summary(results: Sequence[Applied]) -> str:
+    failed = sum(1 for r in results if not r.ok)
+    return f"{len(results) - failed} applied, {failed} refused"
