@@ -14,6 +14,7 @@ from typing import Any
 import kubernetes
 
 from providers.errors import SourceError
+from providers.gateway import GatewayTarget
 from providers.model import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
 from providers.registry import ProviderRegistry
 from renderer.apply import apply_tree, summary
@@ -82,6 +83,16 @@ def add_commands(commands: Any) -> None:
         metavar="DIR",
         help=f"upstream CRDs for the strict check (default: $RUNWAY_CRDS or {DEFAULT_CRDS})",
     )
+    render.add_argument(
+        "--gateway",
+        metavar="NAMESPACE/NAME",
+        help="the Gateway HTTPRoutes attach to (needed by spec.gateway.enabled: true)",
+    )
+    render.add_argument(
+        "--istio",
+        action="store_true",
+        help="also render an Istio DestinationRule for each endpoint picker",
+    )
     render.add_argument("-o", "--output", choices=("text", "json"), default="text")
     render.set_defaults(run=run_render)
 
@@ -130,13 +141,19 @@ def run_render(args: argparse.Namespace) -> int:
     registry = _registry(docs, args.providers)
     schemas = Schemas.from_directory(args.crds or os.environ.get("RUNWAY_CRDS") or DEFAULT_CRDS)
     pins = bundled_versions()
+    gateway = _gateway(args.gateway, istio=args.istio)
     repo = Repo.open_or_init(args.repo)
 
     def render_into_tree() -> tuple[list[Result], dict[str, str], dict[str, str]]:
         current = repo.read_files(args.path)
         hydrated, kept = _previous(current)
         results = render_all(
-            [d.obj for d in docs], previous=hydrated, registry=registry, schemas=schemas, pins=pins
+            [d.obj for d in docs],
+            previous=hydrated,
+            registry=registry,
+            schemas=schemas,
+            pins=pins,
+            gateway=gateway,
         )
         return results, tree_files(results, kept), current
 
@@ -164,6 +181,15 @@ def run_render(args: argparse.Namespace) -> int:
             repo.push(args.push, args.branch, rerender=rerender)
     _report(results, changes, args.output, committed=committed)
     return 0 if all(r.error is None for r in results) else 1
+
+
+def _gateway(value: str | None, *, istio: bool) -> GatewayTarget | None:
+    if value is None:
+        return None
+    namespace, _, name = value.partition("/")
+    if not namespace or not name or "/" in name:
+        raise SourceError("--gateway", f"expected NAMESPACE/NAME, got {value!r}")
+    return GatewayTarget(name, namespace, istio)
 
 
 def _changes(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, list[str]]:

@@ -57,6 +57,14 @@ class ProviderConfig:
             return "spec.resources.gpu.count", f"does not run engine {engine} without a GPU"
         return None
 
+    def gateway(self, engine: str) -> Mapping[str, Any]:
+        """The engine's gateway capabilities (pool management, picker image/config, served name)."""
+        for entry in InferenceProviderConfig(self.obj).engines:
+            if entry.get("name") == engine and isinstance(entry.get("gateway"), Mapping):
+                gateway: Mapping[str, Any] = entry["gateway"]
+                return gateway
+        return {}
+
     def supports(self, engine: str, *, gpu: bool, mode: str) -> bool:
         return self.mismatch(engine, gpu=gpu, mode=mode) is None
 

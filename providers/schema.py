@@ -122,11 +122,11 @@ def _check_object(
             )
     extra = schema.get("additionalProperties")
     open_object = schema.get("x-kubernetes-preserve-unknown-fields", False)
-    # An object's own metadata is ObjectMeta, which the API server validates itself; a CRD
-    # schema only says `type: object` there, and pruning does not apply to it.
+    # A resource's apiVersion, kind and metadata (ObjectMeta) are the API server's own, accepted
+    # whatever the CRD schema declares (some declare only spec and status); never pruned.
     object_root = not at.parts or schema.get("x-kubernetes-embedded-resource", False)
     for key, item in value.items():
-        if key == "metadata" and object_root and isinstance(item, dict):
+        if object_root and key in _EMBEDDED_KEYS and (key != "metadata" or isinstance(item, dict)):
             continue
         if key in props:
             _check(item, props[key], at.child(key), errors)

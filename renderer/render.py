@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from providers.admission import admit
+from providers.gateway import GatewayTarget, is_enabled, render_gateway
 from providers.model import MODEL_DEPLOYMENT, ModelDeployment
 from providers.registry import MODULES, ProviderRegistry
 from providers.versions import Versions
@@ -29,6 +30,7 @@ SERVER_FIELDS = (
     "selfLink",
 )
 HYDRATED_FILE = "modeldeployment.yaml"
+MODEL_PORTS = {"kaito": 5000}  # the port the provider's model server listens on; 8000 otherwise
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ def render_one(
     registry: ProviderRegistry,
     schemas: Schemas,
     pins: Versions,
+    gateway: GatewayTarget | None = None,
 ) -> Result:
     key = folder_of(obj)
     admission = admit(_source_view(obj), old=previous, registry=registry)
@@ -64,6 +67,14 @@ def render_one(
         )
     md = ModelDeployment(admission.obj)
     objects = MODULES[md.provider_name].render(md, pins)
+    if is_enabled(md):
+        if gateway is None:
+            error = "spec.gateway.enabled: rendering gateway objects needs the Gateway routes attach to: pass --gateway NAMESPACE/NAME"
+            return Result(key, error=error, warnings=admission.warnings)
+        config = registry.get(md.provider_name)
+        capabilities = config.gateway(md.engine_type) if config is not None else {}
+        port = MODEL_PORTS.get(md.provider_name, 8000)
+        objects += render_gateway(md, capabilities, gateway, pins, port=port)
     for rendered in objects:
         errors = schemas.check(rendered, kubernetes=pins.kubernetes)
         if errors:
@@ -104,12 +115,18 @@ def render_all(
     registry: ProviderRegistry,
     schemas: Schemas,
     pins: Versions,
+    gateway: GatewayTarget | None = None,
 ) -> list[Result]:
     """Every ModelDeployment among `objects`, in folder order."""
     deployments = sorted((o for o in objects if o.get("kind") == MODEL_DEPLOYMENT), key=folder_of)
     return [
         render_one(
-            o, previous=previous.get(folder_of(o)), registry=registry, schemas=schemas, pins=pins
+            o,
+            previous=previous.get(folder_of(o)),
+            registry=registry,
+            schemas=schemas,
+            pins=pins,
+            gateway=gateway,
         )
         for o in deployments
     ]

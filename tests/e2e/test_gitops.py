@@ -32,20 +32,7 @@ def rendered(
     sources.mkdir()
     for name in RENDERABLE:
         shutil.copy(EXAMPLES / name, sources / name)
-    assert (
-        main(
-            [
-                "render",
-                str(sources),
-                "--repo",
-                str(tmp_path / "repo"),
-                "--crds",
-                str(CRDS),
-                "--commit",
-            ]
-        )
-        == 0
-    )
+    assert render(sources, tmp_path / "repo", "--commit") == 0
     capsys.readouterr()
     cluster.kubectl("create", "namespace", "models", check=False)
     yield tmp_path / "repo" / "rendered"
@@ -57,6 +44,21 @@ def rendered(
         "--wait=false",
         check=False,
     )
+
+
+def render(sources: Path, repo: Path, *extra: str) -> int:
+    argv = [
+        "render",
+        str(sources),
+        "--repo",
+        str(repo),
+        "--crds",
+        str(CRDS),
+        "--gateway",
+        "gateways/inference",
+        "--istio",
+    ]
+    return main([*argv, *extra])
 
 
 def live(cluster: Cluster, obj: dict[str, Any]) -> dict[str, Any]:
@@ -91,29 +93,14 @@ def test_rendered_tree_applies_strictly_with_zero_drift(
 
     assert (done.returncode, done.stderr) == (0, "")
     written = [obj for _, objects in folders(rendered) for obj in objects]
-    assert len(written) == 8
+    assert len(written) == 17  # 3 ModelDeployments, 5 workload objects, 9 gateway objects
     drift = {
         f"{o['kind']}/{o['metadata']['name']}": missing_from(o, live(cluster, o), "")
         for o in written
     }
     assert drift == {name: [] for name in drift}
     repo = rendered.parent
-    assert (
-        main(
-            [
-                "render",
-                str(repo.parent / "sources"),
-                "--repo",
-                str(repo),
-                "--crds",
-                str(CRDS),
-                "--commit",
-                "-o",
-                "json",
-            ]
-        )
-        == 0
-    )
+    assert render(repo.parent / "sources", repo, "--commit", "-o", "json") == 0
     assert json.loads(capsys.readouterr().out)["commit"] is None
 
 

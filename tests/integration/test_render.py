@@ -52,7 +52,7 @@ def sources(tmp_path: Path) -> Path:
 
 
 def render(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
-    code = main(["render", *argv, "-o", "json"])
+    code = main(["render", *argv, "--gateway", "gateways/inference", "-o", "json"])
     return code, json.loads(capsys.readouterr().out)
 
 
@@ -94,10 +94,18 @@ def test_render_writes_a_committed_kustomize_tree(
         "models/llama-70b/kustomization.yaml",
         "models/llama-70b/modeldeployment.yaml",
         "models/llama-70b/rayservice-llama-70b.yaml",
+        "models/mistral-llmd/configmap-mistral-llmd-epp.yaml",
+        "models/mistral-llmd/deployment-mistral-llmd-epp.yaml",
         "models/mistral-llmd/deployment-mistral-llmd.yaml",
+        "models/mistral-llmd/httproute-mistral-llmd.yaml",
+        "models/mistral-llmd/inferencepool-mistral-llmd.yaml",
         "models/mistral-llmd/kustomization.yaml",
         "models/mistral-llmd/modeldeployment.yaml",
+        "models/mistral-llmd/role-mistral-llmd-epp.yaml",
+        "models/mistral-llmd/rolebinding-mistral-llmd-epp.yaml",
+        "models/mistral-llmd/service-mistral-llmd-epp.yaml",
         "models/mistral-llmd/service-mistral-llmd.yaml",
+        "models/mistral-llmd/serviceaccount-mistral-llmd-epp.yaml",
         "models/phi-direct/deployment-phi-direct.yaml",
         "models/phi-direct/kustomization.yaml",
         "models/phi-direct/modeldeployment.yaml",
@@ -110,7 +118,7 @@ def test_render_writes_a_committed_kustomize_tree(
             yaml.safe_load((EXAMPLES / "vllm-multi-gpu.yaml").read_text()), registry=shipped
         ).obj
     )
-    assert commits(repo) == ["runway render: 13 added, 0 changed, 0 removed"]
+    assert commits(repo) == ["runway render: 21 added, 0 changed, 0 removed"]
     built = subprocess.run(
         [str(Path(sys.executable).parent / "kubectl"), "kustomize", str(repo / "rendered")],
         capture_output=True,
@@ -119,15 +127,10 @@ def test_render_writes_a_committed_kustomize_tree(
         timeout=60,
     )
     assert sorted(d["kind"] for d in yaml.safe_load_all(built.stdout)) == [
-        "Deployment",
-        "Deployment",
-        "ModelDeployment",
-        "ModelDeployment",
-        "ModelDeployment",
-        "RayService",
-        "Service",
-        "Service",
-    ]
+        "ConfigMap", "Deployment", "Deployment", "Deployment", "HTTPRoute", "InferencePool",
+        "ModelDeployment", "ModelDeployment", "ModelDeployment", "RayService", "Role", "RoleBinding",
+        "Service", "Service", "Service", "ServiceAccount",
+    ]  # fmt: skip
 
 
 def test_rendering_again_is_byte_identical_and_commits_nothing(
@@ -205,12 +208,15 @@ def test_a_removed_model_deployment_is_pruned(
     assert code == 0
     assert not (repo / "rendered/models/mistral-llmd").exists()
     assert report["changes"]["removed"] == [
-        "models/mistral-llmd/deployment-mistral-llmd.yaml",
-        "models/mistral-llmd/kustomization.yaml",
-        "models/mistral-llmd/modeldeployment.yaml",
-        "models/mistral-llmd/service-mistral-llmd.yaml",
-    ]
-    assert commits(repo)[0] == "runway render: 0 added, 1 changed, 4 removed"
+        f"models/mistral-llmd/{name}.yaml"
+        for name in (
+            "configmap-mistral-llmd-epp", "deployment-mistral-llmd-epp", "deployment-mistral-llmd",
+            "httproute-mistral-llmd", "inferencepool-mistral-llmd", "kustomization", "modeldeployment",
+            "role-mistral-llmd-epp", "rolebinding-mistral-llmd-epp", "service-mistral-llmd-epp",
+            "service-mistral-llmd", "serviceaccount-mistral-llmd-epp",
+        )
+    ]  # fmt: skip
+    assert commits(repo)[0] == "runway render: 0 added, 1 changed, 12 removed"
     assert "D models/mistral-llmd/modeldeployment.yaml" in git(repo, "log", "-1", "--format=%b")
 
 
@@ -326,8 +332,8 @@ def test_pushes_that_race_are_resolved_without_losing_history(
     history = git(remote, "log", "--format=%s", "main").splitlines()
     assert (code_a, code_b) == (0, 0)
     assert history == [
-        "runway render: 4 added, 1 changed, 11 removed",
-        "runway render: 13 added, 0 changed, 0 removed",
+        "runway render: 4 added, 1 changed, 19 removed",
+        "runway render: 21 added, 0 changed, 0 removed",
     ]
     assert git(remote, "rev-parse", "main").strip() == git(second, "rev-parse", "HEAD").strip()
     assert report_a["commit"] is not None and report_b["commit"] is not None
