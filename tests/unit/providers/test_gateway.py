@@ -1,0 +1,182 @@
+"""Gateway objects for spec.gateway.enabled: true."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from providers.gateway import GatewayTarget, is_enabled, model_name, render_gateway
+from providers.hydrate import hydrate
+from providers.model import ModelDeployment
+from providers.registry import ProviderRegistry
+from renderer.sources import bundled_versions
+from tests.support.builders import model_deployment
+
+PINS = bundled_versions()
+TARGET = GatewayTarget("inference", "gateways")
+
+
+def hydrated(shipped: ProviderRegistry, **kw: Any) -> ModelDeployment:
+    return ModelDeployment(hydrate(model_deployment("llama", "models", **kw), registry=shipped).obj)
+
+
+def kinds(objects: list[dict[str, Any]]) -> list[str]:
+    return [f"{o['kind']}/{o['metadata']['name']}@{o['metadata']['namespace']}" for o in objects]
+
+
+@pytest.mark.parametrize(
+    ("gateway", "served", "capabilities", "expected"),
+    [
+        ({"enabled": True, "modelName": "route-me"}, "served", {}, "route-me"),
+        ({"enabled": True}, "served", {}, "served"),
+        ({"enabled": True}, "served", {"ignoresServedName": True}, "org/model"),
+        ({"enabled": True}, None, {}, "org/model"),
+    ],
+    ids=["explicit", "served-name", "provider-ignores-served-name", "model-id"],
+)
+def test_model_name_resolution(
+    gateway: dict[str, Any], served: str | None, capabilities: dict[str, Any], expected: str
+) -> None:
+    model = {"id": "org/model", **({"servedName": served} if served else {})}
+
+    assert (
+        model_name(ModelDeployment(model_deployment(gateway=gateway, model=model)), capabilities)
+        == expected
+    )
+
+
+def test_only_an_explicit_true_enables_the_gateway() -> None:
+    assert [
+        is_enabled(ModelDeployment(model_deployment(gateway=g)))
+        for g in ({"enabled": True}, {"enabled": False}, {})
+    ] == [True, False, False]
+
+
+def test_unmanaged_pool_gets_pool_picker_and_route(shipped: ProviderRegistry) -> None:
+    md = hydrated(shipped, gpu=1, provider="vllm", engine="vllm", gateway={"enabled": True})
+
+    objects = render_gateway(
+        md, {}, GatewayTarget("inference", "gateways", istio=True), PINS, port=8000
+    )
+
+    assert kinds(objects) == [
+        "InferencePool/llama@models",
+        "ServiceAccount/llama-epp@models",
+        "Role/llama-epp@models",
+        "RoleBinding/llama-epp@models",
+        "ConfigMap/llama-epp@models",
+        "Deployment/llama-epp@models",
+        "Service/llama-epp@models",
+        "DestinationRule/llama-epp@models",
+        "HTTPRoute/llama@models",
+    ]
+    pool, route = objects[0], objects[-1]
+    assert pool["spec"] == {
+        "selector": {"matchLabels": {"airunway.ai/model-deployment": "llama"}},
+        "targetPorts": [{"number": 8000}],
+        "endpointPickerRef": {
+            "group": "",
+            "kind": "Service",
+            "name": "llama-epp",
+            "port": {"number": 9002},
+            "failureMode": "FailClose",
+        },
+    }
+    assert route["spec"] == {
+        "parentRefs": [
+            {
+                "group": "gateway.networking.k8s.io",
+                "kind": "Gateway",
+                "name": "inference",
+                "namespace": "gateways",
+            }
+        ],
+        "rules": [
+            {
+                "matches": [
+                    {
+                        "path": {"type": "PathPrefix", "value": "/"},
+                        "headers": [
+                            {"type": "Exact", "name": "X-Gateway-Model-Name", "value": "org/model"}
+                        ],
+                    }
+                ],
+                "backendRefs": [
+                    {
+                        "group": "inference.networking.k8s.io",
+                        "kind": "InferencePool",
+                        "name": "llama",
+                        "weight": 1,
+                    }
+                ],
+                "timeouts": {"request": "300s"},
+            }
+        ],
+    }
+    picker = objects[5]["spec"]["template"]["spec"]["containers"][0]
+    assert picker["image"] == f"registry.k8s.io/gateway-api-inference-extension/epp:{PINS.gaie}"
+
+
+def test_llmd_supplies_its_own_picker_image_and_config(shipped: ProviderRegistry) -> None:
+    md = hydrated(shipped, gpu=1, provider="llmd", engine="vllm", gateway={"enabled": True})
+    capabilities = shipped.configs["llmd"].gateway("vllm")
+
+    objects = render_gateway(md, capabilities, TARGET, PINS, port=8000)
+    config_map = next(o for o in objects if o["kind"] == "ConfigMap")
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+
+    assert (
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        == f"ghcr.io/llm-d/llm-d-inference-scheduler:v{PINS.llmd}"
+    )
+    assert config_map["data"]["default-plugins.yaml"].startswith(
+        "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:"
+    )
+
+
+def test_provider_managed_pool_gets_only_a_route_and_a_grant_across_namespaces(
+    shipped: ProviderRegistry,
+) -> None:
+    md = hydrated(shipped, gpu=1, gateway={"enabled": True})
+    capabilities = {
+        "managesInferencePool": True,
+        "inferencePoolNamePattern": "{name}-pool",
+        "inferencePoolNamespace": "dynamo-system",
+    }
+
+    objects = render_gateway(md, capabilities, TARGET, PINS, port=8000)
+
+    assert kinds(objects) == [
+        "HTTPRoute/llama@models",
+        "ReferenceGrant/llama-pool-models@dynamo-system",
+    ]
+    assert objects[0]["spec"]["rules"][0]["backendRefs"] == [
+        {
+            "group": "inference.networking.k8s.io",
+            "kind": "InferencePool",
+            "name": "llama-pool",
+            "weight": 1,
+            "namespace": "dynamo-system",
+        }
+    ]
+    assert objects[1]["spec"] == {
+        "from": [
+            {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "models"}
+        ],
+        "to": [
+            {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "llama-pool"}
+        ],
+    }
+
+
+def test_a_bring_your_own_route_is_not_rendered(shipped: ProviderRegistry) -> None:
+    md = hydrated(
+        shipped,
+        gpu=1,
+        provider="vllm",
+        engine="vllm",
+        gateway={"enabled": True, "httpRouteRef": "mine"},
+    )
+
+    assert "HTTPRoute" not in [o["kind"] for o in render_gateway(md, {}, TARGET, PINS, port=8000)]
