@@ -74,37 +74,62 @@ class Upstream:
 
     name: str
     module: str
-    pin: str  # attribute of Versions
+    pin: str  # KEY of providers/versions.env
     files: tuple[str, ...]  # paths inside the module (globs allowed)
     keep: Callable[[Path], list[dict[str, Any]]] | None = None
 
     def version(self, versions: Versions) -> str:
-        value: str = getattr(versions, self.pin)
+        value = versions.as_env()[self.pin]
         return value if value.startswith("v") else f"v{value}"
 
 
 UPSTREAMS = (
     Upstream(
-        "gateway-api", "sigs.k8s.io/gateway-api", "gateway_api", ("config/crd/standard/*.yaml",)
+        "gateway-api",
+        "sigs.k8s.io/gateway-api",
+        "GATEWAY_API_VERSION",
+        ("config/crd/standard/*.yaml",),
     ),
     Upstream(
         "gateway-api-inference-extension",
         "sigs.k8s.io/gateway-api-inference-extension",
-        "gaie",
+        "GAIE_VERSION",
         ("config/crd/bases/*.yaml",),
     ),
     Upstream(
         "kuberay",
         "github.com/ray-project/kuberay/ray-operator",
-        "kuberay",
+        "KUBERAY_VERSION",
         ("config/crd/bases/ray.io_rayservices.yaml", "config/crd/bases/ray.io_rayclusters.yaml"),
     ),
     Upstream(
         "istio",
         "istio.io/api",
-        "istio",
+        "ISTIO_VERSION",
         ("kubernetes/customresourcedefinitions.gen.yaml",),
         keep=_keep_crds(("destinationrules.networking.istio.io",)),
+    ),
+    Upstream(
+        "argo-cd",
+        "github.com/argoproj/argo-cd/v3",
+        "ARGOCD_VERSION",
+        (
+            "manifests/crds/application-crd.yaml",
+            "manifests/crds/applicationset-crd.yaml",
+            "manifests/crds/appproject-crd.yaml",
+        ),
+    ),
+    Upstream(
+        "flux-source-controller",
+        "github.com/fluxcd/source-controller",
+        "FLUX_SOURCE_CONTROLLER_VERSION",
+        ("config/crd/bases/source.toolkit.fluxcd.io_gitrepositories.yaml",),
+    ),
+    Upstream(
+        "flux-kustomize-controller",
+        "github.com/fluxcd/kustomize-controller",
+        "FLUX_KUSTOMIZE_CONTROLLER_VERSION",
+        ("config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml",),
     ),
 )
 # Not served by the Go module proxy at any version (403 "not available"), and shipped by no other

@@ -173,3 +173,25 @@ def test_runway_apply_records_incompatible_upstream_and_recovers(
     assert [(c["type"], c["status"]) for c in recovered["status"]["conditions"]] == [
         ("ResourceCreated", "True")
     ]
+
+
+@pytest.mark.parametrize(
+    ("name", "namespace", "count"), [("argocd", "argocd", 3), ("flux", "flux-system", 2)]
+)
+def test_gitops_entry_points_pass_strict_server_side_dry_run(
+    name: str, namespace: str, count: int, cluster: Cluster
+) -> None:
+    cluster.kubectl("create", "namespace", namespace, check=False)
+
+    done = cluster.kubectl(
+        "apply",
+        "--server-side",
+        "--validate=strict",
+        "--dry-run=server",
+        "-k",
+        str(Path(__file__).parents[2] / "kustomize" / name),
+        check=False,
+    )
+
+    assert (done.returncode, done.stderr) == (0, "")
+    assert len(done.stdout.splitlines()) == count

@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import celpy
 import pytest
 import yaml
 
 from cli.manifests import provider_configs_yaml
+from providers.cel import rule_problem
 from tests.conftest import ROOT
 from webhook.app import ROUTES
 
@@ -141,3 +143,56 @@ def test_cert_manager_overlay_injects_the_ca(kind: str) -> None:
         "cert-manager.io/inject-ca-from": "runway-system/runway-webhook"
     }
     assert by_kind(objects, "Certificate")[0]["spec"]["secretName"] == "runway-webhook-tls"
+
+
+RENDERED_KINDS = [
+    "airunway.ai_ModelDeployment",
+    "nvidia.com_DynamoGraphDeployment",
+    "kaito.sh_Workspace",
+    "ray.io_RayService",
+    "inference.networking.k8s.io_InferencePool",
+]
+
+
+def test_argocd_syncs_with_server_side_apply_and_ignores_the_injected_ca() -> None:
+    apps = {o["metadata"]["name"]: o for o in build("argocd") if o["kind"] == "Application"}
+
+    assert all(
+        "ServerSideApply=true" in a["spec"]["syncPolicy"]["syncOptions"] for a in apps.values()
+    )
+    assert apps["runway-models"]["spec"]["source"]["path"] == "rendered"
+    assert [d["kind"] for d in apps["runway"]["spec"]["ignoreDifferences"]] == [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ]
+
+
+def test_argocd_health_checks_cover_every_rendered_kind() -> None:
+    data = yaml.safe_load((ROOT / "kustomize" / "argocd" / "argocd-cm-health.yaml").read_text())[
+        "data"
+    ]
+
+    assert sorted(data) == sorted(f"resource.customizations.health.{k}" for k in RENDERED_KINDS)
+    assert all(script.rstrip().endswith("return hs") for script in data.values())
+
+
+def test_flux_health_expressions_are_valid_cel() -> None:
+    (kustomization,) = [o for o in build("flux") if o["kind"] == "Kustomization"]
+    expressions = kustomization["spec"]["healthCheckExprs"]
+    env = celpy.Environment()
+
+    assert sorted(f"{e['apiVersion'].split('/')[0]}_{e['kind']}" for e in expressions) == sorted(
+        RENDERED_KINDS
+    )
+    assert [
+        (e["kind"], key, rule_problem(env, e[key]))
+        for e in expressions
+        for key in ("current", "failed", "inProgress")
+        if key in e
+    ] == [
+        (e["kind"], key, None)
+        for e in expressions
+        for key in ("current", "failed", "inProgress")
+        if key in e
+    ]
+    assert kustomization["spec"]["prune"] is True and kustomization["spec"]["wait"] is True
