@@ -139,7 +139,9 @@ def _previous(
 def run_render(args: argparse.Namespace) -> int:
     docs = _sources(args.sources)
     registry = _registry(docs, args.providers)
-    schemas = Schemas.from_directory(args.crds or os.environ.get("RUNWAY_CRDS") or DEFAULT_CRDS)
+    schemas = Schemas.from_directories(
+        args.crds or [os.environ.get("RUNWAY_CRDS") or str(DEFAULT_CRDS)]
+    )
     pins = bundled_versions()
     gateway = _gateway(args.gateway, istio=args.istio)
     repo = Repo.open_or_init(args.repo)

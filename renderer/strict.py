@@ -52,12 +52,19 @@ class Schemas:
 
     @classmethod
     def from_directory(cls, directory: str | Path) -> Schemas:
-        path = Path(directory)
-        if not path.is_dir():
-            raise SourceError(
-                str(path), "CRD directory does not exist (run `make cluster`, or pass --crds DIR)"
-            )
-        docs = read_documents([str(path)])
+        return cls.from_directories([directory])
+
+    @classmethod
+    def from_directories(cls, directories: Iterable[str | Path]) -> Schemas:
+        """CRDs found anywhere under the directories (later ones win for the same kind)."""
+        paths = [Path(d) for d in directories]
+        for path in paths:
+            if not path.is_dir():
+                raise SourceError(
+                    str(path),
+                    "CRD directory does not exist (run `make cluster`, or pass --crds DIR)",
+                )
+        docs = read_documents([str(p) for p in paths])
         return cls.from_crds(
             (doc.where, doc.obj) for doc in docs if doc.obj.get("kind") == CRD_KIND
         )
