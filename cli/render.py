@@ -80,8 +80,9 @@ def add_commands(commands: Any) -> None:
     )
     render.add_argument(
         "--crds",
+        action="append",
         metavar="DIR",
-        help=f"upstream CRDs for the strict check (default: $RUNWAY_CRDS or {DEFAULT_CRDS})",
+        help=f"upstream CRDs for the strict check, repeatable (default: $RUNWAY_CRDS or {DEFAULT_CRDS})",
     )
     render.add_argument(
         "--gateway",
