@@ -85,6 +85,12 @@ def add_commands(commands: Any) -> None:
         help=f"upstream CRDs for the strict check, repeatable (default: $RUNWAY_CRDS or {DEFAULT_CRDS})",
     )
     render.add_argument(
+        "--crds-from-cluster",
+        action="store_true",
+        help="take the upstream CRDs from a live cluster (--kubeconfig) instead of --crds",
+    )
+    render.add_argument("--kubeconfig", metavar="FILE", help="for --crds-from-cluster")
+    render.add_argument(
         "--gateway",
         metavar="NAMESPACE/NAME",
         help="the Gateway HTTPRoutes attach to (needed by spec.gateway.enabled: true)",
@@ -150,6 +156,11 @@ def run_render(args: argparse.Namespace) -> int:
     def render_into_tree() -> tuple[list[Result], dict[str, str], dict[str, str]]:
         current = repo.read_files(args.path)
         hydrated, kept = _previous(current)
+        if sys.stderr.isatty():
+            print(
+                f"rendering {sum(1 for d in docs if d.obj.get('kind') == MODEL_DEPLOYMENT)} ModelDeployments ...",
+                file=sys.stderr,
+            )
         results = render_all(
             [d.obj for d in docs],
             previous=hydrated,
@@ -184,6 +195,15 @@ def run_render(args: argparse.Namespace) -> int:
             repo.push(args.push, args.branch, rerender=rerender)
     _report(results, changes, args.output, committed=committed)
     return 0 if all(r.error is None for r in results) else 1
+
+
+def _cluster_schemas(kubeconfig: str | None) -> Schemas:
+    """The CRDs installed in the cluster: what its API server will accept, exactly."""
+    with kubernetes.config.new_client_from_config(config_file=kubeconfig) as client:
+        listed = kubernetes.client.ApiextensionsV1Api(client).list_custom_resource_definition()
+        crds = client.sanitize_for_serialization(listed)["items"]
+    server = client.configuration.host
+    return Schemas.from_crds((f"{server} CRD {crd['metadata']['name']}", crd) for crd in crds)
 
 
 def _gateway(value: str | None, *, istio: bool) -> GatewayTarget | None:

@@ -195,3 +195,23 @@ def test_gitops_entry_points_pass_strict_server_side_dry_run(
 
     assert (done.returncode, done.stderr) == (0, "")
     assert len(done.stdout.splitlines()) == count
+
+
+def test_render_can_take_the_upstream_schemas_from_the_cluster(
+    cluster: Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [
+        "render",
+        str(EXAMPLES / "vllm-multi-gpu.yaml"),
+        "--repo",
+        str(tmp_path / "repo"),
+        "--crds-from-cluster",
+    ]
+
+    code = main([*argv, "--kubeconfig", str(cluster.kubeconfig), "-o", "json"])
+    report = json.loads(capsys.readouterr().out)
+
+    assert code == 0
+    assert [(r["name"], r["provider"], r["rendered"]) for r in report["results"]] == [
+        ("llama-70b", "kuberay", True)
+    ]
