@@ -68,7 +68,10 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
             {"name": "DYN_ROUTER_MODE", "value": str(overrides.get("routerMode") or "round-robin")}
         ],
     }
-    services: dict[str, Any] = {"Frontend": frontend}
+    gateway = dig(md.spec, "gateway", "enabled") is True
+    services: dict[str, Any] = (
+        {"Epp": _epp(md, overrides, pins)} if gateway else {"Frontend": frontend}
+    )
     if md.is_disaggregated:
         for role in ("prefill", "decode"):
             part = dig(md.spec, "scaling", role) or {}
@@ -87,6 +90,10 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
         services[_WORKERS[None]] = _worker(
             md, image, gpus=md.gpu_count, replicas=replicas, memory=memory, role=None
         )
+    if gateway:  # each worker serves through a frontend sidecar; Dynamo's picker routes to them
+        for key, service in services.items():
+            if key != "Epp":
+                service["frontendSidecar"] = _sidecar(md, pins, secret)
     if secret:
         for service in services.values():
             service["envFromSecret"] = secret
@@ -176,3 +183,65 @@ def _args(md: ModelDeployment, role: str | None) -> list[str]:
                 json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, sort_keys=True),
             )
     return args + user_args(md)
+
+
+def _epp(md: ModelDeployment, overrides: Mapping[str, Any], pins: Versions) -> dict[str, Any]:
+    """Dynamo's endpoint picker: with it, the operator creates and owns the InferencePool."""
+    split = md.is_disaggregated
+    image = (overrides.get("epp") or {}).get(
+        "image"
+    ) or f"nvcr.io/nvidia/ai-dynamo/dynamo-frontend:{pins.dynamo}"
+    plugins = [
+        {"name": "disagg-profile-handler", "type": "disagg-profile-handler"},
+        _label_filter("decode-filter", "decode", allows_no_label=not split),
+        {"name": "picker", "type": "max-score-picker"},
+        {"name": "dyn-decode", "type": "dyn-decode-scorer"},
+    ]
+    profiles = [_profile("decode", "decode-filter", "dyn-decode")]
+    if split:
+        plugins += [
+            _label_filter("prefill-filter", "prefill", allows_no_label=False),
+            {"name": "dyn-prefill", "type": "dyn-prefill-scorer"},
+        ]
+        profiles.insert(0, _profile("prefill", "prefill-filter", "dyn-prefill"))
+    return {
+        "componentType": "epp",
+        "replicas": 1,
+        "extraPodSpec": {"mainContainer": {"image": image}},
+        "envs": [
+            {"name": "DYN_DECODE_FALLBACK", "value": "false" if split else "true"},
+            {"name": "DYN_ENFORCE_DISAGG", "value": "true" if split else "false"},
+        ],
+        "eppConfig": {"config": {"plugins": plugins, "schedulingProfiles": profiles}},
+    }
+
+
+def _label_filter(name: str, role: str, *, allows_no_label: bool) -> dict[str, Any]:
+    parameters = {
+        "label": "nvidia.com/dynamo-sub-component-type",
+        "validValues": [role],
+        "allowsNoLabel": allows_no_label,
+    }
+    return {"name": name, "type": "label-filter", "parameters": parameters}
+
+
+def _profile(name: str, filter_name: str, scorer: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "plugins": [
+            {"pluginRef": filter_name},
+            {"pluginRef": scorer, "weight": 1},
+            {"pluginRef": "picker"},
+        ],
+    }
+
+
+def _sidecar(md: ModelDeployment, pins: Versions, secret: str | None) -> dict[str, Any]:
+    args = ["-m", "dynamo.frontend"] + ([] if md.is_disaggregated else ["--router-mode", "direct"])
+    sidecar: dict[str, Any] = {
+        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{pins.dynamo}",
+        "args": args,
+    }
+    if secret:
+        sidecar["envFromSecret"] = secret
+    return sidecar

@@ -317,3 +317,59 @@ def test_hugging_face_token_is_only_ever_a_secret_reference(shipped: ProviderReg
         {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "HF_TOKEN"}}}
     ]
     assert "hf_plain" not in json.dumps(deployment)
+
+
+def test_dynamo_with_the_gateway_runs_its_own_picker_and_frontend_sidecars(
+    shipped: ProviderRegistry,
+) -> None:
+    obj = model_deployment(
+        gpu=1,
+        provider="dynamo",
+        engine="vllm",
+        gateway={"enabled": True},
+        secrets={"huggingFaceToken": "hf"},
+        overrides={"epp": {"image": "registry.example.com/epp:7"}},
+    )
+
+    (graph,) = rendered(obj, shipped)
+    services = graph["spec"]["services"]
+
+    assert sorted(services) == ["Epp", "VllmWorker"]
+    assert services["Epp"]["componentType"] == "epp"
+    assert services["Epp"]["extraPodSpec"]["mainContainer"]["image"] == "registry.example.com/epp:7"
+    assert services["Epp"]["envs"] == [
+        {"name": "DYN_DECODE_FALLBACK", "value": "true"},
+        {"name": "DYN_ENFORCE_DISAGG", "value": "false"},
+    ]
+    assert [p["name"] for p in services["Epp"]["eppConfig"]["config"]["schedulingProfiles"]] == [
+        "decode"
+    ]
+    assert services["VllmWorker"]["frontendSidecar"] == {
+        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{PINS.dynamo}",
+        "args": ["-m", "dynamo.frontend", "--router-mode", "direct"],
+        "envFromSecret": "hf",
+    }
+    assert '"epp": {' not in json.dumps(graph["spec"]) and "overrides" not in json.dumps(graph)
+
+
+def test_dynamo_disaggregated_picker_has_prefill_and_decode_profiles(
+    shipped: ProviderRegistry,
+) -> None:
+    obj = disaggregated("pd")
+    obj["spec"]["gateway"] = {"enabled": True}
+
+    (graph,) = rendered(obj, shipped)
+    epp = graph["spec"]["services"]["Epp"]
+
+    assert [p["name"] for p in epp["eppConfig"]["config"]["schedulingProfiles"]] == [
+        "prefill",
+        "decode",
+    ]
+    assert epp["envs"] == [
+        {"name": "DYN_DECODE_FALLBACK", "value": "false"},
+        {"name": "DYN_ENFORCE_DISAGG", "value": "true"},
+    ]
+    assert graph["spec"]["services"]["VllmPrefillWorker"]["frontendSidecar"]["args"] == [
+        "-m",
+        "dynamo.frontend",
+    ]
