@@ -24,7 +24,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
 
 from providers.upstream import classify_write_error
-from renderer.render import HYDRATED_FILE
+from renderer.render import EXTERNAL_FILE, HYDRATED_FILE
 from renderer.sources import parse_documents
 
 log = logging.getLogger(__name__)
@@ -42,12 +42,15 @@ class Applied:
 
 
 def folders(root: Path) -> list[tuple[str, list[dict[str, Any]]]]:
-    """(namespace/name, objects with the hydrated ModelDeployment first) for each folder."""
+    """(namespace/name, objects with the hydrated ModelDeployment first) for each folder; an
+    ExternalModelProvider's folder holds just that object."""
     out = []
-    for md_file in sorted(root.glob(f"*/*/{HYDRATED_FILE}")):
+    for md_file in sorted([*root.glob(f"*/*/{HYDRATED_FILE}"), *root.glob(f"*/*/{EXTERNAL_FILE}")]):
         folder = md_file.parent
         others = sorted(
-            p for p in folder.glob("*.yaml") if p.name not in (HYDRATED_FILE, "kustomization.yaml")
+            p
+            for p in folder.glob("*.yaml")
+            if p.name not in (HYDRATED_FILE, EXTERNAL_FILE, "kustomization.yaml")
         )
         files = [md_file, *others]
         objects = [
@@ -69,7 +72,7 @@ def apply_tree(
         results += outcomes
         md, upstream = objects[0], outcomes[1:]
         failed = next((o for o in upstream if o.incompatible_field is not None), None)
-        if outcomes[0].ok:
+        if outcomes[0].ok and md.get("kind") == "ModelDeployment":
             _set_status(dynamic, md, failed, now)
     return results
 

@@ -13,8 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from providers.admission import admit
+from providers.configs_admission import check_external_provider
 from providers.gateway import GatewayTarget, is_enabled, render_gateway
-from providers.model import MODEL_DEPLOYMENT, ModelDeployment
+from providers.model import (
+    EXTERNAL_MODEL_PROVIDER,
+    MODEL_DEPLOYMENT,
+    ExternalModelProvider,
+    ModelDeployment,
+)
 from providers.registry import MODULES, ProviderRegistry
 from providers.versions import Versions
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
@@ -30,6 +36,8 @@ SERVER_FIELDS = (
     "selfLink",
 )
 HYDRATED_FILE = "modeldeployment.yaml"
+EXTERNAL_FILE = "externalmodelprovider.yaml"
+EXTERNAL_SUFFIX = ".emp"  # a dot: no ModelDeployment name can have one, so folders never clash
 MODEL_PORTS = {"kaito": 5000}  # the port the provider's model server listens on; 8000 otherwise
 
 
@@ -93,6 +101,21 @@ def render_one(
     return Result(key, files, None, admission.warnings, md.engine_type, md.provider_name)
 
 
+def render_external(obj: Mapping[str, Any]) -> Result:
+    """An ExternalModelProvider, validated as admission would (an inline key is refused and never
+    written), in a folder of its own."""
+    emp = ExternalModelProvider(obj)
+    key = f"{emp.namespace or DEFAULT_NAMESPACE}/{emp.name}{EXTERNAL_SUFFIX}"
+    errors = check_external_provider(obj)
+    if errors:
+        return Result(key, error="; ".join(str(e) for e in errors))
+    files = {
+        EXTERNAL_FILE: dump(_source_view(obj)),
+        "kustomization.yaml": dump(kustomization([EXTERNAL_FILE])),
+    }
+    return Result(key, files)
+
+
 def _source_view(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The object as a user would commit it: no status and no fields the server owns."""
     out = {k: v for k, v in obj.items() if k != "status"}
@@ -119,7 +142,8 @@ def render_all(
 ) -> list[Result]:
     """Every ModelDeployment among `objects`, in folder order."""
     deployments = sorted((o for o in objects if o.get("kind") == MODEL_DEPLOYMENT), key=folder_of)
-    return [
+    externals = [render_external(o) for o in objects if o.get("kind") == EXTERNAL_MODEL_PROVIDER]
+    rendered = [
         render_one(
             o,
             previous=previous.get(folder_of(o)),
@@ -130,6 +154,7 @@ def render_all(
         )
         for o in deployments
     ]
+    return sorted(rendered + externals, key=lambda r: r.key)
 
 
 def tree_files(results: Sequence[Result], kept: Mapping[str, Mapping[str, str]]) -> dict[str, str]:

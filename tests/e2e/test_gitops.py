@@ -15,8 +15,10 @@ import yaml
 
 from cli.main import main
 from renderer.apply import folders
+from renderer.yamlio import dump
 from tests.cluster.build import cache_dir
 from tests.conftest import EXAMPLES
+from tests.support.builders import external_model_provider
 from tests.support.cluster import Cluster
 from tests.support.drift import missing_from
 
@@ -32,6 +34,7 @@ def rendered(
     sources.mkdir()
     for name in RENDERABLE:
         shutil.copy(EXAMPLES / name, sources / name)
+    (sources / "emp.yaml").write_text(dump(external_model_provider("openai", "models")))
     assert render(sources, tmp_path / "repo", "--commit") == 0
     capsys.readouterr()
     cluster.kubectl("create", "namespace", "models", check=False)
@@ -93,7 +96,7 @@ def test_rendered_tree_applies_strictly_with_zero_drift(
 
     assert (done.returncode, done.stderr) == (0, "")
     written = [obj for _, objects in folders(rendered) for obj in objects]
-    assert len(written) == 17  # 3 ModelDeployments, 5 workload objects, 9 gateway objects
+    assert len(written) == 18  # 3 ModelDeployments, 5 workload objects, 9 gateway objects, 1 EMP
     drift = {
         f"{o['kind']}/{o['metadata']['name']}": missing_from(o, live(cluster, o), "")
         for o in written

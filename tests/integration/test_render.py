@@ -26,7 +26,7 @@ from providers.registry import ProviderRegistry
 from renderer.yamlio import dump, dump_all
 from tests.cluster.build import cache_dir
 from tests.conftest import EXAMPLES
-from tests.support.builders import model_deployment, provider_config
+from tests.support.builders import external_model_provider, model_deployment, provider_config
 
 RENDERABLE = ("vllm-multi-gpu.yaml", "llmd-explicit.yaml", "vllm-direct-explicit.yaml")
 
@@ -392,3 +392,34 @@ def test_a_killed_render_leaves_the_previous_tree_and_history_intact(
     assert git(repo, "status", "--porcelain") == ""
     assert tree != git(repo, "ls-files", "-s")
     assert (repo / "rendered/models/first/deployment-first.yaml").exists()
+
+
+def test_external_model_providers_are_rendered_and_inline_keys_never_reach_git(
+    crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, sources = tmp_path / "gitops", tmp_path / "sources"
+    sources.mkdir()
+    good = external_model_provider("openai", "gw")
+    bad = external_model_provider("leaky", "gw", apiKey="sk-live-never-in-git")
+    (sources / "emps.yaml").write_text(dump_all([good, bad]))
+    (sources / "md.yaml").write_text(
+        dump(model_deployment("m", "gw", gpu=1, provider="vllm", engine="vllm"))
+    )
+
+    code, report = render(
+        capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--commit"
+    )
+
+    by_name = {r["name"]: r for r in report["results"]}
+    assert code == 1
+    assert (by_name["openai.emp"]["rendered"], by_name["m"]["rendered"]) == (True, True)
+    assert (
+        by_name["leaky.emp"]["error"]
+        == "spec.apiKey: Forbidden: credentials are never inline; reference a Secret key in spec.credentialsSecretRef"
+    )
+    assert (
+        yaml.safe_load((repo / "rendered/gw/openai.emp/externalmodelprovider.yaml").read_text())
+        == good
+    )
+    assert not (repo / "rendered/gw/leaky.emp").exists()
+    assert "sk-live-never-in-git" not in git(repo, "log", "-p")
