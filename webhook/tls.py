@@ -23,12 +23,27 @@ def consistent_pair(certfile: str, keyfile: str) -> tuple[str, str]:
     return resolved_cert, sibling if os.path.exists(sibling) else keyfile
 
 
+LOAD_ATTEMPTS = 3
+
+
+def load_pair(context: ssl.SSLContext, certfile: str, keyfile: str) -> None:
+    """Load a consistent pair; if its version folder vanished between resolving and reading (a
+    rotation completed twice meanwhile), resolve again."""
+    for attempt in range(1, LOAD_ATTEMPTS + 1):
+        cert, key = consistent_pair(certfile, keyfile)
+        try:
+            context.load_cert_chain(certfile=cert, keyfile=key)
+            return
+        except FileNotFoundError:
+            if attempt == LOAD_ATTEMPTS:
+                raise
+
+
 def server_context(conf: Any, default_factory: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
     """gunicorn's `ssl_context` hook: a server context from a consistent pair, TLS 1.2 or newer."""
-    certfile, keyfile = consistent_pair(conf.certfile, conf.keyfile)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(certfile=certfile, keyfile=keyfile)
+    load_pair(context, conf.certfile, conf.keyfile)
     if conf.ciphers:
         context.set_ciphers(conf.ciphers)
     return context

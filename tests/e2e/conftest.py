@@ -7,14 +7,18 @@ the tests then install Runway's CRDs and the cached upstream CRDs there and crea
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import kubernetes
 import pytest
 
+from renderer.yamlio import dump_all
 from tests.support.cluster import (
     Cluster,
     binaries_dir,
@@ -22,6 +26,7 @@ from tests.support.cluster import (
     missing_binaries,
     start_cluster,
 )
+from tests.support.webhook import Webhook, start_webhook
 
 
 def _unavailable(message: str) -> None:
@@ -68,3 +73,109 @@ def namespace(cluster: Cluster) -> Iterator[str]:
     cluster.kubectl("create", "namespace", name)
     yield name
     cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+LABEL = {"runway.test/webhook": "enabled"}
+RUNWAY = Path(sys.executable).parent / "runway"
+
+
+def configurations(url: str) -> list[dict[str, Any]]:
+    def hook(
+        name: str,
+        path: str,
+        resource: str,
+        group: str = "airunway.ai",
+        *,
+        cluster_scoped: bool = False,
+    ) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "name": name,
+            "clientConfig": {"url": f"{url}{path}"},
+            "rules": [
+                {
+                    "apiGroups": [group],
+                    "apiVersions": ["v1alpha1"],
+                    "resources": [resource],
+                    "operations": ["CREATE", "UPDATE"],
+                }
+            ],
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "timeoutSeconds": 10,
+            "admissionReviewVersions": ["v1"],
+        }
+        entry["objectSelector" if cluster_scoped else "namespaceSelector"] = {"matchLabels": LABEL}
+        return entry
+
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "runway-test"},
+            "webhooks": [
+                hook("mutate.modeldeployments.airunway.ai", "/mutate", "modeldeployments")
+            ],
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "runway-test"},
+            "webhooks": [
+                hook("validate.modeldeployments.airunway.ai", "/validate", "modeldeployments"),
+                hook(
+                    "validate.inferenceproviderconfigs.airunway.ai",
+                    "/validate-inferenceproviderconfig",
+                    "inferenceproviderconfigs",
+                    cluster_scoped=True,
+                ),
+                hook(
+                    "validate.externalmodelproviders.gateway.tokenfactory.mirantis.com",
+                    "/validate-externalmodelprovider",
+                    "externalmodelproviders",
+                    "gateway.tokenfactory.mirantis.com",
+                ),
+            ],
+        },
+    ]
+
+
+@pytest.fixture(scope="session")
+def registered(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
+    server = start_webhook(tmp_path_factory.mktemp("admission"))
+    manifests = dump_all(configurations(server.url))
+    try:
+        cluster.apply_manifests(manifests)
+        injected = subprocess.run(
+            [
+                str(RUNWAY),
+                "certs",
+                "inject",
+                "--kubeconfig",
+                str(cluster.kubeconfig),
+                "--ca",
+                str(server.certs / "ca.crt"),
+                "--mutating",
+                "runway-test",
+                "--validating",
+                "runway-test",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert (injected.returncode, injected.stderr) == (0, ""), injected.stderr
+        assert injected.stdout.splitlines() == [
+            "caBundle set on MutatingWebhookConfiguration/runway-test",
+            "caBundle set on ValidatingWebhookConfiguration/runway-test",
+        ]
+        yield server
+    finally:
+        cluster.kubectl(
+            "delete",
+            "mutatingwebhookconfiguration/runway-test",
+            "validatingwebhookconfiguration/runway-test",
+            "--ignore-not-found",
+            check=False,
+        )
+        assert server.stop() == 0

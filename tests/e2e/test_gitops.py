@@ -38,6 +38,7 @@ def rendered(
     assert render(sources, tmp_path / "repo", "--commit") == 0
     capsys.readouterr()
     cluster.kubectl("create", "namespace", "models", check=False)
+    cluster.kubectl("label", "namespace", "models", "runway.test/webhook=enabled", "--overwrite")
     yield tmp_path / "repo" / "rendered"
     cluster.kubectl(
         "delete",
@@ -47,6 +48,19 @@ def rendered(
         "--wait=false",
         check=False,
     )
+
+
+def dry_run_passes(cluster: Cluster, path: Path) -> bool:
+    done = cluster.kubectl(
+        "apply",
+        "--server-side",
+        "--validate=strict",
+        "--dry-run=server",
+        "-f",
+        str(path),
+        check=False,
+    )
+    return done.returncode == 0
 
 
 def render(sources: Path, repo: Path, *extra: str) -> int:

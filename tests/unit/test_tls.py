@@ -8,7 +8,7 @@ import threading
 from pathlib import Path
 
 from certs.bundle import Identity, issue_bundle, rotate_bundle
-from webhook.tls import consistent_pair
+from webhook.tls import consistent_pair, load_pair
 
 ROTATIONS = 150
 LOADS = 600
@@ -58,9 +58,12 @@ def test_loading_while_rotating_never_pairs_a_certificate_with_another_key(tmp_p
     rotator.start()
     try:
         for _ in range(LOADS):
-            cert, key = consistent_pair(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
             try:
-                ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+                load_pair(
+                    ssl.create_default_context(ssl.Purpose.CLIENT_AUTH),
+                    str(tmp_path / "tls.crt"),
+                    str(tmp_path / "tls.key"),
+                )
             except (ssl.SSLError, OSError) as err:
                 failures.append(f"{type(err).__name__}: {err}")
     finally:
