@@ -46,6 +46,7 @@ manifests: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.webhook
+	$(BIN)/python -m bench.render
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .cache
