@@ -84,8 +84,9 @@ def _pair(
         ),
         "readinessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 5},
     }
-    if env(md):  # an empty list is dropped by the API server (omitempty): no drift
-        container["env"] = env(md)
+    variables = env(md)
+    if variables:  # an empty list is dropped by the API server (omitempty): no drift
+        container["env"] = variables
     if mounts:
         container["volumeMounts"] = mounts
     return deployment_and_service(

@@ -62,8 +62,9 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
         "livenessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
         "readinessProbe": {**probe, "periodSeconds": 5, "failureThreshold": 3},
     }
-    if env(md):  # an empty list is dropped by the API server (omitempty): no drift
-        container["env"] = env(md)
+    variables = env(md)
+    if variables:  # an empty list is dropped by the API server (omitempty): no drift
+        container["env"] = variables
     if mounts:
         container["volumeMounts"] = mounts
     replicas = int(md.spec.get("scaling", {}).get("replicas", 1))
