@@ -179,6 +179,20 @@ def test_external_provider_with_an_inline_key_is_refused(cluster: Cluster, ns: s
     assert "sk-live-do-not-store" not in done.stderr
 
 
+def set_ready(cluster: Cluster, provider: str, ready: bool, *, check: bool = True) -> None:
+    """Flip an InferenceProviderConfig's status.ready, as a provider shim's heartbeat would."""
+    patch = json.dumps({"status": {"ready": ready}})
+    cluster.kubectl(
+        "patch",
+        "inferenceproviderconfig",
+        provider,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        patch,
+    )
+
+
 def test_cluster_source_follows_provider_configs_and_their_readiness(
     cluster: Cluster, tmp_path: Path
 ) -> None:
@@ -193,35 +207,18 @@ def test_cluster_source_follows_provider_configs_and_their_readiness(
     cpu_only = review(model_deployment("cpu"))
     try:
         first = wait_until(
-            lambda: watcher.admit("/mutate", cpu_only)["allowed"] and True,
+            lambda: watcher.admit("/mutate", cpu_only)["allowed"] is True,
             timeout=30,
             what="kaito from the cluster",
         )
-        cluster.kubectl(
-            "patch",
-            "inferenceproviderconfig",
-            "kaito",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            '{"status": {"ready": false}}',
-        )
+        set_ready(cluster, "kaito", False)
         refused = wait_until(
             lambda: not watcher.admit("/mutate", cpu_only)["allowed"],
             timeout=30,
             what="kaito not ready",
         )
     finally:
-        cluster.kubectl(
-            "patch",
-            "inferenceproviderconfig",
-            "kaito",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            '{"status": {"ready": true}}',
-            check=False,
-        )
+        set_ready(cluster, "kaito", True, check=False)
         assert watcher.stop() == 0
     assert (first, refused) == (True, True)
     assert "provider config" in watcher.log_text()
