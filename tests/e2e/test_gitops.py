@@ -21,6 +21,7 @@ from tests.conftest import EXAMPLES
 from tests.support.builders import external_model_provider
 from tests.support.cluster import Cluster
 from tests.support.drift import missing_from
+from tests.support.wait import wait_until
 
 RENDERABLE = ("vllm-multi-gpu.yaml", "llmd-explicit.yaml", "vllm-direct-explicit.yaml")
 CRDS = cache_dir(dict(os.environ)) / "crds"
@@ -50,17 +51,26 @@ def rendered(
     )
 
 
-def dry_run_passes(cluster: Cluster, path: Path) -> bool:
+def refuses_field(cluster: Cluster, path: Path, field: str) -> bool:
+    """Whether the served schema refuses `field` in the object at `path` (a dry run; conflicts
+    with a previous test's field managers are forced, so only the schema can refuse)."""
     done = cluster.kubectl(
         "apply",
         "--server-side",
+        "--force-conflicts",
         "--validate=strict",
         "--dry-run=server",
         "-f",
         str(path),
         check=False,
     )
-    return done.returncode == 0
+    if done.returncode == 0:
+        return False
+    assert (
+        f"{field}: field not declared in schema" in done.stderr
+        or f'unknown field "{field}"' in done.stderr
+    ), done.stderr
+    return True
 
 
 def render(sources: Path, repo: Path, *extra: str) -> int:
@@ -140,6 +150,13 @@ def test_runway_apply_records_incompatible_upstream_and_recovers(
         "-f",
         str(older),
     )
+    service = next(rendered.rglob("rayservice-*.yaml"))
+    # A CRD's new schema is served a moment after the write: wait until the field is refused.
+    wait_until(
+        lambda: refuses_field(cluster, service, "spec.serveConfigV2"),
+        timeout=30,
+        what="the older schema",
+    )
     try:
         code = main(["apply", str(rendered), "--kubeconfig", str(cluster.kubeconfig)])
         report = capsys.readouterr().out
@@ -161,6 +178,11 @@ def test_runway_apply_records_incompatible_upstream_and_recovers(
             str(current),
         )
         cluster.wait_established(["rayservices.ray.io"])
+        wait_until(
+            lambda: not refuses_field(cluster, service, "spec.serveConfigV2"),
+            timeout=30,
+            what="the current schema",
+        )
     code_after = main(["apply", str(rendered), "--kubeconfig", str(cluster.kubeconfig)])
     capsys.readouterr()
     recovered = live(
