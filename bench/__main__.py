@@ -34,7 +34,10 @@ def per_call_us(fn: Callable[[], Any], rounds: int = ROUNDS) -> float:
 def main() -> None:
     configs = bundled_config_objects()
     objects = [
-        d for p in sorted(EXAMPLES.glob("*.yaml")) for d in yaml.safe_load_all(p.read_text()) if d
+        d
+        for p in sorted(EXAMPLES.glob("*.yaml")) + sorted(EXAMPLES.glob("rejected/*.yaml"))
+        for d in yaml.safe_load_all(p.read_text())
+        if d
     ]
     registry = ProviderRegistry.from_objects(configs)
     load = per_call_us(lambda: ProviderRegistry.from_objects(configs), rounds=20)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,18 +27,22 @@ from renderer.sources import (
     parse_documents,
     read_documents,
 )
+from renderer.schemapack import load_pack
 from renderer.strict import Schemas
 
 KINDS = (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG, EXTERNAL_MODEL_PROVIDER)
-DEFAULT_CRDS = Path(".cache") / "cluster" / "crds"
+# `render --check` follows `kubectl diff`: 0 no differences, 1 differences, above 1 an error.
+CHECK_OUT_OF_DATE = 1
+CHECK_REJECTED = 3  # a ModelDeployment was not rendered (2 stays "unusable input", 4 "Git failed")
 
 
 def add_commands(commands: Any) -> None:
     render = commands.add_parser(
         "render",
         help="render ModelDeployments into a GitOps repository (upstream objects, strictly checked)",
-        description="Exit status: 0 all rendered (or --check: up to date); 1 some ModelDeployment failed "
-        "(the rest were rendered) or --check found the tree out of date; 2 unusable input; 4 Git failed.",
+        description="Exit status: 0 all rendered; 1 some ModelDeployment was not rendered (the rest "
+        "were); 2 unusable input; 4 Git failed. With --check, as kubectl diff: 0 up to date; 1 the "
+        "tree is out of date; 3 some ModelDeployment was not rendered (out of date or not).",
     )
     render.add_argument(
         "sources",
@@ -70,7 +73,7 @@ def add_commands(commands: Any) -> None:
     render.add_argument(
         "--check",
         action="store_true",
-        help="render in memory; exit 1 if the repository is not up to date",
+        help="render in memory; exit 1 if the repository is out of date, 3 if an object is rejected",
     )
     render.add_argument(
         "--providers",
@@ -78,16 +81,18 @@ def add_commands(commands: Any) -> None:
         metavar="DIR",
         help="InferenceProviderConfigs (default: from the sources, else the shipped five)",
     )
-    render.add_argument(
+    crds = render.add_mutually_exclusive_group()
+    crds.add_argument(
         "--crds",
         action="append",
         metavar="DIR",
-        help=f"upstream CRDs for the strict check, repeatable (default: $RUNWAY_CRDS or {DEFAULT_CRDS})",
+        help="upstream CRDs that replace Runway's schema pack for their kinds, repeatable "
+        "(default: the schema pack alone)",
     )
-    render.add_argument(
+    crds.add_argument(
         "--crds-from-cluster",
         action="store_true",
-        help="take the upstream CRDs from a live cluster (--kubeconfig) instead of --crds",
+        help="the CRDs a live cluster serves (--kubeconfig) replace the schema pack for their kinds",
     )
     render.add_argument("--kubeconfig", metavar="FILE", help="for --crds-from-cluster")
     render.add_argument(
@@ -146,9 +151,7 @@ def _previous(
 def run_render(args: argparse.Namespace) -> int:
     docs = _sources(args.sources)
     registry = _registry(docs, args.providers)
-    schemas = Schemas.from_directories(
-        args.crds or [os.environ.get("RUNWAY_CRDS") or str(DEFAULT_CRDS)]
-    )
+    schemas = _schemas(args)
     pins = bundled_versions()
     gateway = _gateway(args.gateway, istio=args.istio)
     repo = Repo.open_or_init(args.repo)
@@ -174,9 +177,10 @@ def run_render(args: argparse.Namespace) -> int:
     if args.check:
         results, files, current = render_into_tree()
         changes = _changes(current, files)
-        _report(results, changes, args.output, committed=None)
-        up_to_date = not any(changes.values())
-        return 0 if up_to_date and all(r.error is None for r in results) else 1
+        _report(results, changes, args.output, committed=None, schemas=schemas)
+        if any(r.error is not None for r in results):
+            return CHECK_REJECTED
+        return CHECK_OUT_OF_DATE if any(changes.values()) else 0
     with repo.locked():
         repo.recover(args.path)
         results, files, current = render_into_tree()
@@ -193,8 +197,18 @@ def run_render(args: argparse.Namespace) -> int:
                 repo.commit(args.path)
 
             repo.push(args.push, args.branch, rerender=rerender)
-    _report(results, changes, args.output, committed=committed)
+    _report(results, changes, args.output, committed=committed, schemas=schemas)
     return 0 if all(r.error is None for r in results) else 1
+
+
+def _schemas(args: argparse.Namespace) -> Schemas:
+    """The schema pack, overridden kind by kind by --crds or --crds-from-cluster."""
+    pack = Schemas.from_pack(load_pack())
+    if args.crds:
+        return pack.overridden_by(Schemas.from_directories(args.crds))
+    if args.crds_from_cluster:
+        return pack.overridden_by(_cluster_schemas(args.kubeconfig))
+    return pack
 
 
 def _cluster_schemas(kubeconfig: str | None) -> Schemas:
@@ -203,7 +217,9 @@ def _cluster_schemas(kubeconfig: str | None) -> Schemas:
         listed = kubernetes.client.ApiextensionsV1Api(client).list_custom_resource_definition()
         crds = client.sanitize_for_serialization(listed)["items"]
     server = client.configuration.host
-    return Schemas.from_crds((f"{server} CRD {crd['metadata']['name']}", crd) for crd in crds)
+    return Schemas.from_crds(
+        (f"cluster {server}, CRD {crd['metadata']['name']}", crd) for crd in crds
+    )
 
 
 def _gateway(value: str | None, *, istio: bool) -> GatewayTarget | None:
@@ -229,6 +245,7 @@ def _report(
     output: str,
     *,
     committed: str | None,
+    schemas: Schemas,
 ) -> None:
     if output == "json":
         payload = {
@@ -247,6 +264,7 @@ def _report(
             ],
             "changes": changes,
             "commit": committed,
+            "schemas": schemas.used_sources(),
         }
         json.dump(payload, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
@@ -258,6 +276,8 @@ def _report(
             print(f"{r.key}: not rendered (previous output kept): {r.error}")
         for warning in r.warnings:
             print(f"  warning: {warning}")
+    for kind, origin in schemas.used_sources().items():
+        print(f"schema {kind}: {origin}")
     failed = sum(1 for r in results if r.error is not None)
     summary = ", ".join(f"{len(v)} {k}" for k, v in changes.items())
     print(

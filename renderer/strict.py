@@ -1,10 +1,10 @@
 """The render-time strict check (the #308 lesson): every rendered object against the schema of its
 pinned upstream, with undeclared fields reported instead of pruned.
 
-CRD schemas come from a directory searched recursively for CustomResourceDefinition documents (any
-file layout; default: the test cluster's cache of upstream CRDs at the pinned versions). An object
-whose kind has no schema there is reported too: "strict everywhere" means nothing is waved
-through unchecked.
+CRD schemas come from Runway's schema pack (renderer/schemapack.py) by default. CRDs found in
+directories (`--crds`, searched recursively for CustomResourceDefinition documents, any layout) or
+served by a cluster (`--crds-from-cluster`) override it kind by kind. An object whose kind has no
+schema anywhere is reported too: "strict everywhere" means nothing is waved through unchecked.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import referencing
 from providers.errors import FieldError, IncompatibleUpstream, Reason, SourceError
 from providers.fieldpath import FieldPath
 from providers.schema import check_schema
+from renderer.schemapack import PackEntry
 from renderer.sources import read_documents
 
 CRD_KIND = "CustomResourceDefinition"
@@ -34,6 +35,16 @@ class Schemas:
     by_kind: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
     origin: Mapping[tuple[str, str], str] = field(default_factory=dict)
     builtin: dict[str, BuiltinSchemas] = field(default_factory=dict)  # by Kubernetes version
+    used: dict[tuple[str, str], str] = field(default_factory=dict)  # what check() consulted
+
+    @classmethod
+    def from_pack(cls, entries: Iterable[PackEntry]) -> Schemas:
+        """The schemas of Runway's schema pack (`load_pack()`)."""
+        return cls.from_crds((entry.origin, entry.crd) for entry in entries)
+
+    def overridden_by(self, other: Schemas) -> Schemas:
+        """These schemas, with every kind `other` has taken from `other` instead."""
+        return Schemas({**self.by_kind, **other.by_kind}, {**self.origin, **other.origin})
 
     @classmethod
     def from_crds(cls, crds: Iterable[tuple[str, Mapping[str, Any]]]) -> Schemas:
@@ -62,7 +73,7 @@ class Schemas:
             if not path.is_dir():
                 raise SourceError(
                     str(path),
-                    "CRD directory does not exist (run `make cluster`, or pass --crds DIR)",
+                    "CRD directory does not exist",
                 )
         docs = read_documents([str(p) for p in paths])
         return cls.from_crds(
@@ -76,6 +87,7 @@ class Schemas:
         if key[0] in BUILTIN_API_VERSIONS:
             if kubernetes not in self.builtin:
                 self.builtin[kubernetes] = BuiltinSchemas(kubernetes)
+            self.used[key] = f"Kubernetes {self.builtin[kubernetes].minor} (kubernetes-validate)"
             return self.builtin[kubernetes].check(obj)
         schema = self.by_kind.get(key)
         if schema is None:
@@ -83,10 +95,16 @@ class Schemas:
                 FieldError(
                     "apiVersion",
                     Reason.NOT_FOUND,
-                    f"no CRD for {key[0]} {key[1]} among the given CRDs; pass --crds DIR holding the upstream CRDs",
+                    f"no CRD for {key[0]} {key[1]}, neither in Runway's schema pack nor among the "
+                    "given CRDs; pass --crds DIR holding the upstream CRD",
                 )
             ]
+        self.used[key] = self.origin[key]
         return check_schema(obj, schema, FieldPath())
+
+    def used_sources(self) -> dict[str, str]:
+        """`apiVersion Kind` -> where its schema came from, for every kind checked so far."""
+        return {f"{api} {kind}": self.used[(api, kind)] for api, kind in sorted(self.used)}
 
 
 BUILTIN_API_VERSIONS = frozenset(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import jsonpatch
@@ -14,15 +13,15 @@ import yaml
 
 from cli.inspect import validate_one
 from providers.registry import ProviderRegistry
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, example_files, example_name
 from tests.support.builders import external_model_provider, model_deployment, provider_config
 from tests.support.webhook import Webhook, review
 
 
 def examples() -> list[tuple[str, dict[str, Any]]]:
     return [
-        (p.name, d)
-        for p in sorted(EXAMPLES.glob("*.yaml"))
+        (example_name(p), d)
+        for p in example_files()
         for d in yaml.safe_load_all(p.read_text())
         if d
     ]
@@ -193,4 +192,4 @@ def test_one_log_line_per_admission_without_object_contents(webhook: Webhook) ->
 
 
 def test_examples_cover_every_file(webhook: Webhook) -> None:
-    assert len(examples()) == len(list(Path(EXAMPLES).glob("*.yaml")))
+    assert len(examples()) == len(example_files()) == 16

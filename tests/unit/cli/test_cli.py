@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from cli.main import Exit, main
-from tests.conftest import EXAMPLES, ROOT
+from tests.conftest import EXAMPLES, REJECTED_EXAMPLES, ROOT, example_files
 from tests.support.builders import model_deployment, provider_config
 
 EXPECTED_SELECTION = {
@@ -77,7 +77,7 @@ EXPECTED_DENIALS = {
 
 
 def examples() -> list[str]:
-    return [str(p) for p in sorted(EXAMPLES.glob("*.yaml"))]
+    return [str(p) for p in example_files()]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -204,7 +204,7 @@ def test_validate_text_reports_and_counts(capsys: pytest.CaptureFixture[str]) ->
         capsys,
         "validate",
         str(EXAMPLES / "cpu-llamacpp.yaml"),
-        str(EXAMPLES / "rejected-kaito-count.yaml"),
+        str(REJECTED_EXAMPLES / "kaito-count.yaml"),
     )
 
     assert code == Exit.REJECTED
@@ -219,9 +219,7 @@ def test_validate_text_reports_and_counts(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_validate_exits_zero_when_everything_is_allowed(capsys: pytest.CaptureFixture[str]) -> None:
-    allowed = [p for p in examples() if not Path(p).name.startswith("rejected-")]
-
-    code, out, _ = run(capsys, "validate", *allowed)
+    code, out, _ = run(capsys, "validate", *sorted(map(str, EXAMPLES.glob("*.yaml"))))
 
     assert code == Exit.OK
     assert out.splitlines()[-1] == "11 allowed, 0 denied"

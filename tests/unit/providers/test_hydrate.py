@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +13,7 @@ from providers.hydrate import STICKY_REASON, hydrate
 from providers.model import Choice
 from providers.registry import ProviderRegistry
 from renderer.yamlio import dump
-from tests.conftest import EXAMPLES
+from tests.conftest import example_files, example_name
 from tests.support.builders import (
     engine_capability,
     model_deployment,
@@ -34,8 +33,8 @@ KAITO_REASON = (
 
 def example_objects() -> list[tuple[str, dict[str, Any]]]:
     return [
-        (path.name, doc)
-        for path in sorted(EXAMPLES.glob("*.yaml"))
+        (example_name(path), doc)
+        for path in example_files()
         for doc in yaml.safe_load_all(path.read_text())
         if doc
     ]
@@ -86,7 +85,7 @@ def test_hydrating_a_hydrated_object_changes_nothing(
 ) -> None:
     first = hydrate(obj, registry=shipped)
     if first.errors:  # rejected at mutation: nothing is stored, so there is nothing to re-admit
-        assert name.startswith("rejected-")
+        assert name.startswith("rejected/")
         return
 
     second = hydrate(first.obj, registry=shipped)
@@ -265,4 +264,4 @@ def test_deeply_nested_input_is_an_error_not_a_crash(shipped: ProviderRegistry) 
 
 
 def test_every_example_file_takes_part_in_the_idempotence_test() -> None:
-    assert len(example_objects()) == len(list(Path(EXAMPLES).glob("*.yaml"))) == 16
+    assert len(example_objects()) == len(example_files()) == 16

@@ -57,9 +57,7 @@ def test_every_object_carries_labels_and_a_back_reference(shipped: ProviderRegis
 
 
 def test_rendering_is_deterministic(shipped: ProviderRegistry) -> None:
-    for path in sorted(EXAMPLES.glob("*.yaml")):
-        if path.name.startswith("rejected-"):
-            continue
+    for path in sorted(EXAMPLES.glob("*.yaml")):  # the admitted ones
         first = json.dumps(rendered(example(path.name), shipped), sort_keys=True)
         assert json.dumps(rendered(example(path.name), shipped), sort_keys=True) == first
 
