@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint format test-unit test-e2e bench clean manifests cluster
+.PHONY: install test lint format test-unit test-e2e bench clean manifests cluster schemas
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,12 @@ test-unit: $(STAMP)
 manifests: $(STAMP)
 	$(BIN)/runway crds > kustomize/base/crds.yaml
 	$(BIN)/runway provider-configs > kustomize/providers/provider-configs.yaml
+
+# The schema pack (renderer/schemas/) at the pins of providers/versions.env: Go-module upstreams are
+# downloaded, KAITO and Dynamo CRDs are read from UPSTREAM_CRDS (development time only).
+UPSTREAM_CRDS ?= ../shared/upstream-crds
+schemas: $(STAMP)
+	$(BIN)/python -m tools.schemapack --upstream-crds $(UPSTREAM_CRDS) --save-inputs .cache/schemas/inputs
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -222,16 +222,16 @@ def _read_yaml(path: Path) -> list[Any]:
 def gather(versions: Versions, upstream_crds: Path) -> list[dict[str, Any]]:
     """Every input as {"crd": the upstream CRD as published, "source": where it came from}."""
     inputs = []
+    for local in DIRECTORY_SOURCES:  # first: a pin without a known source stops before downloads
+        record = local.record(versions)
+        path = upstream_crds / local.local
+        inputs.append({"crd": _crd_named(_read_yaml(path), local.crd, str(path)), "source": record})
     for module in MODULE_SOURCES:
         version = _tag(versions.as_env()[module.pin])
         folder = module_dir(module.module, version)
         where = f"{module.module}@{version} {module.file}"
         crd = _crd_named(_read_yaml(folder / module.file), module.crd, where)
         inputs.append({"crd": crd, "source": module.record(versions)})
-    for local in DIRECTORY_SOURCES:
-        record = local.record(versions)
-        path = upstream_crds / local.local
-        inputs.append({"crd": _crd_named(_read_yaml(path), local.crd, str(path)), "source": record})
     return inputs
 
 

@@ -1,8 +1,11 @@
-"""`make cluster`: build kube-apiserver and etcd, and fetch the upstream CRDs, once.
+"""`make cluster`: build kube-apiserver and etcd, and fetch the GitOps tools' CRDs, once.
 
 Everything lands in the cache directory (default `.cache/cluster`, or $RUNWAY_CLUSTER_CACHE):
   bin/kube-apiserver, bin/etcd          built from tests/cluster/{apiserver,etcd}/go.mod
-  crds/<upstream>/<version>/*.yaml      copied from the upstream Go modules at the pinned versions
+  crds/<upstream>/<version>/*.yaml      Argo CD and Flux CRDs from their Go modules at the pins
+The CRDs of the kinds Runway renders are not fetched here: the test cluster installs them from
+Runway's schema pack (renderer/schemas/, `make schemas`), so the e2e tier tests exactly the
+schemas users get.
 A second run does nothing: each binary carries a stamp of its go.mod, go.sum and Go version, and
 each CRD folder a marker. Versions come from providers/versions.env only.
 
@@ -20,10 +23,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -54,20 +56,6 @@ BINARIES = (
 )
 
 
-def _keep_crds(kinds: Sequence[str]) -> Callable[[Path], list[dict[str, Any]]]:
-    """Read a (multi-document) CRD file and keep the CRDs of the given plural.group names."""
-
-    def keep(path: Path) -> list[dict[str, Any]]:
-        docs = [d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict)]
-        return [
-            d
-            for d in docs
-            if d.get("kind") == "CustomResourceDefinition" and d["metadata"]["name"] in kinds
-        ]
-
-    return keep
-
-
 @dataclass(frozen=True)
 class Upstream:
     """Where an upstream keeps its CRDs inside its Go module."""
@@ -76,7 +64,6 @@ class Upstream:
     module: str
     pin: str  # KEY of providers/versions.env
     files: tuple[str, ...]  # paths inside the module (globs allowed)
-    keep: Callable[[Path], list[dict[str, Any]]] | None = None
 
     def version(self, versions: Versions) -> str:
         value = versions.as_env()[self.pin]
@@ -84,31 +71,6 @@ class Upstream:
 
 
 UPSTREAMS = (
-    Upstream(
-        "gateway-api",
-        "sigs.k8s.io/gateway-api",
-        "GATEWAY_API_VERSION",
-        ("config/crd/standard/*.yaml",),
-    ),
-    Upstream(
-        "gateway-api-inference-extension",
-        "sigs.k8s.io/gateway-api-inference-extension",
-        "GAIE_VERSION",
-        ("config/crd/bases/*.yaml",),
-    ),
-    Upstream(
-        "kuberay",
-        "github.com/ray-project/kuberay/ray-operator",
-        "KUBERAY_VERSION",
-        ("config/crd/bases/ray.io_rayservices.yaml", "config/crd/bases/ray.io_rayclusters.yaml"),
-    ),
-    Upstream(
-        "istio",
-        "istio.io/api",
-        "ISTIO_VERSION",
-        ("kubernetes/customresourcedefinitions.gen.yaml",),
-        keep=_keep_crds(("destinationrules.networking.istio.io",)),
-    ),
     Upstream(
         "argo-cd",
         "github.com/argoproj/argo-cd/v3",
@@ -132,12 +94,6 @@ UPSTREAMS = (
         ("config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml",),
     ),
 )
-# Not served by the Go module proxy at any version (403 "not available"), and shipped by no other
-# registry this project can reach: their CRDs cannot be installed in the test cluster.
-UNAVAILABLE = {
-    "kaito": "github.com/kaito-project/kaito",
-    "dynamo": "github.com/ai-dynamo/dynamo/deploy/operator",
-}
 
 
 def _only_crds(path: Path) -> bool:
@@ -252,15 +208,8 @@ def fetch_crds(cache: Path, versions: Versions) -> None:
         copied = 0
         for pattern in upstream.files:
             for path in sorted(source.glob(pattern)):
-                if upstream.keep is None:
-                    if _only_crds(path):  # the standard channel also ships admission policies
-                        shutil.copyfile(path, dest / path.name)
-                        copied += 1
-                    continue
-                for crd in upstream.keep(path):
-                    (
-                        dest / f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml"
-                    ).write_text(yaml.safe_dump(crd, sort_keys=True))
+                if _only_crds(path):
+                    shutil.copyfile(path, dest / path.name)
                     copied += 1
         if copied == 0:
             raise SystemExit(
@@ -268,8 +217,6 @@ def fetch_crds(cache: Path, versions: Versions) -> None:
             )
         (dest / ".complete").write_text(f"{upstream.module}@{version}\n")
         say(f"CRDs {upstream.name} {version}: {copied} file(s) from {upstream.module}")
-    for name, module in sorted(UNAVAILABLE.items()):
-        say(f"CRDs {name}: not available ({module} is not served by the Go module proxy)")
 
 
 def main(env: Mapping[str, str]) -> int:

@@ -2,8 +2,9 @@
 
 `start_cluster()` brings up etcd and kube-apiserver on free 127.0.0.1 ports with a throwaway CA,
 an admin client certificate (group system:masters), service-account signing keys and data under
-a temporary directory; waits for /readyz; installs Runway's CRDs and the upstream CRDs from the
-cache; and returns a Cluster that stops both processes (by PID) when closed.
+a temporary directory; waits for /readyz; installs Runway's CRDs, the upstream CRDs of every kind
+Runway renders from its schema pack, and the GitOps tools' CRDs from the cache; and returns a
+Cluster that stops both processes (by PID) when closed.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ import yaml
 
 from certs.authority import issue, new_authority, signing_key_pem, write_atomically
 from cli.manifests import crds_yaml
-from renderer.yamlio import dump
-from tests.cluster.build import cache_dir
+from renderer.schemapack import load_pack
+from renderer.sources import bundled_versions
+from renderer.yamlio import dump, dump_all
+from tests.cluster.build import UPSTREAMS, cache_dir
 from tests.support.wait import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -133,8 +136,10 @@ def missing_binaries() -> list[str]:
 
 
 def upstream_crd_files() -> list[Path]:
-    crds = cache_dir(dict(os.environ)) / "crds"
-    return sorted(p for p in crds.rglob("*.yaml") if p.is_file())
+    """The cached CRDs of the GitOps tools (tests/cluster/build.py), at the pinned versions."""
+    crds, versions = cache_dir(dict(os.environ)) / "crds", bundled_versions()
+    folders = [crds / u.name / u.version(versions) for u in UPSTREAMS]
+    return sorted(p for folder in folders for p in folder.glob("*.yaml") if p.is_file())
 
 
 def _spawn(cluster: Cluster, name: str, argv: Sequence[str]) -> None:
@@ -289,8 +294,10 @@ def start_cluster(workdir: Path) -> Cluster:
 
 
 def install_crds(cluster: Cluster) -> None:
-    """Runway's three CRDs and every upstream CRD in the cache, then wait until Established."""
-    texts = [crds_yaml()] + [p.read_text() for p in upstream_crd_files()]
+    """Runway's three CRDs, the schema pack's CRDs and the cached GitOps tools' CRDs, then wait
+    until every one is Established."""
+    pack = dump_all(entry.crd for entry in load_pack())
+    texts = [crds_yaml(), pack] + [p.read_text() for p in upstream_crd_files()]
     names = [
         doc["metadata"]["name"]
         for text in texts
