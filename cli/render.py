@@ -19,6 +19,7 @@ from providers.registry import ProviderRegistry
 from renderer.apply import apply_tree, summary
 from renderer.gitops import Repo
 from renderer.render import HYDRATED_FILE, Result, render_all, tree_files
+from renderer.schemapack import load_pack
 from renderer.sources import (
     Document,
     bundled_config_objects,
@@ -27,7 +28,6 @@ from renderer.sources import (
     parse_documents,
     read_documents,
 )
-from renderer.schemapack import load_pack
 from renderer.strict import Schemas
 
 KINDS = (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG, EXTERNAL_MODEL_PROVIDER)

@@ -207,9 +207,10 @@ def _tag(version: str) -> str:
 
 def _crd_named(docs: Sequence[Any], name: str, where: str) -> dict[str, Any]:
     for doc in docs:
-        if isinstance(doc, dict) and doc.get("kind") == CRD_KIND:
-            if (doc.get("metadata") or {}).get("name") == name:
-                return doc
+        if not isinstance(doc, dict) or doc.get("kind") != CRD_KIND:
+            continue
+        if (doc.get("metadata") or {}).get("name") == name:
+            return doc
     raise InputError(f"{where} holds no CustomResourceDefinition named {name}")
 
 
@@ -268,8 +269,8 @@ def strip_crd(crd: Mapping[str, Any]) -> dict[str, Any]:
     metadata = crd.get("metadata") or {}
     spec = dict(crd["spec"])
     versions = []
-    for version in spec.get("versions") or ():
-        version = dict(version)
+    for published in spec.get("versions") or ():
+        version = dict(published)
         schema = (version.get("schema") or {}).get("openAPIV3Schema")
         if schema is not None:
             version["schema"] = {"openAPIV3Schema": strip_schema(schema)}

@@ -1,39 +1,40 @@
-"""The GitOps path on a real API server: a rendered tree applies strictly with zero drift, and
-`runway apply` records IncompatibleUpstream on the ModelDeployment, then recovers."""
+"""The GitOps path on a real API server: every example, rendered against the schema pack, applies
+strictly through the registered webhook with zero drift, and `runway apply` records
+IncompatibleUpstream on the ModelDeployment when an older CRD lacks a field, then recovers."""
 
 from __future__ import annotations
 
+import copy
 import json
-import os
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from cli.main import main
 from renderer.apply import folders
+from renderer.schemapack import load_pack
 from renderer.yamlio import dump
-from tests.cluster.build import cache_dir
 from tests.conftest import EXAMPLES
 from tests.support.builders import external_model_provider
 from tests.support.cluster import Cluster
 from tests.support.drift import missing_from
 from tests.support.wait import wait_until
+from tests.support.webhook import Webhook
 
-RENDERABLE = ("vllm-multi-gpu.yaml", "llmd-explicit.yaml", "vllm-direct-explicit.yaml")
-CRDS = cache_dir(dict(os.environ)) / "crds"
+ADMITTED = sorted(p.name for p in EXAMPLES.glob("*.yaml"))  # examples/rejected/ are not rendered
 
 
 @pytest.fixture
 def rendered(
-    tmp_path: Path, cluster: Cluster, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, cluster: Cluster, registered: Webhook, capsys: pytest.CaptureFixture[str]
 ) -> Iterator[Path]:
     sources = tmp_path / "sources"
     sources.mkdir()
-    for name in RENDERABLE:
+    for name in ADMITTED:
         shutil.copy(EXAMPLES / name, sources / name)
     (sources / "emp.yaml").write_text(dump(external_model_provider("openai", "models")))
     assert render(sources, tmp_path / "repo", "--commit") == 0
@@ -79,8 +80,6 @@ def render(sources: Path, repo: Path, *extra: str) -> int:
         str(sources),
         "--repo",
         str(repo),
-        "--crds",
-        str(CRDS),
         "--gateway",
         "gateways/inference",
         "--istio",
@@ -106,7 +105,7 @@ def live(cluster: Cluster, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_rendered_tree_applies_strictly_with_zero_drift(
-    rendered: Path, cluster: Cluster, capsys: pytest.CaptureFixture[str]
+    rendered: Path, cluster: Cluster, registered: Webhook, capsys: pytest.CaptureFixture[str]
 ) -> None:
     done = cluster.kubectl(
         "apply",
@@ -120,28 +119,72 @@ def test_rendered_tree_applies_strictly_with_zero_drift(
 
     assert (done.returncode, done.stderr) == (0, "")
     written = [obj for _, objects in folders(rendered) for obj in objects]
-    assert len(written) == 18  # 3 ModelDeployments, 5 workload objects, 9 gateway objects, 1 EMP
+    kinds = sorted({o["kind"] for o in written})
+    assert (len(written), kinds) == (
+        34,  # 11 ModelDeployments, 12 workload objects, 10 gateway objects, 1 EMP
+        [
+            "ConfigMap", "Deployment", "DynamoGraphDeployment", "ExternalModelProvider", "HTTPRoute",
+            "InferencePool", "ModelDeployment", "RayService", "Role", "RoleBinding", "Service",
+            "ServiceAccount", "Workspace",
+        ],
+    )  # fmt: skip
     drift = {
         f"{o['kind']}/{o['metadata']['name']}": missing_from(o, live(cluster, o), "")
         for o in written
     }
     assert drift == {name: [] for name in drift}
+    # Through the registered webhook, which had nothing to add to hydrated objects.
+    admissions = re.findall(
+        r"kind=ModelDeployment op=\w+ obj=models/(\S+) allowed=(\w+) patch=(\w+)",
+        registered.log_text(),
+    )
+    names = sorted(o["metadata"]["name"] for o in written if o["kind"] == "ModelDeployment")
+    assert sorted(set(admissions)) == [(name, "True", "False") for name in names]
     repo = rendered.parent
     assert render(repo.parent / "sources", repo, "--commit", "-o", "json") == 0
     assert json.loads(capsys.readouterr().out)["commit"] is None
 
 
+def narrower(crd: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """An older upstream, as it were: the pack's CRD without the field at `path` ("*": the value
+    schema of a map) in every version."""
+    older = copy.deepcopy(crd)
+    for version in older["spec"]["versions"]:
+        node = version["schema"]["openAPIV3Schema"]
+        for key in path[:-1]:
+            node = node["additionalProperties"] if key == "*" else node["properties"][key]
+        del node["properties"][path[-1]]
+    return older
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "name", "field"),
+    [
+        ("RayService", ("spec", "serveConfigV2"), "llama-70b", "spec.serveConfigV2"),
+        ("Workspace", ("inference", "preset"), "phi-kaito", "inference.preset"),
+        (
+            "DynamoGraphDeployment",
+            ("spec", "backendFramework"),
+            "qwen-7b",
+            "spec.backendFramework",
+        ),
+    ],
+    ids=["kuberay", "kaito", "dynamo"],
+)
 def test_runway_apply_records_incompatible_upstream_and_recovers(
-    rendered: Path, cluster: Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    kind: str,
+    path: tuple[str, ...],
+    name: str,
+    field: str,
+    rendered: Path,
+    cluster: Cluster,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    (current,) = CRDS.rglob("ray.io_rayservices.yaml")
-    crd = yaml.safe_load(current.read_text())
-    for version in crd["spec"]["versions"]:
-        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"].pop(
-            "serveConfigV2"
-        )
-    older = tmp_path / "older-rayservice.yaml"
-    older.write_text(yaml.safe_dump(crd))
+    (entry,) = [e for e in load_pack() if e.crd["spec"]["names"]["kind"] == kind]
+    current, older = tmp_path / "current-crd.yaml", tmp_path / "older-crd.yaml"
+    current.write_text(dump(entry.crd))
+    older.write_text(dump(narrower(dict(entry.crd), path)))
     cluster.kubectl(
         "apply",
         "--server-side",
@@ -150,24 +193,18 @@ def test_runway_apply_records_incompatible_upstream_and_recovers(
         "-f",
         str(older),
     )
-    service = next(rendered.rglob("rayservice-*.yaml"))
+    written = rendered / "models" / name / f"{kind.lower()}-{name}.yaml"
     # A CRD's new schema is served a moment after the write: wait until the field is refused.
-    wait_until(
-        lambda: refuses_field(cluster, service, "spec.serveConfigV2"),
-        timeout=30,
-        what="the older schema",
-    )
+    wait_until(lambda: refuses_field(cluster, written, field), timeout=30, what="the older schema")
+    model = {
+        "apiVersion": "airunway.ai/v1alpha1",
+        "kind": "ModelDeployment",
+        "metadata": {"name": name, "namespace": "models"},
+    }
     try:
         code = main(["apply", str(rendered), "--kubeconfig", str(cluster.kubeconfig)])
         report = capsys.readouterr().out
-        failed = live(
-            cluster,
-            {
-                "apiVersion": "airunway.ai/v1alpha1",
-                "kind": "ModelDeployment",
-                "metadata": {"name": "llama-70b", "namespace": "models"},
-            },
-        )
+        failed = live(cluster, model)
     finally:
         cluster.kubectl(
             "apply",
@@ -177,27 +214,20 @@ def test_runway_apply_records_incompatible_upstream_and_recovers(
             "-f",
             str(current),
         )
-        cluster.wait_established(["rayservices.ray.io"])
+        cluster.wait_established([entry.crd["metadata"]["name"]])
         wait_until(
-            lambda: not refuses_field(cluster, service, "spec.serveConfigV2"),
+            lambda: not refuses_field(cluster, written, field),
             timeout=30,
             what="the current schema",
         )
     code_after = main(["apply", str(rendered), "--kubeconfig", str(cluster.kubeconfig)])
     capsys.readouterr()
-    recovered = live(
-        cluster,
-        {
-            "apiVersion": "airunway.ai/v1alpha1",
-            "kind": "ModelDeployment",
-            "metadata": {"name": "llama-70b", "namespace": "models"},
-        },
-    )
+    recovered = live(cluster, model)
 
     assert code == 1
-    assert "models/llama-70b: RayService/llama-70b: refused: " in report
+    assert f"models/{name}: {kind}/{name}: refused: " in report
     # Server-side apply of a custom resource fails in typed conversion, like a built-in type.
-    assert ".spec.serveConfigV2: field not declared in schema" in report
+    assert f".{field}: field not declared in schema" in report
     assert failed["status"]["phase"] == "Failed"
     assert [(c["type"], c["status"], c["reason"]) for c in failed["status"]["conditions"]] == [
         ("ResourceCreated", "False", "IncompatibleUpstream"),
@@ -205,7 +235,7 @@ def test_runway_apply_records_incompatible_upstream_and_recovers(
     ]
     assert (
         failed["status"]["message"]
-        == "RayService/llama-70b: the installed upstream does not declare field spec.serveConfigV2; upgrade the upstream or Runway's pin"
+        == f"{kind}/{name}: the installed upstream does not declare field {field}; upgrade the upstream or Runway's pin"
     )
     assert code_after == 0
     assert recovered["status"]["phase"] == "Deploying"
@@ -250,7 +280,11 @@ def test_render_can_take_the_upstream_schemas_from_the_cluster(
     code = main([*argv, "--kubeconfig", str(cluster.kubeconfig), "-o", "json"])
     report = json.loads(capsys.readouterr().out)
 
+    server = json.loads(cluster.kubectl("config", "view", "--minify", "-o", "json").stdout)
     assert code == 0
     assert [(r["name"], r["provider"], r["rendered"]) for r in report["results"]] == [
         ("llama-70b", "kuberay", True)
     ]
+    assert report["schemas"] == {
+        "ray.io/v1 RayService": f"cluster {server['clusters'][0]['cluster']['server']}, CRD rayservices.ray.io"
+    }

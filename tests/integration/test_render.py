@@ -1,14 +1,14 @@
 """`runway render` into real Git repositories: layout, determinism, stickiness, pruning, strict
 upstream checks (including an older CRD), --check, pushes that race, and a killed render.
 
-KAITO Workspace and Dynamo DGD CRDs cannot be obtained here (see README), so these tests render
-the providers whose upstream schemas are available: KubeRay, llm-d and Direct vLLM.
+Upstream schemas come from Runway's schema pack (the default); these tests render KubeRay, llm-d
+and Direct vLLM (KAITO and Dynamo are rendered by the unit and e2e tiers).
 """
 
 from __future__ import annotations
 
+import copy
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -23,23 +23,12 @@ import yaml
 from cli.main import main
 from providers.admission import admit
 from providers.registry import ProviderRegistry
+from renderer.schemapack import load_pack
 from renderer.yamlio import dump, dump_all
-from tests.cluster.build import cache_dir
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, REJECTED_EXAMPLES
 from tests.support.builders import external_model_provider, model_deployment, provider_config
 
 RENDERABLE = ("vllm-multi-gpu.yaml", "llmd-explicit.yaml", "vllm-direct-explicit.yaml")
-
-
-@pytest.fixture(scope="module")
-def crds() -> Path:
-    path = cache_dir(dict(os.environ)) / "crds"
-    if not path.is_dir():
-        message = f"upstream CRDs not in {path}: run `make cluster`"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return path
 
 
 @pytest.fixture
@@ -68,16 +57,13 @@ def commits(repo: Path) -> list[str]:
 
 def test_render_writes_a_committed_kustomize_tree(
     sources: Path,
-    crds: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     shipped: ProviderRegistry,
 ) -> None:
     repo = tmp_path / "gitops"
 
-    code, report = render(
-        capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--commit"
-    )
+    code, report = render(capsys, str(sources), "--repo", str(repo), "--commit")
 
     assert code == 0
     assert [(r["name"], r["provider"], r["rendered"]) for r in report["results"]] == [
@@ -134,15 +120,13 @@ def test_render_writes_a_committed_kustomize_tree(
 
 
 def test_rendering_again_is_byte_identical_and_commits_nothing(
-    sources: Path, crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sources: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = tmp_path / "gitops"
-    render(capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--commit")
+    render(capsys, str(sources), "--repo", str(repo), "--commit")
     before = {p: p.read_bytes() for p in (repo / "rendered").rglob("*") if p.is_file()}
 
-    code, report = render(
-        capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--commit"
-    )
+    code, report = render(capsys, str(sources), "--repo", str(repo), "--commit")
 
     assert (code, report["commit"], report["changes"]) == (
         0,
@@ -154,11 +138,11 @@ def test_rendering_again_is_byte_identical_and_commits_nothing(
 
 
 def test_selection_stays_sticky_when_provider_configs_change(
-    crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo, source = tmp_path / "gitops", tmp_path / "md.yaml"
     source.write_text(dump(model_deployment("sticky", "team", gpu=2)))
-    render(capsys, str(source), "--repo", str(repo), "--crds", str(crds), "--commit")
+    render(capsys, str(source), "--repo", str(repo), "--commit")
     configs = tmp_path / "configs"
     configs.mkdir()
     (configs / "all.yaml").write_text(
@@ -170,8 +154,6 @@ def test_selection_stays_sticky_when_provider_configs_change(
         str(source),
         "--repo",
         str(repo),
-        "--crds",
-        str(crds),
         "--providers",
         str(configs),
         "--commit",
@@ -181,8 +163,6 @@ def test_selection_stays_sticky_when_provider_configs_change(
         str(source),
         "--repo",
         str(tmp_path / "fresh"),
-        "--crds",
-        str(crds),
         "--providers",
         str(configs),
     )
@@ -195,15 +175,13 @@ def test_selection_stays_sticky_when_provider_configs_change(
 
 
 def test_a_removed_model_deployment_is_pruned(
-    sources: Path, crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sources: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = tmp_path / "gitops"
-    render(capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--commit")
+    render(capsys, str(sources), "--repo", str(repo), "--commit")
     (sources / "llmd-explicit.yaml").unlink()
 
-    code, report = render(
-        capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--commit"
-    )
+    code, report = render(capsys, str(sources), "--repo", str(repo), "--commit")
 
     assert code == 0
     assert not (repo / "rendered/models/mistral-llmd").exists()
@@ -221,17 +199,18 @@ def test_a_removed_model_deployment_is_pruned(
 
 
 def test_an_older_upstream_crd_lacking_an_emitted_field_names_the_field(
-    sources: Path, crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sources: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """--crds replaces the schema pack for the kinds it holds, and only for those."""
     older = tmp_path / "older-crds"
-    shutil.copytree(crds, older)
-    (rayservice,) = older.rglob("ray.io_rayservices.yaml")
-    crd = yaml.safe_load(rayservice.read_text())
+    older.mkdir()
+    (entry,) = [e for e in load_pack() if e.file == "rayservices.ray.io.json"]
+    crd = copy.deepcopy(dict(entry.crd))
     for version in crd["spec"]["versions"]:
         version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"].pop(
             "serveConfigV2"
         )
-    rayservice.write_text(yaml.safe_dump(crd))
+    (older / "rayservice.yaml").write_text(yaml.safe_dump(crd))
     repo = tmp_path / "gitops"
 
     code, report = render(
@@ -241,23 +220,53 @@ def test_an_older_upstream_crd_lacking_an_emitted_field_names_the_field(
     by_name = {r["name"]: r for r in report["results"]}
     assert code == 1
     assert by_name["llama-70b"]["rendered"] is False
-    assert by_name["llama-70b"]["error"].startswith(
-        "IncompatibleUpstream: spec.serveConfigV2: RayService/llama-70b (ray.io/v1, schema from "
-    )
-    assert (
-        "spec.serveConfigV2: Unknown field: not declared in the schema"
-        in by_name["llama-70b"]["error"]
+    assert by_name["llama-70b"]["error"] == (
+        f"IncompatibleUpstream: spec.serveConfigV2: RayService/llama-70b (ray.io/v1, schema from "
+        f"{older}/rayservice.yaml (document 1)): spec.serveConfigV2: Unknown field: not declared "
+        'in the schema (did you mean "rayClusterConfig"?)'
     )
     assert not (repo / "rendered/models/llama-70b").exists()
     assert by_name["mistral-llmd"]["rendered"] and by_name["phi-direct"]["rendered"]
+    kubernetes = "Kubernetes 1.37 (kubernetes-validate)"
+    assert report["schemas"] == {
+        "apps/v1 Deployment": kubernetes,
+        "gateway.networking.k8s.io/v1 HTTPRoute": "schema pack httproutes.gateway.networking.k8s.io.json (Gateway API v1.5.1)",
+        "inference.networking.k8s.io/v1 InferencePool": "schema pack inferencepools.inference.networking.k8s.io.json (Gateway API Inference Extension v1.5.0)",
+        "ray.io/v1 RayService": f"{older}/rayservice.yaml (document 1)",
+        "rbac.authorization.k8s.io/v1 Role": kubernetes,
+        "rbac.authorization.k8s.io/v1 RoleBinding": kubernetes,
+        "v1 ConfigMap": kubernetes,
+        "v1 Service": kubernetes,
+        "v1 ServiceAccount": kubernetes,
+    }
+
+
+def test_check_exit_status_tells_out_of_date_from_rejected(
+    sources: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As kubectl diff: 0 no differences, 1 differences, above 1 an error (a rejected object)."""
+    repo = tmp_path / "gitops"
+    render(capsys, str(sources), "--repo", str(repo), "--commit")
+    up_to_date, _ = render(capsys, str(sources), "--repo", str(repo), "--check")
+    (sources / "llmd-explicit.yaml").unlink()
+    out_of_date, _ = render(capsys, str(sources), "--repo", str(repo), "--check")
+    shutil.copy(REJECTED_EXAMPLES / "kaito-count.yaml", sources / "kaito-count.yaml")
+    rejected, report = render(capsys, str(sources), "--repo", str(repo), "--check")
+
+    assert (up_to_date, out_of_date, rejected) == (0, 1, 3)
+    assert [(r["name"], r["rendered"]) for r in report["results"]] == [
+        ("llama-70b", True),
+        ("phi-direct", True),
+        ("rejected-kaito-count", False),
+    ]
 
 
 def test_a_rejected_model_deployment_keeps_its_previous_output(
-    crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo, source = tmp_path / "gitops", tmp_path / "md.yaml"
     source.write_text(dump(model_deployment("keep", "team", gpu=1, provider="vllm", engine="vllm")))
-    render(capsys, str(source), "--repo", str(repo), "--crds", str(crds), "--commit")
+    render(capsys, str(source), "--repo", str(repo), "--commit")
     before = (repo / "rendered/team/keep/deployment-keep.yaml").read_text()
     source.write_text(
         dump(
@@ -272,7 +281,7 @@ def test_a_rejected_model_deployment_keeps_its_previous_output(
         )
     )
 
-    code, report = render(capsys, str(source), "--repo", str(repo), "--crds", str(crds), "--commit")
+    code, report = render(capsys, str(source), "--repo", str(repo), "--commit")
 
     assert code == 1
     assert report["results"][0]["error"].startswith(
@@ -283,16 +292,16 @@ def test_a_rejected_model_deployment_keeps_its_previous_output(
 
 
 def test_check_reports_an_out_of_date_tree(
-    sources: Path, crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sources: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo = tmp_path / "gitops"
-    render(capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--commit")
-    up_to_date = render(capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--check")
+    render(capsys, str(sources), "--repo", str(repo), "--commit")
+    up_to_date = render(capsys, str(sources), "--repo", str(repo), "--check")
     (sources / "extra.yaml").write_text(
         dump(model_deployment("extra", "models", gpu=1, provider="vllm", engine="vllm"))
     )
 
-    code, report = render(capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--check")
+    code, report = render(capsys, str(sources), "--repo", str(repo), "--check")
 
     assert up_to_date[0] == 0
     assert code == 1
@@ -306,7 +315,7 @@ def test_check_reports_an_out_of_date_tree(
 
 
 def test_pushes_that_race_are_resolved_without_losing_history(
-    sources: Path, crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sources: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     remote = tmp_path / "remote.git"
     subprocess.run(
@@ -314,7 +323,7 @@ def test_pushes_that_race_are_resolved_without_losing_history(
     )
     first, second = tmp_path / "a", tmp_path / "b"
     for clone in (first, second):
-        render(capsys, str(sources), "--repo", str(clone), "--crds", str(crds))
+        render(capsys, str(sources), "--repo", str(clone))
         git(clone, "remote", "add", "origin", str(remote))
     other = tmp_path / "other"
     other.mkdir()
@@ -322,12 +331,8 @@ def test_pushes_that_race_are_resolved_without_losing_history(
         dump(model_deployment("other", "models", gpu=1, provider="vllm", engine="vllm"))
     )
 
-    code_a, report_a = render(
-        capsys, str(sources), "--repo", str(first), "--crds", str(crds), "--push", "origin"
-    )
-    code_b, report_b = render(
-        capsys, str(other), "--repo", str(second), "--crds", str(crds), "--push", "origin"
-    )
+    code_a, report_a = render(capsys, str(sources), "--repo", str(first), "--push", "origin")
+    code_b, report_b = render(capsys, str(other), "--repo", str(second), "--push", "origin")
 
     history = git(remote, "log", "--format=%s", "main").splitlines()
     assert (code_a, code_b) == (0, 0)
@@ -340,14 +345,14 @@ def test_pushes_that_race_are_resolved_without_losing_history(
 
 
 def test_a_killed_render_leaves_the_previous_tree_and_history_intact(
-    crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo, many = tmp_path / "gitops", tmp_path / "many"
     many.mkdir()
     (many / "one.yaml").write_text(
         dump(model_deployment("first", "models", gpu=1, provider="vllm", engine="vllm"))
     )
-    render(capsys, str(many), "--repo", str(repo), "--crds", str(crds), "--commit")
+    render(capsys, str(many), "--repo", str(repo), "--commit")
     head, tree = git(repo, "rev-parse", "HEAD"), git(repo, "ls-files", "-s")
     (many / "lots.yaml").write_text(
         dump_all(
@@ -368,8 +373,6 @@ def test_a_killed_render_leaves_the_previous_tree_and_history_intact(
                 str(many),
                 "--repo",
                 str(repo),
-                "--crds",
-                str(crds),
                 "--commit",
             ],
             stdout=subprocess.DEVNULL,
@@ -384,7 +387,7 @@ def test_a_killed_render_leaves_the_previous_tree_and_history_intact(
         )
         assert git(repo, "rev-parse", "HEAD") in (head, git(repo, "rev-parse", "HEAD"))
 
-    code, report = render(capsys, str(many), "--repo", str(repo), "--crds", str(crds), "--commit")
+    code, report = render(capsys, str(many), "--repo", str(repo), "--commit")
 
     assert killed == [-signal.SIGKILL] * 3  # each kill landed while the render was running
     assert code == 0
@@ -395,7 +398,7 @@ def test_a_killed_render_leaves_the_previous_tree_and_history_intact(
 
 
 def test_external_model_providers_are_rendered_and_inline_keys_never_reach_git(
-    crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo, sources = tmp_path / "gitops", tmp_path / "sources"
     sources.mkdir()
@@ -406,9 +409,7 @@ def test_external_model_providers_are_rendered_and_inline_keys_never_reach_git(
         dump(model_deployment("m", "gw", gpu=1, provider="vllm", engine="vllm"))
     )
 
-    code, report = render(
-        capsys, str(sources), "--repo", str(repo), "--crds", str(crds), "--commit"
-    )
+    code, report = render(capsys, str(sources), "--repo", str(repo), "--commit")
 
     by_name = {r["name"]: r for r in report["results"]}
     assert code == 1
