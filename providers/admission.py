@@ -32,9 +32,13 @@ def admit(
 ) -> Admission:
     """Mutate then validate, as the API server calls the two webhooks; `old` means UPDATE."""
     hydration = hydrate(obj, old=old, registry=registry)
-    if hydration.errors:
-        return Admission(False, dict(obj), [], hydration.errors, hydration.warnings, hydration)
     operation = Operation.UPDATE if old is not None else Operation.CREATE
+    if hydration.structural:
+        return Admission(False, dict(obj), [], hydration.errors, hydration.warnings, hydration)
+    if hydration.errors:  # selection failed; the other rules still run, so every error is told
+        rest = check_spec(hydration.obj, old=old, operation=operation, registry=registry)
+        errors = hydration.errors + tuple(e for e in rest.errors if e not in hydration.errors)
+        return Admission(False, dict(obj), [], errors, hydration.warnings, hydration)
     # hydrate() already ran the structure check on this object; it is not repeated.
     verdict = check_spec(hydration.obj, old=old, operation=operation, registry=registry)
     warnings = hydration.warnings + verdict.warnings

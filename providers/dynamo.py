@@ -68,7 +68,7 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
             {"name": "DYN_ROUTER_MODE", "value": str(overrides.get("routerMode") or "round-robin")}
         ],
     }
-    gateway = dig(md.spec, "gateway", "enabled") is True
+    gateway = dig(md.spec, "gateway", "enabled") is True and not md.is_dynamo_mocker
     services: dict[str, Any] = (
         {"Epp": _epp(md, overrides, pins)} if gateway else {"Frontend": frontend}
     )
@@ -94,6 +94,8 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
         for key, service in services.items():
             if key != "Epp":
                 service["frontendSidecar"] = _sidecar(md, pins, secret)
+    if md.is_dynamo_mocker:
+        _as_mocker(md, services, pins)
     if secret:
         for service in services.values():
             service["envFromSecret"] = secret
@@ -245,3 +247,33 @@ def _sidecar(md: ModelDeployment, pins: Versions, secret: str | None) -> dict[st
     if secret:
         sidecar["envFromSecret"] = secret
     return sidecar
+
+
+# AI Runway's Dynamo mocker test backend (the airunway.ai/dynamo-test-backend: mocker annotation):
+# `python3 -m dynamo.mocker` simulates a vLLM worker with no GPU, in the dynamo-planner image.
+_MOCKER_RESOURCES = {"cpu": "100m", "memory": "256Mi"}
+
+
+def _as_mocker(md: ModelDeployment, services: dict[str, Any], pins: Versions) -> None:
+    """Turn the services into the mocker's: the planner image everywhere, a small Frontend, and
+    workers that run the mocker with small CPU and memory requests equal to their limits."""
+    image = f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{pins.dynamo}"
+    for service in services.values():
+        container = service["extraPodSpec"]["mainContainer"]
+        container["image"] = image
+        if service["componentType"] == "frontend":
+            service["resources"] = {"requests": dict(_MOCKER_RESOURCES)}
+            continue
+        role = service.get("subComponentType")
+        container["command"] = ["python3", "-m", "dynamo.mocker"]
+        container["args"] = _mocker_args(md) + (flag("disaggregation-mode", role) if role else [])
+        service["resources"] = {
+            "requests": dict(_MOCKER_RESOURCES),
+            "limits": dict(_MOCKER_RESOURCES),
+        }
+
+
+def _mocker_args(md: ModelDeployment) -> list[str]:
+    args = flag("model-path", md.model_id) + flag("model-name", md.served_name or md.model_id)
+    args += flag("speedup-ratio", "1000.0") + flag("num-gpu-blocks-override", "4096")
+    return args + flag("block-size", "16") + flag("max-num-seqs", "64")

@@ -34,8 +34,9 @@ class GatewayTarget:
 
 
 def is_enabled(md: ModelDeployment) -> bool:
-    """Only an explicit `spec.gateway.enabled: true` renders gateway objects."""
-    return dig(md.spec, "gateway", "enabled") is True
+    """Only an explicit `spec.gateway.enabled: true` renders gateway objects (never for the Dynamo
+    mocker test backend, which serves through a standalone Frontend, as in AI Runway)."""
+    return dig(md.spec, "gateway", "enabled") is True and not md.is_dynamo_mocker
 
 
 def model_name(md: ModelDeployment, capabilities: Mapping[str, Any]) -> str:

@@ -40,6 +40,7 @@ from providers.selection import (
 
 MAX_NESTING = 100
 STICKY_REASON = "kept from the previous version of this object (selection is sticky)"
+MOCKER_REASON = "auto-selected: the dynamo mocker test backend runs only vllm"
 _ANNOTATIONS = {
     "engine": (ANNOTATION_ENGINE_SELECTION, ANNOTATION_ENGINE_REASON),
     "provider": (ANNOTATION_PROVIDER_SELECTION, ANNOTATION_PROVIDER_REASON),
@@ -56,6 +57,7 @@ class Hydration:
     candidates: tuple[CandidateTrace, ...]
     errors: tuple[FieldError, ...]
     warnings: tuple[str, ...]
+    structural: bool = False  # the errors are the structure check's: nothing else can run
 
 
 def structure_errors(obj: Mapping[str, Any]) -> list[FieldError]:
@@ -112,12 +114,14 @@ def hydrate(
     """Defaults and selection stamped into a new copy of `obj`; `old` is the stored version."""
     errors = structure_errors(obj)
     if errors:
-        return Hydration(dict(obj), None, None, (), tuple(errors), ())
+        return Hydration(dict(obj), None, None, (), tuple(errors), (), structural=True)
     out = with_defaults(obj)
     md = ModelDeployment(out)
     previous = ModelDeployment(old) if old is not None else None
     engine: Decision | FieldError | None
     engine = _recorded(md, "engine", md.engine_type) or _sticky(previous, "engine")
+    if engine is None and md.is_dynamo_mocker:
+        engine = Decision(Engine.VLLM.value, MOCKER_REASON, Choice.AUTO)
     if engine is None:
         engine = select_engine(md, registry, explicit_provider=md.provider_name)
     if isinstance(engine, FieldError):

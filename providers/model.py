@@ -26,6 +26,9 @@ ANNOTATION_ENGINE_SELECTION = "airunway.ai/engine-selection"
 ANNOTATION_ENGINE_REASON = "airunway.ai/engine-selected-reason"
 ANNOTATION_PROVIDER_SELECTION = "airunway.ai/provider-selection"
 ANNOTATION_PROVIDER_REASON = "airunway.ai/provider-selected-reason"
+# AI Runway's Dynamo test backend: `python3 -m dynamo.mocker` instead of an engine, no GPUs.
+ANNOTATION_DYNAMO_TEST_BACKEND = "airunway.ai/dynamo-test-backend"
+DYNAMO_MOCKER = "mocker"
 
 
 class Engine(StrEnum):
@@ -165,6 +168,12 @@ class ModelDeployment(_View):
     @property
     def provider_name(self) -> str:
         return _str(dig(self.spec, "provider", "name"))
+
+    @property
+    def is_dynamo_mocker(self) -> bool:
+        """The Dynamo mocker test backend: the annotation, on provider dynamo."""
+        backend = self.annotations.get(ANNOTATION_DYNAMO_TEST_BACKEND)
+        return backend == DYNAMO_MOCKER and self.provider_name == "dynamo"
 
     @property
     def overrides(self) -> Any:

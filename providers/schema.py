@@ -9,6 +9,7 @@ x-kubernetes-preserve-unknown-fields, x-kubernetes-embedded-resource and map-typ
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -183,7 +184,12 @@ def _check_map_keys(
         if not isinstance(item, dict) or not keys:
             continue
         key = tuple(repr(item.get(k)) for k in keys)
-        if key in seen:
+        if key in seen and len(keys) == 1:
+            # One key: on the key field, as the API server reports duplicate names of built-in
+            # lists (containers[1].name) and AI Runway its volumes; not on the whole item.
+            where = at.index(i).child(keys[0])
+            errors.append(FieldError(str(where), Reason.DUPLICATE, json.dumps(item.get(keys[0]))))
+        elif key in seen:
             shown = ", ".join(f"{k}={item.get(k)!r}" for k in keys)
             errors.append(FieldError(str(at.index(i)), Reason.DUPLICATE, shown))
         seen.add(key)

@@ -68,6 +68,7 @@ def check_spec(
     md = ModelDeployment(obj)
     errors = _check_engine_fields(md) + _check_model(md)
     errors += _check_overrides(md)
+    errors += _check_mocker(md)
     errors += _check_compatibility(md, registry)
     errors += _check_disaggregated(md) if md.is_disaggregated else []
     errors += check_volumes(md)
@@ -149,11 +150,19 @@ def _check_compatibility(md: ModelDeployment, registry: ProviderRegistry) -> lis
         )
         return [FieldError("spec.provider.name", Reason.UNSUPPORTED, detail)]
     mismatch = config.mismatch(md.engine_type, gpu=md.needs_gpu, mode=md.serving_mode)
-    if mismatch is None:
+    if mismatch is None or md.is_dynamo_mocker:  # the mocker needs no GPU; its engine: below
         return []
     path, why = mismatch
     hint = "; set spec.resources.gpu.count > 0" if why.endswith("without a GPU") else ""
     return [FieldError(path, Reason.UNSUPPORTED, f"provider {md.provider_name} {why}{hint}")]
+
+
+def _check_mocker(md: ModelDeployment) -> list[FieldError]:
+    """The Dynamo mocker test backend simulates vLLM only."""
+    if md.is_dynamo_mocker and md.engine_type and md.engine_type != Engine.VLLM:
+        detail = "the dynamo mocker test backend only supports the vllm engine"
+        return [FieldError("spec.engine.type", Reason.UNSUPPORTED, detail)]
+    return []
 
 
 def _check_disaggregated(md: ModelDeployment) -> list[FieldError]:
@@ -179,7 +188,7 @@ def _check_disaggregated(md: ModelDeployment) -> list[FieldError]:
                     f"spec.scaling.{part}", Reason.REQUIRED, "required in disaggregated mode"
                 )
             )
-        elif not (dig(component, "gpu", "count") or 0) > 0:
+        elif not (dig(component, "gpu", "count") or 0) > 0 and not md.is_dynamo_mocker:
             errors.append(
                 FieldError(
                     f"spec.scaling.{part}.gpu.count",
@@ -230,7 +239,9 @@ def _check_ceilings(md: ModelDeployment) -> list[FieldError]:
 
 
 def _at_most(value: Any, path: str, limit: Decimal, *, quantity: bool) -> list[FieldError]:
-    if value is None:
+    # "" is unset: the CRD declares these quantities as plain strings, the API server stores ""
+    # as it is, AI Runway's Go types read it as absent, and every renderer leaves it out.
+    if value is None or (quantity and value == ""):
         return []
     amount = parse_quantity(value) if quantity else Decimal(value)
     if amount is None:
@@ -282,6 +293,11 @@ def _warnings(md: ModelDeployment, registry: ProviderRegistry) -> list[str]:
     if config is not None and not config.ready:
         warnings.append(
             f"provider {md.provider_name} is not ready (its InferenceProviderConfig status.ready is false)"
+        )
+    if md.is_dynamo_mocker and dig(md.spec, "gateway", "enabled") is True:
+        warnings.append(
+            "spec.gateway.enabled is ignored by the dynamo mocker test backend: it serves through "
+            "a standalone Frontend, with no endpoint picker and no gateway objects"
         )
     if not md.is_disaggregated and any(
         k in (md.spec.get("scaling") or {}) for k in ("prefill", "decode")

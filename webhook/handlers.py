@@ -58,7 +58,9 @@ def mutate_model_deployment(req: AdmissionRequest, registry: ProviderRegistry) -
     before = req["object"]
     result = hydrate(before, old=_old(req), registry=registry)
     if result.errors or result.provider is None:
-        return Outcome(denied(req["uid"], result.errors, warnings=result.warnings))
+        # Denied here, the validating webhook never runs: report every error, not only selection's.
+        every = admit(before, old=_old(req), registry=registry).errors
+        return Outcome(denied(req["uid"], every, warnings=result.warnings))
     response = patched(req["uid"], before, result.obj, warnings=result.warnings)
     return Outcome(response, result.provider.value, result.provider.choice.value)
 

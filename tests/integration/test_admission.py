@@ -192,4 +192,4 @@ def test_one_log_line_per_admission_without_object_contents(webhook: Webhook) ->
 
 
 def test_examples_cover_every_file(webhook: Webhook) -> None:
-    assert len(examples()) == len(example_files()) == 16
+    assert len(examples()) == len(example_files()) == 17

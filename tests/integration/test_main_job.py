@@ -46,11 +46,11 @@ def test_the_readme_main_job_renders_and_commits_every_example(tmp_path: Path) -
         ".venv/bin/runway render examples/*.yaml --repo /tmp/runway-gitops --commit --gateway gateways/inference",
     ]
     assert [(r.returncode, r.stderr) for r in runs] == [(0, ""), (0, "")]
-    assert runs[0].stdout.splitlines()[-1] == "11 allowed, 0 denied"
+    assert runs[0].stdout.splitlines()[-1] == "12 allowed, 0 denied"
     assert (
         runs[1]
         .stdout.splitlines()[-1]
-        .startswith("11 rendered, 0 failed; files: 45 added, 0 changed, 0 removed; commit ")
+        .startswith("12 rendered, 0 failed; files: 48 added, 0 changed, 0 removed; commit ")
     )
     log = subprocess.run(
         ["git", "-C", str(repo), "log", "--format=%s"],
@@ -59,6 +59,6 @@ def test_the_readme_main_job_renders_and_commits_every_example(tmp_path: Path) -
         check=True,
         timeout=60,
     )
-    assert log.stdout.splitlines() == ["runway render: 45 added, 0 changed, 0 removed"]
+    assert log.stdout.splitlines() == ["runway render: 48 added, 0 changed, 0 removed"]
     folders = sorted(p.name for p in (repo / "rendered" / "models").iterdir() if p.is_dir())
-    assert len(folders) == len(list(EXAMPLES.glob("*.yaml"))) == 11
+    assert len(folders) == len(list(EXAMPLES.glob("*.yaml"))) == 12

@@ -98,7 +98,7 @@ def test_arrays_items_required_keys_and_duplicates() -> None:
     assert check({"items": [{"key": "a"}, {"key": "a"}, {}]}) == [
         ("spec.items", Reason.TOO_MANY, "must have at most 2 items"),
         ("spec.items[2].key", Reason.REQUIRED, "required field is missing"),
-        ("spec.items[1]", Reason.DUPLICATE, "key='a'"),
+        ("spec.items[1].key", Reason.DUPLICATE, '"a"'),
     ]
 
 

@@ -132,14 +132,15 @@ def test_duplicates_across_volumes_are_rejected(shipped: ProviderRegistry) -> No
     ]
 
 
-def test_duplicate_volume_names_are_caught_by_the_list_map_key(shipped: ProviderRegistry) -> None:
+def test_a_duplicate_volume_name_is_reported_on_its_name(shipped: ProviderRegistry) -> None:
+    """On volumes[1].name, as AI Runway and the API server's built-in lists do."""
     obj = with_volumes(
         {"name": "a", "claimName": "x", "mountPath": "/x"},
         {"name": "a", "claimName": "y", "mountPath": "/y"},
     )
 
     assert [(e.path, e.reason, e.detail) for e in validate(obj, registry=shipped).errors] == [
-        (f"{VOL}[1]", Reason.DUPLICATE, "name='a'")
+        (f"{VOL}[1].name", Reason.DUPLICATE, '"a"')
     ]
 
 
