@@ -121,7 +121,7 @@ def test_rendered_tree_applies_strictly_with_zero_drift(
     written = [obj for _, objects in folders(rendered) for obj in objects]
     kinds = sorted({o["kind"] for o in written})
     assert (len(written), kinds) == (
-        34,  # 11 ModelDeployments, 12 workload objects, 10 gateway objects, 1 EMP
+        36,  # 12 ModelDeployments, 13 workload objects, 10 gateway objects, 1 EMP
         [
             "ConfigMap", "Deployment", "DynamoGraphDeployment", "ExternalModelProvider", "HTTPRoute",
             "InferencePool", "ModelDeployment", "RayService", "Role", "RoleBinding", "Service",
