@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from providers.registry import ProviderRegistry
 from renderer.render import render_all, tree_files
+from renderer.schemapack import load_pack
 from renderer.sources import bundled_config_objects, bundled_versions
 from renderer.strict import Schemas
 from tests.support.builders import model_deployment
 
 COUNT = 1000
-CRDS = Path(__file__).resolve().parent.parent / ".cache" / "cluster" / "crds"
 
 
 def main() -> None:
-    if not CRDS.is_dir():
-        print(f"render bench skipped: no CRDs in {CRDS} (run `make cluster`)")
-        return
     providers = ("vllm", "llmd", None)  # None: auto-selected (KubeRay for 2 GPUs, Dynamo for 1)
     objects = [
         model_deployment(
@@ -31,7 +27,7 @@ def main() -> None:
         for i in range(COUNT)
     ]
     registry = ProviderRegistry.from_objects(bundled_config_objects())
-    schemas, pins = Schemas.from_directory(CRDS), bundled_versions()
+    schemas, pins = Schemas.from_pack(load_pack()), bundled_versions()
     start = time.perf_counter()
     results = render_all(objects, previous={}, registry=registry, schemas=schemas, pins=pins)
     files = tree_files(results, {})
