@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint format test-unit test-e2e bench clean manifests cluster
+.PHONY: install test lint format test-unit test-e2e bench clean manifests cluster flags
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ test-unit: $(STAMP)
 manifests: $(STAMP)
 	$(BIN)/runway crds > kustomize/base/crds.yaml
 	$(BIN)/runway provider-configs > kustomize/providers/provider-configs.yaml
+
+# Engine flag catalogs (providers/flags/*.json) from the pinned engines' own argument
+# definitions: downloads the pinned wheels from PyPI and reads them statically (no torch).
+flags: $(STAMP)
+	$(BIN)/python scripts/flags.py
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
