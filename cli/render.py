@@ -23,6 +23,7 @@ from renderer.render import HYDRATED_FILE, Result, render_all, tree_files
 from renderer.sources import (
     Document,
     bundled_config_objects,
+    bundled_flag_catalogs,
     bundled_versions,
     load_registry,
     parse_documents,
@@ -121,7 +122,9 @@ def _registry(docs: Sequence[Document], providers: Sequence[str] | None) -> Prov
     configs = [d.obj for d in docs if d.obj.get("kind") == INFERENCE_PROVIDER_CONFIG]
     if providers:
         return load_registry(providers)
-    return ProviderRegistry.from_objects(configs or bundled_config_objects())
+    return ProviderRegistry.from_objects(
+        configs or bundled_config_objects(), flags=bundled_flag_catalogs()
+    )
 
 
 def _previous(

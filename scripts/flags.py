@@ -29,6 +29,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+# The image Runway renders for each Dynamo engine (providers/dynamo.py), whose parser a catalog
+# describes; another spec.engine.image only gets warnings.
+RUNTIMES = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
 NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "count", "help", "version"}
 
 
@@ -175,7 +178,7 @@ def add_argument_flags(
             value = _const(_kw(node, key))
             if isinstance(value, str):
                 names.append(value)
-        names = [n for n in names if n.startswith("--")]
+        names = [n for n in names if n.startswith("-")]
         if not names:
             continue
         entry = _entry(node, kwargs_class, fields or {})
@@ -263,13 +266,28 @@ def dynamo_flags(wheel: Path, engine: str) -> tuple[dict[str, dict[str, str]], l
 
 
 def catalog(
-    engine: str, version: str, method: str, sources: list[str], flags: Mapping[str, Any]
+    engine: str,
+    version: str,
+    method: str,
+    sources: list[str],
+    flags: Mapping[str, Any],
+    *,
+    image: str,
+    vllm_parser: bool = False,
+    prefixes: tuple[str, ...] = (),
 ) -> dict[str, Any]:
+    """One catalog. vLLM's FlexibleArgumentParser reads `--max_model_len` as `--max-model-len`
+    and `--compilation-config.mode 3` as a key of `--compilation-config`; `prefixes` are open
+    namespaces (dynamo.trtllm's `--trtllm.<key>`)."""
     return {
         "engine": engine,
         "version": version,
+        "image": image,
         "method": method,
         "sources": sources,
+        "underscoresAsDashes": vllm_parser,
+        "dottedKeys": vllm_parser,
+        "prefixes": list(prefixes),
         "flags": dict(sorted(flags.items())),
     }
 
@@ -288,6 +306,8 @@ def build(work: Path) -> dict[str, dict[str, Any]]:
         f"pip download --no-deps vllm=={vllm_version}; static ast read",
         sources,
         flags,
+        image=f"vllm/vllm-openai:{versions['VLLM_VERSION']}",
+        vllm_parser=True,
     )
 
     dynamo = download(f"ai-dynamo=={dynamo_version}", work / "dynamo")
@@ -315,7 +335,14 @@ def build(work: Path) -> dict[str, dict[str, Any]]:
                 " --extra-engine-args or --trtllm.<key>, not as flags)"
             )
         out[f"dynamo-{engine}"] = catalog(
-            f"dynamo.{engine}", f"{dynamo_version} ({package} {pinned})", method, sources, flags
+            f"dynamo.{engine}",
+            f"{dynamo_version} ({package} {pinned})",
+            method,
+            sources,
+            flags,
+            image=f"nvcr.io/nvidia/ai-dynamo/{RUNTIMES[engine]}:{dynamo_version}",
+            vllm_parser=engine == "vllm",
+            prefixes=("--trtllm.",) if engine == "trtllm" else (),
         )
     return out
 
