@@ -79,6 +79,8 @@ def test_dynamo_worker_args_image_and_stripped_transformer_keys(shipped: Provide
             "--served-model-name",
             "Qwen/Qwen2.5-32B-Instruct",
             "--enable-prefix-caching",
+            "--tensor-parallel-size",
+            "2",
         ],
     }
     assert worker["resources"] == {"limits": {"gpu": "2"}, "requests": {"gpu": "2"}}
@@ -233,11 +235,11 @@ def test_direct_vllm_deployment_and_service(shipped: ProviderRegistry) -> None:
     assert container["image"] == f"vllm/vllm-openai:{PINS.vllm}"
     assert container["args"] == [
         "--host", "0.0.0.0", "--port", "8000",
-        "--model", "microsoft/Phi-4-mini-instruct", "--enable-prefix-caching",
-        "--max-model-len", "16384", "--disable-log-requests",
+        "--model", "microsoft/Phi-4-mini-instruct", "--max-model-len", "16384",
+        "--enable-prefix-caching", "--max-num-seqs", "64", "--enable-log-requests",
     ]  # fmt: skip
     assert container["volumeMounts"] == [{"name": "cache", "mountPath": "/model-cache"}]
-    assert "env" not in container  # an empty list would be dropped by the API server: drift
+    assert container["env"] == [{"name": "HF_HOME", "value": "/model-cache"}]
     assert deployment["spec"]["template"]["spec"]["volumes"] == [
         {"name": "cache", "persistentVolumeClaim": {"claimName": "shared-model-cache"}}
     ]
@@ -266,7 +268,8 @@ def test_spec_overrides_merge_but_cannot_break_the_selector(shipped: ProviderReg
     overrides = {
         "spec": {
             "selector": {"matchLabels": {"x": "y"}},
-            "template": {"spec": {"priority": 5}, "metadata": {"labels": {"team": "ml"}}},
+            "revisionHistoryLimit": 5,
+            "template": {"metadata": {"labels": {"team": "ml"}}},
         }
     }
     deployment, _ = rendered(
@@ -279,7 +282,7 @@ def test_spec_overrides_merge_but_cannot_break_the_selector(shipped: ProviderReg
             "app.kubernetes.io/component": "server",
         }
     }
-    assert deployment["spec"]["template"]["spec"]["priority"] == 5
+    assert deployment["spec"]["revisionHistoryLimit"] == 5
     assert deployment["spec"]["template"]["metadata"]["labels"]["team"] == "ml"
 
 
