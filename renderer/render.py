@@ -21,6 +21,7 @@ from providers.model import (
     ExternalModelProvider,
     ModelDeployment,
 )
+from providers.pods import model_port
 from providers.registry import MODULES, ProviderRegistry
 from providers.versions import Versions
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
@@ -38,7 +39,6 @@ SERVER_FIELDS = (
 HYDRATED_FILE = "modeldeployment.yaml"
 EXTERNAL_FILE = "externalmodelprovider.yaml"
 EXTERNAL_SUFFIX = ".emp"  # a dot: no ModelDeployment name can have one, so folders never clash
-MODEL_PORTS = {"kaito": 5000}  # the port the provider's model server listens on; 8000 otherwise
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,7 @@ def render_one(
             return Result(key, error=error, warnings=admission.warnings)
         config = registry.get(md.provider_name)
         capabilities = config.gateway(md.engine_type) if config is not None else {}
-        port = MODEL_PORTS.get(md.provider_name, 8000)
-        objects += render_gateway(md, capabilities, gateway, pins, port=port)
+        objects += render_gateway(md, capabilities, gateway, pins, port=model_port(md))
     for rendered in objects:
         errors = schemas.check(rendered, kubernetes=pins.kubernetes)
         if errors:
