@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from providers.fieldpath import FieldPath
 from providers.model import ModelDeployment
 
 ARGS = FieldPath.root("spec", "engine", "args")
+_ARG_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
 EXTRA_ARGS = FieldPath.root("spec", "engine", "extraArgs")
 
 
@@ -163,7 +165,8 @@ def catalog_name(provider: str, engine: str) -> str | None:
 def user_flags(md: ModelDeployment) -> list[tuple[FieldPath, str]]:
     """(field path, flag) for every flag the user wrote, in spec.engine.args then extraArgs."""
     args: Mapping[str, Any] = md.engine.get("args") or {}
-    out = [(ARGS.key(key), f"--{key}") for key in sorted(args)]
+    # A key that is not a flag name (leading dashes, spaces) is refused by the args check.
+    out = [(ARGS.key(key), f"--{key}") for key in sorted(args) if _ARG_KEY.match(key)]
     for i, token in enumerate(md.engine.get("extraArgs") or ()):
         if is_flag(str(token)):
             out.append((EXTRA_ARGS.index(i), str(token)))
