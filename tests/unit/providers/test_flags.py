@@ -98,7 +98,7 @@ def test_catalog_parse_reads_what_make_flags_writes() -> None:
         ("kaito", "llamacpp", None),
         ("kuberay", "vllm", None),
     ],
-    ids=lambda v: str(v),
+    ids=str,
 )
 def test_each_provider_engine_maps_to_the_catalog_of_its_entry_point(
     provider: str, engine: str, catalog: str | None
