@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from providers.model import ModelDeployment, dig
-from providers.pods import KAITO_PORT, KAITO_WORKSPACE_LABEL
+from providers.pods import KAITO_PORT, KAITO_WORKSPACE_LABEL, RAY_HEAD_LABELS
 from providers.rendering import HTTP_PORT, claim_name
 
 _TP = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp")
@@ -157,6 +157,12 @@ def _pod_labels(
         if s.owner.get("kind") == "Deployment"
     ]
     for obj in objects:
+        if obj.get("kind") == "RayService":
+            head = dig(obj, "spec", "rayClusterConfig", "headGroupSpec", "template") or {}
+            labels = {**(dig(head, "metadata", "labels") or {}), **RAY_HEAD_LABELS}
+            groups.append(
+                (f"{ref(obj)} head pods (template labels and KubeRay's ray.io labels)", labels)
+            )
         if obj.get("kind") == "Workspace":
             template = dig(obj, "inference", "template", "metadata", "labels") or {}
             labels = {**template, KAITO_WORKSPACE_LABEL: dig(obj, "metadata", "name")}

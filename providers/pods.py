@@ -11,7 +11,10 @@ The rules, per provider:
               (consts.PortInferenceServer); Runway's llama.cpp template passes --address=:5000.
   dynamo      The Dynamo operator creates and owns the InferencePool (managesInferencePool), so
               Runway renders no pool and no selector.
-  kuberay     The KubeRay operator labels pods with ray.io/* labels (no pool is rendered here).
+  kuberay     KubeRay (v1.3.0, ray-operator/controllers/ray/common/pod.go labelPod) gives each
+              pod its group template's labels plus ray.io/node-type, ray.io/group,
+              ray.io/cluster (which the template cannot override) and a few more; Ray Serve's
+              HTTP proxy on the head listens on 8000, so the pool selects the head's labels.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from providers.rendering import HTTP_PORT, LABEL_MODEL_DEPLOYMENT
 
 KAITO_WORKSPACE_LABEL = "kaito.sh/workspace"
 KAITO_PORT = 5000
+RAY_HEAD_LABELS = {"ray.io/node-type": "head", "ray.io/is-ray-node": "yes"}
 
 
 def pool_selector(md: ModelDeployment) -> dict[str, str]:
