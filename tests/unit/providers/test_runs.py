@@ -20,6 +20,7 @@ from providers.registry import MODULES, ProviderRegistry
 from renderer.sources import bundled_flag_catalogs, bundled_versions
 from tests.conftest import EXAMPLES
 from tests.support.builders import disaggregated, model_deployment
+from tests.support.matrix import cases, engine_args
 
 PINS = bundled_versions()
 CATALOGS = bundled_flag_catalogs()
@@ -436,3 +437,16 @@ def test_invariant_dynamo_mounts_must_be_listed_in_pvcs(shipped: ProviderRegistr
     assert check_invariants(md, objects) == [
         "DynamoGraphDeployment/m spec.services.VllmWorker.volumeMounts[0] names shared, which spec.pvcs does not list"
     ]
+
+
+def test_every_flag_runway_emits_is_catalogued_across_the_matrix(shipped: ProviderRegistry) -> None:
+    checked = 0
+    for ident, obj in cases(shipped):
+        md, objects = render(obj, shipped)
+        name = catalog_name(md.provider_name, md.engine_type)
+        if name is None:
+            continue
+        for args in engine_args(objects):
+            assert unknown_flags(args, CATALOGS[name]) == [], ident
+            checked += 1
+    assert checked == 44  # engine containers in the 32 matrix cases whose engine has a catalog
