@@ -104,6 +104,7 @@ def managed_claims(md: ModelDeployment) -> list[dict[str, Any]]:
         spec: dict[str, Any] = {
             "accessModes": [str(volume.get("accessMode") or DEFAULT_ACCESS_MODE)],
             "resources": {"requests": {"storage": str(volume["size"])}},
+            "volumeMode": "Filesystem",  # the API server's default, written out: no drift
         }
         if "storageClassName" in volume:
             spec["storageClassName"] = str(volume["storageClassName"] or "")

@@ -165,6 +165,7 @@ def test_dynamo_sized_volume_on_the_default_class_gets_a_rendered_claim(
     assert claim["spec"] == {
         "accessModes": ["ReadWriteMany"],
         "resources": {"requests": {"storage": "100Gi"}},
+        "volumeMode": "Filesystem",
     }
     assert check_invariants(md, objects) == []
 
@@ -224,6 +225,7 @@ def test_sized_volumes_get_their_claim_rendered(shipped: ProviderRegistry, provi
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": "100Gi"}},
         "storageClassName": "",
+        "volumeMode": "Filesystem",
     }
     assert objects[0]["spec"]["template"]["spec"]["volumes"][0] == {
         "name": "cache",
