@@ -124,9 +124,9 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
 
 
 def _creates(md: ModelDeployment, claim: str) -> bool:
-    """Whether the DGD's `pvcs[].create` makes this managed claim. Its CRD at the pinned version requires
-    size, storageClass and volumeAccessMode for create; a volume that leaves the class to the
-    cluster default has no storageClass, so Runway renders that claim itself."""
+    """Whether the DGD's `pvcs[].create` makes this managed claim. Its CRD at the pinned version
+    requires size, storageClass and volumeAccessMode for create; a volume that leaves the class
+    to the cluster default has no storageClass, so Runway renders that claim itself."""
     return any(
         claim_name(md, v) == claim and v.get("size") is not None and "storageClassName" in v
         for v in md.volumes
@@ -200,6 +200,7 @@ _SWITCHES: Mapping[str, tuple[tuple[str, bool, str], ...]] = {
     "vllm": (
         ("trustRemoteCode", True, "trust-remote-code"),
         ("enablePrefixCaching", True, "enable-prefix-caching"),
+        ("enablePrefixCaching", False, "no-enable-prefix-caching"),  # vLLM caches by default
         ("enforceEager", True, "enforce-eager"),
     ),
     "sglang": (

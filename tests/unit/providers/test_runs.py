@@ -101,6 +101,16 @@ def test_dynamo_sglang_spells_prefix_caching_and_eager_as_sglang_does(
         ("trtllm", "--tensor-parallel-size"),
     ],
 )
+def test_dynamo_vllm_turns_prefix_caching_off_explicitly(shipped: ProviderRegistry) -> None:
+    obj = model_deployment(
+        gpu=1, provider="dynamo", engine={"type": "vllm", "enablePrefixCaching": False}
+    )
+
+    assert worker_args(render(obj, shipped)[1][0]) == [
+        "--model", "org/model", "--served-model-name", "org/model", "--no-enable-prefix-caching",
+    ]  # fmt: skip
+
+
 def test_dynamo_workers_run_tensor_parallel_on_all_their_gpus(
     shipped: ProviderRegistry, engine: str, flag: str
 ) -> None:
