@@ -93,14 +93,6 @@ def test_dynamo_sglang_spells_prefix_caching_and_eager_as_sglang_does(
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("engine", "flag"),
-    [
-        ("vllm", "--tensor-parallel-size"),
-        ("sglang", "--tp-size"),
-        ("trtllm", "--tensor-parallel-size"),
-    ],
-)
 def test_dynamo_vllm_turns_prefix_caching_off_explicitly(shipped: ProviderRegistry) -> None:
     obj = model_deployment(
         gpu=1, provider="dynamo", engine={"type": "vllm", "enablePrefixCaching": False}
@@ -111,6 +103,14 @@ def test_dynamo_vllm_turns_prefix_caching_off_explicitly(shipped: ProviderRegist
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("engine", "flag"),
+    [
+        ("vllm", "--tensor-parallel-size"),
+        ("sglang", "--tp-size"),
+        ("trtllm", "--tensor-parallel-size"),
+    ],
+)
 def test_dynamo_workers_run_tensor_parallel_on_all_their_gpus(
     shipped: ProviderRegistry, engine: str, flag: str
 ) -> None:
