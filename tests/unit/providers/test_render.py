@@ -115,18 +115,21 @@ def test_dynamo_disaggregated_has_prefill_and_decode_workers(shipped: ProviderRe
 
 
 @pytest.mark.parametrize(
-    ("engine", "module", "context_flag"),
-    [("sglang", "dynamo.sglang", "--context-length"), ("trtllm", "dynamo.trtllm", None)],
+    ("engine", "module", "model_flag", "context_flag"),
+    [
+        ("sglang", "dynamo.sglang", "--model-path", "--context-length"),
+        ("trtllm", "dynamo.trtllm", "--model", None),
+    ],
 )
 def test_dynamo_engine_specific_flags(
-    engine: str, module: str, context_flag: str | None, shipped: ProviderRegistry
+    engine: str, module: str, model_flag: str, context_flag: str | None, shipped: ProviderRegistry
 ) -> None:
     obj = model_deployment(engine={"type": engine, "contextLength": 8192}, gpu=1)
     (graph,) = rendered(obj, shipped)
     main = graph["spec"]["services"]["VllmWorker"]["extraPodSpec"]["mainContainer"]
 
     assert main["command"] == ["python3", "-m", module]
-    assert main["args"][:2] == ["--model-path", "org/model"]
+    assert main["args"][:2] == [model_flag, "org/model"]
     assert (
         (context_flag in main["args"])
         if context_flag
