@@ -219,7 +219,7 @@ _TENSOR_PARALLEL = {
 
 def _args(md: ModelDeployment, role: str | None, gpus: int) -> list[str]:
     engine, spec = md.engine_type, md.engine
-    # dynamo.trtllm 1.1.1 names it --model (--model-path is its obsolete alias); SGLang's is --model-path
+    # dynamo.trtllm names it --model (--model-path is its obsolete alias); SGLang's is --model-path
     args = flag("model-path" if engine == "sglang" else "model", md.model_id)
     args += flag("served-model-name", served_model_name(md) or md.model_id)
     if spec.get("contextLength") and engine != "trtllm":
