@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint format test-unit test-e2e bench clean manifests cluster schemas
+.PHONY: install test lint format test-unit test-e2e bench clean manifests cluster schemas flags
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ manifests: $(STAMP)
 UPSTREAM_CRDS ?= ../shared/upstream-crds
 schemas: $(STAMP)
 	$(BIN)/python -m tools.schemapack --upstream-crds $(UPSTREAM_CRDS) --save-inputs .cache/schemas/inputs
+
+# Engine flag catalogs (providers/flags/*.json) from the pinned engines' own argument
+# definitions: downloads the pinned wheels from PyPI and reads them statically (no torch).
+flags: $(STAMP)
+	$(BIN)/python scripts/flags.py
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -23,6 +23,7 @@ from renderer.schemapack import load_pack
 from renderer.sources import (
     Document,
     bundled_config_objects,
+    bundled_flag_catalogs,
     bundled_versions,
     load_registry,
     parse_documents,
@@ -126,7 +127,9 @@ def _registry(docs: Sequence[Document], providers: Sequence[str] | None) -> Prov
     configs = [d.obj for d in docs if d.obj.get("kind") == INFERENCE_PROVIDER_CONFIG]
     if providers:
         return load_registry(providers)
-    return ProviderRegistry.from_objects(configs or bundled_config_objects())
+    return ProviderRegistry.from_objects(
+        configs or bundled_config_objects(), flags=bundled_flag_catalogs()
+    )
 
 
 def _previous(

@@ -10,7 +10,18 @@ from providers.errors import FieldError
 from providers.fieldpath import FieldPath
 from providers.model import ModelDeployment, dig
 from providers.overrides import check_accepted, object_roots
-from providers.rendering import deep_merge, flag, object_meta, placement, user_args
+from providers.rendering import (
+    DEFAULT_ACCESS_MODE,
+    claim_name,
+    deep_merge,
+    flag,
+    hf_home_env,
+    managed_claims,
+    object_meta,
+    placement,
+    served_model_name,
+    user_args,
+)
 from providers.versions import Versions
 
 NAME = "dynamo"
@@ -101,10 +112,7 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
             service["envFromSecret"] = secret
     spec: dict[str, Any] = {"backendFramework": engine, "services": services}
     if md.volumes:
-        spec["pvcs"] = [
-            {"name": v.get("claimName") or f"{md.name}-{v['name']}", "create": False}
-            for v in md.volumes
-        ]
+        spec["pvcs"] = [_pvc(md, v) for v in md.volumes]
     graph = {
         "apiVersion": "nvidia.com/v1alpha1",
         "kind": "DynamoGraphDeployment",
@@ -113,7 +121,31 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
     }
     if isinstance(overrides.get("spec"), Mapping):
         graph = deep_merge(graph, {"spec": overrides["spec"]})
-    return [graph]
+    claims = [c for c in managed_claims(md) if not _creates(md, c["metadata"]["name"])]
+    return [graph, *claims]
+
+
+def _creates(md: ModelDeployment, claim: str) -> bool:
+    """Whether the DGD's `pvcs[].create` makes this managed claim. Its CRD at the pinned version
+    requires size, storageClass and volumeAccessMode for create; a volume that leaves the class
+    to the cluster default has no storageClass, so Runway renders that claim itself."""
+    return any(
+        claim_name(md, v) == claim and v.get("size") is not None and "storageClassName" in v
+        for v in md.volumes
+    )
+
+
+def _pvc(md: ModelDeployment, volume: Mapping[str, Any]) -> dict[str, Any]:
+    name = claim_name(md, volume)
+    if not _creates(md, name):
+        return {"name": name, "create": False}
+    return {
+        "name": name,
+        "create": True,
+        "size": str(volume["size"]),
+        "storageClass": str(volume["storageClassName"] or ""),
+        "volumeAccessMode": str(volume.get("accessMode") or DEFAULT_ACCESS_MODE),
+    }
 
 
 def _worker(
@@ -139,18 +171,19 @@ def _worker(
             "mainContainer": {
                 "image": image,
                 "command": ["python3", "-m", f"dynamo.{engine}"],
-                "args": _args(md, role),
+                "args": _args(md, role, gpus),
             },
             **placement(md),
         },
     }
     if role is not None:
         worker["subComponentType"] = role
-    if md.spec.get("env"):
-        worker["envs"] = [dict(e) for e in md.spec["env"]]
+    envs = [dict(e) for e in md.spec.get("env") or ()] + hf_home_env(md)
+    if envs:
+        worker["envs"] = envs
     mounts = [
         {
-            "name": v.get("claimName") or f"{md.name}-{v['name']}",
+            "name": claim_name(md, v),
             "mountPoint": v["mountPath"],
             "useAsCompilationCache": v.get("purpose") == "compilationCache",
         }
@@ -161,22 +194,45 @@ def _worker(
     return worker
 
 
-def _args(md: ModelDeployment, role: str | None) -> list[str]:
+# Spec switches per engine, as the worker's parser spells them (providers/flags/dynamo-*.json):
+# (spec field, value that emits the flag, flag). SGLang 0.5.10 caches prefixes unless told
+# --disable-radix-cache and has no --enforce-eager (--disable-cuda-graph is its eager mode);
+# dynamo.trtllm takes none of them as flags.
+_SWITCHES: Mapping[str, tuple[tuple[str, bool, str], ...]] = {
+    "vllm": (
+        ("trustRemoteCode", True, "trust-remote-code"),
+        ("enablePrefixCaching", True, "enable-prefix-caching"),
+        ("enablePrefixCaching", False, "no-enable-prefix-caching"),  # vLLM caches by default
+        ("enforceEager", True, "enforce-eager"),
+    ),
+    "sglang": (
+        ("trustRemoteCode", True, "trust-remote-code"),
+        ("enablePrefixCaching", False, "disable-radix-cache"),
+        ("enforceEager", True, "disable-cuda-graph"),
+    ),
+    "trtllm": (),
+}
+_TENSOR_PARALLEL = {
+    "vllm": "tensor-parallel-size",
+    "sglang": "tp-size",
+    "trtllm": "tensor-parallel-size",
+}
+
+
+def _args(md: ModelDeployment, role: str | None, gpus: int) -> list[str]:
     engine, spec = md.engine_type, md.engine
-    args = flag("model" if engine == "vllm" else "model-path", md.model_id)
-    args += flag("served-model-name", md.served_name or md.model_id)
+    # dynamo.trtllm names it --model (--model-path is its obsolete alias); SGLang's is --model-path
+    args = flag("model-path" if engine == "sglang" else "model", md.model_id)
+    args += flag("served-model-name", served_model_name(md) or md.model_id)
     if spec.get("contextLength") and engine != "trtllm":
         args += flag(
             "max-model-len" if engine == "vllm" else "context-length", str(spec["contextLength"])
         )
-    if engine != "trtllm":
-        for key, name in (
-            ("trustRemoteCode", "trust-remote-code"),
-            ("enablePrefixCaching", "enable-prefix-caching"),
-            ("enforceEager", "enforce-eager"),
-        ):
-            if spec.get(key):
-                args += flag(name)
+    for key, when, name in _SWITCHES[engine]:
+        if bool(spec.get(key, key == "enablePrefixCaching")) is when:
+            args += flag(name)
+    if gpus > 1:  # one worker pod runs on all its GPUs: tensor parallel = GPUs per worker
+        args += flag(_TENSOR_PARALLEL[engine], str(gpus))
     if role is not None:
         args += flag("disaggregation-mode", role)
         if engine == "vllm":

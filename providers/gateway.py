@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from providers.model import ModelDeployment, dig
-from providers.rendering import LABEL_MODEL_DEPLOYMENT, object_meta
+from providers.pods import pool_selector
+from providers.rendering import object_meta
 from providers.versions import Versions
 
 POOL_GROUP = "inference.networking.k8s.io"
@@ -87,7 +88,7 @@ def _pool(md: ModelDeployment, port: int) -> dict[str, Any]:
         "kind": "InferencePool",
         "metadata": object_meta(md, md.name),
         "spec": {
-            "selector": {"matchLabels": {LABEL_MODEL_DEPLOYMENT: md.name}},
+            "selector": {"matchLabels": pool_selector(md)},
             "targetPorts": [{"number": port}],
             "endpointPickerRef": {
                 "group": "",

@@ -7,8 +7,9 @@ from typing import Any
 
 from providers.errors import FieldError, Reason
 from providers.fieldpath import FieldPath
-from providers.model import Engine, ModelDeployment, ModelSource
+from providers.model import Engine, ModelDeployment, ModelSource, dig
 from providers.overrides import check_accepted, object_roots
+from providers.pods import KAITO_PORT
 from providers.rendering import deep_merge, env, object_meta, placement, pod_labels
 from providers.versions import Versions
 
@@ -34,7 +35,6 @@ def check_overrides(overrides: Mapping[str, Any], at: FieldPath) -> list[FieldEr
 
 
 _API_VERSION = "kaito.sh/v1beta1"
-_LLAMACPP_PORT = 5000
 
 
 def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
@@ -58,8 +58,12 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
 
 
 def _inference(md: ModelDeployment) -> dict[str, Any]:
-    if md.engine_type != Engine.LLAMACPP:
-        return {"preset": {"name": md.model_id}}  # KAITO manages the vLLM image and its flags
+    if md.engine_type != Engine.LLAMACPP:  # KAITO manages the vLLM image and its flags
+        preset: dict[str, Any] = {"name": md.model_id}
+        secret = dig(md.spec, "secrets", "huggingFaceToken")
+        if secret:  # KAITO's webhook refuses a gated preset without it; the key is HF_TOKEN
+            preset["presetOptions"] = {"modelAccessSecret": str(secret)}
+        return {"preset": preset}
     args = (
         []
         if md.model_source == ModelSource.CUSTOM
@@ -69,8 +73,8 @@ def _inference(md: ModelDeployment) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": "model",
         "image": md.image_override,
-        "args": [*args, f"--address=:{_LLAMACPP_PORT}"],
-        "ports": [{"containerPort": _LLAMACPP_PORT, "protocol": "TCP"}],
+        "args": [*args, f"--address=:{KAITO_PORT}"],
+        "ports": [{"containerPort": KAITO_PORT, "protocol": "TCP"}],
         "env": env(md),
     }
     requests = {k: str(resources[k]) for k in ("cpu", "memory") if resources.get(k)}

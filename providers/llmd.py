@@ -9,7 +9,7 @@ from typing import Any
 from providers.errors import FieldError
 from providers.fieldpath import FieldPath
 from providers.model import ModelDeployment, dig
-from providers.overrides import check_accepted, object_roots
+from providers.overrides import check_accepted, check_no_pod_spec, object_roots
 from providers.rendering import (
     HTTP_PORT,
     claim_volumes,
@@ -17,7 +17,9 @@ from providers.rendering import (
     deployment_and_service,
     env,
     gpu_type,
+    hf_home_env,
     http_port,
+    managed_claims,
     spec_overrides,
     vllm_args,
 )
@@ -29,18 +31,19 @@ OVERRIDE_ROOTS = frozenset(_SHAPE["properties"])  # merged into each Deployment 
 
 
 def check_overrides(overrides: Mapping[str, Any], at: FieldPath) -> list[FieldError]:
-    """Layer 2: only `spec`, and it must be an object."""
-    return check_accepted(overrides, NAME, _SHAPE, at)
+    """Layer 2: only `spec`, an object, and never its `template.spec` (see check_no_pod_spec)."""
+    return check_accepted(overrides, NAME, _SHAPE, at) + check_no_pod_spec(overrides, at)
 
 
 def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
-    """One Deployment and Service (aggregated), or decode (primary) and prefill pairs."""
+    """One Deployment and Service (aggregated), or decode (primary) and prefill pairs, then a
+    PersistentVolumeClaim per volume with a size."""
     if not md.is_disaggregated:
         memory = md.spec.get("resources", {}).get("memory")
         replicas = int(md.spec.get("scaling", {}).get("replicas", 1))
         return _pair(
             md, md.name, gpus=md.gpu_count, memory=memory, replicas=replicas, pins=pins, role=None
-        )
+        ) + managed_claims(md)
     objects: list[dict[str, Any]] = []
     for role in ("decode", "prefill"):
         part = dig(md.spec, "scaling", role) or {}
@@ -50,7 +53,7 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
         objects += _pair(
             md, name, gpus=gpus, memory=part.get("memory"), replicas=replicas, pins=pins, role=role
         )
-    return objects
+    return objects + managed_claims(md)
 
 
 def _pair(
@@ -84,7 +87,7 @@ def _pair(
         ),
         "readinessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 5},
     }
-    variables = env(md)
+    variables = env(md, extra=hf_home_env(md))
     if variables:  # an empty list is dropped by the API server (omitempty): no drift
         container["env"] = variables
     if mounts:

@@ -123,3 +123,27 @@ def object_roots(*roots: str) -> dict[str, Any]:
     """The shape of overrides whose accepted roots are free-form objects (merged upstream)."""
     free = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     return {"type": "object", "properties": {root: free for root in roots}}
+
+
+POD_SPEC_INSTEAD = (
+    "the pod spec of a Deployment Runway renders is Runway's (overrides would replace the serving "
+    "container: its image, args, probes and GPU request); set spec.engine.image, spec.engine.args, "
+    "spec.env, spec.resources, spec.nodeSelector, spec.tolerations or spec.podTemplate.metadata instead"
+)
+
+
+def check_no_pod_spec(overrides: Mapping[str, Any], at: FieldPath) -> list[FieldError]:
+    """llm-d and Direct vLLM: `spec.template.spec` is refused, as AI Runway refuses it for llm-d.
+    Deployment-level fields (strategy, revisionHistoryLimit, template metadata) stay open."""
+    template = (
+        overrides.get("spec", {}).get("template")
+        if isinstance(overrides.get("spec"), Mapping)
+        else None
+    )
+    if isinstance(template, Mapping) and "spec" in template:
+        return [
+            FieldError(
+                str(at.child("spec", "template", "spec")), Reason.FORBIDDEN, POD_SPEC_INSTEAD
+            )
+        ]
+    return []

@@ -17,6 +17,7 @@ from providers.cel import Rule, compile_rule
 from providers.crds import inference_provider_config_spec
 from providers.errors import FieldError, Reason
 from providers.fieldpath import FieldPath
+from providers.flags import FlagCatalog
 from providers.model import API_VERSION, INFERENCE_PROVIDER_CONFIG, InferenceProviderConfig
 from providers.schema import check_schema
 
@@ -75,9 +76,17 @@ class ProviderRegistry:
 
     configs: Mapping[str, ProviderConfig]
     problems: tuple[str, ...] = ()
+    # The engine flag catalogs admission checks user flags against (the edges load the
+    # shipped ones); a registry without them checks no flags.
+    flags: Mapping[str, FlagCatalog] = field(default_factory=dict)
 
     @classmethod
-    def from_objects(cls, objects: Iterable[Mapping[str, Any]]) -> ProviderRegistry:
+    def from_objects(
+        cls,
+        objects: Iterable[Mapping[str, Any]],
+        *,
+        flags: Mapping[str, FlagCatalog] | None = None,
+    ) -> ProviderRegistry:
         """Load InferenceProviderConfig dicts; a broken one is skipped and reported, not fatal."""
         env = celpy.Environment()
         configs: dict[str, ProviderConfig] = {}
@@ -101,7 +110,7 @@ class ProviderRegistry:
                 for i, rule in enumerate(config.rules)
                 if rule.compile_error is not None
             )
-        return cls(dict(sorted(configs.items())), tuple(problems))
+        return cls(dict(sorted(configs.items())), tuple(problems), dict(flags or {}))
 
     def get(self, name: str) -> ProviderConfig | None:
         return self.configs.get(name)

@@ -7,13 +7,15 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from providers.model import DEFAULT_GPU_TYPE, ModelDeployment, dig
+from providers.model import DEFAULT_GPU_TYPE, ModelDeployment, VolumePurpose, dig
 
 MANAGED_BY = "runway"
 LABEL_MODEL_DEPLOYMENT = "airunway.ai/model-deployment"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 ANNOTATION_RENDERED_FROM = "airunway.ai/rendered-from"
 HF_TOKEN_KEY = "HF_TOKEN"
+HF_HOME_KEY = "HF_HOME"
+DEFAULT_ACCESS_MODE = "ReadWriteMany"  # what AI Runway's managed claims default to
 
 
 def object_meta(
@@ -73,6 +75,54 @@ def hf_token_env(md: ModelDeployment) -> list[dict[str, Any]]:
     ]
 
 
+def hf_home_env(md: ModelDeployment) -> list[dict[str, Any]]:
+    """HF_HOME at the model-cache mount, so downloads land in (and are reused from) the cache;
+    a user's own HF_HOME in spec.env wins, as in AI Runway."""
+    if any(e.get("name") == HF_HOME_KEY for e in md.spec.get("env") or ()):
+        return []
+    cache = next((v for v in md.volumes if v.get("purpose") == VolumePurpose.MODEL_CACHE), None)
+    if cache is None or not cache.get("mountPath"):
+        return []
+    return [{"name": HF_HOME_KEY, "value": str(cache["mountPath"])}]
+
+
+def served_model_name(md: ModelDeployment) -> str:
+    """The name the engine serves: gateway.modelName when the gateway routes on it (the route
+    matches that name), else spec.model.servedName; '' when neither is set."""
+    if dig(md.spec, "gateway", "enabled") is True and dig(md.spec, "gateway", "modelName"):
+        return str(dig(md.spec, "gateway", "modelName"))
+    return md.served_name
+
+
+def managed_claims(md: ModelDeployment) -> list[dict[str, Any]]:
+    """A v1 PersistentVolumeClaim for each volume with a size (the claims Runway manages); the
+    class is written only when given (absent = the cluster default, "" = no class)."""
+    claims = []
+    for volume in md.volumes:
+        if volume.get("size") is None:
+            continue
+        spec: dict[str, Any] = {
+            "accessModes": [str(volume.get("accessMode") or DEFAULT_ACCESS_MODE)],
+            "resources": {"requests": {"storage": str(volume["size"])}},
+            "volumeMode": "Filesystem",  # the API server's default, written out: no drift
+        }
+        if "storageClassName" in volume:
+            spec["storageClassName"] = str(volume["storageClassName"] or "")
+        claims.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": object_meta(md, claim_name(md, volume)),
+                "spec": spec,
+            }
+        )
+    return claims
+
+
+def claim_name(md: ModelDeployment, volume: Mapping[str, Any]) -> str:
+    return str(volume.get("claimName") or f"{md.name}-{volume['name']}")
+
+
 def env(md: ModelDeployment, *, extra: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
     """spec.env as given (a user HF_TOKEN yields to the Secret), then `extra`, then HF_TOKEN."""
     token = hf_token_env(md)
@@ -101,8 +151,8 @@ def vllm_args(md: ModelDeployment, *, gpus: int, skip: frozenset[str] = frozense
     derived: list[tuple[str, str]] = []
     if md.model_id:
         derived.append(("model", md.model_id))
-    if md.served_name:
-        derived.append(("served-model-name", md.served_name))
+    if served_model_name(md):
+        derived.append(("served-model-name", served_model_name(md)))
     if engine.get("contextLength"):
         derived.append(("max-model-len", str(engine["contextLength"])))
     if engine.get("trustRemoteCode"):
@@ -165,7 +215,7 @@ def claim_volumes(md: ModelDeployment) -> tuple[list[dict[str, Any]], list[dict[
     """(pod volumes, container mounts) for spec.model.storage.volumes, as PVC references."""
     volumes, mounts = [], []
     for volume in md.volumes:
-        claim = volume.get("claimName") or f"{md.name}-{volume['name']}"
+        claim = claim_name(md, volume)
         volumes.append({"name": volume["name"], "persistentVolumeClaim": {"claimName": claim}})
         mount = {"name": volume["name"], "mountPath": volume["mountPath"]}
         if volume.get(

@@ -16,6 +16,7 @@ from typing import Any
 
 from providers.errors import FieldError, Reason
 from providers.fieldpath import FieldPath
+from providers.flags import check_engine_flags
 from providers.hydrate import structure_errors
 from providers.immutability import check_immutable
 from providers.model import Engine, ModelDeployment, ModelSource, VolumePurpose, dig
@@ -66,7 +67,8 @@ def check_spec(
 ) -> Verdict:
     """The rules after the structure check; only for objects that passed `structure_errors`."""
     md = ModelDeployment(obj)
-    errors = _check_engine_fields(md) + _check_model(md)
+    flag_errors, flag_warnings = check_engine_flags(md, registry.flags)
+    errors = _check_engine_fields(md) + flag_errors + _check_model(md)
     errors += _check_overrides(md)
     errors += _check_mocker(md)
     errors += _check_compatibility(md, registry)
@@ -78,7 +80,7 @@ def check_spec(
         errors.append(FieldError("metadata.name", Reason.INVALID, detail))
     if operation is Operation.UPDATE and old is not None:
         errors += check_immutable(md, ModelDeployment(old))
-    return Verdict(tuple(errors), tuple(_warnings(md, registry)))
+    return Verdict(tuple(errors), tuple(_warnings(md, registry) + flag_warnings))
 
 
 def _check_engine_fields(md: ModelDeployment) -> list[FieldError]:

@@ -8,7 +8,7 @@ from typing import Any
 from providers.errors import FieldError
 from providers.fieldpath import FieldPath
 from providers.model import ModelDeployment
-from providers.overrides import check_accepted, object_roots
+from providers.overrides import check_accepted, check_no_pod_spec, object_roots
 from providers.rendering import (
     HTTP_PORT,
     claim_volumes,
@@ -16,7 +16,9 @@ from providers.rendering import (
     deployment_and_service,
     env,
     gpu_type,
+    hf_home_env,
     http_port,
+    managed_claims,
     spec_overrides,
     vllm_args,
 )
@@ -29,12 +31,13 @@ _SHM = {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "20Gi"}}
 
 
 def check_overrides(overrides: Mapping[str, Any], at: FieldPath) -> list[FieldError]:
-    """Layer 2: only `spec`, and it must be an object."""
-    return check_accepted(overrides, NAME, _SHAPE, at)
+    """Layer 2: only `spec`, an object, and never its `template.spec` (see check_no_pod_spec)."""
+    return check_accepted(overrides, NAME, _SHAPE, at) + check_no_pod_spec(overrides, at)
 
 
 def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
-    """Deployment (primary) and Service, from spec.engine.image or the pinned vLLM image."""
+    """Deployment (primary) and Service, from spec.engine.image or the pinned vLLM image, and a
+    PersistentVolumeClaim per volume with a size."""
     gpus = md.gpu_count
     volumes, mounts = claim_volumes(md)
     if gpus > 1:  # tensor parallelism shares memory between ranks through /dev/shm
@@ -62,13 +65,13 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
         "livenessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
         "readinessProbe": {**probe, "periodSeconds": 5, "failureThreshold": 3},
     }
-    variables = env(md)
+    variables = env(md, extra=hf_home_env(md))
     if variables:  # an empty list is dropped by the API server (omitempty): no drift
         container["env"] = variables
     if mounts:
         container["volumeMounts"] = mounts
     replicas = int(md.spec.get("scaling", {}).get("replicas", 1))
-    return deployment_and_service(
+    objects = deployment_and_service(
         md,
         md.name,
         container,
@@ -76,3 +79,4 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
         volumes=volumes,
         spec_overrides=spec_overrides(md),
     )
+    return objects + managed_claims(md)

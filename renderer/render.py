@@ -1,8 +1,8 @@
 """From source objects to the files of the GitOps tree, in memory and deterministically.
 
 For each ModelDeployment: the same admission the webhook runs (sticky against the previously
-rendered hydrated object) -> the selected provider's render() -> the strict upstream check ->
-one YAML file per object. A ModelDeployment that is rejected or incompatible is reported and
+rendered hydrated object) -> the selected provider's render() -> the cross-object invariants
+(providers/invariants.py) -> the strict upstream check -> one YAML file per object. A ModelDeployment that is rejected or incompatible is reported and
 keeps its previous output (nothing else is lost); the others render.
 """
 
@@ -15,12 +15,14 @@ from typing import Any
 from providers.admission import admit
 from providers.configs_admission import check_external_provider
 from providers.gateway import GatewayTarget, is_enabled, render_gateway
+from providers.invariants import check_invariants
 from providers.model import (
     EXTERNAL_MODEL_PROVIDER,
     MODEL_DEPLOYMENT,
     ExternalModelProvider,
     ModelDeployment,
 )
+from providers.pods import model_port
 from providers.registry import MODULES, ProviderRegistry
 from providers.versions import Versions
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
@@ -38,7 +40,6 @@ SERVER_FIELDS = (
 HYDRATED_FILE = "modeldeployment.yaml"
 EXTERNAL_FILE = "externalmodelprovider.yaml"
 EXTERNAL_SUFFIX = ".emp"  # a dot: no ModelDeployment name can have one, so folders never clash
-MODEL_PORTS = {"kaito": 5000}  # the port the provider's model server listens on; 8000 otherwise
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,11 @@ def render_one(
             return Result(key, error=error, warnings=admission.warnings)
         config = registry.get(md.provider_name)
         capabilities = config.gateway(md.engine_type) if config is not None else {}
-        port = MODEL_PORTS.get(md.provider_name, 8000)
-        objects += render_gateway(md, capabilities, gateway, pins, port=port)
+        objects += render_gateway(md, capabilities, gateway, pins, port=model_port(md))
+    problems = check_invariants(md, objects)
+    if problems:  # a Runway bug or an override that broke the fit: never written
+        error = "rendered objects do not fit together: " + "; ".join(problems)
+        return Result(key, error=error, warnings=admission.warnings)
     for rendered in objects:
         errors = schemas.check(rendered, kubernetes=pins.kubernetes)
         if errors:

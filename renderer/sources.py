@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from providers.errors import SourceError
+from providers.flags import FlagCatalog
 from providers.registry import ProviderRegistry
 from providers.versions import Versions
 
@@ -98,6 +99,18 @@ def bundled_config_objects() -> list[dict[str, Any]]:
     ]
 
 
+def bundled_flag_catalogs() -> dict[str, FlagCatalog]:
+    """The shipped engine flag catalogs (providers/flags/*.json, written by `make flags`)."""
+    folder = resources.files("providers").joinpath("flags")
+    names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".json"))
+    return {
+        name.removesuffix(".json"): FlagCatalog.parse(
+            name.removesuffix(".json"), folder.joinpath(name).read_text("utf-8")
+        )
+        for name in names
+    }
+
+
 def bundled_versions() -> Versions:
     return Versions.parse(resources.files("providers").joinpath("versions.env").read_text("utf-8"))
 
@@ -105,9 +118,11 @@ def bundled_versions() -> Versions:
 def load_registry(directories: Sequence[str] | None) -> ProviderRegistry:
     """The registry from the given directories of InferenceProviderConfigs, else the shipped one."""
     if not directories:
-        return ProviderRegistry.from_objects(bundled_config_objects())
+        return ProviderRegistry.from_objects(
+            bundled_config_objects(), flags=bundled_flag_catalogs()
+        )
     docs = read_documents(directories)
     for doc in docs:
         if doc.obj.get("kind") != "InferenceProviderConfig":
             raise SourceError(doc.where, f"expected an InferenceProviderConfig, got {doc.kind}")
-    return ProviderRegistry.from_objects(doc.obj for doc in docs)
+    return ProviderRegistry.from_objects((doc.obj for doc in docs), flags=bundled_flag_catalogs())

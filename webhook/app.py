@@ -16,7 +16,7 @@ import kubernetes
 from flask import Blueprint, Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from renderer.sources import load_registry
+from renderer.sources import bundled_flag_catalogs, load_registry
 from webhook.handlers import (
     Handler,
     Outcome,
@@ -44,10 +44,13 @@ UNAVAILABLE = 503
 def source_for(settings: Settings) -> ProviderSource:
     """Directories or the shipped configs (static), or a watch of the cluster."""
     if settings.in_cluster:
-        return ClusterSource(_in_cluster_client)
+        return ClusterSource(_in_cluster_client, flags=bundled_flag_catalogs())
     if settings.kubeconfig:
         path = settings.kubeconfig
-        return ClusterSource(lambda: kubernetes.config.new_client_from_config(config_file=path))
+        return ClusterSource(
+            lambda: kubernetes.config.new_client_from_config(config_file=path),
+            flags=bundled_flag_catalogs(),
+        )
     return StaticSource(load_registry(settings.providers or None))
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import kubernetes
 import urllib3
 
+from providers.flags import FlagCatalog
 from providers.registry import ProviderRegistry
 
 log = logging.getLogger(__name__)
@@ -57,8 +58,10 @@ class ClusterSource:
         *,
         watch_seconds: int = 300,
         retry_seconds: float = 2.0,
+        flags: Mapping[str, FlagCatalog] | None = None,
     ) -> None:
         self._client_factory = client_factory
+        self._flags = dict(flags or {})
         self._watch_seconds = watch_seconds
         self._retry_seconds = retry_seconds
         self._lock = threading.Lock()
@@ -129,7 +132,9 @@ class ClusterSource:
             log.info("provider config %s name=%s", kind.lower(), name)
 
     def _publish(self, objects: dict[str, dict[str, Any]], *, stale: bool) -> None:
-        registry = ProviderRegistry.from_objects(objects[n] for n in sorted(objects))
+        registry = ProviderRegistry.from_objects(
+            (objects[n] for n in sorted(objects)), flags=self._flags
+        )
         for problem in registry.problems:
             log.warning("provider config problem: %s", problem)
         with self._lock:

@@ -153,6 +153,36 @@ def test_provider_config_with_a_broken_rule_is_denied_naming_it(webhook: Webhook
     }
 
 
+def test_the_served_webhook_checks_engine_flags(webhook: Webhook) -> None:
+    owned = model_deployment(
+        gpu=1, provider="vllm", engine={"type": "vllm", "extraArgs": ["--port=9000"]}
+    )
+    other_image = model_deployment(
+        gpu=1,
+        provider="vllm",
+        engine={"type": "vllm", "image": "example.com/vllm:1", "extraArgs": ["--my-patch"]},
+    )
+
+    assert webhook.admit("/validate", review(owned)) == {
+        "uid": "uid-1",
+        "allowed": False,
+        "status": {
+            "code": 403,
+            "message": "spec.engine.extraArgs[0]: Forbidden: --port: Runway owns the server port "
+            "(8000): the Service, the probes and the InferencePool target it; it cannot be changed",
+        },
+    }
+    assert webhook.admit("/validate", review(other_image)) == {
+        "uid": "uid-1",
+        "allowed": True,
+        "warnings": [
+            "spec.engine.extraArgs[0]: --my-patch is not a flag of vllm 0.33.0; did you mean "
+            "--root-path? (not refused: spec.engine.image runs example.com/vllm:1, which the "
+            "catalog may not describe)"
+        ],
+    }
+
+
 def test_external_provider_with_an_inline_key_is_denied(webhook: Webhook) -> None:
     emp = external_model_provider("p", "gw", credentialsSecretRef=None, apiKey="sk-live-123")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from providers.registry import ProviderRegistry
-from renderer.sources import bundled_config_objects
+from renderer.sources import bundled_config_objects, bundled_flag_catalogs
 
 
 def model_deployment(
@@ -110,7 +110,8 @@ def provider_config(
 
 
 def shipped_registry() -> ProviderRegistry:
-    return ProviderRegistry.from_objects(bundled_config_objects())
+    """The shipped configs and the shipped engine flag catalogs, as the edges load them."""
+    return ProviderRegistry.from_objects(bundled_config_objects(), flags=bundled_flag_catalogs())
 
 
 def registry_of(*configs: dict[str, Any]) -> ProviderRegistry:

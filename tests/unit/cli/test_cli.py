@@ -57,6 +57,13 @@ EXPECTED_DENIALS = {
             "spec.provider.overrides.spec.template.spec.volumes[0].hostPath",
             'Forbidden: "hostPath" may not be set through overrides: it is security-sensitive',
         ),
+        (
+            "spec.provider.overrides.spec.template.spec",
+            "Forbidden: the pod spec of a Deployment Runway renders is Runway's (overrides would "
+            "replace the serving container: its image, args, probes and GPU request); set "
+            "spec.engine.image, spec.engine.args, spec.env, spec.resources, spec.nodeSelector, "
+            "spec.tolerations or spec.podTemplate.metadata instead",
+        ),
     ],
     "rejected-pd": [
         (

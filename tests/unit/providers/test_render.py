@@ -77,6 +77,8 @@ def test_dynamo_worker_args_image_and_stripped_transformer_keys(shipped: Provide
             "--served-model-name",
             "Qwen/Qwen2.5-32B-Instruct",
             "--enable-prefix-caching",
+            "--tensor-parallel-size",
+            "2",
         ],
     }
     assert worker["resources"] == {"limits": {"gpu": "2"}, "requests": {"gpu": "2"}}
@@ -111,18 +113,21 @@ def test_dynamo_disaggregated_has_prefill_and_decode_workers(shipped: ProviderRe
 
 
 @pytest.mark.parametrize(
-    ("engine", "module", "context_flag"),
-    [("sglang", "dynamo.sglang", "--context-length"), ("trtllm", "dynamo.trtllm", None)],
+    ("engine", "module", "model_flag", "context_flag"),
+    [
+        ("sglang", "dynamo.sglang", "--model-path", "--context-length"),
+        ("trtllm", "dynamo.trtllm", "--model", None),
+    ],
 )
 def test_dynamo_engine_specific_flags(
-    engine: str, module: str, context_flag: str | None, shipped: ProviderRegistry
+    engine: str, module: str, model_flag: str, context_flag: str | None, shipped: ProviderRegistry
 ) -> None:
     obj = model_deployment(engine={"type": engine, "contextLength": 8192}, gpu=1)
     (graph,) = rendered(obj, shipped)
     main = graph["spec"]["services"]["VllmWorker"]["extraPodSpec"]["mainContainer"]
 
     assert main["command"] == ["python3", "-m", module]
-    assert main["args"][:2] == ["--model-path", "org/model"]
+    assert main["args"][:2] == [model_flag, "org/model"]
     assert (
         (context_flag in main["args"])
         if context_flag
@@ -231,11 +236,11 @@ def test_direct_vllm_deployment_and_service(shipped: ProviderRegistry) -> None:
     assert container["image"] == f"vllm/vllm-openai:{PINS.vllm}"
     assert container["args"] == [
         "--host", "0.0.0.0", "--port", "8000",
-        "--model", "microsoft/Phi-4-mini-instruct", "--enable-prefix-caching",
-        "--max-model-len", "16384", "--disable-log-requests",
+        "--model", "microsoft/Phi-4-mini-instruct", "--max-model-len", "16384",
+        "--enable-prefix-caching", "--max-num-seqs", "64", "--enable-log-requests",
     ]  # fmt: skip
     assert container["volumeMounts"] == [{"name": "cache", "mountPath": "/model-cache"}]
-    assert "env" not in container  # an empty list would be dropped by the API server: drift
+    assert container["env"] == [{"name": "HF_HOME", "value": "/model-cache"}]
     assert deployment["spec"]["template"]["spec"]["volumes"] == [
         {"name": "cache", "persistentVolumeClaim": {"claimName": "shared-model-cache"}}
     ]
@@ -264,7 +269,8 @@ def test_spec_overrides_merge_but_cannot_break_the_selector(shipped: ProviderReg
     overrides = {
         "spec": {
             "selector": {"matchLabels": {"x": "y"}},
-            "template": {"spec": {"priority": 5}, "metadata": {"labels": {"team": "ml"}}},
+            "revisionHistoryLimit": 5,
+            "template": {"metadata": {"labels": {"team": "ml"}}},
         }
     }
     deployment, _ = rendered(
@@ -277,7 +283,7 @@ def test_spec_overrides_merge_but_cannot_break_the_selector(shipped: ProviderReg
             "app.kubernetes.io/component": "server",
         }
     }
-    assert deployment["spec"]["template"]["spec"]["priority"] == 5
+    assert deployment["spec"]["revisionHistoryLimit"] == 5
     assert deployment["spec"]["template"]["metadata"]["labels"]["team"] == "ml"
 
 

@@ -1,0 +1,212 @@
+"""Engine flag catalogs (generated from the pinned engines' own argument definitions by
+`make flags`, shipped in providers/flags/) and the admission check of user flags against them.
+
+The edges read the catalog files and pass the parsed catalogs in (through the provider
+registry); nothing here reads a file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from providers.errors import FieldError, Reason
+from providers.fieldpath import FieldPath
+from providers.model import ModelDeployment
+
+ARGS = FieldPath.root("spec", "engine", "args")
+_ARG_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+EXTRA_ARGS = FieldPath.root("spec", "engine", "extraArgs")
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    name: str
+    value: str  # "none" (a switch), "required" or "optional"
+    type: str
+
+
+@dataclass(frozen=True, slots=True)
+class FlagCatalog:
+    """Every flag one engine entry point accepts at one version, and where that came from."""
+
+    name: str
+    engine: str
+    version: str
+    image: str  # the default image whose entry point this catalog describes
+    method: str
+    sources: tuple[str, ...]
+    flags: Mapping[str, Flag]
+    underscores_as_dashes: bool = False
+    dotted_keys: bool = False
+    prefixes: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, name: str, text: str) -> FlagCatalog:
+        """A catalog from the text of providers/flags/<name>.json."""
+        data: Mapping[str, Any] = json.loads(text)
+        flags = {
+            flag: Flag(flag, str(entry["value"]), str(entry["type"]))
+            for flag, entry in data["flags"].items()
+        }
+        return cls(
+            name=name,
+            engine=str(data["engine"]),
+            version=str(data["version"]),
+            image=str(data["image"]),
+            method=str(data["method"]),
+            sources=tuple(data["sources"]),
+            flags=flags,
+            underscores_as_dashes=bool(data.get("underscoresAsDashes")),
+            dotted_keys=bool(data.get("dottedKeys")),
+            prefixes=tuple(data.get("prefixes") or ()),
+        )
+
+    def canonical(self, flag: str) -> str:
+        """The name the engine's parser looks up: `--max_model_len=8` -> `--max-model-len`."""
+        name = flag.split("=", 1)[0]
+        if self.dotted_keys and name.startswith("--"):
+            name = name.split(".", 1)[0]
+        if self.underscores_as_dashes and name.startswith("--"):
+            name = "--" + name[2:].replace("_", "-")
+        return name
+
+    def knows(self, flag: str) -> bool:
+        name = flag.split("=", 1)[0]
+        if any(name.startswith(prefix) for prefix in self.prefixes):
+            return True
+        return self.canonical(flag) in self.flags
+
+    def suggestion(self, flag: str) -> str:
+        """'; did you mean --x?' for the closest catalogued flag, or ''."""
+        close = difflib.get_close_matches(self.canonical(flag), sorted(self.flags), n=1)
+        return f"; did you mean {close[0]}?" if close else ""
+
+    def label(self) -> str:
+        return f"{self.engine} {self.version}"
+
+
+FlagCatalogs = Mapping[str, FlagCatalog]
+
+# Flags Runway derives from the spec (or owns: the port every other object points at), per
+# catalog, with the spec field to set instead. Checked on canonical names, so `--port=9000`,
+# `--port 9000` and `port: "9000"` in spec.engine.args are all refused.
+_PORT = "Runway owns the server port (8000): the Service, the probes and the InferencePool target it; it cannot be changed"
+_HOST = "Runway binds the server to 0.0.0.0 so the Service reaches it; it cannot be changed"
+_TP = "set spec.resources.gpu.count (or the component's gpu.count); Runway sets the tensor-parallel size to it"
+_PP = "pipeline parallelism is not offered: Runway sets tensor parallel = GPUs per pod (spec.resources.gpu.count)"
+_SERVED = "set spec.model.servedName (or spec.gateway.modelName)"
+_MODEL = "set spec.model.id"
+_CONTEXT = "set spec.engine.contextLength"
+_TRUST = "set spec.engine.trustRemoteCode"
+_PREFIX = "set spec.engine.enablePrefixCaching"
+_EAGER = "set spec.engine.enforceEager"
+_DISAGG = "set spec.serving.mode (disaggregated serving configures it)"
+_VLLM_OWNED: Mapping[str, str] = {
+    "--model": _MODEL,
+    "--served-model-name": _SERVED,
+    "--tensor-parallel-size": _TP,
+    "-tp": _TP,
+    "--pipeline-parallel-size": _PP,
+    "-pp": _PP,
+    "--max-model-len": _CONTEXT,
+    "--trust-remote-code": _TRUST,
+    "--no-trust-remote-code": _TRUST,
+    "--enable-prefix-caching": _PREFIX,
+    "--no-enable-prefix-caching": _PREFIX,
+    "--enforce-eager": _EAGER,
+    "--no-enforce-eager": _EAGER,
+    "--kv-transfer-config": _DISAGG,
+}
+OWNED: Mapping[str, Mapping[str, str]] = {
+    "vllm": {**_VLLM_OWNED, "--host": _HOST, "--port": _PORT, "--uds": _PORT},
+    "dynamo-vllm": {**_VLLM_OWNED, "--disaggregation-mode": _DISAGG},
+    "dynamo-sglang": {
+        "--model-path": _MODEL,
+        "--model": _MODEL,
+        "--served-model-name": _SERVED,
+        "--tensor-parallel-size": _TP,
+        "--tp-size": _TP,
+        "--pipeline-parallel-size": _PP,
+        "--pp-size": _PP,
+        "--context-length": _CONTEXT,
+        "--trust-remote-code": _TRUST,
+        "--disable-radix-cache": _PREFIX,
+        "--disable-cuda-graph": _EAGER,
+        "--disaggregation-mode": _DISAGG,
+    },
+    "dynamo-trtllm": {
+        "--model": _MODEL,
+        "--model-path": _MODEL,
+        "--served-model-name": _SERVED,
+        "--tensor-parallel-size": _TP,
+        "--pipeline-parallel-size": _PP,
+        "--disaggregation-mode": _DISAGG,
+    },
+}
+
+
+def catalog_name(provider: str, engine: str) -> str | None:
+    """The catalog of the entry point a provider's rendered pods run for `engine`, if any.
+    KAITO presets take no flags from the spec, KAITO's llama.cpp template always runs the
+    user's image (there is no default to catalogue), and KubeRay passes engine kwargs, not
+    flags."""
+    if provider in ("vllm", "llmd") and engine == "vllm":
+        return "vllm"
+    if provider == "dynamo" and engine in ("vllm", "sglang", "trtllm"):
+        return f"dynamo-{engine}"
+    return None
+
+
+def user_flags(md: ModelDeployment) -> list[tuple[FieldPath, str]]:
+    """(field path, flag) for every flag the user wrote, in spec.engine.args then extraArgs."""
+    args: Mapping[str, Any] = md.engine.get("args") or {}
+    # A key that is not a flag name (leading dashes, spaces) is refused by the args check.
+    out = [(ARGS.key(key), f"--{key}") for key in sorted(args) if _ARG_KEY.match(key)]
+    for i, token in enumerate(md.engine.get("extraArgs") or ()):
+        if is_flag(str(token)):
+            out.append((EXTRA_ARGS.index(i), str(token)))
+    return out
+
+
+def is_flag(token: str) -> bool:
+    """A flag token (`--x`, `--x=1`, `-tp`), not a value such as `-1` or a bare `--`."""
+    return token.startswith("-") and token != "--" and not token[1:2].isdigit()
+
+
+def check_engine_flags(
+    md: ModelDeployment, catalogs: FlagCatalogs
+) -> tuple[list[FieldError], list[str]]:
+    """(errors, warnings) for the user's flags: a Runway-owned flag is refused; an unknown one
+    is refused when the default image runs, and only warned about when spec.engine.image names
+    another image (the catalog describes the pinned engine, not that image)."""
+    name = catalog_name(md.provider_name, md.engine_type)
+    catalog = catalogs.get(name) if name else None
+    if catalog is None:
+        return [], []
+    owned = OWNED.get(catalog.name, {})
+    errors: list[FieldError] = []
+    warnings: list[str] = []
+    for at, flag in user_flags(md):
+        canonical = catalog.canonical(flag)
+        if canonical in owned:
+            errors.append(FieldError(str(at), Reason.FORBIDDEN, f"{canonical}: {owned[canonical]}"))
+        elif not catalog.knows(flag):
+            detail = f"{canonical} is not a flag of {catalog.label()}{catalog.suggestion(flag)}"
+            if md.image_override and md.image_override != catalog.image:
+                warnings.append(
+                    f"{at}: {detail} (not refused: spec.engine.image runs {md.image_override}, "
+                    "which the catalog may not describe)"
+                )
+            else:
+                errors.append(FieldError(str(at), Reason.INVALID, detail))
+    return errors, warnings
+
+
+def unknown_flags(args: Sequence[str], catalog: FlagCatalog) -> list[str]:
+    """The flags among rendered `args` that the catalog does not list."""
+    return [t for t in args if is_flag(t) and not catalog.knows(t)]

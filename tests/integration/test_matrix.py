@@ -1,0 +1,85 @@
+"""The render matrix: every provider x engine x serving mode x GPU/CPU x gateway on/off x storage
+on/off that admission allows renders, passes the strict upstream check and the cross-object
+invariants (render_one runs both), and launches engines only with catalogued flags.
+
+Needs the upstream CRDs `make cluster` fetches (the strict check); like the other render tests,
+it fails in CI when they are missing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from providers.admission import admit
+from providers.flags import catalog_name, unknown_flags
+from providers.gateway import GatewayTarget
+from providers.invariants import check_invariants
+from providers.model import ModelDeployment
+from renderer.render import HYDRATED_FILE, render_one
+from renderer.sources import bundled_flag_catalogs, bundled_versions
+from renderer.strict import Schemas
+from tests.cluster.build import cache_dir
+from tests.support.builders import shipped_registry
+from tests.support.matrix import cases, engine_args
+
+PINS = bundled_versions()
+CATALOGS = bundled_flag_catalogs()
+TARGET = GatewayTarget("inference", "gateways")
+
+
+@pytest.fixture(scope="module")
+def schemas() -> Schemas:
+    path = cache_dir(dict(os.environ)) / "crds"
+    if not path.is_dir():
+        message = f"upstream CRDs not in {path}: run `make cluster`"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return Schemas.from_directories([str(Path(path))])
+
+
+SHIPPED = shipped_registry()
+CASES = cases(SHIPPED)
+
+
+def test_the_matrix_covers_every_declared_combination() -> None:
+    ids = [ident for ident, _ in CASES]
+    assert len(ids) == len(set(ids)) == 52  # what the shipped configs declare (2x2 per engine mode)
+    providers = {ident.split("-", 1)[0] for ident in ids}
+    assert providers == {"dynamo", "kaito", "kuberay", "llmd", "vllm"}
+    assert {i for i in ids if "disaggregated" in i and "gw" in i and "pvc" in i} >= {
+        "dynamo-vllm-disaggregated-gpu-gw-pvc",
+        "dynamo-sglang-disaggregated-gpu-gw-pvc",
+        "llmd-vllm-disaggregated-gpu-gw-pvc",
+    }
+    assert "kaito-llamacpp-aggregated-cpu-gw-pvc" in ids
+
+
+@pytest.mark.parametrize(("ident", "obj"), CASES, ids=[ident for ident, _ in CASES])
+def test_every_admitted_case_renders_strictly_and_fits_together(
+    ident: str, obj: dict[str, Any], schemas: Schemas
+) -> None:
+    admission = admit(obj, registry=SHIPPED)
+    assert admission.errors == (), ident
+
+    result = render_one(
+        obj, previous=None, registry=SHIPPED, schemas=schemas, pins=PINS, gateway=TARGET
+    )
+
+    assert result.error is None, result.error
+    objects = [
+        yaml.safe_load(text)
+        for name, text in sorted(result.files.items())
+        if name not in (HYDRATED_FILE, "kustomization.yaml")
+    ]
+    md = ModelDeployment(yaml.safe_load(result.files[HYDRATED_FILE]))
+    assert check_invariants(md, objects) == []
+    name = catalog_name(md.provider_name, md.engine_type)
+    if name is not None:
+        for args in engine_args(objects):
+            assert unknown_flags(args, CATALOGS[name]) == []

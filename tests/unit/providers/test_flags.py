@@ -1,0 +1,273 @@
+"""Engine flag catalogs and the admission check of user flags against them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from providers.admission import admit
+from providers.errors import Reason
+from providers.flags import OWNED, FlagCatalog, catalog_name
+from providers.registry import ProviderRegistry
+from renderer.sources import bundled_config_objects, bundled_flag_catalogs, bundled_versions
+from tests.support.builders import model_deployment
+
+PINS = bundled_versions()
+CATALOGS = bundled_flag_catalogs()
+PORT_DETAIL = (
+    "--port: Runway owns the server port (8000): the Service, the probes and the "
+    "InferencePool target it; it cannot be changed"
+)
+
+
+def verdict(obj: dict[str, Any], registry: ProviderRegistry) -> tuple[list[Any], tuple[str, ...]]:
+    admission = admit(obj, registry=registry)
+    return [(e.path, e.reason, e.detail) for e in admission.errors], admission.validation_warnings
+
+
+def test_catalogs_record_the_pinned_versions_sources_and_images() -> None:
+    assert sorted(CATALOGS) == ["dynamo-sglang", "dynamo-trtllm", "dynamo-vllm", "vllm"]
+    vllm = CATALOGS["vllm"]
+    assert (vllm.engine, vllm.version, vllm.image) == (
+        "vllm",
+        PINS.vllm.lstrip("v"),
+        f"vllm/vllm-openai:{PINS.vllm}",
+    )
+    assert vllm.sources == (
+        "vllm/engine/arg_utils.py",
+        "vllm/config/*.py",
+        "vllm/entrypoints/common/cli_args.py",
+    )
+    runtimes = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
+    for engine, runtime in runtimes.items():
+        catalog = CATALOGS[f"dynamo-{engine}"]
+        assert catalog.engine == f"dynamo.{engine}"
+        assert catalog.version.startswith(f"{PINS.dynamo} (")
+        assert catalog.image == f"nvcr.io/nvidia/ai-dynamo/{runtime}:{PINS.dynamo}"
+        assert catalog.sources[0] == (
+            f"ai-dynamo=={PINS.dynamo}:dynamo/common/configuration/groups/runtime_args.py"
+        )
+
+
+def test_catalog_knows_switches_values_and_parser_spellings() -> None:
+    vllm = CATALOGS["vllm"]
+    assert vllm.flags["--enforce-eager"].value == "none"
+    assert vllm.flags["--no-enable-prefix-caching"].value == "none"
+    assert (vllm.flags["--max-model-len"].value, vllm.flags["--max-model-len"].type) == (
+        "required",
+        "int",
+    )
+    assert vllm.knows("--max_model_len=8")  # vLLM's parser reads underscores as dashes
+    assert vllm.knows("--compilation-config.mode")  # and dotted keys of a JSON flag
+    assert not vllm.knows("--disable-log-requests")  # removed before the pinned release
+    sglang = CATALOGS["dynamo-sglang"]
+    assert sglang.knows("--disable-radix-cache")
+    assert not sglang.knows("--enable-prefix-caching")
+    assert not sglang.knows("--max_running_requests")  # argparse: no underscore spelling
+    assert CATALOGS["dynamo-trtllm"].knows("--trtllm.kv_cache_config.free_gpu_memory_fraction")
+
+
+def test_catalog_parse_reads_what_make_flags_writes() -> None:
+    text = (
+        '{"engine": "e", "version": "1", "image": "i:1", "method": "m", "sources": ["a.py"],'
+        ' "underscoresAsDashes": false, "dottedKeys": false, "prefixes": [],'
+        ' "flags": {"--x": {"value": "none", "type": "bool"}}}'
+    )
+    catalog = FlagCatalog.parse("e", text)
+
+    assert (catalog.name, catalog.version, catalog.image, catalog.sources) == (
+        "e",
+        "1",
+        "i:1",
+        ("a.py",),
+    )
+    assert catalog.knows("--x") and not catalog.knows("--y")
+    assert catalog.suggestion("--xx") == "; did you mean --x?"
+
+
+@pytest.mark.parametrize(
+    ("provider", "engine", "catalog"),
+    [
+        ("vllm", "vllm", "vllm"),
+        ("llmd", "vllm", "vllm"),
+        ("dynamo", "vllm", "dynamo-vllm"),
+        ("dynamo", "sglang", "dynamo-sglang"),
+        ("dynamo", "trtllm", "dynamo-trtllm"),
+        ("kaito", "vllm", None),
+        ("kaito", "llamacpp", None),
+        ("kuberay", "vllm", None),
+    ],
+    ids=str,
+)
+def test_each_provider_engine_maps_to_the_catalog_of_its_entry_point(
+    provider: str, engine: str, catalog: str | None
+) -> None:
+    assert catalog_name(provider, engine) == catalog
+
+
+def test_every_owned_flag_is_a_flag_of_its_engine() -> None:
+    for name, owned in OWNED.items():
+        assert [f for f in owned if f not in CATALOGS[name].flags] == [], name
+
+
+@pytest.mark.parametrize("provider", ["vllm", "llmd"])
+@pytest.mark.parametrize(
+    ("engine", "path"),
+    [
+        ({"extraArgs": ["--port=9000"]}, "spec.engine.extraArgs[0]"),
+        ({"extraArgs": ["--port", "9000"]}, "spec.engine.extraArgs[0]"),
+        ({"args": {"port": "9000"}}, "spec.engine.args[port]"),
+    ],
+    ids=["extra-equals", "extra-separate", "args"],
+)
+def test_the_server_port_cannot_be_set_in_user_args(
+    shipped: ProviderRegistry, provider: str, engine: dict[str, Any], path: str
+) -> None:
+    obj = model_deployment(gpu=1, provider=provider, engine={"type": "vllm", **engine})
+
+    assert verdict(obj, shipped) == ([(path, Reason.FORBIDDEN, PORT_DETAIL)], ())
+
+
+@pytest.mark.parametrize(
+    ("provider", "engine", "extra", "detail"),
+    [
+        (
+            "vllm",
+            "vllm",
+            ["--served-model-name", "x"],
+            "--served-model-name: set spec.model.servedName (or spec.gateway.modelName)",
+        ),
+        (
+            "vllm",
+            "vllm",
+            ["--host=127.0.0.1"],
+            "--host: Runway binds the server to 0.0.0.0 so the Service reaches it; it cannot be changed",
+        ),
+        (
+            "llmd",
+            "vllm",
+            ["-tp", "2"],
+            "-tp: set spec.resources.gpu.count (or the component's gpu.count); Runway sets the tensor-parallel size to it",
+        ),
+        (
+            "dynamo",
+            "sglang",
+            ["--tp-size", "2"],
+            "--tp-size: set spec.resources.gpu.count (or the component's gpu.count); Runway sets the tensor-parallel size to it",
+        ),
+        ("dynamo", "vllm", ["--max_model_len=9"], "--max-model-len: set spec.engine.contextLength"),
+    ],
+    ids=["served-name", "host", "short-tp", "sglang-tp", "underscore-spelling"],
+)
+def test_runway_owned_flags_are_refused_with_the_spec_field_to_use(
+    shipped: ProviderRegistry, provider: str, engine: str, extra: list[str], detail: str
+) -> None:
+    obj = model_deployment(gpu=1, provider=provider, engine={"type": engine, "extraArgs": extra})
+
+    assert verdict(obj, shipped) == ([("spec.engine.extraArgs[0]", Reason.FORBIDDEN, detail)], ())
+
+
+def test_unknown_flag_is_refused_with_a_suggestion_for_the_default_image(
+    shipped: ProviderRegistry,
+) -> None:
+    obj = model_deployment(
+        gpu=1,
+        provider="vllm",
+        engine={
+            "type": "vllm",
+            "args": {"max-num-seq": "4"},
+            "extraArgs": ["--disable-log-requests"],
+        },
+    )
+
+    assert verdict(obj, shipped) == (
+        [
+            (
+                "spec.engine.args[max-num-seq]",
+                Reason.INVALID,
+                "--max-num-seq is not a flag of vllm 0.33.0; did you mean --max-num-seqs?",
+            ),
+            (
+                "spec.engine.extraArgs[0]",
+                Reason.INVALID,
+                "--disable-log-requests is not a flag of vllm 0.33.0; did you mean --enable-log-requests?",
+            ),
+        ],
+        (),
+    )
+
+
+def test_naming_the_default_image_still_checks_flags(shipped: ProviderRegistry) -> None:
+    obj = model_deployment(
+        gpu=1,
+        provider="vllm",
+        engine={
+            "type": "vllm",
+            "image": f"vllm/vllm-openai:{PINS.vllm}",
+            "extraArgs": ["--disable-log-requests"],
+        },
+    )
+
+    assert verdict(obj, shipped)[0] == [
+        (
+            "spec.engine.extraArgs[0]",
+            Reason.INVALID,
+            "--disable-log-requests is not a flag of vllm 0.33.0; did you mean --enable-log-requests?",
+        )
+    ]
+
+
+def test_unknown_flag_is_only_a_warning_for_another_image(shipped: ProviderRegistry) -> None:
+    obj = model_deployment(
+        gpu=1,
+        provider="vllm",
+        engine={"type": "vllm", "image": "example.com/my-vllm:1", "extraArgs": ["--my-patch"]},
+    )
+
+    assert verdict(obj, shipped) == (
+        [],
+        (
+            "spec.engine.extraArgs[0]: --my-patch is not a flag of vllm 0.33.0; did you mean "
+            "--root-path? (not refused: spec.engine.image runs example.com/my-vllm:1, which the "
+            "catalog may not describe)",
+        ),
+    )
+
+
+def test_owned_flags_are_refused_for_another_image_too(shipped: ProviderRegistry) -> None:
+    obj = model_deployment(
+        gpu=1,
+        provider="vllm",
+        engine={"type": "vllm", "image": "example.com/my-vllm:1", "extraArgs": ["--port=9000"]},
+    )
+
+    assert verdict(obj, shipped) == (
+        [("spec.engine.extraArgs[0]", Reason.FORBIDDEN, PORT_DETAIL)],
+        (),
+    )
+
+
+def test_sglang_on_dynamo_refuses_the_vllm_prefix_caching_flag(shipped: ProviderRegistry) -> None:
+    obj = model_deployment(
+        gpu=1, provider="dynamo", engine={"type": "sglang", "args": {"enable-prefix-caching": ""}}
+    )
+
+    assert verdict(obj, shipped) == (
+        [
+            (
+                "spec.engine.args[enable-prefix-caching]",
+                Reason.INVALID,
+                "--enable-prefix-caching is not a flag of dynamo.sglang 1.1.1 (sglang 0.5.10.post1); "
+                "did you mean --enable-prefix-mm-cache?",
+            )
+        ],
+        (),
+    )
+
+
+def test_a_registry_without_catalogs_checks_no_flags() -> None:
+    registry = ProviderRegistry.from_objects(bundled_config_objects())
+    obj = model_deployment(gpu=1, provider="vllm", engine={"type": "vllm", "extraArgs": ["--nope"]})
+
+    assert verdict(obj, registry) == ([], ())

@@ -1,0 +1,464 @@
+"""Rendered objects must run, not just validate: one test per rule that a schema cannot see
+(issue 9's table), and the cross-object invariants, each shown failing on a broken render."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+import yaml
+
+from providers.admission import admit
+from providers.errors import Reason
+from providers.flags import catalog_name, unknown_flags
+from providers.gateway import GatewayTarget, is_enabled, render_gateway
+from providers.invariants import check_invariants
+from providers.model import ModelDeployment
+from providers.pods import model_port
+from providers.registry import MODULES, ProviderRegistry
+from renderer.sources import bundled_flag_catalogs, bundled_versions
+from tests.conftest import EXAMPLES
+from tests.support.builders import disaggregated, model_deployment
+from tests.support.matrix import cases, engine_args
+
+PINS = bundled_versions()
+CATALOGS = bundled_flag_catalogs()
+TARGET = GatewayTarget("inference", "gateways")
+CACHE = {"name": "cache", "purpose": "modelCache", "size": "100Gi"}
+
+
+def render(obj: dict[str, Any], registry: ProviderRegistry) -> tuple[ModelDeployment, list[Any]]:
+    """What the renderer renders for `obj`: the provider's objects, then the gateway's."""
+    admission = admit(obj, registry=registry)
+    assert admission.errors == ()
+    md = ModelDeployment(admission.obj)
+    objects: list[dict[str, Any]] = MODULES[md.provider_name].render(md, PINS)
+    if is_enabled(md):
+        config = registry.get(md.provider_name)
+        capabilities = config.gateway(md.engine_type) if config is not None else {}
+        objects += render_gateway(md, capabilities, TARGET, PINS, port=model_port(md))
+    return md, objects
+
+
+def worker_args(graph: dict[str, Any], service: str = "VllmWorker") -> list[str]:
+    args: list[str] = graph["spec"]["services"][service]["extraPodSpec"]["mainContainer"]["args"]
+    return args
+
+
+def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+# --- Dynamo -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+@pytest.mark.parametrize("gpus", [1, 2, 4])
+@pytest.mark.parametrize(
+    "switches",
+    [
+        {},
+        {"enablePrefixCaching": False, "enforceEager": True, "trustRemoteCode": True},
+        {"contextLength": 8192},
+    ],
+    ids=["defaults", "switched", "context"],
+)
+def test_dynamo_workers_get_only_flags_their_engine_parses(
+    shipped: ProviderRegistry, engine: str, gpus: int, switches: dict[str, Any]
+) -> None:
+    obj = model_deployment(gpu=gpus, provider="dynamo", engine={"type": engine, **switches})
+    _, (graph,) = render(obj, shipped)
+    catalog = CATALOGS[str(catalog_name("dynamo", engine))]
+
+    assert unknown_flags(worker_args(graph), catalog) == []
+
+
+def test_dynamo_sglang_spells_prefix_caching_and_eager_as_sglang_does(
+    shipped: ProviderRegistry,
+) -> None:
+    on = model_deployment(gpu=1, provider="dynamo", engine={"type": "sglang"})
+    off = model_deployment(
+        gpu=1,
+        provider="dynamo",
+        engine={"type": "sglang", "enablePrefixCaching": False, "enforceEager": True},
+    )
+
+    assert worker_args(render(on, shipped)[1][0]) == [
+        "--model-path", "org/model", "--served-model-name", "org/model",
+    ]  # fmt: skip
+    assert worker_args(render(off, shipped)[1][0]) == [
+        "--model-path", "org/model", "--served-model-name", "org/model",
+        "--disable-radix-cache", "--disable-cuda-graph",
+    ]  # fmt: skip
+
+
+def test_dynamo_vllm_turns_prefix_caching_off_explicitly(shipped: ProviderRegistry) -> None:
+    obj = model_deployment(
+        gpu=1, provider="dynamo", engine={"type": "vllm", "enablePrefixCaching": False}
+    )
+
+    assert worker_args(render(obj, shipped)[1][0]) == [
+        "--model", "org/model", "--served-model-name", "org/model", "--no-enable-prefix-caching",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("engine", "flag"),
+    [
+        ("vllm", "--tensor-parallel-size"),
+        ("sglang", "--tp-size"),
+        ("trtllm", "--tensor-parallel-size"),
+    ],
+)
+def test_dynamo_workers_run_tensor_parallel_on_all_their_gpus(
+    shipped: ProviderRegistry, engine: str, flag: str
+) -> None:
+    md, objects = render(model_deployment(gpu=4, provider="dynamo", engine=engine), shipped)
+
+    assert worker_args(objects[0])[-2:] == [flag, "4"]
+    assert check_invariants(md, objects) == []
+
+
+def test_dynamo_disaggregated_workers_run_tensor_parallel_per_component(
+    shipped: ProviderRegistry,
+) -> None:
+    obj = disaggregated("pd", prefill_gpu=2, decode_gpu=1)
+    obj["spec"]["provider"] = {"name": "dynamo"}
+    md, objects = render(obj, shipped)
+
+    assert "--tensor-parallel-size" in worker_args(objects[0], "VllmPrefillWorker")
+    assert "--tensor-parallel-size" not in worker_args(objects[0], "VllmDecodeWorker")
+    assert check_invariants(md, objects) == []
+
+
+def test_dynamo_sized_volume_with_a_class_is_created_by_the_graph(
+    shipped: ProviderRegistry,
+) -> None:
+    volume = {**CACHE, "storageClassName": "fast"}
+    obj = model_deployment(
+        gpu=1,
+        provider="dynamo",
+        engine="vllm",
+        model={"id": "org/model", "storage": {"volumes": [volume]}},
+    )
+    md, objects = render(obj, shipped)
+
+    assert [o["kind"] for o in objects] == ["DynamoGraphDeployment"]
+    assert objects[0]["spec"]["pvcs"] == [
+        {
+            "name": "m-cache",
+            "create": True,
+            "size": "100Gi",
+            "storageClass": "fast",
+            "volumeAccessMode": "ReadWriteMany",
+        }
+    ]
+    assert check_invariants(md, objects) == []
+
+
+def test_dynamo_sized_volume_on_the_default_class_gets_a_rendered_claim(
+    shipped: ProviderRegistry,
+) -> None:
+    obj = model_deployment(
+        gpu=1,
+        provider="dynamo",
+        engine="vllm",
+        model={"id": "org/model", "storage": {"volumes": [dict(CACHE)]}},
+    )
+    md, objects = render(obj, shipped)
+    graph, claim = objects
+
+    assert graph["spec"]["pvcs"] == [{"name": "m-cache", "create": False}]
+    assert claim["kind"] == "PersistentVolumeClaim"
+    assert claim["metadata"]["name"] == "m-cache"
+    assert claim["spec"] == {
+        "accessModes": ["ReadWriteMany"],
+        "resources": {"requests": {"storage": "100Gi"}},
+        "volumeMode": "Filesystem",
+    }
+    assert check_invariants(md, objects) == []
+
+
+# --- HF_HOME and claims for every provider that mounts the cache ------------------------------
+
+
+@pytest.mark.parametrize("provider", ["dynamo", "llmd", "vllm"])
+def test_hf_home_points_at_the_model_cache_mount(shipped: ProviderRegistry, provider: str) -> None:
+    volume = {"name": "cache", "purpose": "modelCache", "claimName": "shared", "mountPath": "/hf"}
+    obj = model_deployment(
+        gpu=1,
+        provider=provider,
+        engine="vllm",
+        model={"id": "org/model", "storage": {"volumes": [volume]}},
+    )
+    md, objects = render(obj, shipped)
+
+    if provider == "dynamo":
+        env = objects[0]["spec"]["services"]["VllmWorker"]["envs"]
+    else:
+        env = objects[0]["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env == [{"name": "HF_HOME", "value": "/hf"}]
+    assert check_invariants(md, objects) == []
+
+
+def test_a_users_hf_home_wins(shipped: ProviderRegistry) -> None:
+    volume = {"name": "cache", "purpose": "modelCache", "claimName": "shared"}
+    obj = model_deployment(
+        gpu=1,
+        provider="vllm",
+        engine="vllm",
+        model={"id": "org/model", "storage": {"volumes": [volume]}},
+        env=[{"name": "HF_HOME", "value": "/mine"}],
+    )
+    _, objects = render(obj, shipped)
+
+    assert objects[0]["spec"]["template"]["spec"]["containers"][0]["env"] == [
+        {"name": "HF_HOME", "value": "/mine"}
+    ]
+
+
+@pytest.mark.parametrize("provider", ["llmd", "vllm"])
+def test_sized_volumes_get_their_claim_rendered(shipped: ProviderRegistry, provider: str) -> None:
+    volume = {**CACHE, "storageClassName": "", "accessMode": "ReadWriteOnce"}
+    obj = model_deployment(
+        gpu=1,
+        provider=provider,
+        engine="vllm",
+        model={"id": "org/model", "storage": {"volumes": [volume]}},
+    )
+    md, objects = render(obj, shipped)
+    (claim,) = by_kind(objects, "PersistentVolumeClaim")
+
+    assert claim["metadata"]["name"] == "m-cache"
+    assert claim["spec"] == {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": "100Gi"}},
+        "storageClassName": "",
+        "volumeMode": "Filesystem",
+    }
+    assert objects[0]["spec"]["template"]["spec"]["volumes"][0] == {
+        "name": "cache",
+        "persistentVolumeClaim": {"claimName": "m-cache"},
+    }
+    assert check_invariants(md, objects) == []
+
+
+# --- KAITO ------------------------------------------------------------------------------------
+
+
+def test_kaito_pool_selects_the_label_kaito_puts_on_preset_pods(shipped: ProviderRegistry) -> None:
+    obj = model_deployment(gpu=1, provider="kaito", engine="vllm", gateway={"enabled": True})
+    md, objects = render(obj, shipped)
+    (pool,) = by_kind(objects, "InferencePool")
+
+    assert pool["spec"]["selector"] == {"matchLabels": {"kaito.sh/workspace": "m"}}
+    assert pool["spec"]["targetPorts"] == [{"number": 5000}]
+    assert check_invariants(md, objects) == []
+
+
+def test_kaito_gated_preset_gets_the_model_access_secret(shipped: ProviderRegistry) -> None:
+    obj = model_deployment(
+        gpu=1, provider="kaito", engine="vllm", secrets={"huggingFaceToken": "hf"}
+    )
+    _, (workspace,) = render(obj, shipped)
+
+    assert workspace["inference"] == {
+        "preset": {"name": "org/model", "presetOptions": {"modelAccessSecret": "hf"}}
+    }
+
+
+# --- llm-d and Direct vLLM ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", ["llmd", "vllm"])
+def test_overrides_may_not_replace_the_pod_spec(shipped: ProviderRegistry, provider: str) -> None:
+    overrides = {"spec": {"template": {"spec": {"containers": [{"name": "vllm", "image": "x:1"}]}}}}
+    obj = model_deployment(gpu=1, provider=provider, engine="vllm", overrides=overrides)
+    admission = admit(obj, registry=shipped)
+
+    assert [(e.path, e.reason) for e in admission.errors] == [
+        ("spec.provider.overrides.spec.template.spec", Reason.FORBIDDEN)
+    ]
+    assert "set spec.engine.image, spec.engine.args, spec.env" in admission.errors[0].detail
+
+
+@pytest.mark.parametrize("provider", ["llmd", "vllm"])
+def test_overrides_still_reach_the_deployment_and_pod_metadata(
+    shipped: ProviderRegistry, provider: str
+) -> None:
+    overrides = {
+        "spec": {
+            "strategy": {"type": "Recreate"},
+            "template": {"metadata": {"annotations": {"team": "ml"}}},
+        }
+    }
+    obj = model_deployment(gpu=2, provider=provider, engine="vllm", overrides=overrides)
+    md, objects = render(obj, shipped)
+    deployment = objects[0]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert deployment["spec"]["template"]["metadata"]["annotations"] == {"team": "ml"}
+    assert container["image"] == f"vllm/vllm-openai:{PINS.vllm}"
+    assert container["resources"]["limits"] == {"nvidia.com/gpu": "2"}
+    assert check_invariants(md, objects) == []
+
+
+def test_llmd_serves_the_name_the_gateway_routes(shipped: ProviderRegistry) -> None:
+    obj = model_deployment(
+        gpu=1, provider="llmd", engine="vllm", gateway={"enabled": True, "modelName": "chat"}
+    )
+    md, objects = render(obj, shipped)
+    args = objects[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    (route,) = by_kind(objects, "HTTPRoute")
+
+    assert args[args.index("--served-model-name") + 1] == "chat"
+    assert route["spec"]["rules"][0]["matches"][0]["headers"][0]["value"] == "chat"
+    assert check_invariants(md, objects) == []
+
+
+def test_examples_use_only_catalogued_flags(shipped: ProviderRegistry) -> None:
+    checked = []
+    for path in sorted(EXAMPLES.glob("*.yaml")):
+        if path.name.startswith("rejected-"):
+            continue
+        md, objects = render(yaml.safe_load(path.read_text()), shipped)
+        name = catalog_name(md.provider_name, md.engine_type)
+        if name is None:
+            continue
+        for obj in objects:
+            for args in _all_args(obj):
+                assert unknown_flags(args, CATALOGS[name]) == [], path.name
+        checked.append(path.name)
+    assert "vllm-direct-explicit.yaml" in checked
+
+
+def _all_args(obj: dict[str, Any]) -> list[list[str]]:
+    if (
+        obj["kind"] == "Deployment"
+        and obj["spec"]["template"]["spec"]["containers"][0]["name"] == "vllm"
+    ):
+        return [obj["spec"]["template"]["spec"]["containers"][0]["args"]]
+    if obj["kind"] == "DynamoGraphDeployment":
+        return [
+            s["extraPodSpec"]["mainContainer"]["args"]
+            for s in obj["spec"]["services"].values()
+            if s["componentType"] == "worker"
+        ]
+    return []
+
+
+# --- the invariants catch what breaks them ---------------------------------------------------
+
+
+@pytest.fixture
+def llmd_with_gateway(shipped: ProviderRegistry) -> tuple[ModelDeployment, list[dict[str, Any]]]:
+    obj = model_deployment(
+        gpu=2,
+        provider="llmd",
+        engine="vllm",
+        gateway={"enabled": True},
+        model={"id": "org/model", "storage": {"volumes": [dict(CACHE)]}},
+    )
+    md, objects = render(obj, shipped)
+    assert check_invariants(md, objects) == []
+    return md, objects
+
+
+def _find(objects: list[dict[str, Any]], kind: str, name: str = "m") -> dict[str, Any]:
+    return next(o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name)
+
+
+def test_invariant_ports_name_both_objects(
+    llmd_with_gateway: tuple[ModelDeployment, list[dict[str, Any]]],
+) -> None:
+    md, objects = copy.deepcopy(llmd_with_gateway)
+    _find(objects, "Service")["spec"]["ports"][0]["targetPort"] = 9000
+    _find(objects, "InferencePool")["spec"]["targetPorts"] = [{"number": 8080}]
+
+    assert check_invariants(md, objects) == [
+        "Deployment/m spec.template.spec.containers[0].args --port is 8000 but Service/m spec.ports[0].targetPort is 9000",
+        "Deployment/m spec.template.spec.containers[0].args --port is 8000 but InferencePool/m spec.targetPorts[0].number is 8080",
+    ]
+
+
+def test_invariant_pool_selector_must_match_the_pods(
+    llmd_with_gateway: tuple[ModelDeployment, list[dict[str, Any]]],
+) -> None:
+    md, objects = copy.deepcopy(llmd_with_gateway)
+    _find(objects, "InferencePool")["spec"]["selector"] = {
+        "matchLabels": {"kaito.sh/workspace": "m"}
+    }
+
+    assert check_invariants(md, objects) == [
+        "InferencePool/m spec.selector.matchLabels does not match Deployment/m "
+        "spec.template.metadata.labels: kaito.sh/workspace differ"
+    ]
+
+
+def test_invariant_every_claim_is_rendered_or_declared(
+    llmd_with_gateway: tuple[ModelDeployment, list[dict[str, Any]]],
+) -> None:
+    md, objects = copy.deepcopy(llmd_with_gateway)
+    objects = [o for o in objects if o["kind"] != "PersistentVolumeClaim"]
+
+    assert check_invariants(md, objects) == [
+        "Deployment/m spec.template.spec.volumes[0] mounts claim m-cache, which is neither "
+        "rendered (PersistentVolumeClaim) nor declared pre-existing"
+    ]
+
+
+def test_invariant_gpus_equal_tensor_times_pipeline_parallel(
+    llmd_with_gateway: tuple[ModelDeployment, list[dict[str, Any]]],
+) -> None:
+    md, objects = copy.deepcopy(llmd_with_gateway)
+    container = _find(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    container["resources"]["limits"]["nvidia.com/gpu"] = "4"
+
+    assert check_invariants(md, objects) == [
+        "Deployment/m spec.template.spec.containers[0].resources.limits requests 4 GPUs but "
+        "Deployment/m spec.template.spec.containers[0].args run tensor parallel 2 x pipeline parallel 1 = 2"
+    ]
+
+
+def test_invariant_routed_name_is_the_served_name(
+    llmd_with_gateway: tuple[ModelDeployment, list[dict[str, Any]]],
+) -> None:
+    md, objects = copy.deepcopy(llmd_with_gateway)
+    _find(objects, "HTTPRoute")["spec"]["rules"][0]["matches"][0]["headers"][0]["value"] = "other"
+
+    assert check_invariants(md, objects) == [
+        "HTTPRoute/m spec.rules[0].matches[0].headers[0].value is other but Deployment/m "
+        "spec.template.spec.containers[0].args serve org/model"
+    ]
+
+
+def test_invariant_dynamo_mounts_must_be_listed_in_pvcs(shipped: ProviderRegistry) -> None:
+    volume = {"name": "cache", "purpose": "modelCache", "claimName": "shared"}
+    obj = model_deployment(
+        gpu=1,
+        provider="dynamo",
+        engine="vllm",
+        model={"id": "org/model", "storage": {"volumes": [volume]}},
+    )
+    md, objects = render(obj, shipped)
+    assert check_invariants(md, objects) == []
+    objects[0]["spec"]["pvcs"] = []
+
+    assert check_invariants(md, objects) == [
+        "DynamoGraphDeployment/m spec.services.VllmWorker.volumeMounts[0] names shared, which spec.pvcs does not list"
+    ]
+
+
+def test_every_flag_runway_emits_is_catalogued_across_the_matrix(shipped: ProviderRegistry) -> None:
+    checked = 0
+    for ident, obj in cases(shipped):
+        md, objects = render(obj, shipped)
+        name = catalog_name(md.provider_name, md.engine_type)
+        if name is None:
+            continue
+        for args in engine_args(objects):
+            assert unknown_flags(args, CATALOGS[name]) == [], ident
+            checked += 1
+    assert checked == 44  # engine containers in the 32 matrix cases whose engine has a catalog
