@@ -177,8 +177,8 @@ _CONSTANT_TIME = frozenset(
 
 
 def _add(left: Size, right: Size) -> tuple[int, Size]:
-    if left.kind == "scalar" and right.kind == "scalar":
-        return 1, SCALAR
+    if left.kind == "scalar" or right.kind == "scalar":
+        return 1, SCALAR  # a number (or time) on one side: no overload concatenates with it
     kinds = {left.kind, right.kind} - {"scalar"}
     kind: Kind = kinds.pop() if len(kinds) == 1 else "unknown"
     n = min(_CAP, left.n + right.n)

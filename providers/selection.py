@@ -106,7 +106,7 @@ def select_provider(
         if outcome.error is not None:
             warnings.append(rule_warning(name, rule.condition, outcome.error))
         elif outcome.matched:
-            among = ", ".join(c.name for c in eligible)
+            among = ", ".join(c.name for c in eligible if c.rules)
             reason = (
                 f'auto-selected: rule "{rule.condition}" matched at priority {rule.priority}, '
                 f"the highest priority matched among {among} (ties break by name)"

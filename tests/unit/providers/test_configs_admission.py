@@ -37,7 +37,11 @@ def test_provider_config_with_a_rule_that_does_not_compile_names_the_rule() -> N
     config = provider_config("dynamo", rules=[("true", 1), ("spec.engine.type == 'vllm' &&", 5)])
 
     assert errors_of(config, check_provider_config) == [
-        ("spec.selectionRules[1].condition", Reason.INVALID, "syntax error at line 1, column 28")
+        (
+            "spec.selectionRules[1].condition",
+            Reason.INVALID,
+            "line 1, column 30: Syntax error: mismatched input '<EOF>'",
+        )
     ]
 
 
