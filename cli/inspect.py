@@ -121,11 +121,11 @@ def _as_selection_saw(hydration: Hydration) -> dict[str, Any]:
     """The spec rules were evaluated against: without the provider Runway itself stamped."""
     spec = dict(hydration.obj["spec"])
     provider = spec.get("provider")
-    if hydration.provider is not None and hydration.provider.choice == "auto":
-        if isinstance(provider, dict):
-            spec["provider"] = {k: v for k, v in provider.items() if k != "name"}
-            if not spec["provider"]:
-                del spec["provider"]
+    auto = hydration.provider is not None and hydration.provider.choice == "auto"
+    if auto and isinstance(provider, dict):
+        spec["provider"] = {k: v for k, v in provider.items() if k != "name"}
+        if not spec["provider"]:
+            del spec["provider"]
     return spec
 
 

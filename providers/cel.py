@@ -195,7 +195,11 @@ def _compile(env: Environment, condition: str) -> tuple[Any, Expr | None, str | 
     if not condition.strip():
         return None, None, "condition is empty"
     if len(condition) > MAX_RULE_LENGTH:
-        return None, None, f"condition is {len(condition)} characters long; the limit is {MAX_RULE_LENGTH}"
+        return (
+            None,
+            None,
+            f"condition is {len(condition)} characters long; the limit is {MAX_RULE_LENGTH}",
+        )
     try:
         program = env.compile(condition)
     except RuntimeError as err:  # cel-expr-python raises RuntimeError for every compile failure

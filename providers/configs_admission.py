@@ -33,8 +33,7 @@ def check_provider_config(obj: Mapping[str, Any]) -> list[FieldError]:
     env = new_environment()
     at = FieldPath.root("spec", "selectionRules")
     rules = [
-        compile_rule(env, rule["condition"], 0)
-        for rule in dig(obj, "spec", "selectionRules") or ()
+        compile_rule(env, rule["condition"], 0) for rule in dig(obj, "spec", "selectionRules") or ()
     ]
     for i, rule in enumerate(rules):
         if rule.compile_error is not None:

@@ -187,9 +187,7 @@ def test_tie_in_priority_breaks_by_smallest_name() -> None:
 
 def test_rule_that_errors_is_a_non_match_and_the_trace_and_warnings_say_so() -> None:
     registry = registry_of(
-        provider_config(
-            "dynamo", rules=[("spec.resources.gpu.count > 'two'", 90), ("true", 10)]
-        ),
+        provider_config("dynamo", rules=[("spec.resources.gpu.count > 'two'", 90), ("true", 10)]),
     )
 
     result = hydrate(model_deployment(gpu=2), registry=registry)
@@ -253,9 +251,7 @@ def test_shipped_rules_evaluate_without_errors_when_resources_is_absent(
     shipped: ProviderRegistry,
 ) -> None:
     rule_results = {
-        (c.name, r.condition): r.result
-        for c in trace(model_deployment(), shipped)
-        for r in c.rules
+        (c.name, r.condition): r.result for c in trace(model_deployment(), shipped) for r in c.rules
     }
     assert "error" not in rule_results.values()
     assert rule_results == {
