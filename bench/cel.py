@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -228,7 +229,7 @@ def worst_admission_ms(accepted: list[dict[str, Any]]) -> float:
             for name in sorted(MODULES)
         ]
         registry = ProviderRegistry.from_objects(objects)
-        worst = max(worst, cpu_ms(lambda r=registry: select_provider(spec, md, r), rounds=3))
+        worst = max(worst, cpu_ms(partial(select_provider, spec, md, registry), rounds=3))
     return worst
 
 
@@ -244,7 +245,7 @@ def calibration_rows() -> None:
         spec = {"args": ["--" + "x" * 98] * 10_000}
         bound = activation(env, spec)
         evaluate(rule, bound)
-        ms = cpu_ms(lambda rule=rule, bound=bound: evaluate(rule, bound), rounds=5)
+        ms = cpu_ms(partial(evaluate, rule, bound), rounds=5)
         print(
             f"  {ms * 1e6 / rule.cost:.0f} ns per unit: {rule.cost:,} units, {ms:.2f} ms  {condition[:60]}"
         )
