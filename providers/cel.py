@@ -12,13 +12,13 @@ the runtime's own iteration budget (10,000 steps) stops anything the estimate mi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cel_expr_python import cel
 
-from providers.celast import Expr, Ident, MalformedAst, checked_expr, walk
+from providers.celast import Expr, Ident, MalformedAst, Select, checked_expr, walk
 from providers.celcost import INPUT_ENTRY_LIMIT, INPUT_STRING_LIMIT, estimate
 from providers.fieldpath import FieldPath
 
@@ -44,6 +44,9 @@ class Rule:
     compile_error: str | None
     cost: int = 0  # estimated maximum cost of one evaluation
     uses_spec: bool = True
+    # The top-level spec fields the rule reads, when it reads spec only as `spec.<field>`;
+    # None when it needs all of spec (`size(spec)`, `spec.exists(...)`, a variable named spec).
+    reads: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +59,18 @@ class Outcome:
 
 @dataclass(frozen=True, slots=True)
 class Bound:
-    """The evaluation input for one spec, or why the spec cannot be given to CEL."""
+    """The evaluation input for one spec: the fields CEL may see, and why the others may not."""
 
     activation: Any
-    problem: str | None
+    problems: Mapping[str, str]  # top-level field -> "spec.field...: why" (kept out of CEL)
+
+    def problem_for(self, rule: Rule) -> str | None:
+        """Why `rule` cannot run on this spec: it reads a field kept out (or all of spec)."""
+        if not rule.uses_spec or not self.problems:
+            return None
+        if rule.reads is None:
+            return next(iter(self.problems.values()))
+        return next((self.problems[f] for f in sorted(rule.reads) if f in self.problems), None)
 
 
 def new_environment(variables: Sequence[str] = ("spec",)) -> Environment:
@@ -79,8 +90,27 @@ def compile_rule(env: Environment, condition: str, priority: int) -> Rule:
             "(loops multiply: iterate fewer or smaller lists, do not grow strings or lists)"
         )
         return Rule(condition, priority, None, problem, cost)
-    uses_spec = any(isinstance(node, Ident) and node.name == "spec" for node in walk(ast))
-    return Rule(condition, priority, program, None, cost, uses_spec)
+    nodes = walk(ast)
+    uses = sum(1 for n in nodes if isinstance(n, Ident) and n.name == "spec")
+    fields = [
+        n.field
+        for n in nodes
+        if isinstance(n, Select) and isinstance(n.operand, Ident) and n.operand.name == "spec"
+    ]
+    reads = frozenset(fields) if len(fields) == uses else None
+    return Rule(condition, priority, program, None, cost, uses > 0, reads)
+
+
+def fields_read(rules: Iterable[Rule]) -> frozenset[str] | None:
+    """The top-level spec fields a set of rules reads; None when one of them needs all of spec."""
+    fields: set[str] = set()
+    for rule in rules:
+        if rule.program is None or not rule.uses_spec:
+            continue
+        if rule.reads is None:
+            return None
+        fields |= rule.reads
+    return frozenset(fields)
 
 
 def rule_problem(env: Environment, condition: str) -> str | None:
@@ -93,25 +123,44 @@ def compile_problem(env: Environment, condition: str) -> str | None:
     return _compile(env, condition)[2]
 
 
-def activation(env: Environment, spec: Mapping[str, Any]) -> Bound:
+def activation(
+    env: Environment, spec: Mapping[str, Any], fields: frozenset[str] | None = None
+) -> Bound:
     """The CEL input for one spec; built once per selection and shared by every rule.
+
+    With `fields` (see fields_read), only those top-level fields are given to the runtime, which
+    converts everything it is given on first access: a large subtree no rule reads (overrides,
+    for instance) costs nothing and cannot make a rule fail.
 
     A value CEL cannot represent, or larger than the cost model assumes, is reported with its
     field instead of reaching the runtime (which would error with the value in the message, or
     crash the process for integers of more than 4,300 digits).
     """
-    problem = input_problem(spec)
-    if problem is not None:
-        return Bound(env.Activation({}), problem)
-    return Bound(env.Activation({"spec": spec}), None)
+    if fields is not None:
+        spec = {key: spec[key] for key in sorted(fields) if key in spec}
+    if len(spec) > INPUT_ENTRY_LIMIT:
+        return Bound(env.Activation({}), {"": f"spec: more than {INPUT_ENTRY_LIMIT:,} entries"})
+    problems: dict[str, str] = {}
+    if not _is_plain(spec):
+        for key, value in spec.items():
+            problem = (
+                input_problem({key: value})
+                if isinstance(key, str)
+                else "spec: a map key that is not a string"
+            )
+            if problem is not None:
+                problems[str(key)] = problem
+    clean = {k: v for k, v in spec.items() if str(k) not in problems}
+    return Bound(env.Activation({"spec": clean}), problems)
 
 
 def evaluate(rule: Rule, bound: Bound) -> Outcome:
     """Run one rule. Errors and non-bool results are non-matches that say why."""
     if rule.program is None:
         return Outcome(False, f"does not compile: {rule.compile_error}")
-    if rule.uses_spec and bound.problem is not None:
-        return Outcome(False, f"spec cannot be given to CEL: {bound.problem}")
+    problem = bound.problem_for(rule)
+    if problem is not None:
+        return Outcome(False, f"spec cannot be given to CEL: {problem}")
     try:
         value = rule.program.eval(bound.activation)
     # The rule is user-supplied code run by a third-party runtime: whatever it raises (budget

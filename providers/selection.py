@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from providers.cel import Bound, Rule, activation, evaluate
+from providers.cel import Bound, Rule, activation, evaluate, fields_read
 from providers.errors import FieldError, Reason
 from providers.model import ENGINE_PREFERENCE, Choice, ModelDeployment
 from providers.registry import MODULES, ProviderConfig, ProviderRegistry
@@ -101,7 +101,7 @@ def select_provider(
     warnings: list[str] = []
     for count, (rule, name) in enumerate(order, start=1):
         if bound is None:
-            bound = activation(registry.env, spec)
+            bound = activation(registry.env, spec, fields_read(r for r, _ in order))
         outcome = evaluate(rule, bound)
         if outcome.error is not None:
             warnings.append(rule_warning(name, rule.condition, outcome.error))
@@ -136,8 +136,11 @@ def rank_providers(
         if excluded is not None:
             traces.append(CandidateTrace(config.name, None, excluded, ()))
             continue
-        if bound is None:
-            bound = activation(registry.env, spec)
+        if bound is None:  # the same input admission gives the same rules
+            candidates = [c for c in registry.configs.values() if _excluded(c, md) is None]
+            bound = activation(
+                registry.env, spec, fields_read(r for c in candidates for r in c.rules)
+            )
         rules = tuple(_trace(rule, bound) for rule in config.rules)
         matched = [r.priority for r in rules if r.result is True]
         if not matched:

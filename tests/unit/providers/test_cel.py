@@ -105,10 +105,14 @@ def test_a_spec_cel_cannot_hold_makes_rules_that_read_it_errors_with_the_field(
     spec: dict[str, Any], reason: str
 ) -> None:
     # 10**5000 crashed the process inside cel-expr-python (segmentation fault) if passed on.
-    assert outcome("spec.engine.type == 'vllm'", {"engine": {"type": "vllm"}} | spec) == Outcome(
-        False, f"spec cannot be given to CEL: {reason}"
-    )
-    assert outcome("true", spec) == Outcome(True)  # a rule that does not read spec still runs
+    (field,) = spec
+    obj = {"engine": {"type": "vllm"}} | spec
+    error = Outcome(False, f"spec cannot be given to CEL: {reason}")
+
+    assert outcome(f"has(spec.{field})", obj) == error
+    assert outcome("size(spec) == 2", obj) == error  # reads all of spec
+    assert outcome("spec.engine.type == 'vllm'", obj) == Outcome(True)  # the field is not read
+    assert outcome("true", obj) == Outcome(True)  # a rule that does not read spec still runs
 
 
 def test_input_at_the_limits_is_accepted() -> None:
@@ -123,8 +127,7 @@ _json = st.recursive(
     ),
     max_leaves=12,
 )
-_rules = st.builds(
-    lambda path, op, n: f"has(spec.{path}) && spec.{path} {op} {n}",
+_rules = st.tuples(
     st.sampled_from(["a", "b"]),
     st.sampled_from(["==", "<", ">=", "!="]),
     st.integers(INT64_MIN + 1, INT64_MAX) | st.sampled_from([INT64_MAX, INT64_MIN + 1, 0]),
@@ -134,11 +137,12 @@ _rules = st.builds(
 @settings(max_examples=200, deadline=None)
 @given(spec=st.dictionaries(st.sampled_from(["a", "b", "c"]), _json, max_size=3), rule=_rules)
 def test_any_integer_anywhere_in_the_spec_never_makes_evaluation_raise(
-    spec: dict[str, Any], rule: str
+    spec: dict[str, Any], rule: tuple[str, str, int]
 ) -> None:
-    result = outcome(rule, spec)
+    field, op, number = rule
+    result = outcome(f"has(spec.{field}) && spec.{field} {op} {number}", spec)
     out_of_range = any(
-        isinstance(v, int) and not INT64_MIN <= v <= INT64_MAX for v in _leaves(spec)
+        isinstance(v, int) and not INT64_MIN <= v <= INT64_MAX for v in _leaves(spec.get(field))
     )
     if out_of_range:
         assert result.matched is False
@@ -286,3 +290,17 @@ def test_lazy_selection_picks_the_winner_of_the_full_ranking(
     decision = select_provider(spec, md, registry).decision
 
     assert (decision.value if isinstance(decision, Decision) else None) == expected
+
+
+def test_fields_no_rule_reads_are_not_given_to_cel(shipped: ProviderRegistry) -> None:
+    obj = model_deployment(gpu=2)
+    spec = hydrate(obj, registry=shipped).obj["spec"]
+    spec.pop("provider", None)
+    spec["provider"] = {"overrides": {"spec": {"n": 2**70, "blob": "x" * 100_000}}}
+    md = ModelDeployment({"spec": spec})
+
+    choice = select_provider(spec, md, shipped)
+
+    # The shipped rules read engine, resources and serving only.
+    assert isinstance(choice.decision, Decision)
+    assert (choice.decision.value, choice.warnings) == ("kuberay", ())
