@@ -113,11 +113,6 @@ def fields_read(rules: Iterable[Rule]) -> frozenset[str] | None:
     return frozenset(fields)
 
 
-def rule_problem(env: Environment, condition: str) -> str | None:
-    """Why a condition cannot be used as a rule (compile error, length, cost), or None."""
-    return compile_rule(env, condition, 0).compile_error
-
-
 def compile_problem(env: Environment, condition: str) -> str | None:
     """Why a condition does not compile (syntax, types, length), or None; no cost check."""
     return _compile(env, condition)[2]
