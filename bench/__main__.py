@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from bench import cel
 from providers.admission import admit
 from providers.cel import activation, evaluate
 from providers.hydrate import hydrate
@@ -42,9 +43,9 @@ def main() -> None:
     registry = ProviderRegistry.from_objects(configs)
     load = per_call_us(lambda: ProviderRegistry.from_objects(configs), rounds=20)
     rules = [r for c in registry.configs.values() for r in c.rules]
-    bound = activation(hydrate(objects[0], registry=registry).obj["spec"])
+    bound = activation(registry.env, hydrate(objects[0], registry=registry).obj["spec"])
     rule_us = statistics.median(per_call_us(functools.partial(evaluate, r, bound)) for r in rules)
-    bind_us = per_call_us(lambda: activation(objects[0]["spec"]))
+    bind_us = per_call_us(lambda: activation(registry.env, objects[0]["spec"]))
     hydrate_us = statistics.median(
         per_call_us(functools.partial(hydrate, o, registry=registry)) for o in objects
     )
@@ -65,6 +66,7 @@ def main() -> None:
     print(f"re-admit a hydrated object (sticky, no CEL): {readmit_us:.0f} us per object")
     print(f"ratio admit / re-admit: {admit_us / readmit_us:.2f}x (the cost of running selection)")
     print(f"admissions per second per core (first admission): {1e6 / admit_us:.0f}")
+    cel.main()
 
 
 if __name__ == "__main__":

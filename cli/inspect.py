@@ -10,10 +10,10 @@ from typing import Any, TextIO
 
 from providers.admission import Admission, admit
 from providers.errors import FieldError, SourceError
-from providers.hydrate import hydrate
+from providers.hydrate import Hydration, hydrate
 from providers.model import API_VERSION, MODEL_DEPLOYMENT, ModelDeployment
 from providers.registry import ProviderRegistry
-from providers.selection import CandidateTrace, Decision, rank_providers
+from providers.selection import CandidateTrace, Decision, rank_providers, trace_warnings
 from renderer.sources import Document, load_registry, read_documents
 
 DEFAULT_NAMESPACE = "default"
@@ -99,10 +99,13 @@ def explain_one(obj: Mapping[str, Any], registry: ProviderRegistry) -> dict[str,
     """The selection trace of one object, in the documented `explain -o json` shape."""
     md = ModelDeployment(obj)
     hydration = hydrate(obj, registry=registry)
-    candidates = hydration.candidates
-    if hydration.engine is not None and not candidates:
+    candidates: tuple[CandidateTrace, ...] = ()
+    if hydration.engine is not None:
+        # Admission stops at the winning rule; the trace evaluates every rule of every candidate.
         hydrated = ModelDeployment(hydration.obj)
-        candidates = rank_providers(hydrated.spec, hydrated, registry)
+        candidates = rank_providers(_as_selection_saw(hydration), hydrated, registry)
+    warnings = list(hydration.warnings)
+    warnings += [w for w in trace_warnings(candidates) if w not in warnings]
     return {
         "name": md.name,
         "namespace": md.namespace or DEFAULT_NAMESPACE,
@@ -110,8 +113,20 @@ def explain_one(obj: Mapping[str, Any], registry: ProviderRegistry) -> dict[str,
         "provider": _decision(hydration.provider, "name"),
         "candidates": [_candidate(c) for c in candidates],
         "error": "; ".join(str(e) for e in hydration.errors) or None,
-        "warnings": list(hydration.warnings),
+        "warnings": warnings,
     }
+
+
+def _as_selection_saw(hydration: Hydration) -> dict[str, Any]:
+    """The spec rules were evaluated against: without the provider Runway itself stamped."""
+    spec = dict(hydration.obj["spec"])
+    provider = spec.get("provider")
+    auto = hydration.provider is not None and hydration.provider.choice == "auto"
+    if auto and isinstance(provider, dict):
+        spec["provider"] = {k: v for k, v in provider.items() if k != "name"}
+        if not spec["provider"]:
+            del spec["provider"]
+    return spec
 
 
 def _decision(decision: Decision | None, key: str) -> dict[str, Any]:

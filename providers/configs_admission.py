@@ -7,14 +7,12 @@ import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-import celpy
-
-from providers.cel import rule_problem
+from providers.cel import compile_rule, new_environment
 from providers.crds import external_model_provider_spec
 from providers.errors import FieldError, Reason
 from providers.fieldpath import FieldPath
 from providers.model import EMP_API_VERSION, EXTERNAL_MODEL_PROVIDER, dig
-from providers.registry import config_errors
+from providers.registry import config_errors, cost_problem
 from providers.schema import check_schema
 
 # Model names clients put in "model": letters, digits and . _ : / - (e.g. meta-llama/Llama-3.1-8B).
@@ -27,16 +25,23 @@ _INLINE = "credentials are never inline; reference a Secret key in spec.credenti
 
 
 def check_provider_config(obj: Mapping[str, Any]) -> list[FieldError]:
-    """An InferenceProviderConfig: its schema, then every rule must compile within the size limit."""
+    """An InferenceProviderConfig: its limits and schema, then every rule must compile within
+    its length and cost limits, and the rules together within the config's cost limit."""
     errors = config_errors(obj)
     if errors:
         return errors
-    env = celpy.Environment()
+    env = new_environment()
     at = FieldPath.root("spec", "selectionRules")
-    for i, rule in enumerate(dig(obj, "spec", "selectionRules") or ()):
-        problem = rule_problem(env, rule["condition"])
-        if problem is not None:
-            errors.append(FieldError(str(at.index(i).child("condition")), Reason.INVALID, problem))
+    rules = [
+        compile_rule(env, rule["condition"], 0) for rule in dig(obj, "spec", "selectionRules") or ()
+    ]
+    for i, rule in enumerate(rules):
+        if rule.compile_error is not None:
+            where = str(at.index(i).child("condition"))
+            errors.append(FieldError(where, Reason.INVALID, rule.compile_error))
+    over = cost_problem(rules)
+    if over is not None:
+        errors.append(FieldError(str(at), Reason.INVALID, over))
     return errors
 
 

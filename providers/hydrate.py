@@ -30,13 +30,7 @@ from providers.model import (
 )
 from providers.registry import ProviderRegistry
 from providers.schema import check_schema
-from providers.selection import (
-    CandidateTrace,
-    Decision,
-    choose_provider,
-    rank_providers,
-    select_engine,
-)
+from providers.selection import Decision, select_engine, select_provider
 
 MAX_NESTING = 100
 STICKY_REASON = "kept from the previous version of this object (selection is sticky)"
@@ -49,12 +43,11 @@ _ANNOTATIONS = {
 
 @dataclass(frozen=True, slots=True)
 class Hydration:
-    """The hydrated object, the decisions, the provider ranking (when one was run), problems."""
+    """The hydrated object, the decisions, problems. `explain` shows the full rule trace."""
 
     obj: dict[str, Any]
     engine: Decision | None
     provider: Decision | None
-    candidates: tuple[CandidateTrace, ...]
     errors: tuple[FieldError, ...]
     warnings: tuple[str, ...]
     structural: bool = False  # the errors are the structure check's: nothing else can run
@@ -114,7 +107,7 @@ def hydrate(
     """Defaults and selection stamped into a new copy of `obj`; `old` is the stored version."""
     errors = structure_errors(obj)
     if errors:
-        return Hydration(dict(obj), None, None, (), tuple(errors), (), structural=True)
+        return Hydration(dict(obj), None, None, tuple(errors), (), structural=True)
     out = with_defaults(obj)
     md = ModelDeployment(out)
     previous = ModelDeployment(old) if old is not None else None
@@ -125,22 +118,21 @@ def hydrate(
     if engine is None:
         engine = select_engine(md, registry, explicit_provider=md.provider_name)
     if isinstance(engine, FieldError):
-        return Hydration(out, None, None, (), (engine,), ())
+        return Hydration(out, None, None, (engine,), ())
     _stamp(out, "engine", engine)
     if engine.choice is Choice.AUTO and not md.needs_gpu and engine.value != Engine.LLAMACPP:
         # Record "no GPU" so that re-admission, which now sees an engine, does not default one.
         out["spec"].setdefault("resources", {"gpu": {"count": 0, "type": DEFAULT_GPU_TYPE}})
-    candidates: tuple[CandidateTrace, ...] = ()
+    warnings: tuple[str, ...] = ()
     provider: Decision | FieldError | None
     provider = _recorded(md, "provider", md.provider_name) or _sticky(previous, "provider")
     if provider is None:
-        candidates = rank_providers(out["spec"], md, registry)
-        provider = choose_provider(candidates)
-    warnings = tuple(_rule_warnings(candidates))
+        choice = select_provider(out["spec"], md, registry)
+        provider, warnings = choice.decision, choice.warnings
     if isinstance(provider, FieldError):
-        return Hydration(out, engine, None, candidates, (provider,), warnings)
+        return Hydration(out, engine, None, (provider,), warnings)
     _stamp(out, "provider", provider)
-    return Hydration(out, engine, provider, candidates, (), warnings)
+    return Hydration(out, engine, provider, (), warnings)
 
 
 def _recorded(md: ModelDeployment, what: str, value: str) -> Decision | None:
@@ -185,13 +177,3 @@ def _stamp(out: dict[str, Any], what: str, decision: Decision) -> None:
     selection_key, reason_key = _ANNOTATIONS[what]
     annotations[selection_key] = decision.choice.value
     annotations[reason_key] = decision.reason
-
-
-def _rule_warnings(candidates: tuple[CandidateTrace, ...]) -> list[str]:
-    return [
-        f'InferenceProviderConfig {c.name}: rule "{r.condition}" could not be evaluated and '
-        f"counts as not matching: {r.error}"
-        for c in candidates
-        for r in c.rules
-        if r.result == "error"
-    ]

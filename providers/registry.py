@@ -5,15 +5,14 @@ Adding a sixth provider means one module, one line in MODULES, one config file a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-import celpy
-
 from providers import dynamo, kaito, kuberay, llmd, vllm
-from providers.cel import Rule, compile_rule
+from providers.cel import CONFIG_COST_LIMIT, Environment, Rule, compile_rule, new_environment
 from providers.crds import inference_provider_config_spec
 from providers.errors import FieldError, Reason
 from providers.fieldpath import FieldPath
@@ -24,6 +23,8 @@ from providers.schema import check_schema
 MODULES: Mapping[str, ModuleType] = {
     module.NAME: module for module in (dynamo, kaito, kuberay, llmd, vllm)
 }
+MAX_RULES = 64  # selection rules per config (AI Runway's own configs have at most 4)
+MAX_SPEC_BYTES = 128 * 1024  # a config's spec as compact JSON: 64 rules of 1 KiB, and engines
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +77,7 @@ class ProviderRegistry:
 
     configs: Mapping[str, ProviderConfig]
     problems: tuple[str, ...] = ()
+    env: Environment = field(default=None, repr=False, compare=False)  # the rules' CEL environment
     # The engine flag catalogs admission checks user flags against (the edges load the
     # shipped ones); a registry without them checks no flags.
     flags: Mapping[str, FlagCatalog] = field(default_factory=dict)
@@ -87,8 +89,12 @@ class ProviderRegistry:
         *,
         flags: Mapping[str, FlagCatalog] | None = None,
     ) -> ProviderRegistry:
-        """Load InferenceProviderConfig dicts; a broken one is skipped and reported, not fatal."""
-        env = celpy.Environment()
+        """Load InferenceProviderConfig dicts; a broken one is skipped and reported, not fatal.
+
+        The same limits as at admission apply (rules per config, size, CEL cost), so a config
+        that reached the cluster or a file some other way cannot stall selection either.
+        """
+        env = new_environment()
         configs: dict[str, ProviderConfig] = {}
         problems: list[str] = []
         for obj in objects:
@@ -103,14 +109,19 @@ class ProviderRegistry:
                     f"InferenceProviderConfig {name} defined twice; the first one is used"
                 )
             else:
-                configs[name] = _load(obj, env)
+                config = _load(obj, env)
+                over = cost_problem(config.rules)
+                if over is not None:
+                    problems.append(f"InferenceProviderConfig {name} skipped: {over}")
+                else:
+                    configs[name] = config
         for config in configs.values():
             problems.extend(
                 f"InferenceProviderConfig {config.name} rule {i}: {rule.compile_error}"
                 for i, rule in enumerate(config.rules)
                 if rule.compile_error is not None
             )
-        return cls(dict(sorted(configs.items())), tuple(problems), dict(flags or {}))
+        return cls(dict(sorted(configs.items())), tuple(problems), env, dict(flags or {}))
 
     def get(self, name: str) -> ProviderConfig | None:
         return self.configs.get(name)
@@ -125,6 +136,9 @@ def config_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     if obj.get("apiVersion") != API_VERSION or obj.get("kind") != INFERENCE_PROVIDER_CONFIG:
         expected = f"expected {API_VERSION} {INFERENCE_PROVIDER_CONFIG}"
         return [FieldError("kind", Reason.INVALID, expected)]
+    limit = _limit_error(obj.get("spec"))
+    if limit is not None:
+        return [limit]  # checked before anything walks or compiles the object
     errors = []
     if not InferenceProviderConfig(obj).name:
         errors.append(FieldError("metadata.name", Reason.REQUIRED, "the provider's name"))
@@ -133,7 +147,35 @@ def config_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     return errors
 
 
-def _load(obj: Mapping[str, Any], env: celpy.Environment) -> ProviderConfig:
+def cost_problem(rules: Sequence[Rule]) -> str | None:
+    """Why a config's usable rules together may cost too much per evaluation, or None."""
+    total = sum(rule.cost for rule in rules if rule.compile_error is None)
+    if total <= CONFIG_COST_LIMIT:
+        return None
+    return (
+        f"the selection rules' estimated costs add up to {total:,}, over the limit of "
+        f"{CONFIG_COST_LIMIT:,} per config"
+    )
+
+
+def _limit_error(spec: Any) -> FieldError | None:
+    if not isinstance(spec, Mapping):
+        return None  # the schema check reports it
+    rules = spec.get("selectionRules")
+    if isinstance(rules, Sequence) and not isinstance(rules, str) and len(rules) > MAX_RULES:
+        detail = f"must have at most {MAX_RULES} items, has {len(rules)}"
+        return FieldError("spec.selectionRules", Reason.TOO_MANY, detail)
+    try:
+        size = len(json.dumps(spec, separators=(",", ":"), ensure_ascii=False))
+    except (TypeError, ValueError, RecursionError):
+        return None  # not JSON-shaped: the schema check names the field
+    if size > MAX_SPEC_BYTES:
+        detail = f"is {size:,} bytes as JSON; the limit is {MAX_SPEC_BYTES:,}"
+        return FieldError("spec", Reason.TOO_LONG, detail)
+    return None
+
+
+def _load(obj: Mapping[str, Any], env: Environment) -> ProviderConfig:
     view = InferenceProviderConfig(obj)
     engines = {
         e["name"]: EngineCapability(

@@ -1,10 +1,14 @@
-"""Engine and provider selection, with a trace of every candidate and rule.
+"""Engine and provider selection, and the full trace of every candidate and rule for `explain`.
 
 Engine: over the ready providers (or only the explicitly named one), keep the engines each offers
 for this GPU/CPU placement and serving mode, then take the first in the order vllm > sglang >
 trtllm > llamacpp. Provider: over the ready providers that can run the engine this way, a
 provider's priority is its highest matching rule; the highest priority wins, ties break by name.
 A provider with no rules, or none matching, is explicit-only: never selected automatically.
+
+Admission evaluates the candidates' rules in that order (priority, then provider name, then rule
+order) and stops at the first match, which no remaining rule can beat. `rank_providers`
+evaluates every rule, for `explain`; both pick the same provider.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from providers.cel import activation, evaluate
+from providers.cel import Bound, Rule, activation, evaluate, fields_read
 from providers.errors import FieldError, Reason
 from providers.model import ENGINE_PREFERENCE, Choice, ModelDeployment
 from providers.registry import MODULES, ProviderConfig, ProviderRegistry
@@ -75,51 +79,99 @@ def select_engine(
     return FieldError("spec.engine.type", Reason.REQUIRED, detail)
 
 
+@dataclass(frozen=True, slots=True)
+class ProviderChoice:
+    """Automatic provider selection: the decision (or why none), warnings, rules evaluated."""
+
+    decision: Decision | FieldError
+    warnings: tuple[str, ...]
+    evaluated: int
+
+
+def select_provider(
+    spec: Mapping[str, Any], md: ModelDeployment, registry: ProviderRegistry
+) -> ProviderChoice:
+    """The highest-priority matching rule of the candidates, evaluating no rule after it."""
+    eligible = [c for c in registry.configs.values() if _excluded(c, md) is None]
+    order = sorted(
+        ((rule, config.name) for config in eligible for rule in config.rules),
+        key=lambda pair: (-pair[0].priority, pair[1]),  # stable: rule order within a provider
+    )
+    bound: Bound | None = None
+    warnings: list[str] = []
+    for count, (rule, name) in enumerate(order, start=1):
+        if bound is None:
+            bound = activation(registry.env, spec, fields_read(r for r, _ in order))
+        outcome = evaluate(rule, bound)
+        if outcome.error is not None:
+            warnings.append(rule_warning(name, rule.condition, outcome.error))
+        elif outcome.matched:
+            among = ", ".join(c.name for c in eligible if c.rules)
+            reason = (
+                f'auto-selected: rule "{rule.condition}" matched at priority {rule.priority}, '
+                f"the highest priority matched among {among} (ties break by name)"
+            )
+            return ProviderChoice(Decision(name, reason, Choice.AUTO), tuple(warnings), count)
+    why = "; ".join(
+        f"{c.name}: {_excluded(c, md) or _unmatched(c)}" for c in registry.configs.values()
+    )
+    detail = (
+        f"no provider can be selected automatically ({why or 'no providers configured'}); "
+        "set spec.provider.name"
+    )
+    return ProviderChoice(
+        FieldError("spec.provider.name", Reason.REQUIRED, detail), tuple(warnings), len(order)
+    )
+
+
 def rank_providers(
     spec: Mapping[str, Any], md: ModelDeployment, registry: ProviderRegistry
 ) -> tuple[CandidateTrace, ...]:
-    """Every configured provider with its priority, or the reason it cannot be auto-selected."""
-    bound: dict[str, Any] | None = None
+    """Every configured provider with its priority, or the reason it cannot be auto-selected;
+    every rule of every candidate is evaluated (the full trace `explain` prints)."""
+    bound: Bound | None = None
     traces: list[CandidateTrace] = []
     for config in registry.configs.values():
         excluded = _excluded(config, md)
         if excluded is not None:
             traces.append(CandidateTrace(config.name, None, excluded, ()))
             continue
-        if bound is None:
-            bound = activation(spec)
-        rules = tuple(_trace(rule_index, config, bound) for rule_index in range(len(config.rules)))
-        matched = [r.priority for r in rules if r.result is True]
-        if not config.rules:
-            traces.append(
-                CandidateTrace(config.name, None, "explicit-only: no selection rules", rules)
+        if bound is None:  # the same input admission gives the same rules
+            candidates = [c for c in registry.configs.values() if _excluded(c, md) is None]
+            bound = activation(
+                registry.env, spec, fields_read(r for c in candidates for r in c.rules)
             )
-        elif not matched:
-            reason = "explicit-only here: no selection rule matched"
-            traces.append(CandidateTrace(config.name, None, reason, rules))
+        rules = tuple(_trace(rule, bound) for rule in config.rules)
+        matched = [r.priority for r in rules if r.result is True]
+        if not matched:
+            traces.append(CandidateTrace(config.name, None, _unmatched(config), rules))
         else:
             traces.append(CandidateTrace(config.name, max(matched), None, rules))
     return tuple(traces)
 
 
-def choose_provider(candidates: Sequence[CandidateTrace]) -> Decision | FieldError:
-    """The winner of a ranking: highest priority, ties broken by the smallest name."""
-    ranked = sorted(
-        (c for c in candidates if c.priority is not None),
-        key=lambda c: (-(c.priority or 0), c.name),
+def rule_warning(provider: str, condition: str, error: str) -> str:
+    """The warning for a rule that could not be evaluated (admission and `explain` alike)."""
+    return (
+        f'InferenceProviderConfig {provider}: rule "{condition}" could not be evaluated and '
+        f"counts as not matching: {error}"
     )
-    if not ranked:
-        why = "; ".join(f"{c.name}: {c.excluded}" for c in candidates) or "no providers configured"
-        detail = f"no provider can be selected automatically ({why}); set spec.provider.name"
-        return FieldError("spec.provider.name", Reason.REQUIRED, detail)
-    winner = ranked[0]
-    rule = next(r for r in winner.rules if r.result is True and r.priority == winner.priority)
-    ranking = ", ".join(f"{c.name}={c.priority}" for c in ranked)
-    reason = (
-        f'auto-selected: rule "{rule.condition}" matched at priority {winner.priority}; '
-        f"ranking: {ranking} (ties break by name)"
-    )
-    return Decision(winner.name, reason, Choice.AUTO)
+
+
+def trace_warnings(candidates: Sequence[CandidateTrace]) -> list[str]:
+    """A warning for every rule of a full trace that could not be evaluated."""
+    return [
+        rule_warning(c.name, r.condition, r.error)
+        for c in candidates
+        for r in c.rules
+        if r.error is not None
+    ]
+
+
+def _unmatched(config: ProviderConfig) -> str:
+    if not config.rules:
+        return "explicit-only: no selection rules"
+    return "explicit-only here: no selection rule matched"
 
 
 def _excluded(config: ProviderConfig, md: ModelDeployment) -> str | None:
@@ -131,8 +183,7 @@ def _excluded(config: ProviderConfig, md: ModelDeployment) -> str | None:
     return None if mismatch is None else mismatch[1]
 
 
-def _trace(index: int, config: ProviderConfig, bound: Mapping[str, Any]) -> RuleTrace:
-    rule = config.rules[index]
+def _trace(rule: Rule, bound: Bound) -> RuleTrace:
     outcome = evaluate(rule, bound)
     result: bool | Literal["error"] = "error" if outcome.error is not None else outcome.matched
     return RuleTrace(rule.condition, rule.priority, result, outcome.error)

@@ -159,8 +159,8 @@ def test_provider_config_with_a_broken_rule_is_refused(
 
     assert done.returncode != 0
     assert (
-        "spec.selectionRules[1].condition: Invalid value: syntax error at line 1, column 18"
-        in done.stderr
+        "spec.selectionRules[1].condition: Invalid value: line 1, column 20: "
+        "Syntax error: mismatched input '<EOF>'" in done.stderr
     )
 
 

@@ -148,7 +148,7 @@ def test_provider_config_with_a_broken_rule_is_denied_naming_it(webhook: Webhook
         "allowed": False,
         "status": {
             "code": 403,
-            "message": "spec.selectionRules[1].condition: Invalid value: syntax error at line 1, column 18",
+            "message": "spec.selectionRules[1].condition: Invalid value: line 1, column 20: Syntax error: mismatched input '<EOF>'",
         },
     }
 

@@ -7,12 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import celpy
 import pytest
 import yaml
 
 from cli.manifests import provider_configs_yaml
-from providers.cel import rule_problem
+from providers.cel import compile_problem, new_environment
 from tests.conftest import ROOT
 from webhook.app import ROUTES
 
@@ -179,13 +178,14 @@ def test_argocd_health_checks_cover_every_rendered_kind() -> None:
 def test_flux_health_expressions_are_valid_cel() -> None:
     (kustomization,) = [o for o in build("flux") if o["kind"] == "Kustomization"]
     expressions = kustomization["spec"]["healthCheckExprs"]
-    env = celpy.Environment()
+    # Flux binds the object's top-level fields as variables.
+    env = new_environment(("apiVersion", "kind", "metadata", "spec", "status"))
 
     assert sorted(f"{e['apiVersion'].split('/')[0]}_{e['kind']}" for e in expressions) == sorted(
         RENDERED_KINDS
     )
     assert [
-        (e["kind"], key, rule_problem(env, e[key]))
+        (e["kind"], key, compile_problem(env, e[key]))
         for e in expressions
         for key in ("current", "failed", "inProgress")
         if key in e

@@ -302,8 +302,8 @@ def test_broken_provider_config_is_a_warning_not_a_failure(
 
     assert code == Exit.OK
     assert (
-        err
-        == "runway: warning: InferenceProviderConfig kuberay rule 0: syntax error at line 1, column 18\n"
+        err == "runway: warning: InferenceProviderConfig kuberay rule 0: line 1, column 20: "
+        "Syntax error: mismatched input '<EOF>'\n"
     )
     assert out.splitlines()[0] == "ns/m: allowed: engine vllm (auto), provider kuberay (auto)"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -37,7 +38,11 @@ def test_provider_config_with_a_rule_that_does_not_compile_names_the_rule() -> N
     config = provider_config("dynamo", rules=[("true", 1), ("spec.engine.type == 'vllm' &&", 5)])
 
     assert errors_of(config, check_provider_config) == [
-        ("spec.selectionRules[1].condition", Reason.INVALID, "syntax error at line 1, column 28")
+        (
+            "spec.selectionRules[1].condition",
+            Reason.INVALID,
+            "line 1, column 30: Syntax error: mismatched input '<EOF>'",
+        )
     ]
 
 
@@ -50,6 +55,62 @@ def test_provider_config_rule_size_and_shape_are_bounded() -> None:
         ("spec.selectionRules[1].condition", Reason.REQUIRED, "required field is missing"),
         ("spec.selectionRules[1].priority", Reason.INVALID, "must be >= 0"),
     ]
+
+
+def test_provider_config_with_3000_rules_is_refused_before_any_rule_is_compiled() -> None:
+    config = provider_config("dynamo", rules=[("spec.engine.type ==", 1)] * 3000)
+
+    assert errors_of(config, check_provider_config) == [
+        ("spec.selectionRules", Reason.TOO_MANY, "must have at most 64 items, has 3000"),
+    ]
+
+
+def test_provider_config_larger_than_the_size_limit_is_refused() -> None:
+    config = provider_config("dynamo", rules=[("true", 1)])
+    config["spec"]["capabilities"]["engines"][0]["apiFormats"] = ["chat"] * 30_000
+
+    assert errors_of(config, check_provider_config) == [
+        (
+            "spec",
+            Reason.TOO_LONG,
+            f"is {len(_json(config['spec'])):,} bytes as JSON; the limit is 131,072",
+        ),
+    ]
+
+
+def test_provider_config_rule_over_the_cost_limit_is_refused_with_its_estimate() -> None:
+    nested = "true"
+    for var in "edcba":
+        nested = f"[0, 1, 2, 3, 4, 5, 6, 7, 8, 9].all({var}, {nested})"
+    config = provider_config("dynamo", rules=[("true", 1), (nested, 5)])
+
+    assert errors_of(config, check_provider_config) == [
+        (
+            "spec.selectionRules[1].condition",
+            Reason.INVALID,
+            "estimated cost 1,011,151 exceeds the limit of 150,000 per rule (loops multiply: "
+            "iterate fewer or smaller lists, do not grow strings or lists)",
+        ),
+    ]
+
+
+def test_provider_config_whose_rules_together_cost_too_much_is_refused() -> None:
+    three = "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9].all(a, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].all(b, "
+    three += "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9].all(c, true)))"
+    config = provider_config("dynamo", rules=[(three, 1)] * 15)
+
+    assert errors_of(config, check_provider_config) == [
+        (
+            "spec.selectionRules",
+            Reason.INVALID,
+            "the selection rules' estimated costs add up to 152,265, over the limit of 150,000 "
+            "per config",
+        ),
+    ]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def test_valid_external_provider_is_admitted() -> None:

@@ -27,7 +27,8 @@ ENGINE_AUTO_REASON_CPU = (
 )
 KAITO_REASON = (
     'auto-selected: rule "!has(spec.resources) || !has(spec.resources.gpu) || '
-    'spec.resources.gpu.count == 0" matched at priority 100; ranking: kaito=100 (ties break by name)'
+    'spec.resources.gpu.count == 0" matched at priority 100, the highest priority matched among '
+    "kaito (ties break by name)"
 )
 
 
@@ -143,7 +144,7 @@ def test_selection_is_sticky_on_update_even_when_configs_change() -> None:
     assert result.errors == ()
     assert result.obj["spec"]["provider"]["name"] == "dynamo"
     assert result.obj["metadata"]["annotations"] == stored["metadata"]["annotations"]
-    assert result.candidates == ()
+    assert result.warnings == ()
 
 
 def test_sticky_selection_from_an_ai_runway_status_record(shipped: ProviderRegistry) -> None:

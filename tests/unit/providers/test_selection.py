@@ -8,8 +8,9 @@ import pytest
 
 from providers.errors import FieldError, Reason
 from providers.hydrate import hydrate
-from providers.model import Choice
+from providers.model import Choice, ModelDeployment
 from providers.registry import ProviderRegistry
+from providers.selection import CandidateTrace, rank_providers
 from tests.support.builders import (
     disaggregated,
     engine_capability,
@@ -31,6 +32,13 @@ def selected(obj: dict[str, Any], registry: ProviderRegistry) -> tuple[str | Non
         result.engine.value if result.engine else None,
         result.provider.value if result.provider else None,
     )
+
+
+def trace(obj: dict[str, Any], registry: ProviderRegistry) -> tuple[CandidateTrace, ...]:
+    """The full trace `explain` prints: every rule of every candidate evaluated."""
+    spec = hydrate(obj, registry=registry).obj["spec"]
+    spec = {k: v for k, v in spec.items() if k != "provider"}  # as selection saw it
+    return rank_providers(spec, ModelDeployment({"spec": spec}), registry)
 
 
 @pytest.mark.parametrize(
@@ -109,7 +117,7 @@ def test_explicit_only_registry_selects_nothing_and_says_why() -> None:
     result = hydrate(model_deployment(gpu=1), registry=registry)
 
     assert result.engine is not None and result.engine.value == "vllm"
-    assert [(c.name, c.priority, c.excluded) for c in result.candidates] == [
+    assert [(c.name, c.priority, c.excluded) for c in trace(model_deployment(gpu=1), registry)] == [
         ("llmd", None, "explicit-only: no selection rules"),
         ("vllm", None, "explicit-only: no selection rules"),
     ]
@@ -130,7 +138,7 @@ def test_provider_whose_rules_do_not_match_is_explicit_only() -> None:
 
     result = hydrate(model_deployment(gpu=1), registry=registry)
 
-    assert [(c.name, c.excluded) for c in result.candidates] == [
+    assert [(c.name, c.excluded) for c in trace(model_deployment(gpu=1), registry)] == [
         ("dynamo", "explicit-only here: no selection rule matched"),
     ]
     assert result.provider is None
@@ -139,7 +147,7 @@ def test_provider_whose_rules_do_not_match_is_explicit_only() -> None:
 def test_highest_matching_rule_is_the_priority(shipped: ProviderRegistry) -> None:
     result = hydrate(model_deployment(gpu=2), registry=shipped)
 
-    ranking = {c.name: (c.priority, c.excluded) for c in result.candidates}
+    ranking = {c.name: (c.priority, c.excluded) for c in trace(model_deployment(gpu=2), shipped)}
     assert ranking == {
         "dynamo": (50, None),
         "kaito": (None, "explicit-only here: no selection rule matched"),
@@ -150,8 +158,8 @@ def test_highest_matching_rule_is_the_priority(shipped: ProviderRegistry) -> Non
     assert result.provider is not None
     assert result.provider.reason == (
         'auto-selected: rule "has(spec.resources) && has(spec.resources.gpu) && '
-        "spec.resources.gpu.count > 1 && spec.engine.type == 'vllm'\" matched at priority 80; "
-        "ranking: kuberay=80, dynamo=50 (ties break by name)"
+        "spec.resources.gpu.count > 1 && spec.engine.type == 'vllm'\" matched at priority 80, "
+        "the highest priority matched among dynamo, kaito, kuberay (ties break by name)"
     )
 
 
@@ -166,32 +174,39 @@ def test_tie_in_priority_breaks_by_smallest_name() -> None:
 
     assert result.provider is not None
     assert result.provider.value == "dynamo"
-    assert result.provider.reason.endswith(
-        "ranking: dynamo=70, llmd=70, kuberay=60 (ties break by name)"
+    assert result.provider.reason == (
+        "auto-selected: rule \"spec.engine.type == 'vllm'\" matched at priority 70, the highest "
+        "priority matched among dynamo, kuberay, llmd (ties break by name)"
     )
+    assert [(c.name, c.priority) for c in trace(model_deployment(gpu=1), registry)] == [
+        ("dynamo", 70),
+        ("kuberay", 60),
+        ("llmd", 70),
+    ]
 
 
 def test_rule_that_errors_is_a_non_match_and_the_trace_and_warnings_say_so() -> None:
     registry = registry_of(
-        provider_config("dynamo", rules=[("spec.resources.gpu.count > 1.5", 90), ("true", 10)]),
+        provider_config("dynamo", rules=[("spec.resources.gpu.count > 'two'", 90), ("true", 10)]),
     )
 
     result = hydrate(model_deployment(gpu=2), registry=registry)
 
     assert result.provider is not None and result.provider.value == "dynamo"
-    (candidate,) = result.candidates
+    (candidate,) = trace(model_deployment(gpu=2), registry)
     assert candidate.priority == 10
-    assert [(r.condition, r.result) for r in candidate.rules] == [
-        ("spec.resources.gpu.count > 1.5", "error"),
-        ("true", True),
+    assert [(r.condition, r.result, r.error) for r in candidate.rules] == [
+        (
+            "spec.resources.gpu.count > 'two'",
+            "error",
+            "UNKNOWN: No matching overloads found : _>_(int64, string)",
+        ),
+        ("true", True, None),
     ]
-    assert candidate.rules[0].error == (
-        "found no matching overload for Token('RULE', 'relation_gt') applied to "
-        "'(<class 'celpy.celtypes.IntType'>, <class 'celpy.celtypes.DoubleType'>)'"
-    )
     assert result.warnings == (
-        'InferenceProviderConfig dynamo: rule "spec.resources.gpu.count > 1.5" could not be '
-        f"evaluated and counts as not matching: {candidate.rules[0].error}",
+        "InferenceProviderConfig dynamo: rule \"spec.resources.gpu.count > 'two'\" could not be "
+        "evaluated and counts as not matching: "
+        "UNKNOWN: No matching overloads found : _>_(int64, string)",
     )
 
 
@@ -203,12 +218,14 @@ def test_rule_that_does_not_compile_is_reported_and_the_rest_still_select() -> N
     result = hydrate(model_deployment(gpu=1), registry=registry)
 
     assert registry.problems == (
-        "InferenceProviderConfig dynamo rule 0: syntax error at line 1, column 18",
+        "InferenceProviderConfig dynamo rule 0: line 1, column 20: "
+        "Syntax error: mismatched input '<EOF>'",
     )
     assert result.provider is not None and result.provider.value == "dynamo"
-    assert result.candidates[0].rules[0].result == "error"
-    assert result.candidates[0].rules[0].error == (
-        "does not compile: syntax error at line 1, column 18"
+    rule = trace(model_deployment(gpu=1), registry)[0].rules[0]
+    assert (rule.result, rule.error) == (
+        "error",
+        "does not compile: line 1, column 20: Syntax error: mismatched input '<EOF>'",
     )
 
 
@@ -217,17 +234,25 @@ def test_rule_returning_a_non_bool_is_a_non_match() -> None:
 
     result = hydrate(model_deployment(gpu=1), registry=registry)
 
-    assert result.candidates[0].rules[0].result == "error"
-    assert result.candidates[0].rules[0].error == "evaluated to StringType, not a bool"
+    rule = trace(model_deployment(gpu=1), registry)[0].rules[0]
+    assert (rule.result, rule.error) == ("error", "evaluated to string, not a bool")
     assert result.provider is None
+
+
+def test_rule_statically_typed_as_a_non_bool_is_refused_when_compiled() -> None:
+    registry = registry_of(provider_config("dynamo", rules=[("1 + 2", 90)]))
+
+    assert registry.problems == (
+        "InferenceProviderConfig dynamo rule 0: evaluates to int, not a bool",
+    )
 
 
 def test_shipped_rules_evaluate_without_errors_when_resources_is_absent(
     shipped: ProviderRegistry,
 ) -> None:
-    result = hydrate(model_deployment(), registry=shipped)
-
-    rule_results = {(c.name, r.condition): r.result for c in result.candidates for r in c.rules}
+    rule_results = {
+        (c.name, r.condition): r.result for c in trace(model_deployment(), shipped) for r in c.rules
+    }
     assert "error" not in rule_results.values()
     assert rule_results == {
         (
@@ -246,7 +271,7 @@ def test_not_ready_provider_is_excluded_from_automatic_selection() -> None:
 
     result = hydrate(model_deployment(gpu=1), registry=registry)
 
-    assert [(c.name, c.excluded) for c in result.candidates] == [
+    assert [(c.name, c.excluded) for c in trace(model_deployment(gpu=1), registry)] == [
         ("dynamo", "not ready (status.ready is false)"),
         ("kuberay", None),
     ]
@@ -261,7 +286,7 @@ def test_provider_without_a_renderer_is_never_selected() -> None:
 
     result = hydrate(model_deployment(gpu=1), registry=registry)
 
-    assert [(c.name, c.priority, c.excluded) for c in result.candidates] == [
+    assert [(c.name, c.priority, c.excluded) for c in trace(model_deployment(gpu=1), registry)] == [
         ("acme", None, "no renderer for provider acme in this Runway"),
         ("kuberay", 10, None),
     ]
@@ -337,4 +362,4 @@ def test_explicit_engine_and_provider_are_recorded_as_explicit(shipped: Provider
         Choice.EXPLICIT,
         "set in spec.provider.name",
     )
-    assert result.candidates == ()
+    assert result.warnings == ()
