@@ -1,0 +1,1 @@
+"""Development-time tools (`make schemas`); not part of the installed package."""
