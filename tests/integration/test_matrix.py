@@ -87,7 +87,6 @@ def test_every_admitted_case_renders_strictly_and_fits_together(
     ]
     md = ModelDeployment(yaml.safe_load(result.files[HYDRATED_FILE]))
     assert check_invariants(md, objects) == []
-    name = catalog_name(md.provider_name, md.engine_type)
-    if name is not None:
-        for args in engine_args(objects):
-            assert unknown_flags(args, CATALOGS[name]) == []
+    for name, args in engine_args(objects):
+        assert name == catalog_name(md.provider_name, md.engine_type)
+        assert unknown_flags(args, CATALOGS[name]) == []
