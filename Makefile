@@ -52,7 +52,7 @@ schemas: $(STAMP)
 # Engine flag catalogs (providers/flags/*.json) from the pinned engines' own argument
 # definitions: downloads the pinned wheels from PyPI and reads them statically (no torch).
 flags: $(STAMP)
-	$(BIN)/python scripts/flags.py
+	$(BIN)/python -m tools.flags
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -67,18 +67,19 @@ def _deployment(
     }
 
 
-def engine_args(objects: list[dict[str, Any]]) -> list[list[str]]:
-    """The launch args of every engine container among rendered objects (vLLM Deployments and
-    Dynamo workers)."""
+def engine_args(objects: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """(catalog name, launch args) of every engine container among rendered objects: the vLLM
+    server of llm-d and Direct vLLM Deployments, and each Dynamo worker by the module it runs
+    (`python3 -m dynamo.sglang` -> dynamo-sglang)."""
     out = []
     for obj in objects:
         if obj["kind"] == "Deployment":
             containers = obj["spec"]["template"]["spec"]["containers"]
-            out += [c["args"] for c in containers if c["name"] == "vllm"]
+            out += [("vllm", c["args"]) for c in containers if c["name"] == "vllm"]
         elif obj["kind"] == "DynamoGraphDeployment":
-            out += [
-                s["extraPodSpec"]["mainContainer"]["args"]
-                for s in obj["spec"]["services"].values()
-                if s["componentType"] == "worker"
-            ]
+            for service in obj["spec"]["services"].values():
+                if service["componentType"] == "worker":
+                    main = service["extraPodSpec"]["mainContainer"]
+                    module = main["command"][-1]
+                    out.append((module.replace(".", "-"), main["args"]))
     return out

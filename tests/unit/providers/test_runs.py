@@ -323,30 +323,13 @@ def test_examples_use_only_catalogued_flags(shipped: ProviderRegistry) -> None:
     for path in sorted(EXAMPLES.glob("*.yaml")):
         if path.name.startswith("rejected-"):
             continue
-        md, objects = render(yaml.safe_load(path.read_text()), shipped)
-        name = catalog_name(md.provider_name, md.engine_type)
-        if name is None:
-            continue
-        for obj in objects:
-            for args in _all_args(obj):
+        _, objects = render(yaml.safe_load(path.read_text()), shipped)
+        for name, args in engine_args(objects):
+            if name in CATALOGS:
                 assert unknown_flags(args, CATALOGS[name]) == [], path.name
-        checked.append(path.name)
+                checked.append(path.name)
     assert "vllm-direct-explicit.yaml" in checked
-
-
-def _all_args(obj: dict[str, Any]) -> list[list[str]]:
-    if (
-        obj["kind"] == "Deployment"
-        and obj["spec"]["template"]["spec"]["containers"][0]["name"] == "vllm"
-    ):
-        return [obj["spec"]["template"]["spec"]["containers"][0]["args"]]
-    if obj["kind"] == "DynamoGraphDeployment":
-        return [
-            s["extraPodSpec"]["mainContainer"]["args"]
-            for s in obj["spec"]["services"].values()
-            if s["componentType"] == "worker"
-        ]
-    return []
+    assert "sglang.yaml" in checked
 
 
 # --- the invariants catch what breaks them ---------------------------------------------------
@@ -455,10 +438,8 @@ def test_every_flag_runway_emits_is_catalogued_across_the_matrix(shipped: Provid
     checked = 0
     for ident, obj in cases(shipped):
         md, objects = render(obj, shipped)
-        name = catalog_name(md.provider_name, md.engine_type)
-        if name is None:
-            continue
-        for args in engine_args(objects):
+        for name, args in engine_args(objects):
+            assert name == catalog_name(md.provider_name, md.engine_type), ident
             assert unknown_flags(args, CATALOGS[name]) == [], ident
             checked += 1
     assert checked == 44  # engine containers in the 32 matrix cases whose engine has a catalog

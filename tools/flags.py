@@ -11,7 +11,7 @@ read of the argument definitions with `ast` (nothing is imported, so no torch an
                  (ServerArgs.add_cli_args)
   dynamo-trtllm  ai-dynamo (dynamo.trtllm's groups): TRT-LLM itself takes no CLI there, its
                  engine options go through --extra-engine-args / --trtllm.* (recorded as a prefix)
-Run with the project's Python: `python scripts/flags.py [--out providers/flags]`.
+Run with the project's Python: `python -m tools.flags [--out providers/flags] [--cache DIR]`.
 """
 
 from __future__ import annotations
