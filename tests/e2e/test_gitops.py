@@ -126,7 +126,7 @@ def test_rendered_tree_applies_strictly_with_zero_drift(
     assert (len(written), kinds) == (
         36,  # 12 ModelDeployments, 13 workload objects, 10 gateway objects, 1 EMP
         [
-            "ConfigMap", "Deployment", "DynamoGraphDeployment", "ExternalModelProvider", "HTTPRoute",
+            "ConfigMap", "Deployment", "DestinationRule", "DynamoGraphDeployment", "ExternalModelProvider", "HTTPRoute",
             "InferencePool", "ModelDeployment", "RayService", "Role", "RoleBinding", "Service",
             "ServiceAccount", "Workspace",
         ],

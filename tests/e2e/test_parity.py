@@ -4,6 +4,7 @@ test backend, every error at once on UPDATE, duplicate volume names, empty quant
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -39,7 +40,7 @@ def refusal(done: Any) -> list[str]:
     """The field errors of a webhook denial, one per line, as kubectl prints them."""
     assert done.returncode != 0
     message = done.stderr.split("denied the request: ", 1)[1].strip()
-    return [part.strip() for part in message.split("; ")]
+    return [part.strip() for part in re.split(r"; (?=(?:spec|metadata)[.\[])", message)]
 
 
 def test_a_cpu_only_mocker_deployment_is_admitted_and_stamped(cluster: Cluster, ns: str) -> None:
