@@ -117,13 +117,16 @@ def test_rendered_tree_applies_strictly_with_zero_drift(
         check=False,
     )
 
-    assert (done.returncode, done.stderr) == (0, "")
+    assert (done.returncode, done.stderr) == (
+        0,
+        "Warning: spec.model.servedName is ignored when spec.model.source is custom\n",
+    )  # the webhook's warning for examples/cpu-llamacpp.yaml
     written = [obj for _, objects in folders(rendered) for obj in objects]
     kinds = sorted({o["kind"] for o in written})
     assert (len(written), kinds) == (
         36,  # 12 ModelDeployments, 13 workload objects, 10 gateway objects, 1 EMP
         [
-            "ConfigMap", "Deployment", "DynamoGraphDeployment", "ExternalModelProvider", "HTTPRoute",
+            "ConfigMap", "Deployment", "DestinationRule", "DynamoGraphDeployment", "ExternalModelProvider", "HTTPRoute",
             "InferencePool", "ModelDeployment", "RayService", "Role", "RoleBinding", "Service",
             "ServiceAccount", "Workspace",
         ],
