@@ -1,0 +1,244 @@
+"""Incremental rendering: skip a ModelDeployment whose output cannot have changed.
+
+A ModelDeployment's output is a function of its source object, its previously rendered hydrated
+object (stickiness) and inputs shared by every object: Runway itself, the provider configs, the
+pins, the schemas, the gateway settings. `inputs_digest` folds the shared inputs, named, into one
+digest; `object_key` adds the per-object ones. The cache (in .git, never committed) remembers,
+per folder, the key its output was rendered under, a digest of the files it wrote and the report.
+An object is skipped only when its key is unchanged and its folder still holds exactly those
+files, so an edited or half-written folder is rendered again. Anything unreadable in the cache
+is treated as absent: the worst case is a full render.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import providers
+import renderer
+from providers.model import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
+from renderer.render import (
+    HYDRATED_FILE,
+    Result,
+    folder_of,
+    render_external_guarded,
+    render_many,
+    tree_files,
+)
+from renderer.sources import parse_documents
+
+CACHE_FORMAT = 1
+
+
+def digest(*parts: bytes | str) -> str:
+    """One digest of several byte strings (length-prefixed, so boundaries cannot shift)."""
+    h = hashlib.blake2b(digest_size=20)
+    for part in parts:
+        data = part.encode("utf-8") if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def canonical(obj: Any) -> str:
+    """A stable text of a YAML-loaded object; types JSON lacks keep their type name."""
+    return json.dumps(
+        obj,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=lambda v: f"<{type(v).__name__}>{v!r}",
+    )
+
+
+def inputs_digest(inputs: Mapping[str, bytes | str]) -> str:
+    """The shared inputs of rendering, by name: adding an input is one more entry."""
+    return digest(*(part for name in sorted(inputs) for part in (name, inputs[name])))
+
+
+def files_digest(paths: Path | list[Path]) -> str:
+    """The bytes of the files (or of every file under a folder), by relative path."""
+    roots = [paths] if isinstance(paths, Path) else paths
+    parts: list[bytes | str] = []
+    for root in roots:
+        found = [root]
+        if root.is_dir():
+            found = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix != ".pyc")
+        for path in found:
+            parts += [
+                str(path.relative_to(root)) if root.is_dir() else path.name,
+                path.read_bytes(),
+            ]
+    return digest(*parts)
+
+
+def source_fingerprint(packages: list[Path], version: str) -> str:
+    """Runway's own version: the package version and the bytes of its code and data."""
+    return digest(version, files_digest(packages))
+
+
+def object_key(shared: str, obj: Mapping[str, Any], previous_hydrated: str | None) -> str | None:
+    """The key of one ModelDeployment's output; None if the object cannot be keyed (then it is
+    always rendered, and rendering reports what is wrong with it)."""
+    try:
+        text = canonical(obj)
+    except (ValueError, TypeError, RecursionError):
+        return None
+    return digest(shared, text, "\0" if previous_hydrated is None else "1" + previous_hydrated)
+
+
+def folder_digest(files: Mapping[str, str] | None) -> str:
+    """The files of one output folder, by name."""
+    items = sorted((files or {}).items())
+    return digest(*(part for name, text in items for part in (name, text)))
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What one folder was last rendered from, and what that render reported."""
+
+    key: str
+    files: str | None  # folder_digest of the files written; None when the object failed
+    error: str | None
+    warnings: tuple[str, ...]
+    engine: str | None
+    provider: str | None
+
+
+class RenderCache:
+    """Entries by folder (namespace/name), read from and written to one JSON file."""
+
+    def __init__(self, entries: dict[str, Entry] | None = None) -> None:
+        self.entries = entries or {}
+
+    @classmethod
+    def load(cls, path: Path) -> RenderCache:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            if raw.get("format") != CACHE_FORMAT:
+                return cls()
+            return cls(
+                {
+                    folder: Entry(e[0], e[1], e[2], tuple(e[3]), e[4], e[5])
+                    for folder, e in raw["entries"].items()
+                }
+            )
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+            return cls()
+
+    def save(self, path: Path) -> None:
+        """Written aside and renamed into place: a killed render leaves the old cache or the new."""
+        entries = {
+            folder: [e.key, e.files, e.error, list(e.warnings), e.engine, e.provider]
+            for folder, e in sorted(self.entries.items())
+        }
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(
+            json.dumps({"format": CACHE_FORMAT, "entries": entries}, separators=(",", ":")),
+            encoding="utf-8",
+        )
+        os.replace(temporary, path)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """The outcome of one render: every object's result, the whole tree, the next cache."""
+
+    results: list[Result]
+    files: dict[str, str]
+    cache: RenderCache
+    rendered: int  # ModelDeployments actually rendered (the rest were unchanged)
+
+
+def render_incremental(
+    objects: Sequence[Mapping[str, Any]],
+    *,
+    current: Mapping[str, str],
+    cache: RenderCache | None,
+    shared: str,
+    context: Callable[[], dict[str, Any]],
+) -> Rendered:
+    """The tree render_all + tree_files would give, rendering only the ModelDeployments whose
+    key or folder changed. `current` is the tree now (path -> text); `cache` None renders all;
+    `context` gives render_guarded's shared arguments, called only when something renders."""
+    folders: dict[str, dict[str, str]] = {}
+    for path, text in current.items():
+        parts = path.split("/")
+        if len(parts) == 3:
+            folders.setdefault(f"{parts[0]}/{parts[1]}", {})[parts[2]] = text
+    deployments = sorted((o for o in objects if o.get("kind") == MODEL_DEPLOYMENT), key=folder_of)
+    keys: dict[str, str | None] = {}
+    reused: list[Result] = []
+    stale: list[Mapping[str, Any]] = []
+    entries: dict[str, Entry] = {}
+    for obj in deployments:
+        folder = folder_of(obj)
+        keys[folder] = key = object_key(shared, obj, folders.get(folder, {}).get(HYDRATED_FILE))
+        entry = cache.entries.get(folder) if cache is not None else None
+        if entry is not None and _unchanged(entry, key, folders.get(folder)):
+            kept = folders.get(folder, {}) if entry.files is not None else {}
+            reused.append(Result(folder, kept, *_report_of(entry)))
+            entries[folder] = entry
+        else:
+            stale.append(obj)
+    previous = {}
+    for obj in stale:
+        hydrated = _hydrated(folders.get(folder_of(obj), {}))
+        if hydrated is not None:
+            previous[folder_of(obj)] = hydrated
+    rendered = render_many(stale, previous=previous, **context()) if stale else []
+    for obj, result in zip(stale, rendered, strict=True):
+        key = keys[result.key]
+        if result.settled:
+            key = object_key(shared, obj, result.files[HYDRATED_FILE])
+        if key is not None:
+            files = None if result.error is not None else folder_digest(result.files)
+            entries[result.key] = Entry(
+                key, files, result.error, result.warnings, result.engine, result.provider
+            )
+    externals = [
+        render_external_guarded(o) for o in objects if o.get("kind") == EXTERNAL_MODEL_PROVIDER
+    ]
+    results = sorted(reused + rendered + externals, key=lambda r: r.key)
+    return Rendered(results, tree_files(results, folders), RenderCache(entries), len(stale))
+
+
+def _unchanged(entry: Entry, key: str | None, files: Mapping[str, str] | None) -> bool:
+    """Same key, and the folder still holds what that render wrote (a failed object keeps
+    whatever its folder holds, and the key already covers its hydrated file)."""
+    if key is None or entry.key != key:
+        return False
+    return entry.files is None or entry.files == folder_digest(files)
+
+
+def _report_of(entry: Entry) -> tuple[str | None, tuple[str, ...], str | None, str | None]:
+    return entry.error, entry.warnings, entry.engine, entry.provider
+
+
+def _hydrated(folder: Mapping[str, str]) -> dict[str, Any] | None:
+    """The previous hydrated ModelDeployment of a folder (the last document, as ever)."""
+    text = folder.get(HYDRATED_FILE)
+    if text is None:
+        return None
+    found = None
+    for doc in parse_documents(text, HYDRATED_FILE):
+        found = doc.obj
+    return found
+
+
+def runway_fingerprint() -> str:
+    """Runway's own version: the package version and the bytes of the code and data that
+    rendering runs (providers/ with its configs, pins and catalogs, and renderer/)."""
+    packages = [Path(providers.__file__).parent, Path(renderer.__file__).parent]
+    try:
+        version = importlib.metadata.version("runway")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return source_fingerprint(packages, version)
