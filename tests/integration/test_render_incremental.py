@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import os
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +145,7 @@ def test_incremental_render_equals_full_render_after_any_edits(
             current = {**current, path: current[path] + "# edited by hand\n"}
         objects = list(sources.values())
         config_objects = _configs(configs)
-        context = {
+        context: dict[str, Any] = {
             "registry": ProviderRegistry.from_objects(config_objects),
             "schemas": schemas,
             "pins": bundled_versions(),
@@ -153,7 +154,7 @@ def test_incremental_render_equals_full_render_after_any_edits(
         shared = inputs_digest({"configs": repr(config_objects), "gateway": repr(gateway)})
 
         incremental = render_incremental(
-            objects, current=current, cache=cache, shared=shared, context=lambda c=context: c
+            objects, current=current, cache=cache, shared=shared, context=partial(dict, context)
         )
         full_results, full_files = _full(objects, current, context)
 
@@ -222,7 +223,8 @@ def test_the_cache_survives_a_round_trip_and_garbage_means_no_cache(tmp_path: Pa
 
 
 def test_a_pool_of_processes_renders_exactly_what_one_process_renders(schemas: Schemas) -> None:
-    shapes = [("vllm", 1, 1, False, False, False), ("llmd", 2, 2, True, False, False)]
+    shapes: list[tuple[Any, ...]] = [("vllm", 1, 1, False, False, False)]
+    shapes += [("llmd", 2, 2, True, False, False)]
     shapes += [(None, 2, 3, False, False, False), ("vllm", 1, 1, False, True, False)]
     objects = [
         _deployment(f"m{i:03}", NAMESPACES[i % 2], shapes[i % len(shapes)])

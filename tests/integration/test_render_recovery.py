@@ -224,7 +224,7 @@ def test_any_exception_while_rendering_one_object_fails_only_that_object(
         return original(obj, **kwargs)
 
     monkeypatch.setattr(renderer.render, "render_one", flaky)
-    context = {
+    context: dict[str, Any] = {
         "registry": ProviderRegistry.from_objects(bundled_config_objects()),
         "schemas": Schemas.from_directory(crds),
         "pins": bundled_versions(),
@@ -299,8 +299,7 @@ def test_the_last_guard_refuses_a_credential_in_any_file_about_to_be_written(
 ) -> None:
     # Rendering refuses such objects itself; to reach the guard behind it, one render leaks.
     src, repo = sources(tmp_path / "src", 1), tmp_path / "gitops"
-    original = renderer.render.dump
-    monkeypatch.setattr(renderer.render, "dump", lambda obj: original(obj) + f"# {TOKEN}\n")
+    monkeypatch.setattr(renderer.render, "dump", lambda obj: dump(obj) + f"# {TOKEN}\n")
 
     code = main(["render", str(src), "--repo", str(repo), "--crds", str(crds), "--commit"])
 
