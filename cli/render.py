@@ -23,6 +23,7 @@ from providers.versions import Versions
 from renderer.apply import apply_tree, summary
 from renderer.gitops import GitError, Repo
 from renderer.incremental import (
+    ParsedSources,
     RenderCache,
     Rendered,
     canonical,
@@ -123,8 +124,8 @@ def add_commands(commands: Any) -> None:
     render.set_defaults(run=run_render)
 
 
-def _sources(paths: Sequence[str]) -> list[Document]:
-    docs = read_documents(paths)
+def _sources(paths: Sequence[str], parsed: ParsedSources) -> list[Document]:
+    docs = parsed.read(paths)
     for doc in docs:
         if doc.obj.get("kind") not in KINDS:
             raise SourceError(
@@ -167,6 +168,7 @@ def _schema_source(args: argparse.Namespace) -> tuple[str, Callable[[], Schemas]
 
 
 def _shared_inputs(
+    fingerprint: str,
     configs: Sequence[Mapping[str, Any]],
     schemas: str,
     pins: Versions,
@@ -175,7 +177,7 @@ def _shared_inputs(
     """Everything rendering reads besides the object and its previous output, by name; an
     input missing here would let an incremental render keep stale output."""
     return {
-        "runway": runway_fingerprint(),  # our version, code and data (incl. flag catalogs)
+        "runway": fingerprint,  # our version, code and data (incl. flag catalogs)
         "configs": canonical(list(configs)),
         "pins": repr(pins),
         "schemas": schemas,
@@ -194,13 +196,16 @@ def run_render(args: argparse.Namespace) -> int:
 
 
 def _run_render(args: argparse.Namespace) -> int:
-    docs = _sources(args.sources)
+    fingerprint = runway_fingerprint()
+    git_dir = Path(args.repo) / ".git"
+    parsed = ParsedSources(git_dir / "runway-sources" if git_dir.is_dir() else None, fingerprint)
+    docs = _sources(args.sources, parsed)
     configs = _config_objects(docs, args.providers)
     registry = ProviderRegistry.from_objects(configs)
     pins = bundled_versions()
     gateway = _gateway(args.gateway, istio=args.istio)
     schema_digest, load_schemas = _schema_source(args)
-    shared = inputs_digest(_shared_inputs(configs, schema_digest, pins, gateway))
+    shared = inputs_digest(_shared_inputs(fingerprint, configs, schema_digest, pins, gateway))
     objects = [d.obj for d in docs]
     repo = Repo.open_or_init(args.repo)
     cache_path = repo.git_dir / f"runway-render-cache-{digest(args.path)[:12]}.json"
@@ -215,7 +220,12 @@ def _run_render(args: argparse.Namespace) -> int:
             print(f"rendering {count} ModelDeployments ...", file=sys.stderr)
         cache = None if args.full else RenderCache.load(cache_path)
         done = render_incremental(
-            objects, current=current, cache=cache, shared=shared, context=context
+            objects,
+            current=current,
+            cache=cache,
+            shared=shared,
+            context=context,
+            digests=parsed.digests,
         )
         return done, current
 
@@ -232,6 +242,7 @@ def _run_render(args: argparse.Namespace) -> int:
         _refuse_credentials(done.files, current)
         repo.write_tree(args.path, done.files, current)
         done.cache.save(cache_path)
+        parsed.prune()
         committed = None
         if args.commit or args.push:
             committed = repo.commit(args.path)

@@ -15,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
+import logging
 import os
+import pickle
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,7 @@ from typing import Any
 
 import providers
 import renderer
+from providers.errors import SourceError
 from providers.model import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
 from renderer.render import (
     HYDRATED_FILE,
@@ -32,9 +35,10 @@ from renderer.render import (
     render_many,
     tree_files,
 )
-from renderer.sources import parse_documents
+from renderer.sources import Document, parse_documents, yaml_files
 
 CACHE_FORMAT = 1
+log = logging.getLogger(__name__)
 
 
 def digest(*parts: bytes | str) -> str:
@@ -84,14 +88,16 @@ def source_fingerprint(packages: list[Path], version: str) -> str:
     return digest(version, files_digest(packages))
 
 
-def object_key(shared: str, obj: Mapping[str, Any], previous_hydrated: str | None) -> str | None:
-    """The key of one ModelDeployment's output; None if the object cannot be keyed (then it is
-    always rendered, and rendering reports what is wrong with it)."""
-    try:
-        text = canonical(obj)
-    except (ValueError, TypeError, RecursionError):
+def object_key(
+    shared: str, obj: Mapping[str, Any], previous_hydrated: str | None, known: str | None = None
+) -> str | None:
+    """The key of one ModelDeployment's output (`known`: the object's digest, if computed
+    already); None if the object cannot be keyed (then it is always rendered, and rendering
+    reports what is wrong with it)."""
+    source = known or _object_digest(obj)
+    if source is None:
         return None
-    return digest(shared, text, "\0" if previous_hydrated is None else "1" + previous_hydrated)
+    return digest(shared, source, "\0" if previous_hydrated is None else "1" + previous_hydrated)
 
 
 def folder_digest(files: Mapping[str, str] | None) -> str:
@@ -164,10 +170,13 @@ def render_incremental(
     cache: RenderCache | None,
     shared: str,
     context: Callable[[], dict[str, Any]],
+    digests: Mapping[int, str] | None = None,
 ) -> Rendered:
     """The tree render_all + tree_files would give, rendering only the ModelDeployments whose
     key or folder changed. `current` is the tree now (path -> text); `cache` None renders all;
-    `context` gives render_guarded's shared arguments, called only when something renders."""
+    `context` gives render_guarded's shared arguments, called only when something renders;
+    `digests` may hold objects' digests by id (from ParsedSources)."""
+    digests = digests or {}
     folders: dict[str, dict[str, str]] = {}
     for path, text in current.items():
         parts = path.split("/")
@@ -180,7 +189,8 @@ def render_incremental(
     entries: dict[str, Entry] = {}
     for obj in deployments:
         folder = folder_of(obj)
-        keys[folder] = key = object_key(shared, obj, folders.get(folder, {}).get(HYDRATED_FILE))
+        hydrated = folders.get(folder, {}).get(HYDRATED_FILE)
+        keys[folder] = key = object_key(shared, obj, hydrated, digests.get(id(obj)))
         entry = cache.entries.get(folder) if cache is not None else None
         if entry is not None and _unchanged(entry, key, folders.get(folder)):
             kept = folders.get(folder, {}) if entry.files is not None else {}
@@ -188,16 +198,16 @@ def render_incremental(
             entries[folder] = entry
         else:
             stale.append(obj)
-    previous = {}
+    previous: dict[str, dict[str, Any]] = {}
     for obj in stale:
-        hydrated = _hydrated(folders.get(folder_of(obj), {}))
-        if hydrated is not None:
-            previous[folder_of(obj)] = hydrated
+        before = _hydrated(folders.get(folder_of(obj), {}))
+        if before is not None:
+            previous[folder_of(obj)] = before
     rendered = render_many(stale, previous=previous, **context()) if stale else []
     for obj, result in zip(stale, rendered, strict=True):
         key = keys[result.key]
         if result.settled:
-            key = object_key(shared, obj, result.files[HYDRATED_FILE])
+            key = object_key(shared, obj, result.files[HYDRATED_FILE], digests.get(id(obj)))
         if key is not None:
             files = None if result.error is not None else folder_digest(result.files)
             entries[result.key] = Entry(
@@ -242,3 +252,74 @@ def runway_fingerprint() -> str:
     except importlib.metadata.PackageNotFoundError:
         version = "unknown"
     return source_fingerprint(packages, version)
+
+
+class ParsedSources:
+    """Source files parsed once per content: the documents of each YAML file and each object's
+    canonical digest, pickled in a folder (inside .git) under the digest of Runway's fingerprint
+    and the file's bytes. Files of an earlier content are dropped by `prune`. Without a folder,
+    or with an unreadable entry, files are parsed as usual."""
+
+    def __init__(self, folder: Path | None, fingerprint: str) -> None:
+        self.folder = folder
+        self.fingerprint = fingerprint
+        self.used: set[str] = set()
+        self.digests: dict[int, str] = {}  # id(object) -> digest(canonical(object))
+
+    def read(self, paths: Sequence[str]) -> list[Document]:
+        docs: list[Document] = []
+        for path in yaml_files(paths):
+            docs += self._read_file(path)
+        return docs
+
+    def _read_file(self, path: Path) -> list[Document]:
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            raise SourceError(str(path), f"cannot read: {err.strerror or err}") from None
+        name = digest(self.fingerprint, str(path), data)
+        entry = self.folder / f"{name}.pickle" if self.folder is not None else None
+        self.used.add(f"{name}.pickle")
+        if entry is not None and entry.is_file():
+            try:
+                with entry.open("rb") as handle:
+                    docs, digests = pickle.load(handle)
+                self.digests.update((id(d.obj), k) for d, k in zip(docs, digests, strict=True))
+                return list(docs)
+            except Exception:  # a damaged entry is parsed again
+                log.debug("ignoring unreadable %s", entry, exc_info=True)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise SourceError(str(path), f"cannot read: {err}") from None
+        docs = list(parse_documents(text, str(path)))
+        digests = [_object_digest(d.obj) for d in docs]
+        self.digests.update((id(d.obj), k) for d, k in zip(docs, digests, strict=True) if k)
+        if entry is not None:
+            self._store(entry, (docs, digests))
+        return docs
+
+    def _store(self, entry: Path, value: Any) -> None:
+        try:
+            entry.parent.mkdir(exist_ok=True)
+            temporary = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+            with temporary.open("wb") as handle:
+                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, entry)
+        except (OSError, pickle.PicklingError, RecursionError):
+            log.debug("not caching %s", entry, exc_info=True)
+
+    def prune(self) -> None:
+        """Drop the entries of files that were not read this time."""
+        if self.folder is None or not self.folder.is_dir():
+            return
+        for entry in self.folder.iterdir():
+            if entry.name not in self.used:
+                entry.unlink(missing_ok=True)
+
+
+def _object_digest(obj: Any) -> str | None:
+    try:
+        return digest(canonical(obj))
+    except (ValueError, TypeError, RecursionError):
+        return None
