@@ -157,21 +157,21 @@ def main(argv: list[str] | None = None) -> None:
         f"load average {load:.1f} at the end:"
     )
     print(
-        f"  {'what':28} {'wall s':>7} {'target':>7} {'ratio':>6} {'cpu s':>7} {'cpu/2':>6} "
-        f"{'ratio':>6} {'RSS MB':>7} {'ratio':>6} {'rendered':>8} {'rewritten':>9}"
+        f"  {'what':28} {'wall s':>7} {'cpu s':>7} {'target':>7} {'wall/t':>6} {'cpu/t':>6} "
+        f"{'RSS MB':>7} {'RSS/t':>6} {'rendered':>8} {'rewritten':>9}"
     )
     for row in rows:
         target = TARGET_SECONDS[row.what] * scale
         print(
-            f"  {row.what:28} {row.seconds:7.2f} {target:7.2f} {row.seconds / target:6.2f} "
-            f"{row.cpu_seconds:7.2f} {row.cpu_seconds / 2:6.2f} {row.cpu_seconds / 2 / target:6.2f} "
+            f"  {row.what:28} {row.seconds:7.2f} {row.cpu_seconds:7.2f} {target:7.2f} "
+            f"{row.seconds / target:6.2f} {row.cpu_seconds / target:6.2f} "
             f"{row.peak_rss_mb:7.0f} {row.peak_rss_mb / TARGET_RSS_MB:6.2f} {row.rendered:8} "
             f"{row.rewritten:9}"
         )
     print(
-        f"  commits: {commits}. ratio = measured / target (<= 1 meets it). cpu/2: the CPU time "
-        "spread over 2 cores, the best wall time 2 idle cores could give (wall time on a busy "
-        "machine is higher)."
+        f"  commits: {commits}. x/t = measured / target (<= 1 meets it). cpu s: user + system "
+        "time of the command and its workers; on a busy machine wall time is higher than on an "
+        "idle one, and a cold render's pool spreads its CPU time over both cores."
     )
 
 
