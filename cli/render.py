@@ -26,6 +26,7 @@ from renderer.incremental import (
     ParsedSources,
     RenderCache,
     Rendered,
+    cached,
     canonical,
     digest,
     files_digest,
@@ -208,10 +209,16 @@ def _run_render(args: argparse.Namespace) -> int:
     shared = inputs_digest(_shared_inputs(fingerprint, configs, schema_digest, pins, gateway))
     objects = [d.obj for d in docs]
     repo = Repo.open_or_init(args.repo)
+    schema_key = digest(fingerprint, schema_digest)[:16]
     cache_path = repo.git_dir / f"runway-render-cache-{digest(args.path)[:12]}.json"
 
     def context() -> dict[str, Any]:
-        return {"registry": registry, "schemas": load_schemas(), "pins": pins, "gateway": gateway}
+        # Parsed upstream schemas, kept per content: parsing the CRDs is most of a small render.
+        for stale in repo.git_dir.glob("runway-schemas-*.pickle"):
+            if stale.name != f"runway-schemas-{schema_key}.pickle":
+                stale.unlink(missing_ok=True)
+        schemas = cached(repo.git_dir / f"runway-schemas-{schema_key}.pickle", load_schemas)
+        return {"registry": registry, "schemas": schemas, "pins": pins, "gateway": gateway}
 
     def render_into_tree() -> tuple[Rendered, dict[str, str]]:
         current = repo.read_files(args.path)

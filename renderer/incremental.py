@@ -323,3 +323,24 @@ def _object_digest(obj: Any) -> str | None:
         return digest(canonical(obj))
     except (ValueError, TypeError, RecursionError):
         return None
+
+
+def cached(path: Path, build: Callable[[], Any]) -> Any:
+    """`build()`, pickled at `path` the first time and loaded from there after (the caller puts
+    the digest of everything `build` reads into the name). Any trouble means building anew."""
+    try:
+        with path.open("rb") as handle:
+            return pickle.load(handle)
+    except FileNotFoundError:
+        pass
+    except Exception:
+        log.debug("ignoring unreadable %s", path, exc_info=True)
+    value = build()
+    try:
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with temporary.open("wb") as handle:
+            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, path)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
+        log.debug("not caching %s", path, exc_info=True)
+    return value

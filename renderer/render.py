@@ -269,14 +269,19 @@ def render_many(
         return [
             render_guarded(o, previous=previous.get(folder_of(o)), **context) for o in deployments
         ]
+    # The first one renders here: it builds what every render reuses (validators of built-in
+    # kinds, compiled rules) once, before the fork, instead of once per worker.
+    first = render_guarded(
+        deployments[0], previous=previous.get(folder_of(deployments[0])), **context
+    )
     _WORK = (deployments, previous, context)
     try:
-        bounds = [(i, min(i + CHUNK, len(deployments))) for i in range(0, len(deployments), CHUNK)]
+        bounds = [(i, min(i + CHUNK, len(deployments))) for i in range(1, len(deployments), CHUNK)]
         with multiprocessing.get_context("fork").Pool(count) as pool:
             chunks = pool.map(_render_range, bounds, chunksize=1)
     finally:
         _WORK = None
-    return [result for chunk in chunks for result in chunk]
+    return [first, *(result for chunk in chunks for result in chunk)]
 
 
 def _render_range(bounds: tuple[int, int]) -> list[Result]:
