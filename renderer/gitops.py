@@ -145,18 +145,11 @@ class Repo:
         return self.git_dir / "runway-tmp"
 
     def read_files(self, subdir: str) -> dict[str, str]:
-        """The current rendered tree: path relative to `subdir` -> text."""
+        """The current rendered tree: path relative to `subdir` -> text, in path order."""
         root = self.work / subdir
-        if not root.is_dir():
-            return {}
         out: dict[str, str] = {}
-        prefix = len(str(root)) + 1
-        for folder, dirs, names in os.walk(root):
-            dirs.sort()
-            for name in sorted(names):
-                path = os.path.join(folder, name)
-                with open(path, encoding="utf-8") as handle:
-                    out[path[prefix:]] = handle.read()
+        if root.is_dir():
+            _read_into(str(root), "", out)
         return dict(sorted(out.items()))
 
     def write_tree(
@@ -274,6 +267,16 @@ def git_processes_in(work: Path) -> list[int]:
         if cwd == work or work in cwd.parents or any(f.startswith(git_dir) for f in open_files):
             found.append(int(entry.name))
     return sorted(found)
+
+
+def _read_into(folder: str, prefix: str, out: dict[str, str]) -> None:
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                _read_into(entry.path, f"{prefix}{entry.name}/", out)
+            else:
+                with open(entry.path, "rb") as handle:
+                    out[prefix + entry.name] = handle.read().decode("utf-8", errors="replace")
 
 
 def _prune_empty(path: Path, root: Path) -> None:

@@ -102,8 +102,11 @@ def object_key(
 
 def folder_digest(files: Mapping[str, str] | None) -> str:
     """The files of one output folder, by name."""
-    items = sorted((files or {}).items())
-    return digest(*(part for name, text in items for part in (name, text)))
+    h = hashlib.blake2b(digest_size=20)
+    for name, text in sorted((files or {}).items()):
+        # Names and YAML text hold no NUL, so NUL separates them unambiguously.
+        h.update(f"{name}\0{text}\0".encode())
+    return h.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
