@@ -6,6 +6,7 @@ everything, and a render right after renders nothing."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 from functools import partial
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cli.main import main
 from providers.gateway import GatewayTarget
 from providers.registry import ProviderRegistry
 from renderer.incremental import Entry, RenderCache, Rendered, inputs_digest, render_incremental
@@ -28,6 +30,7 @@ from renderer.render import (
 )
 from renderer.sources import bundled_config_objects, bundled_versions, parse_documents
 from renderer.strict import Schemas
+from renderer.yamlio import dump_all
 from tests.cluster.build import cache_dir
 from tests.support.builders import model_deployment
 
@@ -243,3 +246,27 @@ def test_a_pool_of_processes_renders_exactly_what_one_process_renders(schemas: S
     assert pooled == serial
     assert [r.key for r in pooled] == [f"{NAMESPACES[i % 2]}/m{i:03}" for i in range(len(objects))]
     assert sum(r.error is not None for r in pooled) == len(objects) // 4  # the invalid shape
+
+
+def test_the_command_reuses_unchanged_output_and_full_renders_everything(
+    schemas: Schemas, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    crds = cache_dir(dict(os.environ)) / "crds"
+    src, repo = tmp_path / "src", tmp_path / "gitops"
+    src.mkdir()
+    (src / "mds.yaml").write_text(
+        dump_all([_deployment(n, "team1", ("vllm", 1, 1, False, False, False)) for n in NAMES])
+    )
+    argv = ["render", str(src), "--repo", str(repo), "--crds", str(crds), "--commit", "-o", "json"]
+
+    reports = []
+    for extra in ([], [], ["--full"]):
+        assert main([*argv, *extra]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    stamps = {p: p.stat().st_mtime_ns for p in (repo / "rendered").rglob("*") if p.is_file()}
+    assert main([*argv, "--full"]) == 0
+
+    assert [r["reused"] for r in reports] == [0, 5, 0]
+    assert [r["results"] for r in reports[1:]] == [reports[0]["results"]] * 2
+    assert [r["changes"] for r in reports[1:]] == [{"added": [], "changed": [], "removed": []}] * 2
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # nothing rewritten
