@@ -27,7 +27,7 @@ from providers.model import (
     ModelDeployment,
 )
 from providers.registry import MODULES, ProviderRegistry
-from providers.secrets import find_credentials
+from providers.secrets import credential_kind, find_credentials
 from providers.versions import Versions
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
 from renderer.yamlio import dump
@@ -106,18 +106,19 @@ def render_one(
             return Result(
                 key, error=str(incompatible(rendered, errors, origin)), warnings=admission.warnings
             )
-    leaked = [
-        f"{what}: {error}"
-        for what, rendered in [("ModelDeployment", admission.obj)] + [_named(o) for o in objects]
-        for error in find_credentials(rendered)
-    ]
-    if leaked:
-        error = "refusing to write a credential into Git: " + "; ".join(leaked)
-        return Result(key, error=error, warnings=admission.warnings)
     files = {HYDRATED_FILE: dump(admission.obj)}
     for rendered in objects:
         files[f"{rendered['kind'].lower()}-{rendered['metadata']['name']}.yaml"] = dump(rendered)
     files["kustomization.yaml"] = dump(kustomization(sorted(files)))
+    if any(credential_kind(text) for text in files.values()):  # rare: then find the fields
+        leaked = [
+            f"{what}: {error}"
+            for what, rendered in [("ModelDeployment", admission.obj)]
+            + [_named(o) for o in objects]
+            for error in find_credentials(rendered)
+        ] or [f"{name}: looks like a credential" for name, t in files.items() if credential_kind(t)]
+        error = "refusing to write a credential into Git: " + "; ".join(leaked)
+        return Result(key, error=error, warnings=admission.warnings)
     result = Result(key, files, None, admission.warnings, md.engine_type, md.provider_name)
     return replace(result, settled=_is_settled(obj, previous, admission, registry))
 
