@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint format test-unit test-e2e bench clean manifests cluster schemas flags
+.PHONY: install test lint format test-unit test-e2e bench bench-large clean manifests cluster schemas flags
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,10 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.webhook
 	$(BIN)/python -m bench.render
+
+# `runway render --commit` of 10,000 ModelDeployments (first, unchanged, one changed).
+bench-large: $(STAMP)
+	$(BIN)/python -m bench.render --count 10000
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .cache

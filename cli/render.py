@@ -4,29 +4,42 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.metadata
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import kubernetes
 
-from providers.errors import SourceError
+from providers.errors import RunwayError, SourceError
 from providers.gateway import GatewayTarget
 from providers.model import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
 from providers.registry import ProviderRegistry
+from providers.secrets import credential_kind
+from providers.versions import Versions
 from renderer.apply import apply_tree, summary
-from renderer.gitops import Repo
-from renderer.render import HYDRATED_FILE, Result, render_all, tree_files
+from renderer.gitops import GitError, Repo
+from renderer.incremental import (
+    ParsedSources,
+    RenderCache,
+    Rendered,
+    cached,
+    canonical,
+    digest,
+    files_digest,
+    inputs_digest,
+    render_incremental,
+    runway_fingerprint,
+)
+from renderer.render import Result
 from renderer.schemapack import load_pack
 from renderer.sources import (
     Document,
     bundled_config_objects,
     bundled_flag_catalogs,
     bundled_versions,
-    load_registry,
-    parse_documents,
     read_documents,
 )
 from renderer.strict import Schemas
@@ -35,6 +48,7 @@ KINDS = (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG, EXTERNAL_MODEL_PROVIDER)
 # `render --check` follows `kubectl diff`: 0 no differences, 1 differences, above 1 an error.
 CHECK_OUT_OF_DATE = 1
 CHECK_REJECTED = 3  # a ModelDeployment was not rendered (2 stays "unusable input", 4 "Git failed")
+EXIT_GIT = 4  # cli.main.Exit.UNAVAILABLE (not imported: cli.main imports this module)
 
 
 def add_commands(commands: Any) -> None:
@@ -42,8 +56,11 @@ def add_commands(commands: Any) -> None:
         "render",
         help="render ModelDeployments into a GitOps repository (upstream objects, strictly checked)",
         description="Exit status: 0 all rendered; 1 some ModelDeployment was not rendered (the rest "
-        "were); 2 unusable input; 4 Git failed. With --check, as kubectl diff: 0 up to date; 1 the "
-        "tree is out of date; 3 some ModelDeployment was not rendered (out of date or not).",
+        "were), or a file to be written looked like a credential; 2 unusable input; 4 Git failed or "
+        "another render is running in the repository. With --check, as kubectl diff: 0 up to date; "
+        "1 the tree is out of date; 3 some ModelDeployment was not rendered (out of date or not). "
+        "Only ModelDeployments whose inputs changed are rendered again (--full renders all); only "
+        "files whose bytes change are written.",
     )
     render.add_argument(
         "sources",
@@ -106,12 +123,17 @@ def add_commands(commands: Any) -> None:
         action="store_true",
         help="also render an Istio DestinationRule for each endpoint picker",
     )
+    render.add_argument(
+        "--full",
+        action="store_true",
+        help="render every ModelDeployment, ignoring what the last render recorded",
+    )
     render.add_argument("-o", "--output", choices=("text", "json"), default="text")
     render.set_defaults(run=run_render)
 
 
-def _sources(paths: Sequence[str]) -> list[Document]:
-    docs = read_documents(paths)
+def _sources(paths: Sequence[str], parsed: ParsedSources) -> list[Document]:
+    docs = parsed.read(paths)
     for doc in docs:
         if doc.obj.get("kind") not in KINDS:
             raise SourceError(
@@ -123,106 +145,160 @@ def _sources(paths: Sequence[str]) -> list[Document]:
     return docs
 
 
-def _registry(docs: Sequence[Document], providers: Sequence[str] | None) -> ProviderRegistry:
-    configs = [d.obj for d in docs if d.obj.get("kind") == INFERENCE_PROVIDER_CONFIG]
+def _config_objects(
+    docs: Sequence[Document], providers: Sequence[str] | None
+) -> list[dict[str, Any]]:
+    """The InferenceProviderConfigs in force: --providers, else the sources', else the shipped."""
     if providers:
-        return load_registry(providers)
-    return ProviderRegistry.from_objects(
-        configs or bundled_config_objects(), flags=bundled_flag_catalogs()
-    )
+        docs = read_documents(providers)
+        for doc in docs:
+            if doc.obj.get("kind") != INFERENCE_PROVIDER_CONFIG:
+                raise SourceError(doc.where, f"expected an InferenceProviderConfig, got {doc.kind}")
+        return [d.obj for d in docs]
+    configs = [d.obj for d in docs if d.obj.get("kind") == INFERENCE_PROVIDER_CONFIG]
+    return configs or bundled_config_objects()
 
 
-def _previous(
-    files: Mapping[str, str],
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, str]]]:
-    """From the current tree: hydrated ModelDeployments by folder (for stickiness), and each
-    folder's files (kept when that ModelDeployment fails this time)."""
-    hydrated: dict[str, dict[str, Any]] = {}
-    folders: dict[str, dict[str, str]] = {}
-    for path, text in files.items():
-        parts = path.split("/")
-        if len(parts) != 3:
-            continue
-        key = "/".join(parts[:2])
-        folders.setdefault(key, {})[parts[2]] = text
-        if parts[2] == HYDRATED_FILE:
-            for doc in parse_documents(text, path):
-                hydrated[key] = doc.obj
-    return hydrated, folders
+def _schema_source(args: argparse.Namespace) -> tuple[str, Callable[[], Schemas]]:
+    """The digest of the schemas in force, and how to parse them (only when something renders):
+    the schema pack (part of Runway's fingerprint), overridden kind by kind by --crds or
+    --crds-from-cluster."""
+    if args.crds_from_cluster:
+        crds = _cluster_crds(args.kubeconfig)
+        return canonical(crds), lambda: Schemas.from_pack(load_pack()).overridden_by(
+            Schemas.from_crds(crds)
+        )
+    if args.crds:
+        for directory in args.crds:
+            if not Path(directory).is_dir():
+                raise SourceError(directory, "CRD directory does not exist")
+        directories = list(args.crds)
+        return files_digest([Path(d) for d in directories]), lambda: Schemas.from_pack(
+            load_pack()
+        ).overridden_by(Schemas.from_directories(directories))
+    return "schema pack", lambda: Schemas.from_pack(load_pack())
+
+
+def _shared_inputs(
+    fingerprint: str,
+    configs: Sequence[Mapping[str, Any]],
+    schemas: str,
+    pins: Versions,
+    gateway: GatewayTarget | None,
+) -> dict[str, bytes | str]:
+    """Everything rendering reads besides the object and its previous output, by name; an
+    input missing here would let an incremental render keep stale output."""
+    return {
+        "runway": fingerprint,  # our version, code and data (incl. flag catalogs)
+        "configs": canonical(list(configs)),
+        "pins": repr(pins),
+        "schemas": schemas,
+        "builtin-schemas": importlib.metadata.version("kubernetes-validate"),
+        "gateway": repr(gateway),
+    }
 
 
 def run_render(args: argparse.Namespace) -> int:
-    docs = _sources(args.sources)
-    registry = _registry(docs, args.providers)
-    schemas = _schemas(args)
+    """`render`, with Git failures as exit status 4 as --help promises."""
+    try:
+        return _run_render(args)
+    except GitError as err:
+        print(f"runway: {err}", file=sys.stderr)
+        return EXIT_GIT
+
+
+def _run_render(args: argparse.Namespace) -> int:
+    fingerprint = runway_fingerprint()
+    git_dir = Path(args.repo) / ".git"
+    parsed = ParsedSources(git_dir / "runway-sources" if git_dir.is_dir() else None, fingerprint)
+    docs = _sources(args.sources, parsed)
+    configs = _config_objects(docs, args.providers)
+    registry = ProviderRegistry.from_objects(configs, flags=bundled_flag_catalogs())
     pins = bundled_versions()
     gateway = _gateway(args.gateway, istio=args.istio)
+    schema_digest, load_schemas = _schema_source(args)
+    shared = inputs_digest(_shared_inputs(fingerprint, configs, schema_digest, pins, gateway))
+    objects = [d.obj for d in docs]
     repo = Repo.open_or_init(args.repo)
+    schema_key = digest(fingerprint, schema_digest)[:16]
+    cache_path = repo.git_dir / f"runway-render-cache-{digest(args.path)[:12]}.json"
 
-    def render_into_tree() -> tuple[list[Result], dict[str, str], dict[str, str]]:
+    def context() -> dict[str, Any]:
+        # Parsed upstream schemas, kept per content: parsing the CRDs is most of a small render.
+        for stale in repo.git_dir.glob("runway-schemas-*.pickle"):
+            if stale.name != f"runway-schemas-{schema_key}.pickle":
+                stale.unlink(missing_ok=True)
+        schemas = cached(repo.git_dir / f"runway-schemas-{schema_key}.pickle", load_schemas)
+        return {"registry": registry, "schemas": schemas, "pins": pins, "gateway": gateway}
+
+    def render_into_tree() -> tuple[Rendered, dict[str, str]]:
         current = repo.read_files(args.path)
-        hydrated, kept = _previous(current)
         if sys.stderr.isatty():
-            print(
-                f"rendering {sum(1 for d in docs if d.obj.get('kind') == MODEL_DEPLOYMENT)} ModelDeployments ...",
-                file=sys.stderr,
-            )
-        results = render_all(
-            [d.obj for d in docs],
-            previous=hydrated,
-            registry=registry,
-            schemas=schemas,
-            pins=pins,
-            gateway=gateway,
+            count = sum(1 for o in objects if o.get("kind") == MODEL_DEPLOYMENT)
+            print(f"rendering {count} ModelDeployments ...", file=sys.stderr)
+        cache = None if args.full else RenderCache.load(cache_path)
+        done = render_incremental(
+            objects,
+            current=current,
+            cache=cache,
+            shared=shared,
+            context=context,
+            digests=parsed.digests,
         )
-        return results, tree_files(results, kept), current
+        return done, current
 
     if args.check:
-        results, files, current = render_into_tree()
-        changes = _changes(current, files)
-        _report(results, changes, args.output, committed=None, schemas=schemas)
-        if any(r.error is not None for r in results):
+        done, current = render_into_tree()
+        changes = _changes(current, done.files)
+        _report(done, changes, args.output, committed=None)
+        if any(r.error is not None for r in done.results):
             return CHECK_REJECTED
         return CHECK_OUT_OF_DATE if any(changes.values()) else 0
     with repo.locked():
         repo.recover(args.path)
-        results, files, current = render_into_tree()
-        changes = _changes(current, files)
-        repo.replace_tree(args.path, files)
+        done, current = render_into_tree()
+        changes = _changes(current, done.files)
+        _refuse_credentials(done.files, current)
+        repo.write_tree(args.path, done.files, current)
+        done.cache.save(cache_path)
+        parsed.prune()
         committed = None
         if args.commit or args.push:
             committed = repo.commit(args.path)
         if args.push:
 
             def rerender() -> None:
-                _, again, _ = render_into_tree()
-                repo.replace_tree(args.path, again)
+                again, now = render_into_tree()
+                _refuse_credentials(again.files, now)
+                repo.write_tree(args.path, again.files, now)
+                again.cache.save(cache_path)
                 repo.commit(args.path)
 
             repo.push(args.push, args.branch, rerender=rerender)
-    _report(results, changes, args.output, committed=committed, schemas=schemas)
-    return 0 if all(r.error is None for r in results) else 1
+    _report(done, changes, args.output, committed=committed)
+    return 0 if all(r.error is None for r in done.results) else 1
 
 
-def _schemas(args: argparse.Namespace) -> Schemas:
-    """The schema pack, overridden kind by kind by --crds or --crds-from-cluster."""
-    pack = Schemas.from_pack(load_pack())
-    if args.crds:
-        return pack.overridden_by(Schemas.from_directories(args.crds))
-    if args.crds_from_cluster:
-        return pack.overridden_by(_cluster_schemas(args.kubeconfig))
-    return pack
+def _refuse_credentials(files: Mapping[str, str], current: Mapping[str, str]) -> None:
+    """The last guard before Git: no file about to be written may hold a credential (rendering
+    already refuses such objects one by one; this also covers anything that slipped past)."""
+    for path, text in files.items():
+        if current.get(path) != text:
+            kind = credential_kind(text)
+            if kind is not None:
+                raise RunwayError(
+                    f"{path}: looks like {kind}; refusing to write it into Git (use a Secret)"
+                )
 
 
-def _cluster_schemas(kubeconfig: str | None) -> Schemas:
-    """The CRDs installed in the cluster: what its API server will accept, exactly."""
+def _cluster_crds(kubeconfig: str | None) -> list[tuple[str, dict[str, Any]]]:
+    """The CRDs installed in the cluster (what its API server will accept, exactly), each with
+    where it came from."""
     with kubernetes.config.new_client_from_config(config_file=kubeconfig) as client:
         listed = kubernetes.client.ApiextensionsV1Api(client).list_custom_resource_definition()
-        crds = client.sanitize_for_serialization(listed)["items"]
-    server = client.configuration.host
-    return Schemas.from_crds(
-        (f"cluster {server}, CRD {crd['metadata']['name']}", crd) for crd in crds
-    )
+        crds: list[dict[str, Any]] = client.sanitize_for_serialization(listed)["items"]
+        server = client.configuration.host
+    return [(f"cluster {server}, CRD {crd['metadata']['name']}", crd) for crd in crds]
 
 
 def _gateway(value: str | None, *, istio: bool) -> GatewayTarget | None:
@@ -243,13 +319,13 @@ def _changes(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, l
 
 
 def _report(
-    results: Sequence[Result],
+    done: Rendered,
     changes: Mapping[str, list[str]],
     output: str,
     *,
     committed: str | None,
-    schemas: Schemas,
 ) -> None:
+    results = done.results
     if output == "json":
         payload = {
             "results": [
@@ -267,7 +343,8 @@ def _report(
             ],
             "changes": changes,
             "commit": committed,
-            "schemas": schemas.used_sources(),
+            "reused": len(results) - done.rendered,
+            "schemas": _schema_sources(results),
         }
         json.dump(payload, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
@@ -279,14 +356,19 @@ def _report(
             print(f"{r.key}: not rendered (previous output kept): {r.error}")
         for warning in r.warnings:
             print(f"  warning: {warning}")
-    for kind, origin in schemas.used_sources().items():
+    for kind, origin in _schema_sources(results).items():
         print(f"schema {kind}: {origin}")
     failed = sum(1 for r in results if r.error is not None)
     summary = ", ".join(f"{len(v)} {k}" for k, v in changes.items())
     print(
-        f"{len(results) - failed} rendered, {failed} failed; files: {summary}"
+        f"{len(results) - failed} rendered, {failed} failed ({len(results) - done.rendered} unchanged since the last render); files: {summary}"
         + (f"; commit {committed[:12]}" if committed else "")
     )
+
+
+def _schema_sources(results: Sequence[Result]) -> dict[str, str]:
+    """`apiVersion Kind` -> where its schema came from, for every kind these results checked."""
+    return dict(sorted({k: v for r in results for k, v in r.schemas}.items()))
 
 
 def add_apply_command(commands: Any) -> None:

@@ -1,9 +1,11 @@
 """The GitOps repository, through the git CLI: lock, swap the rendered tree in, commit, push.
 
-Safety: the new tree is written aside (inside .git) and swapped in with two renames; a render that
-dies between them leaves the previous tree under .git/runway-old-*, which the next render puts
-back first. History changes only by `git commit` (an atomic ref update). A lock file held with
-flock keeps two renders out of the same repository. Pushes never force: a rejected push fetches,
+Safety: only files whose bytes change are written, each through a temporary file in .git and an
+atomic rename, so a killed render leaves every file either old or new, and the next render
+finishes the job. History changes only by `git commit` (an atomic ref update), so HEAD is never a
+partial tree. A lock file held with flock keeps two renders out of the same repository; under it,
+git lock files that a killed render's git left are cleared, and only when no git process is
+working in the repository. Pushes never force: a rejected push fetches,
 moves to the remote head, re-renders and tries again, a bounded number of times.
 """
 
@@ -11,10 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import shutil
 import subprocess
-import tempfile
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -22,7 +24,10 @@ from pathlib import Path
 
 from providers.errors import RunwayError
 
-GIT_TIMEOUT = 120
+GIT_TIMEOUT = 600  # a first commit of 10,000 ModelDeployments stages ~30,000 files
+DETAIL_LIMIT = 200  # a commit message lists files up to this many, then counts per namespace
+MARKER = "runway-render.pid"
+log = logging.getLogger(__name__)
 IDENTITY = ("-c", "user.name=runway", "-c", "user.email=runway@localhost")
 
 
@@ -47,13 +52,17 @@ class Repo:
             repo.git("init", "-q", "-b", "main")
         return repo
 
-    def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def git(
+        self, *args: str, check: bool = True, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
         try:
             done = subprocess.run(
                 ["git", *IDENTITY, *args],
                 cwd=self.work,
                 env=env,
+                input=stdin,
+                stdin=None if stdin is not None else subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
                 timeout=GIT_TIMEOUT,
@@ -69,7 +78,11 @@ class Repo:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """Exclusive use of the repository for one render; a second render fails at once."""
+        """Exclusive use of the repository for one render; a second render fails at once.
+
+        While held, `.git/runway-render.pid` marks a Runway render in progress. A render that is
+        killed leaves it behind, which is how the next one knows that git lock files it finds
+        were left by Runway's own git and may be cleared (see recover_git_locks)."""
         with (self.git_dir / "runway.lock").open("a") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -78,55 +91,114 @@ class Repo:
                     f"{self.work}: another render is running in this repository"
                 ) from None
             try:
+                self.recover_git_locks()
+                self._marker.write_text(f"{os.getpid()}\n")
                 yield
+                self._marker.unlink(missing_ok=True)
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
+    @property
+    def _marker(self) -> Path:
+        return self.git_dir / MARKER
+
+    def git_locks(self) -> list[Path]:
+        """Git's own lock files that a killed git leaves behind (index, HEAD, refs)."""
+        names = ("index.lock", "HEAD.lock", "packed-refs.lock", "config.lock")
+        found = [self.git_dir / n for n in names if (self.git_dir / n).exists()]
+        refs = self.git_dir / "refs"
+        return found + (sorted(refs.rglob("*.lock")) if refs.is_dir() else [])
+
+    def recover_git_locks(self) -> None:
+        """Remove the git lock files a killed Runway render left, under Runway's own lock, and
+        only when no git process is working in this repository. A lock file that Runway did
+        not leave (no marker) is somebody else's: refuse, naming it."""
+        locks = self.git_locks()
+        if not locks:
+            return
+        busy = git_processes_in(self.work)
+        if busy:
+            raise GitError(
+                f"{locks[0]} is held: git is running in this repository (pid {', '.join(map(str, busy))}); try again when it has finished"
+            )
+        if not self._marker.exists():
+            raise GitError(
+                f"{locks[0]} exists but no Runway render left it: a git command outside Runway was interrupted here; check the repository, then remove the file"
+            )
+        for lock in locks:
+            log.warning("removing %s left by a killed render", lock)
+            lock.unlink(missing_ok=True)
+
     def recover(self, subdir: str) -> None:
-        """Undo a swap that a killed render left half done."""
+        """Undo a swap that a killed render (of an earlier Runway) left half done, and drop
+        temporary files of an interrupted write."""
         target = self.work / subdir
         retired = sorted(self.git_dir.glob("runway-old-*"), key=lambda p: p.stat().st_mtime)
         if not target.exists() and retired:
             os.rename(retired[-1], target)
             retired = retired[:-1]
-        for leftover in [*retired, *self.git_dir.glob("runway-new-*")]:
+        for leftover in [*retired, *self.git_dir.glob("runway-new-*"), self._scratch]:
             shutil.rmtree(leftover, ignore_errors=True)
 
+    @property
+    def _scratch(self) -> Path:
+        return self.git_dir / "runway-tmp"
+
     def read_files(self, subdir: str) -> dict[str, str]:
-        """The current rendered tree: path relative to `subdir` -> text."""
+        """The current rendered tree: path relative to `subdir` -> text, in path order."""
         root = self.work / subdir
-        if not root.is_dir():
-            return {}
-        return {
-            str(p.relative_to(root)): p.read_text(encoding="utf-8")
-            for p in sorted(root.rglob("*"))
-            if p.is_file()
-        }
+        out: dict[str, str] = {}
+        if root.is_dir():
+            _read_into(str(root), "", out)
+        return dict(sorted(out.items()))
+
+    def write_tree(
+        self, subdir: str, files: Mapping[str, str], current: Mapping[str, str]
+    ) -> list[str]:
+        """Make `subdir` hold exactly `files`, touching only files whose bytes change (each
+        replaced atomically by a rename). `current` is what `subdir` holds now. Returns the
+        paths written or removed."""
+        root = self.work / subdir
+        scratch = self._scratch
+        scratch.mkdir(exist_ok=True)
+        touched = []
+        for relative, text in files.items():
+            if current.get(relative) == text:
+                continue
+            path = root / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = scratch / uuid.uuid4().hex
+            temporary.write_text(text, encoding="utf-8")
+            os.replace(temporary, path)
+            touched.append(relative)
+        for relative in sorted(set(current) - set(files)):
+            (root / relative).unlink(missing_ok=True)
+            touched.append(relative)
+            _prune_empty(root / relative, root)
+        shutil.rmtree(scratch, ignore_errors=True)
+        return touched
 
     def replace_tree(self, subdir: str, files: Mapping[str, str]) -> None:
-        staging = Path(tempfile.mkdtemp(prefix="runway-new-", dir=self.git_dir))
-        for relative, text in files.items():
-            path = staging / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        target = self.work / subdir
-        target.parent.mkdir(parents=True, exist_ok=True)
-        retired = self.git_dir / f"runway-old-{uuid.uuid4().hex}"
-        if target.exists():
-            os.rename(target, retired)
-        os.rename(staging, target)
-        shutil.rmtree(retired, ignore_errors=True)
+        self.write_tree(subdir, files, self.read_files(subdir))
 
     def commit(self, subdir: str) -> str | None:
-        """Commit the rendered tree with a message listing what was added, changed and removed
-        since the last commit; None (and no commit) when nothing changed."""
+        """Commit the rendered tree; None (and no commit) when nothing changed since HEAD.
+        `git add` rehashes only files whose stat changed, so only written files are staged;
+        changes staged by an earlier render that failed to commit are committed too. The
+        message goes on standard input (no argument-length limit)."""
         self.git("add", "-A", "--", subdir)
-        staged = self.git(
-            "diff", "--cached", "--name-status", "--no-renames", "--", subdir
-        ).stdout.splitlines()
-        if not staged:
+        fields = self.git("diff", "--cached", "--name-status", "--no-renames", "-z").stdout
+        parts = fields.split("\0")
+        staged = [f"{s}\t{p}" for s, p in zip(parts[0:-1:2], parts[1::2], strict=True)]
+        inside = subdir.strip("/") + "/"
+        entries = [e for e in staged if e.split("\t", 1)[1].startswith(inside)]
+        if not entries:
             return None
-        self.git("commit", "-q", "-m", commit_message(staged, subdir), "--", subdir)
+        # Only when something outside the tree is staged (by a person): the slower form that
+        # commits just `subdir`.
+        only = ["--", subdir] if len(entries) < len(staged) else []
+        message = commit_message(entries, subdir)
+        self.git("commit", "-q", "-F", "-", *only, stdin=message)
         return self.git("rev-parse", "HEAD").stdout.strip()
 
     def push(
@@ -147,13 +219,72 @@ class Repo:
 
 
 def commit_message(name_status: list[str], subdir: str) -> str:
-    """ "runway render: N added, N changed, N removed" and one "A|M|D path" line per file."""
+    """ "runway render: N added, N changed, N removed", then one "A|M|D path" line per file, or
+    for a large change (over DETAIL_LIMIT files) one line of counts per namespace."""
     words = {"A": "added", "M": "changed", "D": "removed"}
     counts = dict.fromkeys(words.values(), 0)
+    per_namespace: dict[str, dict[str, int]] = {}
     lines = []
     for entry in name_status:
         status, path = entry.split("\t", 1)
-        counts[words.get(status[0], "changed")] += 1
-        lines.append(f"{status[0]} {path.removeprefix(subdir.rstrip('/') + '/')}")
+        word = words.get(status[0], "changed")
+        counts[word] += 1
+        relative = path.removeprefix(subdir.rstrip("/") + "/")
+        namespace = relative.split("/", 1)[0] if "/" in relative else "(top)"
+        per_namespace.setdefault(namespace, dict.fromkeys(words.values(), 0))[word] += 1
+        lines.append(f"{status[0]} {relative}")
     summary = ", ".join(f"{n} {word}" for word, n in counts.items())
+    if len(lines) > DETAIL_LIMIT:
+        lines = [
+            f"{namespace}: " + ", ".join(f"{n} {word}" for word, n in namespace_counts.items())
+            for namespace, namespace_counts in sorted(per_namespace.items())
+        ]
     return f"runway render: {summary}\n\n" + "\n".join(lines) + "\n"
+
+
+def git_processes_in(work: Path) -> list[int]:
+    """Pids of git processes working in `work` (by working directory, or holding a file under
+    its .git open). A process we cannot inspect counts as working here: removing a live lock
+    is the one mistake to avoid."""
+    found = []
+    git_dir = str(work / ".git")
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if not (entry / "comm").read_text().startswith("git"):
+                continue
+        except OSError:
+            continue  # gone, or not ours to read
+        try:
+            cwd = Path(os.readlink(entry / "cwd"))
+            open_files = [os.readlink(fd) for fd in (entry / "fd").iterdir()]
+        except FileNotFoundError:
+            continue  # it exited meanwhile
+        except OSError:
+            found.append(int(entry.name))
+            continue
+        if cwd == work or work in cwd.parents or any(f.startswith(git_dir) for f in open_files):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def _read_into(folder: str, prefix: str, out: dict[str, str]) -> None:
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                _read_into(entry.path, f"{prefix}{entry.name}/", out)
+            else:
+                with open(entry.path, "rb") as handle:
+                    out[prefix + entry.name] = handle.read().decode("utf-8", errors="replace")
+
+
+def _prune_empty(path: Path, root: Path) -> None:
+    """Remove the now-empty folders above a removed file, up to (not including) `root`."""
+    folder = path.parent
+    while folder != root and root in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent

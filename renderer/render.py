@@ -2,17 +2,22 @@
 
 For each ModelDeployment: the same admission the webhook runs (sticky against the previously
 rendered hydrated object) -> the selected provider's render() -> the cross-object invariants
-(providers/invariants.py) -> the strict upstream check -> one YAML file per object. A ModelDeployment that is rejected or incompatible is reported and
-keeps its previous output (nothing else is lost); the others render.
+(providers/invariants.py) -> the strict upstream check -> one YAML file per object. A ModelDeployment that is rejected or incompatible, whose output would
+carry a credential, or whose rendering raises anything at all, is reported and keeps its previous
+output (nothing else is lost); the others render. Many ModelDeployments render in a pool of
+processes, one per core; the output does not depend on how they were split.
 """
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
+import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from providers.admission import admit
+from providers.admission import Admission, admit
 from providers.configs_admission import check_external_provider
 from providers.gateway import GatewayTarget, is_enabled, render_gateway
 from providers.invariants import check_invariants
@@ -24,6 +29,7 @@ from providers.model import (
 )
 from providers.pods import model_port
 from providers.registry import MODULES, ProviderRegistry
+from providers.secrets import credential_kind, find_credentials
 from providers.versions import Versions
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
 from renderer.yamlio import dump
@@ -40,6 +46,9 @@ SERVER_FIELDS = (
 HYDRATED_FILE = "modeldeployment.yaml"
 EXTERNAL_FILE = "externalmodelprovider.yaml"
 EXTERNAL_SUFFIX = ".emp"  # a dot: no ModelDeployment name can have one, so folders never clash
+POOL_MINIMUM = 64  # fewer ModelDeployments than this render in-process (a pool costs ~0.1 s)
+CHUNK = 32  # ModelDeployments per pool task: small enough to balance, large enough to amortize
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,11 @@ class Result:
     warnings: tuple[str, ...] = ()
     engine: str | None = None
     provider: str | None = None
+    # True when rendering again with this output's own hydrated object as the previous one gives
+    # the same output (admission is sticky), so an incremental render may key on that object.
+    settled: bool = False
+    # (`apiVersion Kind`, where its schema came from) of every object the strict check consulted
+    schemas: tuple[tuple[str, str], ...] = ()
 
 
 def folder_of(obj: Mapping[str, Any]) -> str:
@@ -87,8 +101,10 @@ def render_one(
     if problems:  # a Runway bug or an override that broke the fit: never written
         error = "rendered objects do not fit together: " + "; ".join(problems)
         return Result(key, error=error, warnings=admission.warnings)
+    consulted: dict[str, str] = {}
     for rendered in objects:
         errors = schemas.check(rendered, kubernetes=pins.kubernetes)
+        consulted.update(schemas.sources_of([rendered]))
         if errors:
             kind = (str(rendered["apiVersion"]), str(rendered["kind"]))
             builtin = (
@@ -96,13 +112,88 @@ def render_one(
             )
             origin = schemas.origin.get(kind, builtin)
             return Result(
-                key, error=str(incompatible(rendered, errors, origin)), warnings=admission.warnings
+                key,
+                error=str(incompatible(rendered, errors, origin)),
+                warnings=admission.warnings,
+                schemas=tuple(sorted(consulted.items())),
             )
     files = {HYDRATED_FILE: dump(admission.obj)}
     for rendered in objects:
         files[f"{rendered['kind'].lower()}-{rendered['metadata']['name']}.yaml"] = dump(rendered)
     files["kustomization.yaml"] = dump(kustomization(sorted(files)))
-    return Result(key, files, None, admission.warnings, md.engine_type, md.provider_name)
+    if any(credential_kind(text) for text in files.values()):  # rare: then find the fields
+        leaked = [
+            f"{what}: {error}"
+            for what, rendered in [("ModelDeployment", admission.obj)]
+            + [_named(o) for o in objects]
+            for error in find_credentials(rendered)
+        ] or [f"{name}: looks like a credential" for name, t in files.items() if credential_kind(t)]
+        error = "refusing to write a credential into Git: " + "; ".join(leaked)
+        return Result(key, error=error, warnings=admission.warnings)
+    result = Result(key, files, None, admission.warnings, md.engine_type, md.provider_name)
+    settled = _is_settled(obj, previous, admission, registry)
+    return replace(result, settled=settled, schemas=tuple(sorted(consulted.items())))
+
+
+def _named(obj: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    return f"{obj.get('kind')}/{(obj.get('metadata') or {}).get('name')}", obj
+
+
+def _is_settled(
+    obj: Mapping[str, Any],
+    previous: Mapping[str, Any] | None,
+    admission: Admission,
+    registry: ProviderRegistry,
+) -> bool:
+    """Whether admitting `obj` against its own hydrated output (which the next render reads back
+    from Git as the previous object) gives the same verdict; rendering depends on nothing else
+    of the previous object. YAML round-trips these plain objects exactly, so the object itself
+    stands in for its file."""
+    if previous == admission.obj:
+        return True  # this render already was that render
+    try:
+        again = admit(_source_view(obj), old=admission.obj, registry=registry)
+    except Exception:  # unsettled only costs a re-render next time
+        log.debug("settling %s raised", folder_of(obj), exc_info=True)
+        return False
+    return (again.allowed, again.obj, again.warnings) == (
+        admission.allowed,
+        admission.obj,
+        admission.warnings,
+    )
+
+
+def render_guarded(
+    obj: Mapping[str, Any],
+    *,
+    previous: Mapping[str, Any] | None,
+    registry: ProviderRegistry,
+    schemas: Schemas,
+    pins: Versions,
+    gateway: GatewayTarget | None = None,
+) -> Result:
+    """render_one, where any exception at all becomes this object's one-line error (the
+    traceback goes to the debug log): one bad object never takes down the others."""
+    try:
+        return render_one(
+            obj, previous=previous, registry=registry, schemas=schemas, pins=pins, gateway=gateway
+        )
+    except Exception as err:  # the point: whatever one object raises stays with it
+        key = folder_of(obj)
+        log.debug("rendering %s raised", key, exc_info=True)
+        return Result(key, error=f"could not be rendered: {describe_exception(err)} (details: -vv)")
+
+
+def describe_exception(err: BaseException) -> str:
+    """`ExceptionType: first line of the message`, without the noise some types carry."""
+    name = type(err).__qualname__
+    module = type(err).__module__
+    if module not in ("builtins", "__main__"):
+        name = f"{module}.{name}"
+    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    if not text or text.startswith("[<class"):  # decimal's signals print as a list of classes
+        return name
+    return f"{name}: {text[:200]}"
 
 
 def render_external(obj: Mapping[str, Any]) -> Result:
@@ -146,19 +237,73 @@ def render_all(
 ) -> list[Result]:
     """Every ModelDeployment among `objects`, in folder order."""
     deployments = sorted((o for o in objects if o.get("kind") == MODEL_DEPLOYMENT), key=folder_of)
-    externals = [render_external(o) for o in objects if o.get("kind") == EXTERNAL_MODEL_PROVIDER]
-    rendered = [
-        render_one(
-            o,
-            previous=previous.get(folder_of(o)),
-            registry=registry,
-            schemas=schemas,
-            pins=pins,
-            gateway=gateway,
-        )
-        for o in deployments
+    externals = [
+        render_external_guarded(o) for o in objects if o.get("kind") == EXTERNAL_MODEL_PROVIDER
     ]
+    rendered = render_many(
+        deployments,
+        previous=previous,
+        registry=registry,
+        schemas=schemas,
+        pins=pins,
+        gateway=gateway,
+    )
     return sorted(rendered + externals, key=lambda r: r.key)
+
+
+def render_external_guarded(obj: Mapping[str, Any]) -> Result:
+    try:
+        return render_external(obj)
+    except Exception as err:  # as in render_guarded
+        emp = ExternalModelProvider(obj)
+        key = f"{emp.namespace or DEFAULT_NAMESPACE}/{emp.name}{EXTERNAL_SUFFIX}"
+        log.debug("rendering %s raised", key, exc_info=True)
+        return Result(key, error=f"could not be rendered: {describe_exception(err)} (details: -vv)")
+
+
+# What the pool's forked workers render: set just before the fork, so the objects, the registry
+# and the parsed schemas reach the workers by copy-on-write instead of by pickling.
+_WORK: tuple[Sequence[Mapping[str, Any]], Mapping[str, Mapping[str, Any]], dict[str, Any]] | None
+_WORK = None
+
+
+def render_many(
+    deployments: Sequence[Mapping[str, Any]],
+    *,
+    previous: Mapping[str, Mapping[str, Any]],
+    workers: int | None = None,
+    **context: Any,
+) -> list[Result]:
+    """render_guarded over `deployments` (in their order), in a pool of `workers` processes
+    (default: the usable cores) when there are enough of them to pay for one."""
+    global _WORK  # noqa: PLW0603 - see _WORK
+    count = workers if workers is not None else len(os.sched_getaffinity(0))
+    if count <= 1 or len(deployments) < POOL_MINIMUM:
+        return [
+            render_guarded(o, previous=previous.get(folder_of(o)), **context) for o in deployments
+        ]
+    # The first one renders here: it builds what every render reuses (validators of built-in
+    # kinds, compiled rules) once, before the fork, instead of once per worker.
+    first = render_guarded(
+        deployments[0], previous=previous.get(folder_of(deployments[0])), **context
+    )
+    _WORK = (deployments, previous, context)
+    try:
+        bounds = [(i, min(i + CHUNK, len(deployments))) for i in range(1, len(deployments), CHUNK)]
+        with multiprocessing.get_context("fork").Pool(count) as pool:
+            chunks = pool.map(_render_range, bounds, chunksize=1)
+    finally:
+        _WORK = None
+    return [first, *(result for chunk in chunks for result in chunk)]
+
+
+def _render_range(bounds: tuple[int, int]) -> list[Result]:
+    assert _WORK is not None
+    deployments, previous, context = _WORK
+    return [
+        render_guarded(o, previous=previous.get(folder_of(o)), **context)
+        for o in deployments[bounds[0] : bounds[1]]
+    ]
 
 
 def tree_files(results: Sequence[Result], kept: Mapping[str, Mapping[str, str]]) -> dict[str, str]:

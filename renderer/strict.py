@@ -102,6 +102,13 @@ class Schemas:
         self.used[key] = self.origin[key]
         return check_schema(obj, schema, FieldPath())
 
+    def sources_of(self, objects: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+        """`apiVersion Kind` -> where its schema came from, for those of `objects` checked."""
+        keys = {(str(o.get("apiVersion")), str(o.get("kind"))) for o in objects}
+        return {
+            f"{api} {kind}": self.used[(api, kind)] for api, kind in sorted(keys & set(self.used))
+        }
+
     def used_sources(self) -> dict[str, str]:
         """`apiVersion Kind` -> where its schema came from, for every kind checked so far."""
         return {f"{api} {kind}": self.used[(api, kind)] for api, kind in sorted(self.used)}

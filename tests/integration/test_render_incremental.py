@@ -1,0 +1,272 @@
+"""Incremental rendering equals full rendering: after any series of edits (ModelDeployments
+added, changed and removed, provider configs and gateway settings changed, rendered files edited
+by hand), the incremental render gives byte-identical files and the same report as rendering
+everything, and a render right after renders nothing."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cli.main import main
+from providers.gateway import GatewayTarget
+from providers.registry import ProviderRegistry
+from renderer.incremental import Entry, RenderCache, Rendered, inputs_digest, render_incremental
+from renderer.render import (
+    HYDRATED_FILE,
+    POOL_MINIMUM,
+    Result,
+    render_all,
+    render_many,
+    tree_files,
+)
+from renderer.sources import bundled_config_objects, bundled_versions, parse_documents
+from renderer.strict import Schemas
+from renderer.yamlio import dump_all
+from tests.cluster.build import cache_dir
+from tests.support.builders import model_deployment
+
+NAMES = ("a", "b", "c", "d", "e")
+NAMESPACES = ("team1", "team2")
+SHIPPED = bundled_config_objects()
+
+
+def _configs(variant: int) -> list[dict[str, Any]]:
+    """0: the shipped configs; 1: llm-d wins every new selection; 2: without Direct vLLM."""
+    configs = copy.deepcopy(SHIPPED)
+    if variant == 1:
+        llmd = next(c for c in configs if c["metadata"]["name"] == "llmd")
+        llmd["spec"].setdefault("selectionRules", []).append(
+            {"condition": "true", "priority": 1000}
+        )
+    if variant == 2:
+        configs = [c for c in configs if c["metadata"]["name"] != "vllm"]
+    return configs
+
+
+@pytest.fixture(scope="module")
+def schemas() -> Schemas:
+    path = cache_dir(dict(os.environ)) / "crds"
+    if not path.is_dir():
+        message = f"upstream CRDs not in {path}: run `make cluster`"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return Schemas.from_directory(path)
+
+
+def _deployment(name: str, namespace: str, shape: tuple[Any, ...]) -> dict[str, Any]:
+    provider, gpu, seqs, gateway, invalid, leaked = shape
+    extra = [f"--max-num-seqs={seqs}"]
+    if leaked:
+        extra.append("--api-key=sk-proj-" + "Ab1x" * 8)  # a credential shape: never rendered
+    spec: dict[str, Any] = {}
+    if gateway:
+        spec["gateway"] = {"enabled": True}
+    return model_deployment(
+        name,
+        namespace,
+        model_id=None if invalid else "org/model",
+        gpu=gpu,
+        provider=provider,
+        engine={"type": "vllm", "extraArgs": extra},
+        **spec,
+    )
+
+
+SHAPES = st.tuples(
+    st.sampled_from(["vllm", "llmd", None]),
+    st.sampled_from([1, 2]),
+    st.integers(1, 3),
+    st.booleans(),
+    st.sampled_from([False] * 5 + [True]),
+    st.sampled_from([False] * 5 + [True]),
+)
+EDITS = st.one_of(
+    st.tuples(st.just("put"), st.sampled_from(NAMES), st.sampled_from(NAMESPACES), SHAPES),
+    st.tuples(st.just("remove"), st.sampled_from(NAMES), st.sampled_from(NAMESPACES)),
+    st.tuples(st.just("configs"), st.integers(0, 2)),
+    st.tuples(st.just("gateway"), st.booleans()),
+    st.tuples(st.just("tamper"), st.integers(0, 10_000)),
+    st.tuples(st.just("nothing")),
+)
+
+
+def _report(results: list[Result]) -> list[tuple[Any, ...]]:
+    return [(r.key, dict(r.files), r.error, r.warnings, r.engine, r.provider) for r in results]
+
+
+def _full(
+    objects: list[dict[str, Any]], current: dict[str, str], context: dict[str, Any]
+) -> tuple[list[Result], dict[str, str]]:
+    """What `render` did before incremental rendering: every object, previous from the tree."""
+    folders: dict[str, dict[str, str]] = {}
+    hydrated: dict[str, dict[str, Any]] = {}
+    for path, text in current.items():
+        parts = path.split("/")
+        if len(parts) == 3:
+            folders.setdefault("/".join(parts[:2]), {})[parts[2]] = text
+            if parts[2] == HYDRATED_FILE:
+                for doc in parse_documents(text, path):
+                    hydrated["/".join(parts[:2])] = doc.obj
+    results = render_all(objects, previous=hydrated, **context)
+    return results, tree_files(results, folders)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(edits=st.lists(EDITS, min_size=1, max_size=7))
+def test_incremental_render_equals_full_render_after_any_edits(
+    schemas: Schemas, edits: list[tuple[Any, ...]]
+) -> None:
+    sources: dict[str, dict[str, Any]] = {}
+    configs, gateway = 0, True
+    current: dict[str, str] = {}
+    cache = RenderCache()
+    for edit in edits:
+        if edit[0] == "put":
+            sources[f"{edit[2]}/{edit[1]}"] = _deployment(edit[1], edit[2], edit[3])
+        elif edit[0] == "remove":
+            sources.pop(f"{edit[2]}/{edit[1]}", None)
+        elif edit[0] == "configs":
+            configs = edit[1]
+        elif edit[0] == "gateway":
+            gateway = edit[1]
+        elif edit[0] == "tamper" and current:
+            path = sorted(current)[edit[1] % len(current)]
+            current = {**current, path: current[path] + "# edited by hand\n"}
+        objects = list(sources.values())
+        config_objects = _configs(configs)
+        context: dict[str, Any] = {
+            "registry": ProviderRegistry.from_objects(config_objects),
+            "schemas": schemas,
+            "pins": bundled_versions(),
+            "gateway": GatewayTarget("inference", "gateways", False) if gateway else None,
+        }
+        shared = inputs_digest({"configs": repr(config_objects), "gateway": repr(gateway)})
+
+        incremental = render_incremental(
+            objects, current=current, cache=cache, shared=shared, context=partial(dict, context)
+        )
+        full_results, full_files = _full(objects, current, context)
+
+        assert incremental.files == full_files
+        assert _report(incremental.results) == _report(full_results)
+        again: Rendered = render_incremental(
+            objects, current=full_files, cache=incremental.cache, shared=shared, context=dict
+        )
+        assert (again.rendered, again.files) == (0, full_files)
+        assert _report(again.results) == _report(full_results)
+        current, cache = full_files, incremental.cache
+
+
+def test_an_unchanged_tree_renders_nothing_and_one_change_renders_one(schemas: Schemas) -> None:
+    objects = [_deployment(n, "team1", ("vllm", 1, 1, False, False, False)) for n in NAMES]
+    context = {
+        "registry": ProviderRegistry.from_objects(SHIPPED),
+        "schemas": schemas,
+        "pins": bundled_versions(),
+        "gateway": None,
+    }
+    first = render_incremental(
+        objects, current={}, cache=RenderCache(), shared="s", context=lambda: context
+    )
+    objects[2] = _deployment("c", "team1", ("vllm", 1, 3, False, False, False))
+
+    unchanged = render_incremental(
+        objects[:2] + objects[3:],
+        current=first.files,
+        cache=first.cache,
+        shared="s",
+        context=lambda: context,
+    )
+    changed = render_incremental(
+        objects, current=first.files, cache=first.cache, shared="s", context=lambda: context
+    )
+    new_inputs = render_incremental(
+        objects, current=first.files, cache=first.cache, shared="t", context=lambda: context
+    )
+
+    assert (first.rendered, unchanged.rendered, changed.rendered) == (5, 0, 1)
+    assert sorted(p for p in changed.files if changed.files[p] != first.files.get(p)) == [
+        "team1/c/deployment-c.yaml",
+        "team1/c/modeldeployment.yaml",
+    ]
+    assert new_inputs.rendered == 5  # any shared input changed: everything renders
+
+
+def test_the_cache_survives_a_round_trip_and_garbage_means_no_cache(tmp_path: Path) -> None:
+    path = tmp_path / "cache.json"
+    cache = RenderCache(
+        {
+            "ns/a": Entry("k1", "f1", None, ("a warning",), "vllm", "llmd"),
+            "ns/b": Entry("k2", None, "spec.model.id: Required value", (), None, None),
+        }
+    )
+    cache.save(path)
+
+    assert RenderCache.load(path).entries == cache.entries
+    path.write_text("{not json")
+    assert RenderCache.load(path).entries == {}
+    path.write_text('{"format": 1, "entries": {"ns/a": 3}}')
+    assert RenderCache.load(path).entries == {}
+    path.write_text('{"format": 0, "entries": {}}')
+    assert RenderCache.load(path).entries == {}
+
+
+def test_a_pool_of_processes_renders_exactly_what_one_process_renders(schemas: Schemas) -> None:
+    shapes: list[tuple[Any, ...]] = [("vllm", 1, 1, False, False, False)]
+    shapes += [("llmd", 2, 2, True, False, False)]
+    shapes += [(None, 2, 3, False, False, False), ("vllm", 1, 1, False, True, False)]
+    objects = [
+        _deployment(f"m{i:03}", NAMESPACES[i % 2], shapes[i % len(shapes)])
+        for i in range(POOL_MINIMUM + 7)
+    ]
+    context = {
+        "registry": ProviderRegistry.from_objects(SHIPPED),
+        "schemas": schemas,
+        "pins": bundled_versions(),
+        "gateway": GatewayTarget("inference", "gateways", False),
+    }
+
+    pooled = render_many(objects, previous={}, workers=2, **context)
+    serial = render_many(objects, previous={}, workers=1, **context)
+
+    assert pooled == serial
+    assert [r.key for r in pooled] == [f"{NAMESPACES[i % 2]}/m{i:03}" for i in range(len(objects))]
+    assert sum(r.error is not None for r in pooled) == len(objects) // 4  # the invalid shape
+
+
+def test_the_command_reuses_unchanged_output_and_full_renders_everything(
+    schemas: Schemas, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    crds = cache_dir(dict(os.environ)) / "crds"
+    src, repo = tmp_path / "src", tmp_path / "gitops"
+    src.mkdir()
+    (src / "mds.yaml").write_text(
+        dump_all([_deployment(n, "team1", ("vllm", 1, 1, False, False, False)) for n in NAMES])
+    )
+    argv = ["render", str(src), "--repo", str(repo), "--crds", str(crds), "--commit", "-o", "json"]
+
+    reports = []
+    for extra in ([], [], ["--full"]):
+        assert main([*argv, *extra]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    stamps = {p: p.stat().st_mtime_ns for p in (repo / "rendered").rglob("*") if p.is_file()}
+    assert main([*argv, "--full"]) == 0
+
+    assert [r["reused"] for r in reports] == [0, 5, 0]
+    assert [r["results"] for r in reports[1:]] == [reports[0]["results"]] * 2
+    assert [r["changes"] for r in reports[1:]] == [{"added": [], "changed": [], "removed": []}] * 2
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # nothing rewritten
