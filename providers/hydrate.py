@@ -28,6 +28,7 @@ from providers.model import (
     Engine,
     ModelDeployment,
 )
+from providers.numbers import number_errors
 from providers.registry import ProviderRegistry
 from providers.schema import check_schema
 from providers.selection import (
@@ -69,7 +70,9 @@ def structure_errors(obj: Mapping[str, Any]) -> list[FieldError]:
         ]
     if nesting_depth(obj) > MAX_NESTING:
         return [FieldError("spec", Reason.INVALID, f"nested deeper than {MAX_NESTING} levels")]
-    errors: list[FieldError] = []
+    errors = number_errors(obj, FieldPath())
+    if errors:  # nothing below may compute with a number it cannot hold
+        return errors
     metadata = obj.get("metadata")
     if not isinstance(metadata, Mapping):
         errors.append(FieldError("metadata", Reason.REQUIRED, "metadata must be an object"))
