@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+import copy
 from dataclasses import dataclass
 from typing import Any
-
-import jsonpatch
 
 from providers.errors import FieldError
 from providers.hydrate import Hydration, hydrate
@@ -51,6 +50,49 @@ def admit(
 
 
 def json_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The RFC 6902 operations that turn `before` into `after` (empty when they are equal)."""
-    ops: list[dict[str, Any]] = jsonpatch.make_patch(dict(before), dict(after)).patch
+    """The RFC 6902 operations that turn `before` into `after` (empty when they are equal).
+
+    A structural diff: objects are compared key by key (removals, then changes and additions,
+    in key order), anything else that differs is replaced whole. Hydration only adds and sets
+    fields, so this gives the same small patch as `jsonpatch.make_patch`, which also searches
+    for moves and list edits and costs more than the rest of an admission besides the rules.
+    """
+    ops: list[dict[str, Any]] = []
+    stack: list[tuple[str, Any, Any]] = [("", before, after)]
+    while stack:
+        path, old, new = stack.pop()
+        if not (isinstance(old, Mapping) and isinstance(new, Mapping)):
+            if not _same(old, new):
+                ops.append({"op": "replace", "path": path, "value": copy.deepcopy(new)})
+            continue
+        nested: list[tuple[str, Any, Any]] = []
+        for key in old:
+            at = f"{path}/{_escape(key)}"
+            if key not in new:
+                ops.append({"op": "remove", "path": at})
+            elif old[key] is not new[key] or not isinstance(old[key], dict | list):
+                nested.append((at, old[key], new[key]))
+        ops.extend(
+            {"op": "add", "path": f"{path}/{_escape(key)}", "value": copy.deepcopy(new[key])}
+            for key in new
+            if key not in old
+        )
+        stack.extend(reversed(nested))
     return ops
+
+
+def _escape(key: str) -> str:
+    return str(key).replace("~", "~0").replace("/", "~1")
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: 1, 1.0 and true are different values (Python's == says equal)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
