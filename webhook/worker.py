@@ -73,6 +73,12 @@ class DeadlineReader:
 class BoundedConn(TConn):  # type: ignore[misc]  # gunicorn ships no type hints
     """A connection whose TLS handshake and request reads are bounded by REQUEST_READ_SECONDS."""
 
+    # Set by TConn.__init__ (declared here because gunicorn ships no type hints).
+    cfg: Any
+    sock: Any
+    client: Any
+    parser: Any
+    initialized: bool
     reader: DeadlineReader
     served = 0
 
