@@ -112,9 +112,9 @@ def wrk_run(server: Webhook, script: Path) -> Run:
     spread: list[tuple[int, ...]] = []
     sampler = threading.Timer(SECONDS / 2, lambda: spread.append(_spread(server.port, workers)))
     sampler.start()
+    argv = ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{SECONDS}s", "--latency", "-s", str(script)]
     out = subprocess.run(
-        ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{SECONDS}s", "--latency", "-s", str(script)]
-        + [f"{server.url}/mutate"],
+        [*argv, f"{server.url}/mutate"],
         capture_output=True,
         text=True,
         timeout=SECONDS + 60,
