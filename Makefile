@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint format test-unit test-e2e bench clean manifests cluster
+.PHONY: install test lint format test-unit test-e2e bench clean manifests cluster fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,10 +43,17 @@ manifests: $(STAMP)
 	$(BIN)/runway crds > kustomize/base/crds.yaml
 	$(BIN)/runway provider-configs > kustomize/providers/provider-configs.yaml
 
+# The webhook row drives the server with wrk (Debian's package), installed here when missing.
 bench: $(STAMP)
+	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.webhook
 	$(BIN)/python -m bench.render
+
+# Generated AdmissionReviews of every hardening class (issue #13), in process and over TLS
+# under a slow-client attack; prints the counts and fails on any 5xx, traceback or slow answer.
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .cache
