@@ -5,7 +5,9 @@ webhook (`runway serve`, the shipped provider configs) and an echo app that deco
 and allows it, which is the floor: TLS, gunicorn, Flask and JSON with no admission work. wrk
 (Debian's; `make bench` installs it) keeps CONNECTIONS keep-alive connections busy against each,
 alternately, RUNS times; the medians are compared. Also printed: server CPU per request (the
-workers' utime+stime over the requests answered) and how the connections sat on the workers.
+workers' utime+stime over the requests answered) and how the connections sat on the workers,
+and a third row, the same ModelDeployment with its engine and provider set explicitly: no
+selection rule is evaluated, so it shows the admission path without CEL.
 """
 
 from __future__ import annotations
@@ -187,15 +189,21 @@ def compare() -> dict[str, Any]:
     """Runway against the echo floor, RUNS alternating rounds; the medians and the ratios."""
     if shutil.which("wrk") is None:
         raise SystemExit("wrk not found: `make bench` installs it (apt-get install wrk)")
-    body = json.dumps(review(yaml.safe_load(EXAMPLE.read_text()))).encode()
+    obj = yaml.safe_load(EXAMPLE.read_text())
+    explicit = yaml.safe_load(EXAMPLE.read_text())
+    explicit["spec"]["engine"]["type"] = "vllm"
+    explicit["spec"]["provider"] = {"name": "dynamo"}
     with tempfile.TemporaryDirectory() as work:
         workdir = Path(work)
-        (workdir / "review.json").write_bytes(body)
+        (workdir / "review.json").write_text(json.dumps(review(obj)))
+        (workdir / "explicit.json").write_text(json.dumps(review(explicit)))
         script = workdir / "post.lua"
         script.write_text(_lua(workdir / "review.json"))
+        no_rules = workdir / "explicit.lua"
+        no_rules.write_text(_lua(workdir / "explicit.json"))
         runway = start_webhook(workdir, workers=WORKERS)
         echo = start_echo(workdir)
-        runs: dict[str, list[Run]] = {"floor": [], "runway": []}
+        runs: dict[str, list[Run]] = {"floor": [], "runway": [], "explicit": []}
         try:
             for server in (runway, echo):  # warm up: imports, rule compilation, TLS sessions
                 subprocess.run(
@@ -207,6 +215,7 @@ def compare() -> dict[str, Any]:
             for _ in range(RUNS):
                 runs["floor"].append(wrk_run(echo, script))
                 runs["runway"].append(wrk_run(runway, script))
+                runs["explicit"].append(wrk_run(runway, no_rules))
         finally:
             runway.stop()
             echo.stop()
@@ -231,7 +240,8 @@ def report(result: dict[str, Any]) -> None:
         f"webhook /mutate over TLS, wrk {CONNECTIONS} keep-alive connections, {WORKERS} workers, "
         f"{SECONDS} s x {RUNS} runs (medians; wrk shares the 2 cores):"
     )
-    for name, row in (("echo floor", floor), ("runway", runway)):
+    rows = (("echo floor", floor), ("runway", runway), ("no rules", result["explicit"]))
+    for name, row in rows:
         print(
             f"  {name:10} {row['rate']:7.0f} req/s  p50 {row['p50_ms']:6.2f} ms  "
             f"p99 {row['p99_ms']:6.2f} ms  server CPU {row['cpu_ms']:.2f} ms/request  "
@@ -241,6 +251,11 @@ def report(result: dict[str, Any]) -> None:
     print(f"  req/s ratio runway/floor {rate:.2f} (target >= {TARGET_RATE}): {verdict}")
     verdict = "meets" if p99 <= TARGET_P99 else "MISSES"
     print(f"  p99 ratio runway/floor {p99:.2f} (target <= {TARGET_P99}): {verdict}")
+    bare = result["explicit"]
+    print(
+        f"  without rule evaluation: req/s ratio {bare['rate'] / floor['rate']:.2f}, "
+        f"p99 ratio {bare['p99_ms'] / floor['p99_ms']:.2f}"
+    )
 
 
 def serve_echo(certs: Path, port: int) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -55,25 +54,27 @@ def json_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict
     A structural diff: objects are compared key by key (removals, then changes and additions,
     in key order), anything else that differs is replaced whole. Hydration only adds and sets
     fields, so this gives the same small patch as `jsonpatch.make_patch`, which also searches
-    for moves and list edits and costs more than the rest of an admission besides the rules.
+    for moves and list edits and cost more than the rest of an admission besides the rules.
+    Values in the operations are shared with `after`: serialize them, never change them.
     """
     ops: list[dict[str, Any]] = []
-    stack: list[tuple[str, Any, Any]] = [("", before, after)]
+    stack: list[tuple[str, Mapping[str, Any], Mapping[str, Any]]] = [("", before, after)]
     while stack:
         path, old, new = stack.pop()
-        if not (isinstance(old, Mapping) and isinstance(new, Mapping)):
-            if not _same(old, new):
-                ops.append({"op": "replace", "path": path, "value": copy.deepcopy(new)})
-            continue
-        nested: list[tuple[str, Any, Any]] = []
-        for key in old:
-            at = f"{path}/{_escape(key)}"
+        nested: list[tuple[str, Mapping[str, Any], Mapping[str, Any]]] = []
+        for key, was in old.items():
             if key not in new:
-                ops.append({"op": "remove", "path": at})
-            elif old[key] is not new[key] or not isinstance(old[key], dict | list):
-                nested.append((at, old[key], new[key]))
+                ops.append({"op": "remove", "path": f"{path}/{_escape(key)}"})
+                continue
+            now = new[key]
+            if was is now:
+                continue
+            if isinstance(was, Mapping) and isinstance(now, Mapping):
+                nested.append((f"{path}/{_escape(key)}", was, now))
+            elif not _same(was, now):
+                ops.append({"op": "replace", "path": f"{path}/{_escape(key)}", "value": now})
         ops.extend(
-            {"op": "add", "path": f"{path}/{_escape(key)}", "value": copy.deepcopy(new[key])}
+            {"op": "add", "path": f"{path}/{_escape(key)}", "value": new[key]}
             for key in new
             if key not in old
         )
@@ -82,7 +83,9 @@ def json_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict
 
 
 def _escape(key: str) -> str:
-    return str(key).replace("~", "~0").replace("/", "~1")
+    if "~" in key or "/" in key:
+        return key.replace("~", "~0").replace("/", "~1")
+    return key
 
 
 def _same(a: Any, b: Any) -> bool:
