@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test lint format test-unit test-e2e bench bench-large clean manifests cluster schemas flags
+.PHONY: install test lint format test-unit test-e2e bench bench-large clean manifests cluster schemas flags fuzz
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,7 +54,9 @@ schemas: $(STAMP)
 flags: $(STAMP)
 	$(BIN)/python -m tools.flags
 
+# The webhook row drives the server with wrk (Debian's package), installed here when missing.
 bench: $(STAMP)
+	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.webhook
 	$(BIN)/python -m bench.render
@@ -62,6 +64,11 @@ bench: $(STAMP)
 # `runway render --commit` of 10,000 ModelDeployments (first, unchanged, one changed).
 bench-large: $(STAMP)
 	$(BIN)/python -m bench.render --count 10000
+
+# Generated AdmissionReviews of every hardening class (issue #13), in process and over TLS
+# under a slow-client attack; prints the counts and fails on any 5xx, traceback or slow answer.
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .cache

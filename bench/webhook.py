@@ -1,85 +1,278 @@
-"""Admission latency over TLS on loopback: one valid ModelDeployment, serial and concurrent."""
+"""Admission over TLS against the floor of its own stack, driven by wrk (issue #12, row "webhook").
+
+Two servers on 127.0.0.1 with the same gunicorn options (webhook/gunicorn_options.py): Runway's
+webhook (`runway serve`, the shipped provider configs) and an echo app that decodes the review
+and allows it, which is the floor: TLS, gunicorn, Flask and JSON with no admission work. wrk
+(Debian's; `make bench` installs it) keeps CONNECTIONS keep-alive connections busy against each,
+alternately, RUNS times; the medians are compared. Also printed: server CPU per request (the
+workers' utime+stime over the requests answered) and how the connections sat on the workers,
+and a third row, the same ModelDeployment with its engine and provider set explicitly: no
+selection rule is evaluated, so it shows the admission path without CEL.
+"""
 
 from __future__ import annotations
 
-import http.client
+import argparse
 import json
+import re
+import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
-import time
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
+from flask import Flask, Response, jsonify, request
+from gunicorn.app.base import BaseApplication
 
-from tests.support.webhook import review, start_webhook
+from tests.support.cluster import free_port
+from tests.support.wait import wait_until
+from tests.support.webhook import Webhook, issue_certs, review, start_webhook
+from webhook.gunicorn_options import gunicorn_options
+from webhook.settings import Settings
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "vllm-1gpu.yaml"
-SERIAL = 500
-CONCURRENCY = 8
-SECONDS = 5.0
+CONNECTIONS = 8
+SECONDS = 8
+RUNS = 3
+WORKERS = 2
+TARGET_RATE, TARGET_P99 = 0.5, 2.0
+_CLOCK_TICKS = 100  # USER_HZ on Linux
 
 
-def post(conn: http.client.HTTPSConnection, body: bytes) -> None:
-    conn.request("POST", "/mutate", body=body, headers={"Content-Type": "application/json"})
-    response = conn.getresponse()
-    response.read()
-    if response.status != 200:
-        raise RuntimeError(f"status {response.status}")
+def echo_app() -> Flask:
+    """The floor: decode the AdmissionReview and allow it, nothing else."""
+    app = Flask("echo-floor")
+
+    @app.post("/mutate")
+    def mutate() -> Response:
+        uid = json.loads(request.get_data(cache=False))["request"]["uid"]
+        body = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}
+        return jsonify(body | {"response": {"uid": uid, "allowed": True}})
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        return jsonify(status="ready")
+
+    return app
+
+
+class EchoServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in gunicorn_options(self.settings).items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Flask:
+        return echo_app()
+
+
+def start_echo(workdir: Path) -> Webhook:
+    """`python -m bench.webhook --echo`: the floor app under the webhook's gunicorn options."""
+    certs = issue_certs(workdir / "echo-certs")
+    port = free_port()
+    log = workdir / "echo.log"
+    argv = [sys.executable, "-m", "bench.webhook", "--echo", str(certs), str(port)]
+    handle = log.open("wb")
+    proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+    server = Webhook(port, certs, proc, log, [handle])
+    wait_until(lambda: _ready(server), timeout=30, what="echo floor /readyz")
+    return server
+
+
+def _ready(server: Webhook) -> bool:
+    if server.proc.poll() is not None:
+        raise RuntimeError(f"server exited:\n{server.log_text()[-2000:]}")
+    try:
+        return server.request("GET", "/readyz")[0] == 200
+    except OSError:
+        return False
+
+
+@dataclass
+class Run:
+    rate: float  # requests per second
+    p50_ms: float
+    p99_ms: float
+    requests: int
+    errors: int
+    cpu_ms_per_request: float
+    spread: tuple[int, ...]  # connections per worker, largest first
+
+
+def wrk_run(server: Webhook, script: Path) -> Run:
+    workers = _workers(server.proc.pid)
+    before = sum(_cpu_seconds(pid) for pid in workers)
+    spread: list[tuple[int, ...]] = []
+    sampler = threading.Timer(SECONDS / 2, lambda: spread.append(_spread(server.port, workers)))
+    sampler.start()
+    argv = ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{SECONDS}s", "--latency", "-s", str(script)]
+    out = subprocess.run(
+        [*argv, f"{server.url}/mutate"],
+        capture_output=True,
+        text=True,
+        timeout=SECONDS + 60,
+        check=True,
+    ).stdout
+    sampler.join()
+    cpu = sum(_cpu_seconds(pid) for pid in workers) - before
+    requests = int(_find(r"(\d+) requests in", out))
+    errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
+    errors += int(_find(r"Non-2xx or 3xx responses: (\d+)", out, "0"))
+    return Run(
+        rate=float(_find(r"Requests/sec:\s+([\d.]+)", out)),
+        p50_ms=_ms(_find(r"50%\s+([\d.]+\w+)", out)),
+        p99_ms=_ms(_find(r"99%\s+([\d.]+\w+)", out)),
+        requests=requests,
+        errors=errors,
+        cpu_ms_per_request=cpu * 1000 / max(requests, 1),
+        spread=spread[0] if spread else (),
+    )
+
+
+def _find(pattern: str, text: str, default: str | None = None) -> str:
+    match = re.search(pattern, text)
+    if match is None:
+        if default is not None:
+            return default
+        raise RuntimeError(f"wrk output without {pattern!r}:\n{text}")
+    return match.group(1)
+
+
+def _ms(text: str) -> float:
+    value, unit = re.fullmatch(r"([\d.]+)(\w+)", text).groups()  # type: ignore[union-attr]  # wrk always prints a unit
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def _workers(master: int) -> list[int]:
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    return [int(pid) for pid in children]
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
+
+
+def _spread(port: int, workers: list[int]) -> tuple[int, ...]:
+    """Established connections to `port` per worker process, largest first."""
+    out = subprocess.run(
+        ["ss", "-Htnp", "state", "established", f"( sport = :{port} )"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    ).stdout
+    owners = Counter(int(pid) for pid in re.findall(r"pid=(\d+)", out) if int(pid) in workers)
+    return tuple(sorted((owners.get(pid, 0) for pid in workers), reverse=True))
+
+
+def _lua(body_file: Path) -> str:
+    return (
+        'wrk.method = "POST"\n'
+        'wrk.headers["Content-Type"] = "application/json"\n'
+        f'local f = io.open("{body_file}", "rb")\n'
+        "wrk.body = f:read('*a')\n"
+        "f:close()\n"
+    )
+
+
+def compare() -> dict[str, Any]:
+    """Runway against the echo floor, RUNS alternating rounds; the medians and the ratios."""
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk not found: `make bench` installs it (apt-get install wrk)")
+    obj = yaml.safe_load(EXAMPLE.read_text())
+    explicit = yaml.safe_load(EXAMPLE.read_text())
+    explicit["spec"]["engine"]["type"] = "vllm"
+    explicit["spec"]["provider"] = {"name": "dynamo"}
+    with tempfile.TemporaryDirectory() as work:
+        workdir = Path(work)
+        (workdir / "review.json").write_text(json.dumps(review(obj)))
+        (workdir / "explicit.json").write_text(json.dumps(review(explicit)))
+        script = workdir / "post.lua"
+        script.write_text(_lua(workdir / "review.json"))
+        no_rules = workdir / "explicit.lua"
+        no_rules.write_text(_lua(workdir / "explicit.json"))
+        runway = start_webhook(workdir, workers=WORKERS)
+        echo = start_echo(workdir)
+        runs: dict[str, list[Run]] = {"floor": [], "runway": [], "explicit": []}
+        try:
+            for server in (runway, echo):  # warm up: imports, rule compilation, TLS sessions
+                subprocess.run(
+                    ["wrk", "-t1", "-c2", "-d2s", "-s", str(script), f"{server.url}/mutate"],
+                    capture_output=True,
+                    timeout=60,
+                    check=True,
+                )
+            for _ in range(RUNS):
+                runs["floor"].append(wrk_run(echo, script))
+                runs["runway"].append(wrk_run(runway, script))
+                runs["explicit"].append(wrk_run(runway, no_rules))
+        finally:
+            runway.stop()
+            echo.stop()
+    return {name: _median(items) for name, items in runs.items()}
+
+
+def _median(runs: list[Run]) -> dict[str, Any]:
+    return {
+        "rate": statistics.median(r.rate for r in runs),
+        "p50_ms": statistics.median(r.p50_ms for r in runs),
+        "p99_ms": statistics.median(r.p99_ms for r in runs),
+        "cpu_ms": statistics.median(r.cpu_ms_per_request for r in runs),
+        "errors": sum(r.errors for r in runs),
+        "spreads": [r.spread for r in runs],
+    }
+
+
+def report(result: dict[str, Any]) -> None:
+    floor, runway = result["floor"], result["runway"]
+    rate, p99 = runway["rate"] / floor["rate"], runway["p99_ms"] / floor["p99_ms"]
+    print(
+        f"webhook /mutate over TLS, wrk {CONNECTIONS} keep-alive connections, {WORKERS} workers, "
+        f"{SECONDS} s x {RUNS} runs (medians; wrk shares the 2 cores):"
+    )
+    rows = (("echo floor", floor), ("runway", runway), ("no rules", result["explicit"]))
+    for name, row in rows:
+        print(
+            f"  {name:10} {row['rate']:7.0f} req/s  p50 {row['p50_ms']:6.2f} ms  "
+            f"p99 {row['p99_ms']:6.2f} ms  server CPU {row['cpu_ms']:.2f} ms/request  "
+            f"errors {row['errors']}  connections per worker {row['spreads']}"
+        )
+    verdict = "meets" if rate >= TARGET_RATE else "MISSES"
+    print(f"  req/s ratio runway/floor {rate:.2f} (target >= {TARGET_RATE}): {verdict}")
+    verdict = "meets" if p99 <= TARGET_P99 else "MISSES"
+    print(f"  p99 ratio runway/floor {p99:.2f} (target <= {TARGET_P99}): {verdict}")
+    bare = result["explicit"]
+    print(
+        f"  without rule evaluation: req/s ratio {bare['rate'] / floor['rate']:.2f}, "
+        f"p99 ratio {bare['p99_ms'] / floor['p99_ms']:.2f}"
+    )
+
+
+def serve_echo(certs: Path, port: int) -> None:
+    settings = Settings(
+        port=port, cert=str(certs / "tls.crt"), key=str(certs / "tls.key"), workers=WORKERS
+    )
+    EchoServer(settings).run()
 
 
 def main() -> None:
-    body = json.dumps(review(yaml.safe_load(EXAMPLE.read_text()))).encode()
-    with tempfile.TemporaryDirectory() as work:
-        hook = start_webhook(Path(work), workers=2)
-        try:
-            conn = http.client.HTTPSConnection(
-                "127.0.0.1", hook.port, context=hook.context(), timeout=10
-            )
-            for _ in range(20):
-                post(conn, body)  # warm up
-            samples = []
-            for _ in range(SERIAL):
-                start = time.perf_counter()
-                post(conn, body)
-                samples.append((time.perf_counter() - start) * 1000)
-            conn.close()
-            samples.sort()
-            p50, p99 = statistics.median(samples), samples[int(len(samples) * 0.99) - 1]
-            print(
-                f"webhook /mutate, keep-alive, serial ({SERIAL} requests): p50 {p50:.2f} ms, p99 {p99:.2f} ms"
-            )
-            counts, errors = [0] * CONCURRENCY, [0]
-            deadline = time.monotonic() + SECONDS
-
-            def client(i: int) -> None:
-                c = http.client.HTTPSConnection(
-                    "127.0.0.1", hook.port, context=hook.context(), timeout=10
-                )
-                while time.monotonic() < deadline:
-                    try:
-                        post(c, body)
-                        counts[i] += 1
-                    except (OSError, RuntimeError, http.client.HTTPException):
-                        errors[0] += 1
-                        c.close()
-                        c = http.client.HTTPSConnection(
-                            "127.0.0.1", hook.port, context=hook.context(), timeout=10
-                        )
-                c.close()
-
-            threads = [threading.Thread(target=client, args=(i,)) for i in range(CONCURRENCY)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(timeout=SECONDS + 30)
-            total = sum(counts)
-            print(
-                f"webhook /mutate, {CONCURRENCY} keep-alive clients for {SECONDS:.0f} s: {total / SECONDS:.0f} req/s, "
-                f"{errors[0]} errors (the Python load generator shares the 2 cores with the server)"
-            )
-        finally:
-            hook.stop()
+    parser = argparse.ArgumentParser(prog="python -m bench.webhook")
+    parser.add_argument("--echo", nargs=2, metavar=("CERTS", "PORT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.echo:
+        serve_echo(Path(args.echo[0]), int(args.echo[1]))
+        return
+    report(compare())
 
 
 if __name__ == "__main__":

@@ -45,7 +45,12 @@ def add_commands(commands: Any) -> None:
         help="watch InferenceProviderConfigs through this kubeconfig",
     )
     server.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
-    server.add_argument("--threads", type=int, default=4, help="threads per worker (default 4)")
+    server.add_argument(
+        "--threads",
+        type=int,
+        default=64,
+        help="threads per worker, also the connections one worker accepts at once (default 64)",
+    )
     server.set_defaults(run=run_serve)
 
     certs = commands.add_parser("certs", help="webhook TLS: issue, rotate, inject the CA bundle")

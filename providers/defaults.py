@@ -7,10 +7,10 @@ webhook: source, serving mode, replicas, GPU default, GPU types, engine flags, v
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
+from providers.jsonvalue import json_copy
 from providers.model import DEFAULT_GPU_TYPE, Engine, ModelSource, ServingMode, VolumePurpose
 
 DEFAULT_MOUNT_PATHS = {
@@ -26,7 +26,7 @@ ENGINE_FLAG_DEFAULTS = (
 
 def with_defaults(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy of a structurally valid ModelDeployment with every default filled in."""
-    out = copy.deepcopy(dict(obj))
+    out: dict[str, Any] = json_copy(dict(obj))
     spec = out.setdefault("spec", {})
     name = out.get("metadata", {}).get("name") or ""
     model = spec.setdefault("model", {})

@@ -8,6 +8,7 @@ no patch.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,11 +29,15 @@ from providers.model import (
     Engine,
     ModelDeployment,
 )
+from providers.numbers import number_errors
 from providers.registry import ProviderRegistry
 from providers.schema import check_schema
 from providers.selection import Decision, select_engine, select_provider
 
 MAX_NESTING = 100
+# The schema is a constant; built once instead of on every admission (it was a third of the
+# structure check). check_schema never changes it.
+_spec_schema = functools.cache(model_deployment_spec)
 STICKY_REASON = "kept from the previous version of this object (selection is sticky)"
 MOCKER_REASON = "auto-selected: the dynamo mocker test backend runs only vllm"
 _ANNOTATIONS = {
@@ -64,7 +69,9 @@ def structure_errors(obj: Mapping[str, Any]) -> list[FieldError]:
         ]
     if nesting_depth(obj) > MAX_NESTING:
         return [FieldError("spec", Reason.INVALID, f"nested deeper than {MAX_NESTING} levels")]
-    errors: list[FieldError] = []
+    errors = number_errors(obj, FieldPath())
+    if errors:  # nothing below may compute with a number it cannot hold
+        return errors
     metadata = obj.get("metadata")
     if not isinstance(metadata, Mapping):
         errors.append(FieldError("metadata", Reason.REQUIRED, "metadata must be an object"))
@@ -80,7 +87,7 @@ def structure_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     if "spec" not in obj:
         errors.append(FieldError("spec", Reason.REQUIRED, "required field is missing"))
     else:
-        errors += check_schema(obj["spec"], model_deployment_spec(), FieldPath.root("spec"))
+        errors += check_schema(obj["spec"], _spec_schema(), FieldPath.root("spec"))
     return errors
 
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal, InvalidOperation, localcontext
 
 _QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))((?:[eE][+-]?[0-9]+)|[a-zA-Z]*)$")
 _EXPONENT = re.compile(r"^[eE][+-]?[0-9]+$")
+MAX_QUANTITY = Decimal(2**63 - 1)  # Kubernetes' int64 limit on a quantity's value
+MAX_LENGTH = 128  # characters; longer strings are not quantities anyone writes
+_HUGE = MAX_QUANTITY * 10  # stands for "beyond the limit" without computing 10**huge
+_WIDE = Context(prec=200, Emax=MAX_EMAX, Emin=MIN_EMIN)
 _SUFFIXES: dict[str, Decimal] = {
     "": Decimal(1),
     "n": Decimal("1e-9"),
@@ -28,16 +33,36 @@ _SUFFIXES: dict[str, Decimal] = {
 
 
 def parse_quantity(value: object) -> Decimal | None:
-    """The quantity's value, or None when it is not a valid Kubernetes quantity."""
+    """The quantity's value, or None when it is not a valid Kubernetes quantity or its
+    magnitude is beyond what Kubernetes can hold (MAX_QUANTITY)."""
+    amount = _parse(value)
+    if amount is None or abs(amount) > MAX_QUANTITY:
+        return None
+    return amount
+
+
+def quantity_problem(value: object) -> str | None:
+    """Why `value` is not a usable quantity (for messages), or None when it is one."""
+    if isinstance(value, str) and len(value) > MAX_LENGTH:
+        return f"not a valid resource quantity: longer than {MAX_LENGTH} characters"
+    amount = _parse(value)
+    if amount is None:
+        return "not a valid resource quantity (such as 4, 500m, 32Gi)"
+    if abs(amount) > MAX_QUANTITY:
+        return f"out of range: a quantity must be at most 2^63-1 ({MAX_QUANTITY}) in magnitude"
+    return None
+
+
+def _parse(value: object) -> Decimal | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return Decimal(value)
     if isinstance(value, float):
-        return Decimal(str(value))
-    if not isinstance(value, str):
+        return Decimal(str(value)) if math.isfinite(value) else None
+    if not isinstance(value, str) or len(value) > MAX_LENGTH:
         return None
-    match = _QUANTITY.match(value.strip())
+    match = _QUANTITY.match(value)
     if match is None or value != value.strip():
         return None
     number, suffix = match.groups()
@@ -46,7 +71,14 @@ def parse_quantity(value: object) -> Decimal | None:
     except InvalidOperation:
         return None
     if _EXPONENT.match(suffix):
-        return base * Decimal(10) ** int(suffix[1:])
+        # Exact for any exponent: scaleb only moves the decimal point, and an exponent beyond
+        # MAX_EXPONENT cannot give a value inside MAX_QUANTITY (the mantissa is <= MAX_LENGTH digits).
+        exponent = suffix[1:].lstrip("+")
+        digits = exponent.lstrip("-").lstrip("0")
+        if len(digits) > 6:
+            return _HUGE if not exponent.startswith("-") and base else Decimal(0)
+        with localcontext(_WIDE):
+            return base.scaleb(int(exponent))
     scale = _SUFFIXES.get(suffix)
     return None if scale is None else base * scale
 

@@ -9,7 +9,7 @@ from providers.defaults import managed_claim_name
 from providers.errors import FieldError, Reason
 from providers.fieldpath import FieldPath
 from providers.model import ModelDeployment, VolumePurpose
-from providers.quantity import parse_quantity
+from providers.quantity import parse_quantity, quantity_problem
 
 VOLUMES = FieldPath.root("spec", "model", "storage", "volumes")
 SYSTEM_PATHS = ("/dev", "/proc", "/sys", "/etc", "/var/run")
@@ -72,11 +72,13 @@ def _check_volume(volume: Mapping[str, Any], at: FieldPath, md_name: str) -> lis
             )
         quantity = parse_quantity(volume.get("size"))
         if quantity is None or quantity <= 0:
+            problem = quantity_problem(volume.get("size"))
+            detail = "must be a positive quantity such as 100Gi"
             errors.append(
                 FieldError(
                     str(at.child("size")),
                     Reason.INVALID,
-                    "must be a positive quantity such as 100Gi",
+                    f"{problem}; {detail}" if problem else detail,
                 )
             )
     else:

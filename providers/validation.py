@@ -2,7 +2,7 @@
 
 Every check returns FieldErrors and the checks keep going, so a denial lists every problem at
 once, in this order: structure, images and args, model, overrides (layers 1 and 2), provider
-compatibility, disaggregated serving, storage, ceilings, name, then update immutability.
+compatibility, disaggregated serving, storage, ceilings, secrets, name, then update immutability.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from providers.hydrate import structure_errors
 from providers.immutability import check_immutable
 from providers.model import Engine, ModelDeployment, ModelSource, VolumePurpose, dig
 from providers.overrides import check_global, without_blocked
-from providers.quantity import format_limit, parse_quantity
+from providers.quantity import format_limit, parse_quantity, quantity_problem
 from providers.registry import MODULES, ProviderRegistry
+from providers.secret_fields import check_secret_fields
 from providers.storage import check_volumes
 
 MAX_GPUS = 64
@@ -75,6 +76,7 @@ def check_spec(
     errors += _check_disaggregated(md) if md.is_disaggregated else []
     errors += check_volumes(md)
     errors += _check_ceilings(md)
+    errors += check_secret_fields(md)
     if operation is Operation.CREATE and "." in md.name:
         detail = "must not contain dots (they are invalid in the volume and Service names derived from it)"
         errors.append(FieldError("metadata.name", Reason.INVALID, detail))
@@ -245,13 +247,10 @@ def _at_most(value: Any, path: str, limit: Decimal, *, quantity: bool) -> list[F
     # as it is, AI Runway's Go types read it as absent, and every renderer leaves it out.
     if value is None or (quantity and value == ""):
         return []
-    amount = parse_quantity(value) if quantity else Decimal(value)
-    if amount is None:
-        return [
-            FieldError(
-                path, Reason.INVALID, "not a valid resource quantity (such as 4, 500m, 32Gi)"
-            )
-        ]
+    problem = quantity_problem(value)
+    if problem is not None or (not quantity and not isinstance(value, int)):
+        return [FieldError(path, Reason.INVALID, problem or "must be an integer")]
+    amount = parse_quantity(value) or Decimal(0)  # it parses: quantity_problem said so
     if amount < 0:
         return [FieldError(path, Reason.INVALID, "must not be negative")]
     if amount > limit:

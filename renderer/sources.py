@@ -19,6 +19,7 @@ from providers.registry import ProviderRegistry
 from providers.versions import Versions
 
 YAML_SUFFIXES = (".yaml", ".yml")
+MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,16 +61,7 @@ def read_documents(paths: Iterable[str]) -> list[Document]:
 
 def parse_documents(text: str, origin: str) -> Iterator[Document]:
     """The objects in one YAML stream; anything but a mapping per document is an error."""
-    try:
-        loaded = list(yaml.load_all(text, Loader=yaml.CSafeLoader))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise SourceError(origin, f"not valid YAML{where}: {problem}") from None
-    except RecursionError:
-        raise SourceError(origin, "YAML nested too deeply") from None
-    for index, obj in enumerate(loaded):
+    for index, obj in enumerate(_load_all(text, origin)):
         if obj is None:
             continue
         if not isinstance(obj, dict):
@@ -78,6 +70,54 @@ def parse_documents(text: str, origin: str) -> Iterator[Document]:
         if not all(isinstance(k, str) for k in obj):
             raise SourceError(origin, f"document {index + 1} has a key that is not a string")
         yield Document(origin, index, obj)
+
+
+class _StrictLoader(yaml.CSafeLoader):
+    """PyYAML's C loader, refusing a key given twice in one mapping (kubectl and the API
+    server's strict decoding refuse duplicate fields; PyYAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == MERGE_TAG:
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f'duplicate key "{key}"', key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_checked_int(self, node: yaml.ScalarNode) -> int:
+        """An integer, or an error at its line when it has more digits than Python converts."""
+        try:
+            value: int = self.construct_yaml_int(node)
+        except ValueError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "integer with too many digits (out of range)", node.start_mark
+            ) from None
+        return value
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_checked_int)
+
+
+def _load_all(text: str, origin: str) -> list[Any]:
+    """Every document of a YAML stream; a SourceError names the document and the problem."""
+    loaded: list[Any] = []
+    try:
+        loaded.extend(yaml.load_all(text, Loader=_StrictLoader))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise SourceError(
+            origin, f"document {len(loaded) + 1}: not valid YAML{where}: {problem}"
+        ) from None
+    except RecursionError:
+        raise SourceError(origin, f"document {len(loaded) + 1}: YAML nested too deeply") from None
+    return loaded
 
 
 def _read(path: Path) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
@@ -61,7 +62,7 @@ def decode_review(body: bytes, content_type: str | None) -> AdmissionRequest | U
     if (content_type or "").split(";")[0].strip().lower() != "application/json":
         return Undecodable(f"content type must be application/json, not {content_type or 'none'}")
     try:
-        review = json.loads(body)
+        review = json.loads(body, parse_constant=_no_constant, parse_float=_finite_float)
     except (ValueError, RecursionError):
         return Undecodable("body is not valid JSON (or is nested too deeply)")
     if not isinstance(review, dict) or review.get("kind") != "AdmissionReview":
@@ -86,9 +87,38 @@ def _check_request(request: dict[str, Any], uid: str) -> AdmissionRequest | Unde
         isinstance(kind.get(k), str) for k in ("group", "version", "kind")
     ):
         return Undecodable("request.kind must have group, version and kind", uid)
-    if operation in ("CREATE", "UPDATE") and not isinstance(request.get("object"), dict):
+    # Every field a handler or the log line reads is checked here, for every operation: a DELETE
+    # or CONNECT whose object is a list or a string is as unusable as a CREATE without one.
+    for name in ("object", "oldObject"):
+        if request.get(name) is not None and not isinstance(request[name], dict):
+            return Undecodable(f"request.{name} must be an object or null", uid)
+    if operation in ("CREATE", "UPDATE") and request.get("object") is None:
         return Undecodable("request.object must be an object", uid)
-    if operation == "UPDATE" and not isinstance(request.get("oldObject"), dict):
+    if operation == "UPDATE" and request.get("oldObject") is None:
         return Undecodable("request.oldObject must be an object on UPDATE", uid)
+    for name, kind_of in (
+        ("subResource", str),
+        ("name", str),
+        ("namespace", str),
+        ("dryRun", bool),
+    ):
+        if request.get(name) is not None and not isinstance(request[name], kind_of):
+            return Undecodable(f"request.{name} must be a {_TYPE_NAMES[kind_of]}", uid)
     decoded: AdmissionRequest = request  # type: ignore[assignment]  # shape checked above
     return decoded
+
+
+_TYPE_NAMES = {str: "string", bool: "boolean"}
+
+
+def _no_constant(name: str) -> Any:
+    """JSON has no NaN or Infinity (Python's decoder accepts them; the API server's does not)."""
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    """A float, refusing literals too large for a float64 (1e400), as Go's decoder does."""
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text[:20]} is out of range")
+    return value

@@ -24,7 +24,8 @@ class Settings:
     to serve), RUNWAY_PROVIDERS (directories of InferenceProviderConfig YAML, separated by ":";
     empty: the five shipped configs), RUNWAY_IN_CLUSTER (true: watch InferenceProviderConfigs
     with the pod's service account), RUNWAY_KUBECONFIG (watch them through this kubeconfig),
-    RUNWAY_WORKERS (2), RUNWAY_THREADS (4), RUNWAY_MAX_BODY_BYTES (3 MiB, the API server's own
+    RUNWAY_WORKERS (2), RUNWAY_THREADS (64: threads per worker, which is also the number of
+    connections a worker accepts at once), RUNWAY_MAX_BODY_BYTES (3 MiB, the API server's own
     request limit).
     """
 
@@ -36,7 +37,7 @@ class Settings:
     in_cluster: bool = False
     kubeconfig: str = ""
     workers: int = 2
-    threads: int = 4
+    threads: int = 64
     max_body_bytes: int = 3 * 1024 * 1024
 
     @classmethod
@@ -51,7 +52,7 @@ class Settings:
             in_cluster=_bool(env, "RUNWAY_IN_CLUSTER"),
             kubeconfig=env.get("RUNWAY_KUBECONFIG", ""),
             workers=_int(env, "RUNWAY_WORKERS", 2, low=1, high=64),
-            threads=_int(env, "RUNWAY_THREADS", 4, low=1, high=256),
+            threads=_int(env, "RUNWAY_THREADS", 64, low=1, high=1024),
             max_body_bytes=_int(
                 env, "RUNWAY_MAX_BODY_BYTES", 3 * 1024 * 1024, low=1024, high=1 << 30
             ),

@@ -72,7 +72,7 @@ def test_unreadable_requests_get_a_400_json_error(
     ("body", "message"),
     [
         (with_request(object=None), "request.object must be an object"),
-        (with_request(object=[1, 2]), "request.object must be an object"),
+        (with_request(object=[1, 2]), "request.object must be an object or null"),
         (
             with_request(operation="PATCH"),
             "request.operation must be one of CREATE, UPDATE, DELETE, CONNECT",

@@ -313,7 +313,7 @@ def test_broken_provider_config_is_a_warning_not_a_failure(
     [
         (
             "spec: [unclosed\n",
-            "not valid YAML at line 2, column 1: did not find expected ',' or ']'",
+            "document 1: not valid YAML at line 2, column 1: did not find expected ',' or ']'",
         ),
         ("- a\n- b\n", "document 1 is a list, not a Kubernetes object"),
         (
