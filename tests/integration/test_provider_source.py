@@ -42,8 +42,13 @@ def test_unreachable_cluster_source_is_not_ready_and_fails_closed(tmp_path: Path
     try:
         readiness = server.request("GET", "/readyz")
         response = server.admit("/mutate", review(model_deployment(gpu=1)))
-        # The watch thread fails on its own schedule: wait for it before stopping the server.
-        wait_until(lambda: "provider config watch failed; retrying" in server.log_text())
+        # The failed watch is logged when its connection attempt fails, which under load can
+        # come after the requests above: wait for it rather than race it.
+        wait_until(
+            lambda: "provider config watch failed; retrying" in server.log_text(),
+            timeout=30,
+            what="the failed watch to be logged",
+        )
     finally:
         assert server.stop() == 0
 
