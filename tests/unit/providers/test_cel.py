@@ -11,8 +11,6 @@ from hypothesis import strategies as st
 
 from providers.cel import (
     CONFIG_COST_LIMIT,
-    INT64_MAX,
-    INT64_MIN,
     RULE_COST_LIMIT,
     Outcome,
     activation,
@@ -23,6 +21,7 @@ from providers.cel import (
 from providers.celcost import INPUT_ENTRY_LIMIT, INPUT_STRING_LIMIT
 from providers.hydrate import hydrate
 from providers.model import ModelDeployment
+from providers.numbers import INT64_MAX, INT64_MIN
 from providers.registry import MAX_RULES, ProviderRegistry
 from providers.selection import Decision, rank_providers, select_provider
 from tests.support.builders import model_deployment, provider_config, registry_of
