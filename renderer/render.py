@@ -14,7 +14,7 @@ from typing import Any
 
 from providers.admission import admit
 from providers.configs_admission import check_external_provider
-from providers.gateway import GatewayTarget, is_enabled, render_gateway
+from providers.gateway import GatewayTarget, capabilities_of, is_enabled, render_gateway
 from providers.model import (
     EXTERNAL_MODEL_PROVIDER,
     MODEL_DEPLOYMENT,
@@ -79,8 +79,7 @@ def render_one(
         if gateway is None:
             error = "spec.gateway.enabled: rendering gateway objects needs the Gateway routes attach to: pass --gateway NAMESPACE/NAME"
             return Result(key, error=error, warnings=admission.warnings)
-        config = registry.get(md.provider_name)
-        capabilities = config.gateway(md.engine_type) if config is not None else {}
+        capabilities = capabilities_of(md, registry)
         port = MODEL_PORTS.get(md.provider_name, 8000)
         objects += render_gateway(md, capabilities, gateway, pins, port=port)
     for rendered in objects:
