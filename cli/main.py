@@ -10,7 +10,8 @@ from enum import IntEnum
 
 import kubernetes
 
-from cli import inspect, manifests, render, serving
+from cli import gateway, inspect, manifests, render, serving
+from gateway.litellm import LiteLLMUnavailable
 from providers.errors import RunwayError, SourceError
 from webhook.settings import SettingsError
 
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     serving.add_commands(commands)
     render.add_commands(commands)
     render.add_apply_command(commands)
+    gateway.add_commands(commands)
     return parser
 
 
@@ -63,6 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return Exit.USAGE
     except (OSError, kubernetes.config.ConfigException, kubernetes.client.ApiException) as err:
         print(f"runway: {describe(err)}", file=sys.stderr)
+        return Exit.UNAVAILABLE
+    except LiteLLMUnavailable as err:
+        print(f"runway: {err}", file=sys.stderr)
         return Exit.UNAVAILABLE
     except RunwayError as err:
         print(f"runway: {err}", file=sys.stderr)

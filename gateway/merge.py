@@ -140,12 +140,12 @@ def plan(
     claims: list[_Claim] = []
     skipped: list[Skipped] = []
     for obj in deployments:
-        claim, skip = _deployment_claim(obj, registry=registry, pins=pins, gateway_url=gateway_url)
-        claims += claim
+        found, skip = _deployment_claim(obj, registry=registry, pins=pins, gateway_url=gateway_url)
+        claims += found
         skipped += skip
     for obj in providers:
-        claim, skip = _provider_claims(obj)
-        claims += claim
+        found, skip = _provider_claims(obj)
+        claims += found
         skipped += skip
     by_name: dict[str, list[_Claim]] = defaultdict(list)
     for claim in claims:
@@ -237,7 +237,9 @@ def _provider_claims(obj: Mapping[str, Any]) -> tuple[list[_Claim], list[Skipped
     return claims, []
 
 
-def split(objects: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+def split(
+    objects: Sequence[Mapping[str, Any]],
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
     """ModelDeployments and ExternalModelProviders from a mixed list (other kinds are ignored)."""
     deployments = [o for o in objects if o.get("kind") == MODEL_DEPLOYMENT]
     providers = [o for o in objects if o.get("kind") == EXTERNAL_MODEL_PROVIDER]

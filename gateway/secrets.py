@@ -76,6 +76,10 @@ class FileSecrets:
         secret = self._index.get((ref.namespace, ref.name))
         if secret is None:
             raise SecretUnavailable(f"{_where(ref)} not found")
-        data = secret.get("data") if isinstance(secret.get("data"), Mapping) else {}
-        strings = secret.get("stringData") if isinstance(secret.get("stringData"), Mapping) else {}
-        return _decode(ref, data, strings)
+        data = secret.get("data")
+        strings = secret.get("stringData")
+        return _decode(
+            ref,
+            data if isinstance(data, Mapping) else {},
+            strings if isinstance(strings, Mapping) else {},
+        )

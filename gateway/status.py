@@ -122,7 +122,7 @@ def _model(result: ModelResult) -> dict[str, Any]:
     return out
 
 
-def _condition(
+def _condition(  # noqa: PLR0917  (a private helper; each call names the condition first)
     kind: str,
     ok: bool,
     reason: str,
@@ -146,3 +146,21 @@ def _condition(
     if generation is not None:
         condition["observedGeneration"] = generation
     return condition
+
+
+def invalid_status(
+    reason: str, *, generation: int | None, previous: Mapping[str, Any] | None, now: str
+) -> dict[str, Any]:
+    """The status of a provider the sync skipped as invalid (admission would have refused it)."""
+    message = f"not registered: {reason}"
+    status: dict[str, Any] = {
+        "phase": str(Phase.FAILED),
+        "message": message,
+        "conditions": [
+            _condition("Ready", False, Outcome.INVALID, message, generation, previous, now)
+        ],
+        "models": [],
+    }
+    if generation is not None:
+        status["observedGeneration"] = generation
+    return status

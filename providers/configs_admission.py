@@ -131,7 +131,9 @@ def _check_secret_ref(ref: Mapping[str, Any] | None, at: FieldPath) -> list[Fiel
     errors = []
     if not (len(ref["name"]) <= 253 and SECRET_NAME.fullmatch(ref["name"])):
         errors.append(
-            FieldError(str(at.child("name")), Reason.INVALID, "must be a Secret name (DNS subdomain)")
+            FieldError(
+                str(at.child("name")), Reason.INVALID, "must be a Secret name (DNS subdomain)"
+            )
         )
     key = ref.get("key", "apiKey")
     if not (len(key) <= 253 and SECRET_KEY.fullmatch(key)):

@@ -14,7 +14,9 @@ import re
 import urllib.parse
 
 # One DNS label, or a dotted name / IPv4 address made of them; an optional final dot.
-_HOST = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
+_HOST = re.compile(
+    r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?"
+)
 _PORT = re.compile(r"[0-9]{1,5}")
 MAX_URL = 2048
 HTTP_SCHEMES = ("http", "https")
@@ -36,7 +38,7 @@ def url_problem(url: str) -> tuple[str, bool] | None:
         return f"is not a valid URL ({err})", False
     if parsed.scheme not in HTTP_SCHEMES or not parsed.netloc:
         return MUST_BE_HTTP, False
-    userinfo, at, hostport = parsed.netloc.rpartition("@")
+    _userinfo, at, hostport = parsed.netloc.rpartition("@")
     if at:
         return (
             "must not carry credentials; reference a Secret key in spec.credentialsSecretRef",

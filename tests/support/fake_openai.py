@@ -33,7 +33,7 @@ class FakeUpstream:
         upstream = self
 
         class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  (stdlib name)
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
             def _reply(self, body: dict[str, Any]) -> None:
@@ -44,16 +44,14 @@ class FakeUpstream:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def do_GET(self) -> None:  # noqa: N802  (stdlib name)
+            def do_GET(self) -> None:
                 self._reply({"object": "list", "data": [{"id": "upstream-model"}]})
 
-            def do_POST(self) -> None:  # noqa: N802  (stdlib name)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 model = str(body.get("model"))
-                upstream.hits.append(
-                    Hit(self.path, model, self.headers.get("Authorization") or "")
-                )
+                upstream.hits.append(Hit(self.path, model, self.headers.get("Authorization") or ""))
                 self._reply(
                     {
                         "id": "chatcmpl-test",
