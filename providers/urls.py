@@ -2,16 +2,16 @@
 
 `urllib.parse.urlsplit` is lenient on purpose: it strips tabs and newlines anywhere in the string
 (WHATWG behaviour), accepts any port text until `.port` is read (which then raises), and raises
-ValueError for a broken IPv6 literal. So the raw string is checked first, and every part is then
-matched as a whole string (`fullmatch`, never a `$` anchor, which also matches before a trailing
-newline).
+ValueError for a broken IPv6 literal, with messages that vary between Python versions. So the raw
+string is checked here by hand: no whitespace or control characters anywhere, then scheme,
+authority and port, each matched as a whole string (`fullmatch`, never a `$` anchor, which also
+matches before a trailing newline).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-import urllib.parse
 
 # One DNS label, or a dotted name / IPv4 address made of them; an optional final dot.
 _HOST = re.compile(
@@ -32,24 +32,19 @@ def url_problem(url: str) -> tuple[str, bool] | None:
         return "must not contain whitespace or control characters", False
     if not url.isascii():
         return "must be ASCII (write an internationalised host in its xn-- form)", False
-    try:
-        parsed = urllib.parse.urlsplit(url)
-    except ValueError as err:
-        return f"is not a valid URL ({err})", False
-    if parsed.scheme not in HTTP_SCHEMES or not parsed.netloc:
+    scheme, sep, rest = url.partition("://")
+    if sep == "" or scheme not in HTTP_SCHEMES:
         return MUST_BE_HTTP, False
-    _userinfo, at, hostport = parsed.netloc.rpartition("@")
-    if at:
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    if "?" in rest or "#" in rest:
+        return "must not have a query or a fragment", False
+    if "@" in authority:
         return (
             "must not carry credentials; reference a Secret key in spec.credentialsSecretRef",
             True,
         )
-    problem = _hostport_problem(hostport)
-    if problem is not None:
-        return problem, False
-    if parsed.query or parsed.fragment or "?" in url or "#" in url:
-        return "must not have a query or a fragment", False
-    return None
+    problem = _hostport_problem(authority)
+    return None if problem is None else (problem, False)
 
 
 def _hostport_problem(hostport: str) -> str | None:
