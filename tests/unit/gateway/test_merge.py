@@ -90,9 +90,7 @@ def test_a_name_claimed_by_two_providers_registers_neither(shipped: ProviderRegi
     result = run(shipped, [], [emp("b", "gpt-4o"), emp("a", "gpt-4o", "other")])
 
     assert result.models == (provider_model("a", "other"),)
-    assert result.conflicts == (
-        Conflict("gpt-4o", (Owner(EMP, "gw", "a"), Owner(EMP, "gw", "b"))),
-    )
+    assert result.conflicts == (Conflict("gpt-4o", (Owner(EMP, "gw", "a"), Owner(EMP, "gw", "b"))),)
     assert result.conflicts[0].others(Owner(EMP, "gw", "a")) == [Owner(EMP, "gw", "b")]
 
 
@@ -133,9 +131,7 @@ def test_gateway_enabled_model_points_at_the_gateway(shipped: ProviderRegistry) 
     result = run(shipped, [md("llama", "llama-8b", gateway=gateway)])
 
     assert result.models == (
-        DesiredModel(
-            "routed-llama", Owner(MD, "models", "llama"), GATEWAY_URL, "routed-llama"
-        ),
+        DesiredModel("routed-llama", Owner(MD, "models", "llama"), GATEWAY_URL, "routed-llama"),
     )
 
 
@@ -169,7 +165,10 @@ def test_invalid_objects_are_skipped_with_the_reason(shipped: ProviderRegistry) 
         (Owner(EMP, "gw", "bad"), None),
         (Owner(MD, "models", "bad"), None),
     ]
-    assert result.skipped[0].reason == "spec.baseURL: Invalid value: has an IPv6 address without its closing ]"
+    assert (
+        result.skipped[0].reason
+        == "spec.baseURL: Invalid value: has an IPv6 address without its closing ]"
+    )
     assert result.skipped[1].reason.startswith("rejected, so not served: ")
 
 

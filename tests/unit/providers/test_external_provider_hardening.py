@@ -19,7 +19,9 @@ PORT = "port must be a number from 1 to 65535"
 CONTROL = "must not contain whitespace or control characters"
 
 
-def errors_of(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[tuple[str, Reason, str]]:
+def errors_of(
+    obj: dict[str, Any], old: dict[str, Any] | None = None
+) -> list[tuple[str, Reason, str]]:
     return [(e.path, e.reason, e.detail) for e in check_external_provider(obj, old)]
 
 
@@ -40,10 +42,19 @@ def errors_of(obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[tu
         ("http://api.example.com/v1\n", CONTROL),
         ("http://api.example.com/v 1", CONTROL),
         ("http://api.example.com/v1\x7f", CONTROL),
-        ("http://api_example.com/v1", 'host "api_example.com" is not a DNS name or an IPv4 address'),
-        ("http://-api.example.com/v1", 'host "-api.example.com" is not a DNS name or an IPv4 address'),
+        (
+            "http://api_example.com/v1",
+            'host "api_example.com" is not a DNS name or an IPv4 address',
+        ),
+        (
+            "http://-api.example.com/v1",
+            'host "-api.example.com" is not a DNS name or an IPv4 address',
+        ),
         ("http://:8080/v1", "must be an http:// or https:// URL with a host"),
-        ("http://bücher.example/v1", "must be ASCII (write an internationalised host in its xn-- form)"),
+        (
+            "http://bücher.example/v1",
+            "must be ASCII (write an internationalised host in its xn-- form)",
+        ),
         ("https://api.example.com/v1#frag", "must not have a query or a fragment"),
         ("https://api.example.com/v1?", "must not have a query or a fragment"),
     ],
