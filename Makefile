@@ -40,7 +40,8 @@ test-unit: $(STAMP)
 
 # Manifests generated from the core's data; a unit test fails when they drift.
 manifests: $(STAMP)
-	$(BIN)/runway crds > kustomize/base/crds.yaml
+	$(BIN)/runway crds --part runtime > kustomize/base/crds.yaml
+	$(BIN)/runway crds --part gateway > kustomize/gateway/crds.yaml
 	$(BIN)/runway provider-configs > kustomize/providers/provider-configs.yaml
 
 bench: $(STAMP)

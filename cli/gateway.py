@@ -252,12 +252,9 @@ def _print_results(results: Sequence[ModelResult], result: Plan) -> None:
 
 
 def _pass(args: argparse.Namespace, syncer: Syncer, api: kubernetes.client.ApiClient | None) -> int:
-    objects: list[Mapping[str, Any]]
-    if api is None:
-        objects = list(_read(args.sources))
-    else:
-        listed = list_objects(api)
-        objects = [*listed[0], *listed[1]]
+    objects: list[Mapping[str, Any]] = list(
+        _read(args.sources) if api is None else list_objects(api)
+    )
     providers = split(objects)[1]
     result = _plan(objects, args)
     results = syncer.reconcile(result)

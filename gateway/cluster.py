@@ -17,16 +17,23 @@ log = logging.getLogger(__name__)
 
 EMP_PLURAL = "externalmodelproviders"
 MD_PLURAL = "modeldeployments"
+CONFIG_PLURAL = "inferenceproviderconfigs"
 
 
-def list_objects(
-    api: kubernetes.client.ApiClient,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every ModelDeployment and ExternalModelProvider in the cluster (all namespaces)."""
+def list_objects(api: kubernetes.client.ApiClient) -> list[dict[str, Any]]:
+    """Every ModelDeployment and ExternalModelProvider in the cluster (all namespaces), and the
+    InferenceProviderConfigs (whose capabilities say which name a provider's engine serves)."""
     custom = kubernetes.client.CustomObjectsApi(api)
-    deployments: Any = custom.list_cluster_custom_object(GROUP, VERSION, MD_PLURAL)
-    providers: Any = custom.list_cluster_custom_object(EMP_GROUP, VERSION, EMP_PLURAL)
-    return list(deployments["items"]), list(providers["items"])
+    objects: list[dict[str, Any]] = []
+    for group, plural, kind in (
+        (GROUP, MD_PLURAL, "ModelDeployment"),
+        (EMP_GROUP, EMP_PLURAL, "ExternalModelProvider"),
+        (GROUP, CONFIG_PLURAL, "InferenceProviderConfig"),
+    ):
+        listed: Any = custom.list_cluster_custom_object(group, VERSION, plural)
+        # List items carry no kind of their own in every client version: set it.
+        objects += [{**item, "kind": kind} for item in listed["items"]]
+    return objects
 
 
 def statuses(
