@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.webhook
 	$(BIN)/python -m bench.render
+	$(BIN)/python -m bench.gateway
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .cache
