@@ -30,7 +30,14 @@ def list_objects(api: kubernetes.client.ApiClient) -> list[dict[str, Any]]:
         (EMP_GROUP, EMP_PLURAL, "ExternalModelProvider"),
         (GROUP, CONFIG_PLURAL, "InferenceProviderConfig"),
     ):
-        listed: Any = custom.list_cluster_custom_object(group, VERSION, plural)
+        try:
+            listed: Any = custom.list_cluster_custom_object(group, VERSION, plural)
+        except kubernetes.client.ApiException as err:
+            if err.status == 404 and kind != "ExternalModelProvider":
+                # The gateway part installs without the runtime part: no such CRD, no objects.
+                log.info("gateway-sync: no %s CRD in this cluster", kind)
+                continue
+            raise
         # List items carry no kind of their own in every client version: set it.
         objects += [{**item, "kind": kind} for item in listed["items"]]
     return objects
