@@ -316,3 +316,16 @@ def test_a_missing_secret_fails_the_model_without_registering_it(
         'SecretUnavailable  m5  ExternalModelProvider/gw/openai  servedName "m5": Secret gw/openai-key not found\n',
     )
     assert "m5" not in proxy.models()
+
+
+def test_litellm_started_without_reaching_out(proxy: Proxy) -> None:
+    """LITELLM_LOCAL_MODEL_COST_MAP=True: no cost-map download (whose failure LiteLLM logs as a
+    name-resolution error) or any other outbound attempt shows in the proxy's log."""
+    log = proxy.log.read_text(errors="replace")
+
+    assert log.splitlines()[:2] == [
+        "\x1b[32mLiteLLM: Proxy initialized with Config, Set models:\x1b[0m",
+        "\x1b[32m    config-model\x1b[0m",
+    ]
+    for sign in ("getaddrinfo", "Name or service not known", "githubusercontent", "ConnectError"):
+        assert sign not in log
