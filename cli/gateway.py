@@ -255,6 +255,8 @@ def _pass(args: argparse.Namespace, syncer: Syncer, api: kubernetes.client.ApiCl
     objects: list[Mapping[str, Any]] = list(
         _read(args.sources) if api is None else list_objects(api)
     )
+    if api is None:  # files are read again every pass, Secrets included (rotation)
+        syncer.secrets = _file_secrets(args.secrets_dir)
     providers = split(objects)[1]
     result = _plan(objects, args)
     results = syncer.reconcile(result)
@@ -269,11 +271,15 @@ def _pass(args: argparse.Namespace, syncer: Syncer, api: kubernetes.client.ApiCl
     return 0 if ready and _exit(result) == 0 else 1
 
 
+def _file_secrets(directory: str | None) -> FileSecrets:
+    docs = read_documents([directory]) if directory else []
+    return FileSecrets([d.obj for d in docs])
+
+
 def run_sync(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     litellm = LiteLLM(args.litellm_url, _master_key(args, os.environ if env is None else env))
     if args.sources:
-        secret_docs = read_documents([args.secrets_dir]) if args.secrets_dir else []
-        secrets: SecretSource = FileSecrets([d.obj for d in secret_docs])
+        secrets: SecretSource = _file_secrets(args.secrets_dir)
         api = None
     else:
         api = _api(args)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,8 +28,9 @@ from typing import Any
 import pytest
 
 from tests.support.builders import external_model_provider
-from tests.support.fake_openai import FakeUpstream
-from tests.support.litellm import Proxy, runway, start_proxy, write_objects
+from tests.support.fake_openai import FakeUpstream, Hit
+from tests.support.litellm import RUNWAY, Proxy, runway, start_proxy, write_objects
+from tests.support.wait import wait_until
 
 KEY_A = "sk-provider-a-0123456789abcdef"
 KEY_ROTATED = "sk-provider-a-rotated-fedcba9876543210"
@@ -329,3 +331,47 @@ def test_litellm_started_without_reaching_out(proxy: Proxy) -> None:
     ]
     for sign in ("getaddrinfo", "Name or service not known", "githubusercontent", "ConnectError"):
         assert sign not in log
+
+
+def test_the_loop_follows_changes_and_stops_on_sigterm(
+    proxy: Proxy, upstreams: tuple[FakeUpstream, ...], workdir: Path
+) -> None:
+    upstream = upstreams[0]
+    write_objects(workdir / "secrets", secret("openai-key", KEY_A))
+    sources = write_objects(workdir / "o", provider("openai", upstream.url, "looped"))
+    loop = subprocess.Popen(
+        [
+            str(RUNWAY),
+            "gateway-sync",
+            "--interval",
+            "0.5",
+            "--litellm-url",
+            proxy.url,
+            "--from",
+            str(sources),
+            "--secrets-dir",
+            str(workdir / "secrets"),
+            "--master-key-file",
+            str(workdir / "master.key"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_until(lambda: "looped" in proxy.models(), timeout=60, what="looped registered")
+        write_objects(workdir / "secrets", secret("openai-key", KEY_ROTATED))
+
+        def rotated() -> bool:
+            before = len(upstream.hits)
+            proxy.chat("looped")
+            return upstream.hits[before:] == [
+                Hit("/v1/chat/completions", "up-looped", f"Bearer {KEY_ROTATED}")
+            ]
+
+        wait_until(rotated, timeout=60, interval=0.5, what="the rotated key upstream")
+    finally:
+        loop.send_signal(signal.SIGTERM)
+        _, stderr = loop.communicate(timeout=60)
+    assert loop.returncode == 0, stderr
+    assert KEY_A not in stderr and KEY_ROTATED not in stderr
