@@ -10,10 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from providers.admission import admit
 from providers.configs_admission import REQUESTED_BY, check_external_provider
 from providers.errors import Reason
+from providers.registry import ProviderRegistry
 from providers.urls import url_problem
-from tests.support.builders import external_model_provider
+from tests.support.builders import external_model_provider, model_deployment
 
 PORT = "port must be a number from 1 to 65535"
 CONTROL = "must not contain whitespace or control characters"
@@ -204,3 +206,16 @@ def test_any_served_name_gets_an_answer_and_accepted_ones_have_no_whitespace(nam
     if not errors:
         assert name and not any(c.isspace() for c in name)
         assert name.isascii()
+
+
+def test_engine_argument_names_match_as_whole_strings(shipped: ProviderRegistry) -> None:
+    """A `$` anchor let "max-model-len\\n" through as an argument name (then a broken flag)."""
+    obj = model_deployment(
+        gpu=1, provider="vllm", engine={"type": "vllm", "args": {"max-model-len\n": "4096"}}
+    )
+
+    errors = admit(obj, registry=shipped).errors
+
+    assert [(e.path, e.reason) for e in errors] == [
+        ("spec.engine.args[max-model-len\n]", Reason.INVALID)
+    ]
