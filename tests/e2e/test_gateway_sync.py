@@ -18,7 +18,7 @@ import pytest
 from tests.support.builders import external_model_provider, model_deployment
 from tests.support.cluster import Cluster
 from tests.support.fake_openai import FakeUpstream
-from tests.support.litellm import MASTER_KEY, Proxy, runway, start_proxy
+from tests.support.litellm import MASTER_KEY, ROOT, Proxy, runway, start_proxy
 from tests.support.webhook import Webhook
 
 GROUP, VERSION, PLURAL = "gateway.tokenfactory.mirantis.com", "v1alpha1", "externalmodelproviders"
@@ -223,3 +223,28 @@ def test_requested_by_cannot_be_changed_after_create(
         "metadata.annotations[gateway.tokenfactory.mirantis.com/requested-by]: Immutable: "
         "is set when the provider is created and cannot be added, changed or removed later"
     ) in changed.stderr
+
+
+def test_gateway_component_passes_strict_server_side_dry_run(cluster: Cluster) -> None:
+    # A dry-run namespace does not exist for the objects inside it; create the (empty) one.
+    cluster.kubectl("create", "namespace", "runway-gateway", check=False)
+    done = cluster.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--validate=strict",
+        "--dry-run=server",
+        "-k",
+        str(ROOT / "kustomize" / "gateway"),
+        check=False,
+    )
+
+    assert (done.returncode, done.stderr) == (0, "")
+    assert sorted(done.stdout.splitlines()) == [
+        "clusterrole.rbac.authorization.k8s.io/runway-gateway-sync serverside-applied (server dry run)",
+        "clusterrolebinding.rbac.authorization.k8s.io/runway-gateway-sync serverside-applied (server dry run)",
+        "customresourcedefinition.apiextensions.k8s.io/externalmodelproviders.gateway.tokenfactory.mirantis.com serverside-applied (server dry run)",
+        "deployment.apps/runway-gateway-sync serverside-applied (server dry run)",
+        "namespace/runway-gateway serverside-applied (server dry run)",
+        "serviceaccount/runway-gateway-sync serverside-applied (server dry run)",
+    ]
