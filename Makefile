@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# LiteLLM's proxy pins dependencies the product cannot share (gunicorn<24): its own virtualenv,
+# used only by the gateway-sync tests to run the real proxy (tests/support/litellm.py).
+LITELLM_VENV  := .venv-litellm
+LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
 .PHONY: install test lint format test-unit test-e2e bench bench-large clean manifests cluster schemas flags fuzz
 
@@ -12,7 +16,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-install: $(STAMP)
+$(LITELLM_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(LITELLM_VENV)
+	$(LITELLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LITELLM_VENV)/bin/python -m pip install --quiet '.[litellm-proxy]'
+	touch $@
+
+install: $(STAMP) $(LITELLM_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -25,7 +35,7 @@ format: $(STAMP)
 
 # Every tier, every time: lint, then unit, integration and e2e tests (the e2e tier needs the
 # test cluster: `make cluster` builds it once into .cache/cluster; later runs reuse it).
-test: lint cluster
+test: lint cluster $(LITELLM_STAMP)
 	$(BIN)/python -m pytest tests
 
 # kube-apiserver and etcd from pinned Go modules, upstream CRDs from their Go modules.
@@ -40,7 +50,8 @@ test-unit: $(STAMP)
 
 # Manifests generated from the core's data; a unit test fails when they drift.
 manifests: $(STAMP)
-	$(BIN)/runway crds > kustomize/base/crds.yaml
+	$(BIN)/runway crds --part runtime > kustomize/base/crds.yaml
+	$(BIN)/runway crds --part gateway > kustomize/gateway/crds.yaml
 	$(BIN)/runway provider-configs > kustomize/providers/provider-configs.yaml
 
 # The schema pack (renderer/schemas/) at the pins of providers/versions.env: Go-module upstreams are
@@ -60,6 +71,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.webhook
 	$(BIN)/python -m bench.render
+	$(BIN)/python -m bench.gateway
 
 # `runway render --commit` of 10,000 ModelDeployments (first, unchanged, one changed).
 bench-large: $(STAMP)
@@ -71,4 +83,4 @@ fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .cache
+	rm -rf $(VENV) $(LITELLM_VENV) .mypy_cache .ruff_cache .pytest_cache .cache

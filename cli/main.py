@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from enum import IntEnum
 
+from gateway.litellm import LiteLLMUnavailable
 from providers.errors import RunwayError, SourceError
 from webhook.settings import SettingsError
 
@@ -24,6 +25,8 @@ COMMANDS: Mapping[str, str] = {
     "certs": "cli.serving",
     "render": "cli.render",
     "apply": "cli.render",
+    "gateway-plan": "cli.gateway",
+    "gateway-sync": "cli.gateway",
 }
 
 
@@ -80,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return Exit.USAGE
     except OSError as err:
         print(f"runway: {describe(err)}", file=sys.stderr)
+        return Exit.UNAVAILABLE
+    except LiteLLMUnavailable as err:
+        print(f"runway: {err}", file=sys.stderr)
         return Exit.UNAVAILABLE
     except RunwayError as err:
         print(f"runway: {err}", file=sys.stderr)

@@ -18,8 +18,10 @@ def add_commands(commands: Any) -> None:
     crds = commands.add_parser(
         "crds",
         help="print the ModelDeployment, InferenceProviderConfig and ExternalModelProvider CRDs",
-        description="Print the three CRDs as a YAML stream (for kubectl apply or kustomize).",
+        description="Print the CRDs as a YAML stream (for kubectl apply or kustomize): all three, "
+        "or the runtime part (kustomize/base) or the gateway part (kustomize/gateway).",
     )
+    crds.add_argument("--part", choices=PARTS, default="all")
     crds.set_defaults(run=run_crds)
     configs = commands.add_parser(
         "provider-configs",
@@ -29,8 +31,22 @@ def add_commands(commands: Any) -> None:
     configs.set_defaults(run=run_provider_configs)
 
 
-def crds_yaml() -> str:
-    return HEADER + dump_all(custom_resource_definitions())
+PARTS = ("all", "runtime", "gateway")
+GATEWAY_GROUP = "gateway.tokenfactory.mirantis.com"
+
+
+def crds_yaml(part: str = "all") -> str:
+    """The CRDs of one part: the gateway group ships with the gateway (seed 004), the rest with
+    the runtime."""
+    crds = [
+        crd
+        for crd in custom_resource_definitions()
+        if part == "all" or (crd["spec"]["group"] == GATEWAY_GROUP) == (part == "gateway")
+    ]
+    header = (
+        HEADER.replace("`runway crds`", f"`runway crds --part {part}`") if part != "all" else HEADER
+    )
+    return header + dump_all(crds)
 
 
 def provider_configs_yaml() -> str:
@@ -38,7 +54,7 @@ def provider_configs_yaml() -> str:
 
 
 def run_crds(args: argparse.Namespace) -> int:
-    sys.stdout.write(crds_yaml())
+    sys.stdout.write(crds_yaml(args.part))
     return 0
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,9 +13,16 @@ from providers.fieldpath import FieldPath
 from providers.model import EMP_API_VERSION, EXTERNAL_MODEL_PROVIDER, dig
 from providers.registry import config_errors, cost_problem
 from providers.schema import check_schema
+from providers.urls import url_problem
 
 # Model names clients put in "model": letters, digits and . _ : / - (e.g. meta-llama/Llama-3.1-8B).
-SERVED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,252}$")
+# Always used with fullmatch: a `$` anchor would also match before a trailing newline.
+SERVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,252}")
+# A Secret's name (DNS subdomain) and a key of its data, as the API server spells them.
+SECRET_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+# Who asked for the provider (stamped by the portal); set at create, never changed afterwards.
+REQUESTED_BY = "gateway.tokenfactory.mirantis.com/requested-by"
 # Keys that would carry a credential inline; credentials are only ever a Secret reference.
 INLINE_CREDENTIALS = frozenset(
     {"apiKey", "api_key", "key", "token", "secret", "password", "credentials"}
@@ -45,9 +51,36 @@ def check_provider_config(obj: Mapping[str, Any]) -> list[FieldError]:
     return errors
 
 
-def check_external_provider(obj: Mapping[str, Any]) -> list[FieldError]:
+def check_external_provider(
+    obj: Mapping[str, Any], old: Mapping[str, Any] | None = None
+) -> list[FieldError]:
     """An ExternalModelProvider: one connection (an http(s) base URL and a Secret key reference)
-    and the models it offers, each servedName a valid token and unique within the object."""
+    and the models it offers, each servedName a valid token and unique within the object. On
+    UPDATE (`old` given) the requested-by annotation must be what it was at create."""
+    errors = _check_requested_by(obj, old) if old is not None else []
+    return errors + _check_external_provider(obj)
+
+
+def requested_by(obj: Mapping[str, Any]) -> str | None:
+    """The requested-by annotation (attribution), or None."""
+    value = dig(obj, "metadata", "annotations", REQUESTED_BY)
+    return value if isinstance(value, str) else None
+
+
+def _check_requested_by(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    if requested_by(obj) == requested_by(old):
+        return []
+    at = FieldPath.root("metadata", "annotations").key(REQUESTED_BY)
+    return [
+        FieldError(
+            str(at),
+            Reason.IMMUTABLE,
+            "is set when the provider is created and cannot be added, changed or removed later",
+        )
+    ]
+
+
+def _check_external_provider(obj: Mapping[str, Any]) -> list[FieldError]:
     if obj.get("apiVersion") != EMP_API_VERSION or obj.get("kind") != EXTERNAL_MODEL_PROVIDER:
         return [
             FieldError(
@@ -67,10 +100,11 @@ def check_external_provider(obj: Mapping[str, Any]) -> list[FieldError]:
     if errors:
         return errors
     errors += _check_base_url(spec["baseURL"], at.child("baseURL"))
+    errors += _check_secret_ref(spec.get("credentialsSecretRef"), at.child("credentialsSecretRef"))
     seen: set[str] = set()
     for i, model in enumerate(spec["models"]):
         name, where = model["servedName"], at.child("models").index(i).child("servedName")
-        if not SERVED_NAME.match(name):
+        if not SERVED_NAME.fullmatch(name):
             errors.append(
                 FieldError(
                     str(where),
@@ -89,19 +123,30 @@ def check_external_provider(obj: Mapping[str, Any]) -> list[FieldError]:
 
 
 def _check_base_url(url: str, at: FieldPath) -> list[FieldError]:
-    parsed = urllib.parse.urlsplit(url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        return [
-            FieldError(str(at), Reason.INVALID, "must be an http:// or https:// URL with a host")
-        ]
-    if parsed.username or parsed.password:
-        return [
+    found = url_problem(url)
+    if found is None:
+        return []
+    detail, credential = found
+    return [FieldError(str(at), Reason.FORBIDDEN if credential else Reason.INVALID, detail)]
+
+
+def _check_secret_ref(ref: Mapping[str, Any] | None, at: FieldPath) -> list[FieldError]:
+    if ref is None:
+        return []
+    errors = []
+    if not (len(ref["name"]) <= 253 and SECRET_NAME.fullmatch(ref["name"])):
+        errors.append(
             FieldError(
-                str(at),
-                Reason.FORBIDDEN,
-                "must not carry credentials; reference a Secret key in spec.credentialsSecretRef",
+                str(at.child("name")), Reason.INVALID, "must be a Secret name (DNS subdomain)"
             )
-        ]
-    if parsed.query or parsed.fragment:
-        return [FieldError(str(at), Reason.INVALID, "must not have a query or a fragment")]
-    return []
+        )
+    key = ref.get("key", "apiKey")
+    if not (len(key) <= 253 and SECRET_KEY.fullmatch(key)):
+        errors.append(
+            FieldError(
+                str(at.child("key")),
+                Reason.INVALID,
+                "must be a key of a Secret's data: letters, digits and - . _",
+            )
+        )
+    return errors

@@ -286,9 +286,47 @@ def external_model_provider_spec() -> Schema:
     )
 
 
+# The phases the gateway sync writes. Degraded (a reachability probe found the provider down) is
+# reserved by the design (seed 004) but nothing produces it yet.
+EMP_PHASES = ("Pending", "Ready", "Conflict", "Failed", "Degraded")
+
+
 def external_model_provider_status() -> Schema:
+    """Written only by `runway gateway-sync`, through the status subresource."""
+    condition = _obj(
+        {
+            "type": _str(minLength=1),
+            "status": _str(enum=["True", "False", "Unknown"]),
+            "reason": _str(),
+            "message": _str(),
+            "lastTransitionTime": _str(format="date-time"),
+            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+        },
+        required=("type", "status"),
+    )
+    model = _obj(
+        {
+            "servedName": _str(),
+            "id": _str(description="model_info.id of the LiteLLM entry"),
+            "registered": _bool(description="confirmed in LiteLLM's /model/info"),
+            "reason": _str(),
+            "claimants": _list(_str(), description="every object claiming this servedName"),
+        },
+        required=("servedName", "registered"),
+    )
     return _open(
-        _obj({"phase": _str(enum=["Pending", "Ready", "Failed", "Degraded"]), "message": _str()})
+        _obj(
+            {
+                "phase": _str(enum=list(EMP_PHASES)),
+                "message": _str(),
+                "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+                "conditions": _list(
+                    condition,
+                    **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+                ),
+                "models": _list(model),
+            }
+        )
     )
 
 
@@ -375,6 +413,11 @@ def custom_resource_definitions() -> list[dict[str, Any]]:
             columns=[
                 {"name": "Base URL", "type": "string", "jsonPath": ".spec.baseURL"},
                 {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+                {
+                    "name": "Requested By",
+                    "type": "string",
+                    "jsonPath": ".metadata.annotations.gateway\\.tokenfactory\\.mirantis\\.com/requested-by",
+                },
             ],
             short_names=("emp",),
         ),

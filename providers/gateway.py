@@ -14,6 +14,7 @@ from typing import Any
 
 from providers.model import ModelDeployment, dig
 from providers.pods import pool_selector
+from providers.registry import ProviderRegistry
 from providers.rendering import object_meta
 from providers.versions import Versions
 
@@ -40,11 +41,30 @@ def is_enabled(md: ModelDeployment) -> bool:
     return dig(md.spec, "gateway", "enabled") is True and not md.is_dynamo_mocker
 
 
+def capabilities_of(md: ModelDeployment, registry: ProviderRegistry) -> Mapping[str, Any]:
+    """The gateway capabilities of a hydrated ModelDeployment's provider and engine."""
+    config = registry.get(md.provider_name)
+    return config.gateway(md.engine_type) if config is not None else {}
+
+
+def served_name(md: ModelDeployment, registry: ProviderRegistry) -> str:
+    """The one name clients send in "model" for a hydrated ModelDeployment: what its rendered
+    HTTPRoute matches and its engine serves. The renderer and the gateway merge boundary both
+    resolve names through this function, so they cannot disagree."""
+    return model_name(md, capabilities_of(md, registry))
+
+
 def model_name(md: ModelDeployment, capabilities: Mapping[str, Any]) -> str:
     """gateway.modelName, else servedName (unless the provider ignores it), else model.id."""
     explicit = dig(md.spec, "gateway", "modelName")
     if explicit:
         return str(explicit)
+    return engine_model_name(md, capabilities)
+
+
+def engine_model_name(md: ModelDeployment, capabilities: Mapping[str, Any]) -> str:
+    """The name the model server itself answers to: servedName (unless the provider ignores it),
+    else model.id."""
     if md.served_name and not capabilities.get("ignoresServedName"):
         return md.served_name
     return md.model_id or md.name

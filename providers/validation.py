@@ -30,7 +30,9 @@ MAX_GPUS = 64
 MAX_REPLICAS = 32
 MAX_CPU = Decimal(512)
 MAX_MEMORY = Decimal(4) * 2**40
-_ARG_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+_ARG_KEY = re.compile(
+    r"[A-Za-z0-9_][A-Za-z0-9_-]*"
+)  # fullmatch: `$` would allow a trailing newline
 OVERRIDES = FieldPath.root("spec", "provider", "overrides")
 
 
@@ -94,7 +96,7 @@ def _check_engine_fields(md: ModelDeployment) -> list[FieldError]:
     args: Mapping[str, Any] = md.engine.get("args") or {}
     at_args = FieldPath.root("spec", "engine", "args")
     for key in args:
-        if not _ARG_KEY.match(key):
+        if not _ARG_KEY.fullmatch(key):
             detail = "an argument name is letters, digits, '_' and '-', without leading dashes (Runway adds --)"
             errors.append(FieldError(str(at_args.key(key)), Reason.INVALID, detail))
     for i, token in enumerate(md.engine.get("extraArgs") or ()):

@@ -19,7 +19,7 @@ from typing import Any
 
 from providers.admission import Admission, admit
 from providers.configs_admission import check_external_provider
-from providers.gateway import GatewayTarget, is_enabled, render_gateway
+from providers.gateway import GatewayTarget, capabilities_of, is_enabled, render_gateway
 from providers.invariants import check_invariants
 from providers.model import (
     EXTERNAL_MODEL_PROVIDER,
@@ -94,8 +94,7 @@ def render_one(
         if gateway is None:
             error = "spec.gateway.enabled: rendering gateway objects needs the Gateway routes attach to: pass --gateway NAMESPACE/NAME"
             return Result(key, error=error, warnings=admission.warnings)
-        config = registry.get(md.provider_name)
-        capabilities = config.gateway(md.engine_type) if config is not None else {}
+        capabilities = capabilities_of(md, registry)
         objects += render_gateway(md, capabilities, gateway, pins, port=model_port(md))
     problems = check_invariants(md, objects)
     if problems:  # a Runway bug or an override that broke the fit: never written

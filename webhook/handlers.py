@@ -84,8 +84,9 @@ def validate_provider_config(req: AdmissionRequest, registry: ProviderRegistry) 
 
 
 def validate_external_provider(req: AdmissionRequest, registry: ProviderRegistry) -> Outcome:
-    """Base URL, a Secret key reference (never an inline key), unique served names."""
+    """Base URL, a Secret key reference (never an inline key), unique served names; the
+    requested-by annotation cannot change after create."""
     if not _applies(req, EMP_GROUP, EXTERNAL_MODEL_PROVIDER):
         return Outcome(allowed(req["uid"]))
-    errors = check_external_provider(req["object"])
+    errors = check_external_provider(req["object"], old=_old(req))
     return Outcome(denied(req["uid"], errors) if errors else allowed(req["uid"]))

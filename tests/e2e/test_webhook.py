@@ -239,7 +239,7 @@ def test_deployment_manifests_pass_strict_server_side_dry_run(cluster: Cluster) 
             check=False,
         )
         assert (name, done.returncode, done.stderr) == (name, 0, "")
-        assert len(done.stdout.splitlines()) == {"base": 13, "providers": 5}[name]
+        assert len(done.stdout.splitlines()) == {"base": 12, "providers": 5}[name]
         assert all(
             line.endswith("serverside-applied (server dry run)")
             for line in done.stdout.splitlines()

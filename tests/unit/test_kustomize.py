@@ -40,7 +40,6 @@ def test_base_builds_with_every_piece() -> None:
     assert kinds == [
         "ClusterRole/runway-webhook",
         "ClusterRoleBinding/runway-webhook",
-        "CustomResourceDefinition/externalmodelproviders.gateway.tokenfactory.mirantis.com",
         "CustomResourceDefinition/inferenceproviderconfigs.airunway.ai",
         "CustomResourceDefinition/modeldeployments.airunway.ai",
         "Deployment/runway-webhook",
@@ -196,3 +195,42 @@ def test_flux_health_expressions_are_valid_cel() -> None:
         if key in e
     ]
     assert kustomization["spec"]["prune"] is True and kustomization["spec"]["wait"] is True
+
+
+def test_gateway_component_installs_without_the_runtime_part() -> None:
+    objects = build("gateway")
+
+    assert sorted(f"{o['kind']}/{o['metadata']['name']}" for o in objects) == [
+        "ClusterRole/runway-gateway-sync",
+        "ClusterRoleBinding/runway-gateway-sync",
+        "CustomResourceDefinition/externalmodelproviders.gateway.tokenfactory.mirantis.com",
+        "Deployment/runway-gateway-sync",
+        "Namespace/runway-gateway",
+        "ServiceAccount/runway-gateway-sync",
+    ]
+    (crd,) = by_kind(objects, "CustomResourceDefinition")
+    status = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
+    assert status["properties"]["phase"]["enum"] == [
+        "Pending",
+        "Ready",
+        "Conflict",
+        "Failed",
+        "Degraded",
+    ]
+    (role,) = by_kind(objects, "ClusterRole")
+    assert [(r["resources"], r["verbs"]) for r in role["rules"]] == [
+        (["externalmodelproviders"], ["get", "list", "watch"]),
+        (["externalmodelproviders/status"], ["get", "patch", "update"]),
+        (["modeldeployments", "inferenceproviderconfigs"], ["get", "list", "watch"]),
+        (["secrets"], ["get"]),
+    ]
+    (deployment,) = by_kind(objects, "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["args"][0] == "gateway-sync"
+    assert "--once" not in container["args"]
+    assert container["env"] == [
+        {
+            "name": "LITELLM_MASTER_KEY",
+            "valueFrom": {"secretKeyRef": {"name": "litellm-master-key", "key": "masterKey"}},
+        }
+    ]

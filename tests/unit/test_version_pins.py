@@ -52,6 +52,7 @@ USES: list[tuple[str, re.Pattern[str], Callable[[str], str]]] = [
 SKIP_DIRS = {
     ".git",
     ".venv",
+    ".venv-litellm",
     ".cache",
     "__pycache__",
     ".mypy_cache",

@@ -1,0 +1,102 @@
+"""The sync's API-server side: list ModelDeployments and ExternalModelProviders, and write each
+ExternalModelProvider's status through the status subresource (only when it changed)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import kubernetes
+
+from gateway.merge import Owner, Plan, owner_of
+from gateway.status import ModelResult, invalid_status, provider_status
+from providers.model import EMP_GROUP, GROUP, VERSION, dig
+
+log = logging.getLogger(__name__)
+
+EMP_PLURAL = "externalmodelproviders"
+MD_PLURAL = "modeldeployments"
+CONFIG_PLURAL = "inferenceproviderconfigs"
+
+
+def list_objects(api: kubernetes.client.ApiClient) -> list[dict[str, Any]]:
+    """Every ModelDeployment and ExternalModelProvider in the cluster (all namespaces), and the
+    InferenceProviderConfigs (whose capabilities say which name a provider's engine serves)."""
+    custom = kubernetes.client.CustomObjectsApi(api)
+    objects: list[dict[str, Any]] = []
+    for group, plural, kind in (
+        (GROUP, MD_PLURAL, "ModelDeployment"),
+        (EMP_GROUP, EMP_PLURAL, "ExternalModelProvider"),
+        (GROUP, CONFIG_PLURAL, "InferenceProviderConfig"),
+    ):
+        try:
+            listed: Any = custom.list_cluster_custom_object(group, VERSION, plural)
+        except kubernetes.client.ApiException as err:
+            if err.status == 404 and kind != "ExternalModelProvider":
+                # The gateway part installs without the runtime part: no such CRD, no objects.
+                log.info("gateway-sync: no %s CRD in this cluster", kind)
+                continue
+            raise
+        # List items carry no kind of their own in every client version: set it.
+        objects += [{**item, "kind": kind} for item in listed["items"]]
+    return objects
+
+
+def statuses(
+    plan: Plan,
+    results: Sequence[ModelResult],
+    providers: Sequence[Mapping[str, Any]],
+    *,
+    now: str,
+) -> dict[Owner, dict[str, Any]]:
+    """The new status of every ExternalModelProvider."""
+    by_owner: dict[Owner, list[ModelResult]] = {}
+    for result in results:
+        by_owner.setdefault(result.owner, []).append(result)
+    skipped = {s.owner: s.reason for s in plan.skipped if s.served_name is None}
+    out = {}
+    for obj in providers:
+        owner = owner_of(obj)
+        generation = dig(obj, "metadata", "generation")
+        generation = generation if isinstance(generation, int) else None
+        previous = obj.get("status") if isinstance(obj.get("status"), Mapping) else None
+        if owner in skipped:
+            out[owner] = invalid_status(
+                skipped[owner], generation=generation, previous=previous, now=now
+            )
+        else:
+            out[owner] = provider_status(
+                by_owner.get(owner, []), generation=generation, previous=previous, now=now
+            )
+    return out
+
+
+def write_statuses(
+    api: kubernetes.client.ApiClient,
+    new: Mapping[Owner, Mapping[str, Any]],
+    providers: Sequence[Mapping[str, Any]],
+) -> int:
+    """Patch each changed status through the status subresource; the number written."""
+    custom = kubernetes.client.CustomObjectsApi(api)
+    previous = {owner_of(p): p.get("status") for p in providers}
+    written = 0
+    for owner in sorted(new):
+        if previous.get(owner) == new[owner]:
+            continue
+        try:
+            custom.patch_namespaced_custom_object_status(
+                EMP_GROUP,
+                VERSION,
+                owner.namespace,
+                EMP_PLURAL,
+                owner.name,
+                {"status": dict(new[owner])},
+            )
+        except kubernetes.client.ApiException as err:
+            if err.status == 404:  # deleted since it was listed
+                continue
+            raise
+        written += 1
+        log.info("gateway-sync status %s phase=%s", owner, new[owner]["phase"])
+    return written

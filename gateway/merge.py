@@ -1,0 +1,246 @@
+"""The merge boundary: ModelDeployments and ExternalModelProviders in, the desired LiteLLM model
+list out. This is the one place the two kinds meet (seed 004), so it is where an ambiguous
+servedName is refused: a name claimed more than once (across the kinds, by two providers, or twice
+by one provider) registers no claimant at all, and every claimant is reported.
+
+Pure: no I/O, no Secret values (a desired model carries only a reference to its Secret).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from providers.admission import admit
+from providers.configs_admission import check_external_provider, requested_by
+from providers.errors import Reason
+from providers.gateway import capabilities_of, engine_model_name, is_enabled, served_name
+from providers.model import (
+    EXTERNAL_MODEL_PROVIDER,
+    MODEL_DEPLOYMENT,
+    ExternalModelProvider,
+    ModelDeployment,
+    dig,
+)
+from providers.registry import MODULES, ProviderRegistry
+from providers.versions import Versions
+
+ID_PREFIX = "runway:"
+KIND_SHORT = {EXTERNAL_MODEL_PROVIDER: "emp", MODEL_DEPLOYMENT: "md"}
+DEFAULT_NAMESPACE = "default"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Owner:
+    """The object that claims a servedName."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class SecretRef:
+    namespace: str
+    name: str
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class DesiredModel:
+    """One LiteLLM entry to register: the public name, where it goes, and (by reference) its key."""
+
+    served_name: str
+    owner: Owner
+    api_base: str
+    upstream_model: str
+    mode: str = "chat"
+    secret: SecretRef | None = None
+    requested_by: str | None = None
+
+    @property
+    def id(self) -> str:
+        return model_id(self.owner, self.served_name)
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """A servedName claimed more than once; every claim is listed (an owner twice if it claims the
+    name twice)."""
+
+    served_name: str
+    claimants: tuple[Owner, ...]
+
+    def others(self, owner: Owner) -> list[Owner]:
+        """The claimants other than `owner` (itself again when it claims the name twice)."""
+        rest = list(self.claimants)
+        rest.remove(owner)
+        return rest
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """An object (or one of its names) that takes no part, and why."""
+
+    owner: Owner
+    reason: str
+    served_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    models: tuple[DesiredModel, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    providers: tuple[Owner, ...] = field(default=())  # every ExternalModelProvider seen
+
+    def conflict_of(self, served: str) -> Conflict | None:
+        return next((c for c in self.conflicts if c.served_name == served), None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    served_name: str
+    owner: Owner
+    model: DesiredModel | None  # None: claims the name but cannot be routed (see skipped)
+
+
+def model_id(owner: Owner, served: str) -> str:
+    """The stable model_info.id of an entry: derived from the owner and the name, so the sync finds,
+    updates and deletes its own entries without looking names up. Namespaces and names never hold
+    a colon, so the servedName (which may) is unambiguous as the last part."""
+    return f"{ID_PREFIX}{KIND_SHORT[owner.kind]}:{owner.namespace}:{owner.name}:{served}"
+
+
+def owner_of(obj: Mapping[str, Any]) -> Owner:
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    return Owner(
+        str(obj.get("kind")),
+        str(dig(meta, "namespace") or DEFAULT_NAMESPACE),
+        str(dig(meta, "name") or ""),
+    )
+
+
+def plan(
+    deployments: Sequence[Mapping[str, Any]],
+    providers: Sequence[Mapping[str, Any]],
+    *,
+    registry: ProviderRegistry,
+    pins: Versions,
+    gateway_url: str | None = None,
+) -> Plan:
+    """The desired model list, every ambiguous name, and what was skipped. A ModelDeployment's
+    entry points at the Service its provider renders (or at `gateway_url` when
+    spec.gateway.enabled), with no key; a provider's entries at its base URL with its Secret."""
+    claims: list[_Claim] = []
+    skipped: list[Skipped] = []
+    for obj in deployments:
+        found, skip = _deployment_claim(obj, registry=registry, pins=pins, gateway_url=gateway_url)
+        claims += found
+        skipped += skip
+    for obj in providers:
+        found, skip = _provider_claims(obj)
+        claims += found
+        skipped += skip
+    by_name: dict[str, list[_Claim]] = defaultdict(list)
+    for claim in claims:
+        by_name[claim.served_name].append(claim)
+    models, conflicts = [], []
+    for name in sorted(by_name):
+        group = by_name[name]
+        if len(group) > 1:
+            conflicts.append(Conflict(name, tuple(sorted(c.owner for c in group))))
+        elif group[0].model is not None:
+            models.append(group[0].model)
+    return Plan(
+        tuple(models),
+        tuple(conflicts),
+        tuple(sorted(skipped, key=lambda s: (s.owner, s.served_name or ""))),
+        tuple(sorted({owner_of(p) for p in providers})),
+    )
+
+
+def _deployment_claim(
+    obj: Mapping[str, Any],
+    *,
+    registry: ProviderRegistry,
+    pins: Versions,
+    gateway_url: str | None,
+) -> tuple[list[_Claim], list[Skipped]]:
+    owner = owner_of(obj)
+    source = {k: v for k, v in obj.items() if k != "status"}
+    admission = admit(source, old=None, registry=registry)
+    if not admission.allowed:
+        detail = "; ".join(str(e) for e in admission.errors)
+        return [], [Skipped(owner, f"rejected, so not served: {detail}")]
+    md = ModelDeployment(admission.obj)
+    name = served_name(md, registry)
+    capabilities = capabilities_of(md, registry)
+    if is_enabled(md):
+        if not gateway_url:
+            reason = "spec.gateway.enabled: its entry points at the Gateway; pass --gateway-url"
+            return [_Claim(name, owner, None)], [Skipped(owner, reason, name)]
+        model = DesiredModel(name, owner, gateway_url, name)
+        return [_Claim(name, owner, model)], []
+    service = _service_url(md, pins)
+    if service is None:
+        reason = (
+            f"provider {md.provider_name} renders no Service of its own; "
+            "set spec.gateway.enabled to route it through the Gateway"
+        )
+        return [_Claim(name, owner, None)], [Skipped(owner, reason, name)]
+    model = DesiredModel(name, owner, service, engine_model_name(md, capabilities))
+    return [_Claim(name, owner, model)], []
+
+
+def _service_url(md: ModelDeployment, pins: Versions) -> str | None:
+    """The in-cluster URL of the Service the provider renders (the one named after the
+    ModelDeployment first), or None when the provider renders none (its operator makes it)."""
+    services = [o for o in MODULES[md.provider_name].render(md, pins) if o["kind"] == "Service"]
+    if not services:
+        return None
+    service = min(services, key=lambda s: (s["metadata"]["name"] != md.name, s["metadata"]["name"]))
+    port = service["spec"]["ports"][0]["port"]
+    return f"http://{service['metadata']['name']}.{md.namespace}.svc.cluster.local:{port}/v1"
+
+
+def _provider_claims(obj: Mapping[str, Any]) -> tuple[list[_Claim], list[Skipped]]:
+    owner = owner_of(obj)
+    # A name offered twice by one provider is ambiguous like any other: the merge reports it as a
+    # conflict (admission refuses it too); every other admission error skips the provider.
+    errors = [e for e in check_external_provider(obj) if e.reason != Reason.DUPLICATE]
+    if errors:
+        return [], [Skipped(owner, "; ".join(str(e) for e in errors))]
+    emp = ExternalModelProvider(obj)
+    secret = (
+        SecretRef(owner.namespace, emp.secret_name, emp.secret_key) if emp.secret_name else None
+    )
+    who = requested_by(obj)
+    claims = []
+    for model in dig(obj, "spec", "models"):
+        served = model["servedName"]
+        desired = DesiredModel(
+            served,
+            owner,
+            emp.base_url,
+            model.get("upstreamModel") or served,
+            model.get("mode") or "chat",
+            secret,
+            who,
+        )
+        claims.append(_Claim(served, owner, desired))
+    return claims, []
+
+
+def split(
+    objects: Sequence[Mapping[str, Any]],
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """ModelDeployments and ExternalModelProviders from a mixed list (other kinds are ignored)."""
+    deployments = [o for o in objects if o.get("kind") == MODEL_DEPLOYMENT]
+    providers = [o for o in objects if o.get("kind") == EXTERNAL_MODEL_PROVIDER]
+    return deployments, providers

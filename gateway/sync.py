@@ -1,0 +1,249 @@
+"""Reconcile the desired model list into LiteLLM through its management API.
+
+One pass: read LiteLLM's entries (/model/info) -> delete the entries this sync created that are no
+longer desired (including names that became ambiguous) -> create (/model/new) or update
+(/model/update) the desired ones, keys read from their Secrets and sent by value -> confirm every
+written entry in /model/info and its name in /v1/models. Only a confirmed entry is Ready: a 500
+from /model/new is re-checked, never taken as the outcome (LiteLLM issue 38556).
+
+Entries the sync owns carry a model_info.id starting with `runway:` AND
+model_info.runway_managed_by; anything else (config.yaml models, entries made by hand or by
+another tool) is never updated or deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.litellm import LiteLLM, WriteFailed
+from gateway.merge import ID_PREFIX, DesiredModel, Plan, model_id
+from gateway.secrets import SecretSource, SecretUnavailable
+from gateway.status import ModelResult, Outcome
+from providers.model import EXTERNAL_MODEL_PROVIDER
+
+log = logging.getLogger(__name__)
+
+MANAGED_BY = "runway-gateway-sync"
+CONFIRM_INTERVAL = 0.2
+# The LiteLLM provider prefix per kind: external providers speak the OpenAI API and need their key;
+# in-cluster engines are OpenAI-compatible servers without a key (hosted_vllm sends none).
+PROVIDER_PREFIX = {EXTERNAL_MODEL_PROVIDER: "openai"}
+IN_CLUSTER_PREFIX = "hosted_vllm"
+
+
+def entry(model: DesiredModel, key: str | None) -> dict[str, Any]:
+    """The /model/new body for one desired model (holds the key: never log or print it)."""
+    prefix = PROVIDER_PREFIX.get(model.owner.kind, IN_CLUSTER_PREFIX)
+    params: dict[str, Any] = {
+        "model": f"{prefix}/{model.upstream_model}",
+        "api_base": model.api_base,
+    }
+    if key is not None:
+        params["api_key"] = key
+    info: dict[str, Any] = {
+        "id": model.id,
+        "mode": model.mode,
+        "runway_managed_by": MANAGED_BY,
+        "runway_owner": str(model.owner),
+    }
+    if model.requested_by is not None:
+        info["requested_by"] = model.requested_by
+    return {"model_name": model.served_name, "litellm_params": params, "model_info": info}
+
+
+def is_ours(listed: Mapping[str, Any]) -> bool:
+    info = listed.get("model_info") or {}
+    return str(info.get("id", "")).startswith(ID_PREFIX) and info.get("runway_managed_by") == (
+        MANAGED_BY
+    )
+
+
+def _visible(body: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What /model/info shows back of an entry (keys are stripped there)."""
+    params = body.get("litellm_params") or {}
+    info = body.get("model_info") or {}
+    return (
+        body.get("model_name"),
+        params.get("model"),
+        params.get("api_base"),
+        info.get("mode"),
+        info.get("runway_owner"),
+        info.get("requested_by"),
+    )
+
+
+@dataclass
+class Syncer:
+    """Holds the LiteLLM client, the Secret source, and (across passes of a loop) a keyed
+    fingerprint of what was last sent per entry, so a rotated key is re-sent exactly once. A new
+    process (--once) re-sends every key once, which is idempotent."""
+
+    litellm: LiteLLM
+    secrets: SecretSource
+    confirm_timeout: float = 10.0
+    clock: Callable[[], float] = time.monotonic
+    sent: dict[str, str] = field(default_factory=dict)
+
+    def reconcile(self, plan: Plan) -> list[ModelResult]:
+        """One pass; the outcome of every desired model and every conflicting claim."""
+        results = _conflict_results(plan)
+        listed = self.litellm.model_info()
+        current = {str(e["model_info"]["id"]): e for e in listed if is_ours(e)}
+        foreign = {str((e.get("model_info") or {}).get("id")) for e in listed if not is_ours(e)}
+        bodies: dict[str, dict[str, Any]] = {}
+        models = {m.id: m for m in plan.models}
+        for model in plan.models:
+            try:
+                key = self.secrets.value(model.secret) if model.secret else None
+            except SecretUnavailable as err:
+                results.append(_result(model, Outcome.SECRET_UNAVAILABLE, str(err)))
+                continue
+            if model.id in foreign:
+                reason = f"LiteLLM already has an entry {model.id} that runway did not create"
+                results.append(_result(model, Outcome.REGISTRATION_FAILED, reason))
+                continue
+            bodies[model.id] = entry(model, key)
+        for stale in sorted(set(current) - set(bodies)):
+            self._delete(stale)
+        failures: dict[str, WriteFailed] = {}
+        for mid in sorted(bodies):
+            failure = self._write(bodies[mid], current.get(mid))
+            if failure is not None:
+                failures[mid] = failure
+        confirmed = self._confirm(bodies, failures)
+        for mid in sorted(bodies):
+            results.append(_written_result(models[mid], mid in confirmed, failures.get(mid)))
+        return sorted(results, key=lambda r: (r.owner, r.served_name))
+
+    def _fingerprint(self, body: Mapping[str, Any]) -> str:
+        canonical = json.dumps(body, sort_keys=True).encode()
+        return hmac.new(self.litellm.master_key.encode(), canonical, hashlib.sha256).hexdigest()
+
+    def _delete(self, mid: str) -> None:
+        try:
+            self.litellm.delete(mid)
+        except WriteFailed as err:
+            log.warning("gateway-sync delete id=%s failed: %s", mid, err)
+            return
+        self.sent.pop(mid, None)
+        log.info("gateway-sync deleted id=%s", mid)
+
+    def _write(
+        self, body: dict[str, Any], existing: Mapping[str, Any] | None
+    ) -> WriteFailed | None:
+        mid = str(body["model_info"]["id"])
+        fingerprint = self._fingerprint(body)
+        try:
+            if existing is not None and _visible(existing)[3:] != _visible(body)[3:]:
+                # model_info is kept as created by /model/update: replace the entry instead.
+                self.litellm.delete(mid)
+                existing = None
+            if existing is None:
+                self.litellm.new(body)
+                action = "new"
+            elif _visible(existing) != _visible(body) or self.sent.get(mid) != fingerprint:
+                self.litellm.update(
+                    {
+                        "model_name": body["model_name"],
+                        "litellm_params": body["litellm_params"],
+                        "model_info": {"id": mid},
+                    }
+                )
+                action = "update"
+            else:
+                return None
+        except WriteFailed as err:
+            log.warning("gateway-sync write id=%s failed: %s (re-checked in /model/info)", mid, err)
+            return err
+        self.sent[mid] = fingerprint
+        log.info("gateway-sync %s id=%s served=%s", action, mid, body["model_name"])
+        return None
+
+    def _confirm(
+        self, bodies: Mapping[str, Mapping[str, Any]], failures: Mapping[str, WriteFailed]
+    ) -> set[str]:
+        """The ids LiteLLM shows as written (in /model/info with the sent values, and the name in
+        /v1/models), polling until all are or the confirm timeout passes."""
+        deadline = self.clock() + self.confirm_timeout
+        while True:
+            listed = {
+                str(e["model_info"]["id"]): e for e in self.litellm.model_info() if is_ours(e)
+            }
+            public = self.litellm.public_models()
+            confirmed = {
+                mid
+                for mid, body in bodies.items()
+                if mid in listed
+                and _visible(listed[mid]) == _visible(body)
+                and body["model_name"] in public
+            }
+            if confirmed == set(bodies) or self.clock() >= deadline:
+                for mid in sorted(set(failures) & confirmed):
+                    # A write that answered an error but took effect (LiteLLM issue 38556).
+                    self.sent[mid] = self._fingerprint(bodies[mid])
+                return confirmed
+            time.sleep(CONFIRM_INTERVAL)
+
+
+def _result(model: DesiredModel, outcome: Outcome, message: str) -> ModelResult:
+    return ModelResult(
+        model.served_name,
+        model.owner,
+        model.id,
+        outcome,
+        f'servedName "{model.served_name}": {message}',
+        requested_by=model.requested_by,
+    )
+
+
+def _written_result(
+    model: DesiredModel, confirmed: bool, failure: WriteFailed | None
+) -> ModelResult:
+    if confirmed:
+        return _result(model, Outcome.REGISTERED, "registered and confirmed in LiteLLM")
+    if failure is not None:
+        why = f"{failure}, and the model is not in LiteLLM's /model/info"
+        return _result(model, Outcome.REGISTRATION_FAILED, why)
+    return _result(model, Outcome.NOT_CONFIRMED, "written, not yet confirmed in /model/info")
+
+
+def _conflict_results(plan: Plan) -> list[ModelResult]:
+    results = []
+    for conflict in plan.conflicts:
+        for owner in sorted(set(conflict.claimants)):
+            others = ", ".join(str(o) for o in conflict.others(owner))
+            message = (
+                f'servedName "{conflict.served_name}" is also claimed by {others}; '
+                "no claimant is registered"
+            )
+            log.warning(
+                "gateway-sync conflict served=%s claimant=%s others=%s",
+                conflict.served_name,
+                owner,
+                others,
+            )
+            results.append(
+                ModelResult(
+                    conflict.served_name,
+                    owner,
+                    model_id(owner, conflict.served_name),
+                    Outcome.CONFLICT,
+                    message,
+                    conflict.claimants,
+                )
+            )
+    return results
+
+
+def results_by_owner(results: Sequence[ModelResult]) -> dict[Any, list[ModelResult]]:
+    grouped: dict[Any, list[ModelResult]] = {}
+    for result in results:
+        grouped.setdefault(result.owner, []).append(result)
+    return grouped

@@ -1,0 +1,85 @@
+"""`runway gateway-plan`: offline, exit 1 on an ambiguous name, never a key in its output."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cli.main import main
+from tests.conftest import EXAMPLES
+
+KEY = "sk-live-0123456789abcdef0123456789"
+
+
+def test_plan_of_the_worked_example_reports_the_clash_and_no_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for example in (EXAMPLES / "gateway").glob("*.yaml"):
+        shutil.copy(example, tmp_path / example.name)
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "openai-key", "namespace": "gateway"},
+        "stringData": {"apiKey": KEY},
+    }
+    (tmp_path / "secret.yaml").write_text(yaml.safe_dump(secret))
+
+    code = main(["-v", "gateway-plan", str(tmp_path), "-o", "json"])
+
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert KEY not in out + err
+    owner = {"kind": "ExternalModelProvider", "namespace": "gateway", "name": "openai"}
+    common = {
+        "owner": owner,
+        "target": "https://api.openai.com/v1",
+        "credentials": {"secret": "openai-key", "key": "apiKey"},
+        "requestedBy": "alice@example.com",
+    }
+    assert json.loads(out) == {
+        "models": [
+            {
+                **common,
+                "servedName": name,
+                "upstreamModel": name,
+                "id": f"runway:emp:gateway:openai:{name}",
+            }
+            for name in ("gpt-4o", "gpt-4o-mini")
+        ],
+        "conflicts": [
+            {
+                "servedName": "llama-3.1-8b",
+                "claimants": [
+                    owner,
+                    {"kind": "ModelDeployment", "namespace": "models", "name": "llama-8b"},
+                ],
+            }
+        ],
+        "skipped": [],
+    }
+
+
+def test_plan_without_a_clash_exits_0_and_prints_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copy(EXAMPLES / "gateway" / "llama.yaml", tmp_path / "llama.yaml")
+
+    assert main(["gateway-plan", str(tmp_path)]) == 0
+
+    assert capsys.readouterr().out == (
+        "model     llama-3.1-8b  ModelDeployment/models/llama-8b  "
+        "-> http://llama-8b.models.svc.cluster.local:8000/v1\n"
+    )
+
+
+def test_plan_refuses_an_unknown_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "cm.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap"}))
+
+    assert main(["gateway-plan", str(tmp_path)]) == 2
+    assert (
+        "ConfigMap is not one of ModelDeployment, ExternalModelProvider" in capsys.readouterr().err
+    )

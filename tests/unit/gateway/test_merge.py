@@ -1,0 +1,213 @@
+"""The merge boundary: ModelDeployments + ExternalModelProviders -> desired models and conflicts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gateway.merge import Conflict, DesiredModel, Owner, Plan, SecretRef, Skipped, plan
+from providers.gateway import GatewayTarget, capabilities_of, render_gateway, served_name
+from providers.hydrate import hydrate
+from providers.model import ModelDeployment
+from providers.registry import ProviderRegistry
+from renderer.sources import bundled_versions
+from tests.support.builders import external_model_provider, model_deployment
+
+PINS = bundled_versions()
+EMP = "ExternalModelProvider"
+MD = "ModelDeployment"
+TARGET = GatewayTarget("inference", "gateways")
+GATEWAY_URL = "http://inference-gateway.gateways.svc.cluster.local/v1"
+
+
+def md(name: str, served: str, *, namespace: str = "models", **kw: Any) -> dict[str, Any]:
+    return model_deployment(
+        name,
+        namespace,
+        model={"id": "org/model", "servedName": served},
+        gpu=1,
+        provider=kw.pop("provider", "vllm"),
+        **kw,
+    )
+
+
+def emp(name: str, *served: str, namespace: str = "gw", **meta: Any) -> dict[str, Any]:
+    obj = external_model_provider(name, namespace, models=[{"servedName": s} for s in served])
+    obj["metadata"].update(meta)
+    return obj
+
+
+def run(shipped: ProviderRegistry, deployments: Any = (), providers: Any = ()) -> Plan:
+    return plan(deployments, providers, registry=shipped, pins=PINS, gateway_url=GATEWAY_URL)
+
+
+def provider_model(name: str, served: str, **kw: Any) -> DesiredModel:
+    return DesiredModel(
+        served,
+        Owner(EMP, "gw", name),
+        "https://api.example.com/v1",
+        served,
+        "chat",
+        SecretRef("gw", "provider-key", "apiKey"),
+        **kw,
+    )
+
+
+def test_unique_names_are_all_desired(shipped: ProviderRegistry) -> None:
+    result = run(shipped, [md("llama", "llama-8b")], [emp("openai", "gpt-4o", "gpt-4o-mini")])
+
+    assert result == Plan(
+        models=(
+            provider_model("openai", "gpt-4o"),
+            provider_model("openai", "gpt-4o-mini"),
+            DesiredModel(
+                "llama-8b",
+                Owner(MD, "models", "llama"),
+                "http://llama.models.svc.cluster.local:8000/v1",
+                "llama-8b",
+            ),
+        ),
+        providers=(Owner(EMP, "gw", "openai"),),
+    )
+    assert [m.id for m in result.models] == [
+        "runway:emp:gw:openai:gpt-4o",
+        "runway:emp:gw:openai:gpt-4o-mini",
+        "runway:md:models:llama:llama-8b",
+    ]
+
+
+def test_a_name_claimed_across_kinds_registers_neither(shipped: ProviderRegistry) -> None:
+    result = run(shipped, [md("llama", "shared")], [emp("openai", "shared", "gpt-4o")])
+
+    assert result.models == (provider_model("openai", "gpt-4o"),)
+    assert result.conflicts == (
+        Conflict("shared", (Owner(EMP, "gw", "openai"), Owner(MD, "models", "llama"))),
+    )
+
+
+def test_a_name_claimed_by_two_providers_registers_neither(shipped: ProviderRegistry) -> None:
+    result = run(shipped, [], [emp("b", "gpt-4o"), emp("a", "gpt-4o", "other")])
+
+    assert result.models == (provider_model("a", "other"),)
+    assert result.conflicts == (Conflict("gpt-4o", (Owner(EMP, "gw", "a"), Owner(EMP, "gw", "b"))),)
+    assert result.conflicts[0].others(Owner(EMP, "gw", "a")) == [Owner(EMP, "gw", "b")]
+
+
+def test_a_name_offered_twice_by_one_provider_is_ambiguous(shipped: ProviderRegistry) -> None:
+    result = run(shipped, [], [emp("a", "gpt-4o", "gpt-4o", "other")])
+
+    assert result.models == (provider_model("a", "other"),)
+    assert result.conflicts == (Conflict("gpt-4o", (Owner(EMP, "gw", "a"), Owner(EMP, "gw", "a"))),)
+    assert result.conflicts[0].others(Owner(EMP, "gw", "a")) == [Owner(EMP, "gw", "a")]
+
+
+def test_two_model_deployments_with_one_name_conflict(shipped: ProviderRegistry) -> None:
+    result = run(shipped, [md("a", "same"), md("b", "same", namespace="other")])
+
+    assert result.models == ()
+    assert result.conflicts == (
+        Conflict("same", (Owner(MD, "models", "a"), Owner(MD, "other", "b"))),
+    )
+
+
+def test_deleting_one_claimant_lets_the_other_register(shipped: ProviderRegistry) -> None:
+    before = run(shipped, [md("llama", "shared")], [emp("openai", "shared")])
+    after = run(shipped, [], [emp("openai", "shared")])
+
+    assert (before.models, [c.served_name for c in before.conflicts]) == ((), ["shared"])
+    assert (after.models, after.conflicts) == ((provider_model("openai", "shared"),), ())
+
+
+def test_requested_by_is_carried_to_the_desired_model(shipped: ProviderRegistry) -> None:
+    annotations = {"gateway.tokenfactory.mirantis.com/requested-by": "alice@example.com"}
+    result = run(shipped, [], [emp("openai", "gpt-4o", annotations=annotations)])
+
+    assert result.models == (provider_model("openai", "gpt-4o", requested_by="alice@example.com"),)
+
+
+def test_gateway_enabled_model_points_at_the_gateway(shipped: ProviderRegistry) -> None:
+    gateway = {"enabled": True, "modelName": "routed-llama"}
+    result = run(shipped, [md("llama", "llama-8b", gateway=gateway)])
+
+    assert result.models == (
+        DesiredModel("routed-llama", Owner(MD, "models", "llama"), GATEWAY_URL, "routed-llama"),
+    )
+
+
+def test_model_without_a_rendered_service_claims_its_name_but_is_skipped(
+    shipped: ProviderRegistry,
+) -> None:
+    result = run(shipped, [md("llama", "shared", provider="dynamo")], [emp("openai", "shared")])
+
+    assert result.models == ()
+    assert result.conflicts == (
+        Conflict("shared", (Owner(EMP, "gw", "openai"), Owner(MD, "models", "llama"))),
+    )
+    assert result.skipped == (
+        Skipped(
+            Owner(MD, "models", "llama"),
+            "provider dynamo renders no Service of its own; set spec.gateway.enabled to route it through the Gateway",
+            "shared",
+        ),
+    )
+
+
+def test_invalid_objects_are_skipped_with_the_reason(shipped: ProviderRegistry) -> None:
+    bad_emp = emp("bad", "x")
+    bad_emp["spec"]["baseURL"] = "http://[::1"
+    bad_md = md("bad", "y", provider="no-such-provider")
+
+    result = run(shipped, [bad_md], [bad_emp])
+
+    assert (result.models, result.conflicts) == ((), ())
+    assert [(s.owner, s.served_name) for s in result.skipped] == [
+        (Owner(EMP, "gw", "bad"), None),
+        (Owner(MD, "models", "bad"), None),
+    ]
+    assert (
+        result.skipped[0].reason
+        == "spec.baseURL: Invalid value: has an IPv6 address without its closing ]"
+    )
+    assert result.skipped[1].reason.startswith("rejected, so not served: ")
+
+
+@pytest.mark.parametrize(
+    ("provider", "gateway", "served", "expected"),
+    [
+        ("vllm", {"enabled": True, "modelName": "route-me"}, "served", "route-me"),
+        ("vllm", {"enabled": True}, "served", "served"),
+        ("kaito", {"enabled": True}, "served", "org/model"),  # KAITO ignores servedName
+        ("vllm", {}, "served", "served"),
+    ],
+    ids=["gateway-model-name", "served-name", "provider-ignores-served-name", "no-gateway"],
+)
+def test_served_name_is_what_the_rendered_route_matches(
+    shipped: ProviderRegistry,
+    provider: str,
+    gateway: dict[str, Any],
+    served: str,
+    expected: str,
+) -> None:
+    engine = "llamacpp" if provider == "kaito" else "vllm"
+    obj = model_deployment(
+        "llama",
+        "models",
+        model={"id": "org/model", "servedName": served},
+        gpu=None if provider == "kaito" else 1,
+        provider=provider,
+        engine=engine,
+        gateway=gateway,
+    )
+    hydrated = ModelDeployment(hydrate(obj, registry=shipped).obj)
+
+    assert served_name(hydrated, shipped) == expected
+    if gateway:  # the HTTPRoute the renderer emits (render_one calls exactly this) matches it
+        objects = render_gateway(
+            hydrated, capabilities_of(hydrated, shipped), TARGET, PINS, port=8000
+        )
+        (route,) = [o for o in objects if o["kind"] == "HTTPRoute"]
+        (match,) = route["spec"]["rules"][0]["matches"]
+        assert match["headers"] == [
+            {"type": "Exact", "name": "X-Gateway-Model-Name", "value": expected}
+        ]
