@@ -19,7 +19,8 @@ from providers.fieldpath import FieldPath
 from providers.model import ModelDeployment
 
 ARGS = FieldPath.root("spec", "engine", "args")
-_ARG_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+# An argument name (spec.engine.args key); matched whole (fullmatch: `$` allows a trailing newline).
+ARG_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 EXTRA_ARGS = FieldPath.root("spec", "engine", "extraArgs")
 
 
@@ -162,14 +163,24 @@ def catalog_name(provider: str, engine: str) -> str | None:
     return None
 
 
-def user_flags(md: ModelDeployment) -> list[tuple[FieldPath, str]]:
-    """(field path, flag) for every flag the user wrote, in spec.engine.args then extraArgs."""
+def user_flags(
+    md: ModelDeployment, catalog: FlagCatalog | None = None
+) -> list[tuple[FieldPath, str]]:
+    """(field path, flag) for every flag the user wrote, in spec.engine.args then extraArgs.
+    With a catalog, the token after a flag that requires a value (`--api-key X`) is that value,
+    never a flag, even when it starts with a dash."""
     args: Mapping[str, Any] = md.engine.get("args") or {}
     # A key that is not a flag name (leading dashes, spaces) is refused by the args check.
-    out = [(ARGS.key(key), f"--{key}") for key in sorted(args) if _ARG_KEY.match(key)]
+    out = [(ARGS.key(key), f"--{key}") for key in sorted(args) if ARG_KEY.fullmatch(key)]
+    value_next = False
     for i, token in enumerate(md.engine.get("extraArgs") or ()):
-        if is_flag(str(token)):
-            out.append((EXTRA_ARGS.index(i), str(token)))
+        text = str(token)
+        if value_next or not is_flag(text):
+            value_next = False
+            continue
+        out.append((EXTRA_ARGS.index(i), text))
+        known = catalog.flags.get(catalog.canonical(text)) if catalog is not None else None
+        value_next = "=" not in text and known is not None and known.value == "required"
     return out
 
 
@@ -191,7 +202,7 @@ def check_engine_flags(
     owned = OWNED.get(catalog.name, {})
     errors: list[FieldError] = []
     warnings: list[str] = []
-    for at, flag in user_flags(md):
+    for at, flag in user_flags(md, catalog):
         canonical = catalog.canonical(flag)
         if canonical in owned:
             errors.append(FieldError(str(at), Reason.FORBIDDEN, f"{canonical}: {owned[canonical]}"))

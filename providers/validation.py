@@ -7,7 +7,6 @@ compatibility, disaggregated serving, storage, ceilings, secrets, name, then upd
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -16,7 +15,7 @@ from typing import Any
 
 from providers.errors import FieldError, Reason
 from providers.fieldpath import FieldPath
-from providers.flags import check_engine_flags
+from providers.flags import ARG_KEY, check_engine_flags
 from providers.hydrate import structure_errors
 from providers.immutability import check_immutable
 from providers.model import Engine, ModelDeployment, ModelSource, VolumePurpose, dig
@@ -30,9 +29,6 @@ MAX_GPUS = 64
 MAX_REPLICAS = 32
 MAX_CPU = Decimal(512)
 MAX_MEMORY = Decimal(4) * 2**40
-_ARG_KEY = re.compile(
-    r"[A-Za-z0-9_][A-Za-z0-9_-]*"
-)  # fullmatch: `$` would allow a trailing newline
 OVERRIDES = FieldPath.root("spec", "provider", "overrides")
 
 
@@ -96,7 +92,7 @@ def _check_engine_fields(md: ModelDeployment) -> list[FieldError]:
     args: Mapping[str, Any] = md.engine.get("args") or {}
     at_args = FieldPath.root("spec", "engine", "args")
     for key in args:
-        if not _ARG_KEY.fullmatch(key):
+        if not ARG_KEY.fullmatch(key):
             detail = "an argument name is letters, digits, '_' and '-', without leading dashes (Runway adds --)"
             errors.append(FieldError(str(at_args.key(key)), Reason.INVALID, detail))
     for i, token in enumerate(md.engine.get("extraArgs") or ()):
