@@ -70,46 +70,52 @@ def get_json(cluster: Cluster, *args: str) -> dict[str, Any]:
     return data
 
 
-def pods_of(cluster: Cluster, namespace: str, expected: int) -> list[dict[str, Any]] | None:
-    pods = get_json(cluster, "pods", "-n", namespace)["items"]
-    return pods if len(pods) == expected else None
+Gpus = tuple[tuple[str, str], ...]
+Pod = tuple[str, str, str, Gpus]
 
 
-def summary(pod: dict[str, Any]) -> tuple[str, str, str, dict[str, str], list[tuple[str, int]]]:
-    """(node type, group, image, GPU limits and requests, container ports) of a Ray pod."""
+def ray_pods(cluster: Cluster, namespace: str, expected: int) -> list[dict[str, Any]]:
+    """The namespace's pods once there are `expected` of them, else []."""
+    pods: list[dict[str, Any]] = get_json(cluster, "pods", "-n", namespace)["items"]
+    return pods if len(pods) == expected else []
+
+
+def summary(pod: dict[str, Any]) -> Pod:
+    """(node type, group, image, GPU limits and requests) of a Ray pod."""
     (container,) = pod["spec"]["containers"]
     resources = container.get("resources", {})
-    gpus = {
-        f"{kind}:{name}": value
+    gpus = sorted(
+        (f"{kind}:{name}", value)
         for kind in ("limits", "requests")
         for name, value in resources.get(kind, {}).items()
         if name.endswith("/gpu")
-    }
-    ports = sorted((p.get("name", ""), p["containerPort"]) for p in container.get("ports", ()))
+    )
     labels = pod["metadata"]["labels"]
-    return labels["ray.io/node-type"], labels["ray.io/group"], container["image"], gpus, ports
+    return labels["ray.io/node-type"], labels["ray.io/group"], container["image"], tuple(gpus)
 
 
-def expected_pods(doc: dict[str, Any]) -> list[tuple[str, str, str, dict[str, str]]]:
+def ports(pod: dict[str, Any]) -> list[tuple[str, int]]:
+    (container,) = pod["spec"]["containers"]
+    return sorted((p.get("name", ""), p["containerPort"]) for p in container.get("ports", ()))
+
+
+def expected_pods(doc: dict[str, Any]) -> list[Pod]:
     """What the ModelDeployment asks for: one head (no GPU) and each worker group's replicas."""
     spec = doc["spec"]
     gpu_type = (spec.get("resources") or {}).get("gpu", {}).get("type", "nvidia.com/gpu")
 
-    def gpus(count: int) -> dict[str, str]:
-        return {f"limits:{gpu_type}": str(count), f"requests:{gpu_type}": str(count)}
+    def gpus(count: int) -> Gpus:
+        return ((f"limits:{gpu_type}", str(count)), (f"requests:{gpu_type}", str(count)))
 
-    pods = [("head", "headgroup", IMAGE, {})]
+    pods: list[Pod] = [("head", "headgroup", IMAGE, ())]
     if (spec.get("serving") or {}).get("mode") == "disaggregated":
         for role in ("prefill", "decode"):
             part = spec["scaling"][role]
-            pods += [("worker", f"{role}-workers", IMAGE, gpus(part["gpu"]["count"]))] * int(
-                part.get("replicas", 1)
-            )
+            count = int(part.get("replicas", 1))
+            pods += [("worker", f"{role}-workers", IMAGE, gpus(part["gpu"]["count"]))] * count
     else:
-        replicas = int((spec.get("scaling") or {}).get("replicas", 1))
-        pods += [
-            ("worker", "gpu-workers", IMAGE, gpus(spec["resources"]["gpu"]["count"]))
-        ] * replicas
+        count = int((spec.get("scaling") or {}).get("replicas", 1))
+        pods += [("worker", "gpu-workers", IMAGE, gpus(spec["resources"]["gpu"]["count"]))] * count
     return sorted(pods)
 
 
@@ -133,8 +139,13 @@ def test_operator_reconciles_every_rendered_rayservice_into_pods(
     done = cluster.strict_apply(service)
     assert (done.returncode, done.stderr) == (0, "")
     expected = expected_pods(doc)
+
+    def reconciled() -> list[dict[str, Any]]:
+        operator.running()  # raises with the operator's log if it died
+        return ray_pods(cluster, namespace, len(expected))
+
     pods = wait_until(
-        lambda: operator.running() and pods_of(cluster, namespace, len(expected)),
+        reconciled,
         timeout=RECONCILE_TIMEOUT,
         what=f"{len(expected)} Ray pods in {namespace}",
     )
@@ -142,14 +153,13 @@ def test_operator_reconciles_every_rendered_rayservice_into_pods(
     (raycluster,) = get_json(cluster, "rayclusters", "-n", namespace)["items"]
     owners = [(o["kind"], o["name"]) for o in raycluster["metadata"]["ownerReferences"]]
     assert owners == [("RayService", service["metadata"]["name"])]
-    assert sorted(summary(p)[:4] for p in pods) == expected
+    assert sorted(summary(p) for p in pods) == expected
     assert {p["metadata"]["labels"]["ray.io/cluster"] for p in pods} == {
         raycluster["metadata"]["name"]
     }
-    head_ports = {summary(p)[4] for p in pods if summary(p)[0] == "head"}
-    assert head_ports == {
-        (("client", 10001), ("dashboard", 8265), ("gcs", 6379), ("metrics", 8080), ("serve", 8000))
-    }
+    assert [ports(p) for p in pods if summary(p)[0] == "head"] == [
+        [("client", 10001), ("dashboard", 8265), ("gcs", 6379), ("metrics", 8080), ("serve", 8000)]
+    ]
     events = get_json(cluster, "events", "-n", namespace)["items"]
     assert sorted({e["reason"] for e in events} & REFUSALS) == []
     stored = get_json(cluster, "rayservice", service["metadata"]["name"], "-n", namespace)
