@@ -157,9 +157,11 @@ def test_operator_reconciles_every_rendered_rayservice_into_pods(
     assert {p["metadata"]["labels"]["ray.io/cluster"] for p in pods} == {
         raycluster["metadata"]["name"]
     }
-    assert [ports(p) for p in pods if summary(p)[0] == "head"] == [
-        [("client", 10001), ("dashboard", 8265), ("gcs", 6379), ("metrics", 8080), ("serve", 8000)]
-    ]
+    # The rendered head ports, plus the metrics port KubeRay adds to every Ray container.
+    assert sorted((summary(p)[0], ports(p)) for p in pods) == sorted(
+        [("head", [("dashboard", 8265), ("gcs", 6379), ("metrics", 8080), ("serve", 8000)])]
+        + [("worker", [("metrics", 8080)])] * (len(expected) - 1)
+    )
     events = get_json(cluster, "events", "-n", namespace)["items"]
     assert sorted({e["reason"] for e in events} & REFUSALS) == []
     stored = get_json(cluster, "rayservice", service["metadata"]["name"], "-n", namespace)
