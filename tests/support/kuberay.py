@@ -5,6 +5,7 @@ ports, the test cluster's admin kubeconfig. Stopped by its PID.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -74,7 +75,14 @@ def install_watched_crds(cluster: Cluster, versions: Versions) -> None:
     source = module_dir(MODULE, f"v{versions.kuberay.lstrip('v')}")
     for name in WATCHED_ONLY_CRDS:
         cluster.apply_manifests((source / name).read_text())
-    cluster.wait_established(["rayjobs.ray.io"])
+    wait_until(lambda: _established(cluster, "rayjobs.ray.io"), timeout=60, what="rayjobs CRD")
+
+
+def _established(cluster: Cluster, name: str) -> bool:
+    # Polled rather than `kubectl wait`, which errors while a fresh CRD has no conditions yet.
+    crd = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)
+    conditions = crd.get("status", {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 
 def start_operator(cluster: Cluster, workdir: Path) -> Operator:
