@@ -1,11 +1,13 @@
-"""Every serveConfigV2 Runway renders, validated by Ray's own schema classes at RAY_VERSION
-(the `ray` test extra, installed without vLLM).
+"""Every serveConfigV2 Runway renders, validated by Ray Serve's own schema classes at
+RAY_VERSION (the `ray[serve]` test extra, installed without vLLM).
 
 ServeDeploySchema is what Ray's dashboard validates a RayService's serve config against, and
-LLMConfig what ray.serve.llm's builders validate each model config against. The builders'
-argument classes (LLMServingArgs, PDServingArgs) cannot be imported without vLLM or SGLang (their
-modules import the OpenAI protocol models), so their two extra rules, one model id for prefill
-and decode and a kv_transfer_config on both, are asserted here directly.
+DeploymentConfig is what ray.serve.llm's LLMConfig validates each model's deployment_config with.
+LLMConfig itself is not imported: its module imports boto3, and botocore's python-dateutil<3
+would hold back the kubernetes client Runway runs on. The builders' argument classes
+(LLMServingArgs, PDServingArgs) need vLLM or SGLang. So the rest of what they check (one model
+id for prefill and decode, a kv_transfer_config on both, the model_loading_config) is asserted
+here directly.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pytest
 import ray
 import yaml
 from pydantic import ValidationError
-from ray.llm._internal.serve.core.configs.llm_config import LLMConfig
+from ray.serve._private.config import DeploymentConfig
 from ray.serve.schema import ServeDeploySchema
 
 from providers import kuberay
@@ -29,6 +31,9 @@ from tests.support.rayservices import kuberay_cases
 
 PINS = bundled_versions()
 CASES = kuberay_cases(EXAMPLES)
+PD_BUILDER = "ray.serve.llm:build_pd_openai_app"
+# LLMConfig's fields that Runway writes (ray/llm/_internal/serve/core/configs/llm_config.py).
+LLM_CONFIG_KEYS = {"deployment_config", "engine_kwargs", "model_loading_config"}
 
 
 def serve_config(doc: dict[str, Any]) -> dict[str, Any]:
@@ -42,8 +47,10 @@ def serve_config(doc: dict[str, Any]) -> dict[str, Any]:
 
 def llm_configs(app: dict[str, Any]) -> list[dict[str, Any]]:
     args = app["args"]
-    if app["import_path"] == "ray.serve.llm:build_pd_openai_app":
+    if app["import_path"] == PD_BUILDER:
+        assert sorted(args) == ["decode_config", "prefill_config"]
         return [args["prefill_config"], args["decode_config"]]
+    assert sorted(args) == ["llm_configs"]
     configs: list[dict[str, Any]] = args["llm_configs"]
     return configs
 
@@ -59,10 +66,14 @@ def test_every_rendered_serve_config_passes_rays_schemas(case: str, doc: dict[st
     deploy = ServeDeploySchema.model_validate(config)
     assert [a.name for a in deploy.applications] == ["llm"]
     (app,) = config["applications"]
-    validated = [LLMConfig.model_validate(c) for c in llm_configs(app)]
-    assert len({c.model_id for c in validated}) == 1
-    if app["import_path"] == "ray.serve.llm:build_pd_openai_app":
-        assert [c.engine_kwargs.get("kv_transfer_config") is not None for c in validated] == [
+    configs = llm_configs(app)
+    for llm in configs:
+        assert set(llm) == LLM_CONFIG_KEYS
+        DeploymentConfig(**llm["deployment_config"])
+        assert sorted(llm["model_loading_config"]) == ["model_id", "model_source"]
+    assert len({c["model_loading_config"]["model_id"] for c in configs}) == 1
+    if app["import_path"] == PD_BUILDER:
+        assert [c["engine_kwargs"].get("kv_transfer_config") is not None for c in configs] == [
             True,
             True,
         ]
@@ -72,13 +83,13 @@ def test_rays_schemas_refuse_what_ray_would_refuse() -> None:
     # The check is not vacuous: Ray's classes refuse a bad import path and inverted autoscaling.
     config = serve_config(CASES[-1][1])
     config["applications"][0]["import_path"] = "build_pd_openai_app"
-    config_args = config["applications"][0]["args"]["decode_config"]
-    config_args["deployment_config"]["autoscaling_config"]["min_replicas"] = 3
+    decode = config["applications"][0]["args"]["decode_config"]
+    decode["deployment_config"]["autoscaling_config"]["min_replicas"] = 3
 
     with pytest.raises(ValidationError) as deploy_error:
         ServeDeploySchema.model_validate(config)
-    with pytest.raises(ValidationError) as llm_error:
-        LLMConfig.model_validate(config_args)
+    with pytest.raises(ValidationError) as replicas_error:
+        DeploymentConfig(**decode["deployment_config"])
 
     assert [e["loc"] for e in deploy_error.value.errors()] == [("applications", 0, "import_path")]
-    assert [e["loc"] for e in llm_error.value.errors()] == [("deployment_config",)]
+    assert [e["loc"] for e in replicas_error.value.errors()] == [("autoscaling_config",)]
