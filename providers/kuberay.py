@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +34,25 @@ def check_overrides(overrides: Mapping[str, Any], at: FieldPath) -> list[FieldEr
 
 _RAY_IMAGE = "rayproject/ray-llm:{version}-py311-cu128"
 _IGNORED_ANNOTATION = "airunway.ai/overrides-ignored"
+# Ray's P/D builder (ray.serve.llm:build_pd_openai_app, PDServingArgs) refuses a prefill or
+# decode config without engine_kwargs.kv_transfer_config. NIXL is the connector Ray documents for
+# P/D and ships in the ray-llm image; kv_both is the role Ray documents for both sides.
+_KV_TRANSFER = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+# Ray hands engine_kwargs to vLLM's engine arguments as Python values, so spec.engine.args
+# strings are typed the way vLLM's parser would type them: a bare flag is True, `no-X` is X
+# False, numbers are numbers, JSON objects and lists are parsed. These vLLM flags are typed str
+# (vLLM's argument definitions at VLLM_VERSION) although their values may look like numbers.
+_STRING_FLAGS = frozenset(
+    {
+        "code_revision",
+        "fingerprint_value",
+        "revision",
+        "show_hidden_metrics_for_version",
+        "tokenizer_revision",
+    }
+)
+_INT = re.compile(r"^[+-]?[0-9]+$")
+_FLOAT = re.compile(r"^[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?$")
 
 
 def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
@@ -43,7 +63,9 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
         application = {
             "import_path": "ray.serve.llm:build_pd_openai_app",
             "args": {
-                f"{role}_config": _llm_config(md, _gpus(part), int(part.get("replicas", 1)))
+                f"{role}_config": _llm_config(
+                    md, _gpus(part), int(part.get("replicas", 1)), kv_transfer=True
+                )
                 for role, part in parts.items()
             },
         }
@@ -122,7 +144,9 @@ def _gpus(part: Mapping[str, Any]) -> int:
     return int(dig(part, "gpu", "count") or 0)
 
 
-def _llm_config(md: ModelDeployment, gpus: int, replicas: int) -> dict[str, Any]:
+def _llm_config(
+    md: ModelDeployment, gpus: int, replicas: int, *, kv_transfer: bool = False
+) -> dict[str, Any]:
     engine: dict[str, Any] = {
         "tensor_parallel_size": max(gpus, 1),
         "enable_prefix_caching": bool(md.engine.get("enablePrefixCaching", True)),
@@ -133,7 +157,10 @@ def _llm_config(md: ModelDeployment, gpus: int, replicas: int) -> dict[str, Any]
         if md.engine.get(key):
             engine[flag] = True
     for key, value in sorted((md.engine.get("args") or {}).items()):
-        engine[key.replace("-", "_")] = value
+        name, typed = _engine_kwarg(key, str(value))
+        engine[name] = typed
+    if kv_transfer and "kv_transfer_config" not in engine:
+        engine["kv_transfer_config"] = dict(_KV_TRANSFER)
     return {
         "model_loading_config": {
             "model_id": md.served_name or md.model_id,
@@ -144,6 +171,27 @@ def _llm_config(md: ModelDeployment, gpus: int, replicas: int) -> dict[str, Any]
             "autoscaling_config": {"min_replicas": replicas, "max_replicas": replicas}
         },
     }
+
+
+def _engine_kwarg(key: str, value: str) -> tuple[str, Any]:
+    """(engine_kwargs name, typed value) for one spec.engine.args entry."""
+    name = key.replace("-", "_")
+    if value == "":  # a bare flag: --enforce-eager, or --no-enable-prefix-caching
+        return (name[3:], False) if name.startswith("no_") else (name, True)
+    if name in _STRING_FLAGS:
+        return name, value
+    if value.lower() in ("true", "false"):
+        return name, value.lower() == "true"
+    if _INT.match(value):
+        return name, int(value)
+    if _FLOAT.match(value):
+        return name, float(value)
+    if value[:1] in ("{", "["):
+        try:
+            return name, json.loads(value)
+        except ValueError:
+            return name, value
+    return name, value
 
 
 def _workers(

@@ -53,6 +53,8 @@ class Binary:
 BINARIES = (
     Binary("kube-apiserver", HERE / "apiserver", "k8s.io/kubernetes/cmd/kube-apiserver"),
     Binary("etcd", HERE / "etcd", "."),
+    # The KubeRay operator (its go.mod has a `tool` line for the pinned ray-operator module).
+    Binary("kuberay-operator", HERE / "kuberay", "github.com/ray-project/kuberay/ray-operator"),
 )
 
 

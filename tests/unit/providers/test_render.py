@@ -189,7 +189,7 @@ def test_kuberay_rayservice_serves_the_model_with_ray_serve_llm(shipped: Provide
     assert config["engine_kwargs"] == {
         "tensor_parallel_size": 4,
         "enable_prefix_caching": True,
-        "gpu_memory_utilization": "0.92",
+        "gpu_memory_utilization": 0.92,
     }
     assert config["model_loading_config"] == {
         "model_id": "llama-70b",
