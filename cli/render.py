@@ -44,6 +44,7 @@ from renderer.strict import Schemas
 
 KINDS = (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG, EXTERNAL_MODEL_PROVIDER)
 DEFAULT_CRDS = Path(".cache") / "cluster" / "crds"
+SOURCES_CACHE = "runway-sources"  # in .git: parsed source files, by content
 EXIT_GIT = 4  # cli.main.Exit.UNAVAILABLE (not imported: cli.main imports this module)
 
 
@@ -199,7 +200,7 @@ def run_render(args: argparse.Namespace) -> int:
 def _run_render(args: argparse.Namespace) -> int:
     fingerprint = runway_fingerprint()
     git_dir = Path(args.repo) / ".git"
-    parsed = ParsedSources(git_dir / "runway-sources" if git_dir.is_dir() else None, fingerprint)
+    parsed = ParsedSources(git_dir / SOURCES_CACHE if git_dir.is_dir() else None, fingerprint)
     docs = _sources(args.sources, parsed)
     configs = _config_objects(docs, args.providers)
     registry = ProviderRegistry.from_objects(configs)
@@ -249,7 +250,7 @@ def _run_render(args: argparse.Namespace) -> int:
         _refuse_credentials(done.files, current)
         repo.write_tree(args.path, done.files, current)
         done.cache.save(cache_path)
-        parsed.prune()
+        parsed.finish(repo.git_dir / SOURCES_CACHE)
         committed = None
         if args.commit or args.push:
             committed = repo.commit(args.path)

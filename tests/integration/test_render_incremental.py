@@ -267,6 +267,7 @@ def test_the_command_reuses_unchanged_output_and_full_renders_everything(
     assert main([*argv, "--full"]) == 0
 
     assert [r["reused"] for r in reports] == [0, 5, 0]
+    assert len(list((repo / ".git/runway-sources").iterdir())) == 1  # the one source file
     assert [r["results"] for r in reports[1:]] == [reports[0]["results"]] * 2
     assert [r["changes"] for r in reports[1:]] == [{"added": [], "changed": [], "removed": []}] * 2
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # nothing rewritten
