@@ -44,7 +44,16 @@ class Row:
     exit_code: int
 
 
-def deployments(count: int, changed: int | None = None) -> str:
+def write_sources(folder: Path, count: int, changed: int | None = None) -> None:
+    """One file per namespace, as a GitOps repository of many teams would hold them."""
+    text: dict[int, list[str]] = {n: [] for n in range(NAMESPACES)}
+    for i in range(count):
+        text[i % NAMESPACES].append(deployments(1, changed, start=i))
+    for n, parts in text.items():
+        (folder / f"team{n:02}.yaml").write_text("".join(parts))
+
+
+def deployments(count: int, changed: int | None = None, *, start: int = 0) -> str:
     providers = ("vllm", "llmd", None)  # None: auto-selected (KubeRay for 2 GPUs)
     return dump_all(
         model_deployment(
@@ -57,7 +66,7 @@ def deployments(count: int, changed: int | None = None) -> str:
                 "extraArgs": [f"--max-num-seqs={256 if i == changed else 128}"],
             },
         )
-        for i in range(count)
+        for i in range(start, start + count)
     )
 
 
@@ -133,12 +142,12 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="runway-bench-") as tmp:
         src, repo = Path(tmp) / "src", Path(tmp) / "gitops"
         src.mkdir()
-        (src / "mds.yaml").write_text(deployments(count))
+        write_sources(src, count)
         command = [RUNWAY, "render", str(src), "--repo", str(repo)]  # the schema pack
         command += ["--commit", "-o", "json"]
         rows = [run("first render + commit", command, repo)]
         rows.append(run("re-render, nothing changed", command, repo))
-        (src / "mds.yaml").write_text(deployments(count, changed=count // 2))
+        write_sources(src, count, changed=count // 2)
         rows.append(run("one ModelDeployment changed", command, repo))
         commits = subprocess.run(
             ["git", "rev-list", "--count", "HEAD"],

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from providers.admission import Admission, admit
+from providers.admission import Admission, admit, patch_of
 from providers.errors import FieldError, SourceError
 from providers.hydrate import Hydration, hydrate
 from providers.model import API_VERSION, MODEL_DEPLOYMENT, ModelDeployment
@@ -219,7 +219,7 @@ def validate_one(
         "allowed": admission.allowed,
         "errors": [_error(e) for e in admission.errors],
         "warnings": list(admission.warnings),
-        "patch": admission.patch,
+        "patch": patch_of(obj, admission),
         "object": admission.obj,
     }
 

@@ -48,6 +48,7 @@ KINDS = (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG, EXTERNAL_MODEL_PROVIDER)
 # `render --check` follows `kubectl diff`: 0 no differences, 1 differences, above 1 an error.
 CHECK_OUT_OF_DATE = 1
 CHECK_REJECTED = 3  # a ModelDeployment was not rendered (2 stays "unusable input", 4 "Git failed")
+SOURCES_CACHE = "runway-sources"  # in .git: parsed source files, by content
 EXIT_GIT = 4  # cli.main.Exit.UNAVAILABLE (not imported: cli.main imports this module)
 
 
@@ -210,7 +211,7 @@ def run_render(args: argparse.Namespace) -> int:
 def _run_render(args: argparse.Namespace) -> int:
     fingerprint = runway_fingerprint()
     git_dir = Path(args.repo) / ".git"
-    parsed = ParsedSources(git_dir / "runway-sources" if git_dir.is_dir() else None, fingerprint)
+    parsed = ParsedSources(git_dir / SOURCES_CACHE if git_dir.is_dir() else None, fingerprint)
     docs = _sources(args.sources, parsed)
     configs = _config_objects(docs, args.providers)
     registry = ProviderRegistry.from_objects(configs, flags=bundled_flag_catalogs())
@@ -261,7 +262,7 @@ def _run_render(args: argparse.Namespace) -> int:
         _refuse_credentials(done.files, current)
         repo.write_tree(args.path, done.files, current)
         done.cache.save(cache_path)
-        parsed.prune()
+        parsed.finish(repo.git_dir / SOURCES_CACHE)
         committed = None
         if args.commit or args.push:
             committed = repo.commit(args.path)

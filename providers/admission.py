@@ -16,11 +16,11 @@ from providers.validation import Operation, check_spec
 
 @dataclass(frozen=True, slots=True)
 class Admission:
-    """The answer for one object: allowed or not, the mutated object, its patch, and why."""
+    """The answer for one object: allowed or not, the mutated object, and why. Its JSONPatch is
+    `patch_of(source, admission)`, computed only where it is sent (the renderer needs none)."""
 
     allowed: bool
     obj: dict[str, Any]
-    patch: list[dict[str, Any]]
     errors: tuple[FieldError, ...]
     warnings: tuple[str, ...]
     hydration: Hydration
@@ -34,24 +34,29 @@ def admit(
     hydration = hydrate(obj, old=old, registry=registry)
     operation = Operation.UPDATE if old is not None else Operation.CREATE
     if hydration.structural:
-        return Admission(False, dict(obj), [], hydration.errors, hydration.warnings, hydration)
+        return Admission(False, dict(obj), hydration.errors, hydration.warnings, hydration)
     if hydration.errors:  # selection failed; the other rules still run, so every error is told
         rest = check_spec(hydration.obj, old=old, operation=operation, registry=registry)
         errors = hydration.errors + tuple(e for e in rest.errors if e not in hydration.errors)
-        return Admission(False, dict(obj), [], errors, hydration.warnings, hydration)
+        return Admission(False, dict(obj), errors, hydration.warnings, hydration)
     # hydrate() already ran the structure check on this object; it is not repeated.
     verdict = check_spec(hydration.obj, old=old, operation=operation, registry=registry)
     warnings = hydration.warnings + verdict.warnings
-    patch = json_patch(obj, hydration.obj)
     return Admission(
         not verdict.errors,
         hydration.obj,
-        patch,
         verdict.errors,
         warnings,
         hydration,
         verdict.warnings,
     )
+
+
+def patch_of(source: Mapping[str, Any], admission: Admission) -> list[dict[str, Any]]:
+    """The mutating webhook's JSONPatch for `source`: none when mutation itself failed."""
+    if admission.hydration.structural or admission.hydration.errors:
+        return []
+    return json_patch(source, admission.obj)
 
 
 def json_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:

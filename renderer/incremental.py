@@ -285,6 +285,7 @@ class ParsedSources:
         self.fingerprint = fingerprint
         self.used: set[str] = set()
         self.digests: dict[int, str] = {}  # id(object) -> digest(canonical(object))
+        self.pending: dict[str, Any] = {}  # parsed this time, stored by `finish`
 
     def read(self, paths: Sequence[str]) -> list[Document]:
         docs: list[Document] = []
@@ -315,8 +316,7 @@ class ParsedSources:
         docs = list(parse_documents(text, str(path)))
         digests = [_object_digest(d.obj) for d in docs]
         self.digests.update((id(d.obj), k) for d, k in zip(docs, digests, strict=True) if k)
-        if entry is not None:
-            self._store(entry, (docs, digests))
+        self.pending[f"{name}.pickle"] = (docs, digests)
         return docs
 
     def _store(self, entry: Path, value: Any) -> None:
@@ -329,13 +329,16 @@ class ParsedSources:
         except (OSError, pickle.PicklingError, RecursionError):
             log.debug("not caching %s", entry, exc_info=True)
 
-    def prune(self) -> None:
-        """Drop the entries of files that were not read this time."""
-        if self.folder is None or not self.folder.is_dir():
-            return
-        for entry in self.folder.iterdir():
-            if entry.name not in self.used:
-                entry.unlink(missing_ok=True)
+    def finish(self, folder: Path) -> None:
+        """Store what was parsed this time in `folder` (the repository may not have existed when
+        the sources were read) and drop the entries of files not read this time."""
+        for name, value in self.pending.items():
+            self._store(folder / name, value)
+        self.pending.clear()
+        if folder.is_dir():
+            for entry in folder.iterdir():
+                if entry.name not in self.used:
+                    entry.unlink(missing_ok=True)
 
 
 def _object_digest(obj: Any) -> str | None:

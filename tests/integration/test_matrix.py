@@ -8,10 +8,6 @@ it fails in CI when they are missing.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,9 +19,9 @@ from providers.gateway import GatewayTarget
 from providers.invariants import check_invariants
 from providers.model import ModelDeployment
 from renderer.render import HYDRATED_FILE, render_one
+from renderer.schemapack import load_pack
 from renderer.sources import bundled_flag_catalogs, bundled_versions
 from renderer.strict import Schemas
-from tests.cluster.build import cache_dir
 from tests.support.builders import shipped_registry
 from tests.support.matrix import cases, engine_args
 
@@ -36,19 +32,8 @@ TARGET = GatewayTarget("inference", "gateways")
 
 @pytest.fixture(scope="module")
 def schemas() -> Schemas:
-    """Runway's schema pack when the tree ships one (renderer.schemapack, which holds the KAITO
-    and Dynamo CRDs no module proxy serves); else the CRDs `make cluster` fetched."""
-    if importlib.util.find_spec("renderer.schemapack") is not None:
-        pack = importlib.import_module("renderer.schemapack")
-        built: Schemas = Schemas.from_pack(pack.load_pack())  # type: ignore[attr-defined,unused-ignore]  # exists with the pack
-        return built
-    path = cache_dir(dict(os.environ)) / "crds"
-    if not path.is_dir():
-        message = f"upstream CRDs not in {path}: run `make cluster`"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return Schemas.from_directories([str(Path(path))])
+    """Runway's schema pack, as `runway render` uses it by default."""
+    return Schemas.from_pack(load_pack())
 
 
 SHIPPED = shipped_registry()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -28,10 +27,10 @@ from renderer.render import (
     render_many,
     tree_files,
 )
+from renderer.schemapack import load_pack
 from renderer.sources import bundled_config_objects, bundled_versions, parse_documents
 from renderer.strict import Schemas
 from renderer.yamlio import dump_all
-from tests.cluster.build import cache_dir
 from tests.support.builders import model_deployment
 
 NAMES = ("a", "b", "c", "d", "e")
@@ -54,13 +53,8 @@ def _configs(variant: int) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def schemas() -> Schemas:
-    path = cache_dir(dict(os.environ)) / "crds"
-    if not path.is_dir():
-        message = f"upstream CRDs not in {path}: run `make cluster`"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return Schemas.from_directory(path)
+    """Runway's schema pack, as `runway render` uses it by default."""
+    return Schemas.from_pack(load_pack())
 
 
 def _deployment(name: str, namespace: str, shape: tuple[Any, ...]) -> dict[str, Any]:
@@ -251,13 +245,12 @@ def test_a_pool_of_processes_renders_exactly_what_one_process_renders(schemas: S
 def test_the_command_reuses_unchanged_output_and_full_renders_everything(
     schemas: Schemas, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    crds = cache_dir(dict(os.environ)) / "crds"
     src, repo = tmp_path / "src", tmp_path / "gitops"
     src.mkdir()
     (src / "mds.yaml").write_text(
         dump_all([_deployment(n, "team1", ("vllm", 1, 1, False, False, False)) for n in NAMES])
     )
-    argv = ["render", str(src), "--repo", str(repo), "--crds", str(crds), "--commit", "-o", "json"]
+    argv = ["render", str(src), "--repo", str(repo), "--commit", "-o", "json"]
 
     reports = []
     for extra in ([], [], ["--full"]):
@@ -267,6 +260,7 @@ def test_the_command_reuses_unchanged_output_and_full_renders_everything(
     assert main([*argv, "--full"]) == 0
 
     assert [r["reused"] for r in reports] == [0, 5, 0]
+    assert len(list((repo / ".git/runway-sources").iterdir())) == 1  # the one source file
     assert [r["results"] for r in reports[1:]] == [reports[0]["results"]] * 2
     assert [r["changes"] for r in reports[1:]] == [{"added": [], "changed": [], "removed": []}] * 2
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # nothing rewritten

@@ -4,7 +4,6 @@ reported and skipped, the others are rendered (issue #13, classes 2 and 10)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -12,24 +11,12 @@ import pytest
 
 from cli.main import main
 from renderer.yamlio import dump
-from tests.cluster.build import cache_dir
 from tests.conftest import EXAMPLES
 from tests.support.builders import model_deployment
 
 
-@pytest.fixture(scope="module")
-def crds() -> Path:
-    path = cache_dir(dict(os.environ)) / "crds"
-    if not path.is_dir():
-        message = f"upstream CRDs not in {path}: run `make cluster`"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
-    return path
-
-
 def test_out_of_range_and_secret_values_are_reported_and_the_rest_rendered(
-    crds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sources = tmp_path / "sources"
     sources.mkdir()
@@ -51,8 +38,6 @@ def test_out_of_range_and_secret_values_are_reported_and_the_rest_rendered(
             str(sources),
             "--repo",
             str(tmp_path / "gitops"),
-            "--crds",
-            str(crds),
             "-o",
             "json",
         ]
