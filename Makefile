@@ -22,7 +22,7 @@ $(LITELLM_STAMP): pyproject.toml
 	$(LITELLM_VENV)/bin/python -m pip install --quiet '.[litellm-proxy]'
 	touch $@
 
-install: $(STAMP) $(LITELLM_STAMP)
+install: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
