@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from providers.admission import Admission, admit, patch_of
-from providers.errors import FieldError, SourceError
+from providers.errors import FieldError, SourceError, describe_exception
 from providers.hydrate import Hydration, hydrate
 from providers.model import API_VERSION, MODEL_DEPLOYMENT, ModelDeployment
 from providers.registry import ProviderRegistry
 from providers.selection import CandidateTrace, Decision, rank_providers, trace_warnings
 from renderer.sources import Document, load_registry, read_documents
+
+log = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACE = "default"
 
@@ -86,7 +89,7 @@ def key_of(obj: Mapping[str, Any]) -> str:
 def run_explain(args: argparse.Namespace) -> int:
     docs = model_deployments(args.files)
     registry = _registry(args)
-    results = [explain_one(doc.obj, registry) for doc in docs]
+    results = [guarded(explain_one, doc.obj, registry) for doc in docs]
     if args.output == "json":
         _dump_json(results, sys.stdout)
     else:
@@ -95,7 +98,7 @@ def run_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def explain_one(obj: Mapping[str, Any], registry: ProviderRegistry) -> dict[str, Any]:
+def explain_one(obj: Mapping[str, Any], *, registry: ProviderRegistry) -> dict[str, Any]:
     """The selection trace of one object, in the documented `explain -o json` shape."""
     md = ModelDeployment(obj)
     hydration = hydrate(obj, registry=registry)
@@ -184,7 +187,9 @@ def run_validate(args: argparse.Namespace) -> int:
     docs = model_deployments(args.files)
     registry = _registry(args)
     stored = _stored_versions(args.old, registry)
-    results = [validate_one(doc.obj, stored.get(key_of(doc.obj)), registry) for doc in docs]
+    results = [
+        guarded(validate_one, doc.obj, registry, old=stored.get(key_of(doc.obj))) for doc in docs
+    ]
     if args.output == "json":
         _dump_json(results, sys.stdout)
     else:
@@ -206,8 +211,42 @@ def _stored_versions(paths: Sequence[str], registry: ProviderRegistry) -> dict[s
     return stored
 
 
+def guarded(
+    check: Callable[..., dict[str, Any]],
+    obj: Mapping[str, Any],
+    registry: ProviderRegistry,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """`check` for one object, where any exception at all is that object's one error (the
+    traceback goes to the debug log, -vv): one object never takes down the others."""
+    try:
+        return check(obj, registry=registry, **kwargs)
+    except Exception as err:  # the point: whatever one object raises stays with it
+        md = ModelDeployment(obj)
+        log.debug("checking %s/%s raised", md.namespace, md.name, exc_info=True)
+        detail = f"could not be checked: {describe_exception(err)} (details: -vv)"
+        name = md.name if isinstance(md.name, str) else str(md.name)
+        base = {"name": name, "namespace": md.namespace or DEFAULT_NAMESPACE}
+        if check is explain_one:
+            return base | {
+                "engine": None,
+                "provider": None,
+                "candidates": [],
+                "error": detail,
+                "warnings": [],
+            }
+        return base | {
+            "operation": "UPDATE" if kwargs.get("old") is not None else "CREATE",
+            "allowed": False,
+            "errors": [{"field": "", "message": detail}],
+            "warnings": [],
+            "patch": [],
+            "object": dict(obj),
+        }
+
+
 def validate_one(
-    obj: Mapping[str, Any], old: Mapping[str, Any] | None, registry: ProviderRegistry
+    obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None, registry: ProviderRegistry
 ) -> dict[str, Any]:
     """One object's admission, in the documented `validate -o json` shape."""
     admission: Admission = admit(obj, old=old, registry=registry)

@@ -60,3 +60,15 @@ class IncompatibleUpstream(RunwayError):
         self.field = field
         self.message = message
         super().__init__(f"IncompatibleUpstream: {field}: {message}")
+
+
+def describe_exception(err: BaseException) -> str:
+    """`ExceptionType: first line of the message`, without the noise some types carry."""
+    name = type(err).__qualname__
+    module = type(err).__module__
+    if module not in ("builtins", "__main__"):
+        name = f"{module}.{name}"
+    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    if not text or text.startswith("[<class"):  # decimal's signals print as a list of classes
+        return name
+    return f"{name}: {text[:200]}"

@@ -19,6 +19,7 @@ from typing import Any
 
 from providers.admission import Admission, admit
 from providers.configs_admission import check_external_provider
+from providers.errors import describe_exception
 from providers.gateway import GatewayTarget, capabilities_of, is_enabled, render_gateway
 from providers.invariants import check_invariants
 from providers.model import (
@@ -181,18 +182,6 @@ def render_guarded(
         key = folder_of(obj)
         log.debug("rendering %s raised", key, exc_info=True)
         return Result(key, error=f"could not be rendered: {describe_exception(err)} (details: -vv)")
-
-
-def describe_exception(err: BaseException) -> str:
-    """`ExceptionType: first line of the message`, without the noise some types carry."""
-    name = type(err).__qualname__
-    module = type(err).__module__
-    if module not in ("builtins", "__main__"):
-        name = f"{module}.{name}"
-    text = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    if not text or text.startswith("[<class"):  # decimal's signals print as a list of classes
-        return name
-    return f"{name}: {text[:200]}"
 
 
 def render_external(obj: Mapping[str, Any]) -> Result:

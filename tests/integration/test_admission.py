@@ -39,7 +39,7 @@ def decode_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
 def test_example_through_both_webhooks_matches_runway_validate(
     name: str, obj: dict[str, Any], webhook: Webhook, shipped: ProviderRegistry
 ) -> None:
-    expected = validate_one(obj, None, shipped)
+    expected = validate_one(obj, registry=shipped)
 
     mutation = webhook.admit("/mutate", review(obj, uid=f"m-{name}"))
     if not mutation["allowed"]:  # refused at mutation (no provider can be selected)
@@ -66,7 +66,7 @@ def test_mutating_a_hydrated_object_again_returns_no_patch(
     webhook: Webhook, shipped: ProviderRegistry
 ) -> None:
     hydrated = validate_one(
-        yaml.safe_load((EXAMPLES / "vllm-multi-gpu.yaml").read_text()), None, shipped
+        yaml.safe_load((EXAMPLES / "vllm-multi-gpu.yaml").read_text()), registry=shipped
     )["object"]
 
     response = webhook.admit("/mutate", review(hydrated, operation="UPDATE", old=hydrated))
@@ -77,7 +77,7 @@ def test_mutating_a_hydrated_object_again_returns_no_patch(
 def test_update_keeps_the_selection_and_refuses_a_provider_change(
     webhook: Webhook, shipped: ProviderRegistry
 ) -> None:
-    stored = validate_one(model_deployment(gpu=1), None, shipped)["object"]
+    stored = validate_one(model_deployment(gpu=1), registry=shipped)["object"]
 
     sticky = webhook.admit(
         "/mutate", review(model_deployment(gpu=1), operation="UPDATE", old=stored)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +13,11 @@ import jsonpatch
 import pytest
 import yaml
 
+from cli.inspect import guarded
 from cli.main import Exit, main
+from providers.registry import ProviderRegistry
 from tests.conftest import EXAMPLES, REJECTED_EXAMPLES, ROOT, example_files
-from tests.support.builders import model_deployment, provider_config
+from tests.support.builders import model_deployment, provider_config, shipped_registry
 
 EXPECTED_SELECTION = {
     "llama-cpu": ("llamacpp", False, "kaito", False),
@@ -430,3 +433,30 @@ def test_console_script_runs_the_same_program() -> None:
 
     assert (done.returncode, done.stderr) == (0, "")
     assert json.loads(done.stdout)[0]["allowed"] is True
+
+
+def _raises(obj: Mapping[str, Any], *, registry: ProviderRegistry, **_: Any) -> dict[str, Any]:
+    return {"quotient": 1 // len(obj["spec"]["model"]["id"][:0])}  # ZeroDivisionError
+
+
+def test_an_object_whose_check_raises_is_denied_alone() -> None:
+    """#13.7: whatever one object raises in `validate` becomes that object's one error."""
+    obj = model_deployment("broken", "models", gpu=1)
+
+    result = guarded(_raises, obj, shipped_registry(), old=None)
+
+    assert result == {
+        "name": "broken",
+        "namespace": "models",
+        "operation": "CREATE",
+        "allowed": False,
+        "errors": [
+            {
+                "field": "",
+                "message": "could not be checked: ZeroDivisionError: integer division or modulo by zero (details: -vv)",
+            }
+        ],
+        "warnings": [],
+        "patch": [],
+        "object": obj,
+    }
