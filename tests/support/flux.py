@@ -103,6 +103,7 @@ def start_flux(cluster: Cluster, workdir: Path) -> Flux:
     install_flux_crds(cluster)
     cluster.kubectl("create", "namespace", "flux-system", check=False)
     storage = f"127.0.0.1:{free_port()}"
+    (workdir / "storage").mkdir()  # source-controller refuses a missing --storage-path
     flux = Flux(cluster, workdir, storage)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
