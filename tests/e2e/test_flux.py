@@ -479,17 +479,18 @@ def set_status(gitops: GitOps, what: str, status: dict[str, Any]) -> None:
 def test_shipped_health_check_exprs_are_evaluated_by_kustomize_controller(
     gitops: GitOps, baseline: dict[str, Any]
 ) -> None:
-    what = "modeldeployment.airunway.ai/llama-70b"
-    set_status(gitops, what, {"phase": "Failed", "message": "set by the test"})
+    what = "rayservice.ray.io/llama-70b"
+    not_ready = {**READY_CONDITION, "status": "False"}
+    set_status(gitops, what, {"conditions": [not_ready]})
     failed, _ = gitops.reconciled()
-    set_status(gitops, what, {"phase": "Running", "message": "set by the test"})
+    set_status(gitops, what, {"conditions": [READY_CONDITION]})
     recovered, _ = gitops.reconciled()
 
     condition = gitops.ready(failed)
     assert condition is not None
     assert (condition["status"], condition["reason"]) == ("False", "HealthCheckFailed")
-    # The shipped `failed` expression of ModelDeployment matched the status the test set.
-    assert f"ModelDeployment/{NAMESPACE}/llama-70b status: 'Failed'" in condition["message"]
+    # The shipped `current` expression of RayService did not hold for the status the test set.
+    assert f"RayService/{NAMESPACE}/llama-70b status: 'InProgress'" in condition["message"]
     condition = gitops.ready(recovered)
     assert condition is not None
     assert (condition["status"], condition["reason"]) == ("True", "ReconciliationSucceeded")
@@ -558,9 +559,6 @@ def test_a_commit_the_installed_crd_refuses_fails_in_flux_and_in_runway_apply(
         ["apply", str(gitops.rendered), "--kubeconfig", str(gitops.cluster.kubeconfig)]
     )
     recovered_md = gitops.get(md, "-n", NAMESPACE)
-    # The status `runway apply` left (Deploying) is not the shipped `current` of ModelDeployment:
-    # the test stands in for what marks it Running, then Flux applies the new revision.
-    set_status(gitops, md, {"phase": "Running", "message": "set by the test"})
     gitops.request_reconcile(*KS)
     recovered = gitops.synced(revision)
 
