@@ -167,7 +167,9 @@ class GitOps:
         return f"main@sha1:{self.git.head('gitops')}"
 
     def get(self, *what: str) -> dict[str, Any]:
-        found: dict[str, Any] = json.loads(self.cluster.kubectl("get", *what, "-o", "json").stdout)
+        found: dict[str, Any] = json.loads(
+            self.cluster.kubectl("get", *what, "-o", "json", "--show-managed-fields").stdout
+        )
         return found
 
     def kustomization(self) -> dict[str, Any]:
@@ -396,7 +398,7 @@ def objects_in(repo: Path, revision: str, path: str) -> list[dict[str, Any]]:
         timeout=60,
         check=True,
     ).stdout
-    return [d for d in yaml.safe_load_all(text) if isinstance(d, dict) and "kind" in d]
+    return [d for d in yaml.safe_load_all(text) if isinstance(d, dict) and "metadata" in d]
 
 
 def sha(revision: str) -> str:
