@@ -453,12 +453,17 @@ def test_a_removed_model_deployment_is_pruned_and_nothing_else(
     changed = changed_files(
         gitops.repo, sha(baseline["status"]["lastAppliedRevision"]), sha(revision)
     )
+    old = sha(baseline["status"]["lastAppliedRevision"])
     removed = {
         ref(o)
-        for path in changed
-        for o in objects_in(gitops.repo, sha(baseline["status"]["lastAppliedRevision"]), path)
+        for path, how in changed.items()
+        if how == "D"
+        for o in objects_in(gitops.repo, old, path)
     }
-    assert set(changed.values()) == {"D"}
+    # Besides the deleted files only the namespace folder's kustomization.yaml (its list) changed.
+    assert {p for p, how in changed.items() if how != "D"} == {
+        f"rendered/{NAMESPACE}/kustomization.yaml"
+    }
     assert "ModelDeployment/flux-models/mistral-llmd" in removed
     assert {ref(o) for o in written if not exists(gitops, o)} == removed
     survivors = [o for o in written if ref(o) not in removed]
