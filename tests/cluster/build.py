@@ -237,6 +237,9 @@ def main(env: Mapping[str, str]) -> int:
     say(f"cache: {cache}; Kubernetes {versions.kubernetes}, etcd {versions.etcd}")
     build_binaries(cache)
     fetch_crds(cache, versions)
+    from tests.cluster import flux  # noqa: PLC0415 (it imports this module)
+
+    flux.build(cache, versions, go_version())
     return 0
 
 

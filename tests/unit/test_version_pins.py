@@ -54,6 +54,16 @@ USES: list[tuple[str, re.Pattern[str], Callable[[str], str]]] = [
         re.compile(r"github\.com/ray-project/kuberay/ray-operator v([\w.+-]+)"),
         same,
     ),
+    (
+        "FLUX_SOURCE_CONTROLLER_VERSION",
+        re.compile(r"github\.com/fluxcd/source-controller (v[\w.+-]+)"),
+        same,
+    ),
+    (
+        "FLUX_KUSTOMIZE_CONTROLLER_VERSION",
+        re.compile(r"github\.com/fluxcd/kustomize-controller (v[\w.+-]+)"),
+        same,
+    ),
 ]
 SKIP_DIRS = {
     ".git",

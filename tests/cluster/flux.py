@@ -1,0 +1,81 @@
+"""Flux source-controller and kustomize-controller for the GitOps e2e tier, built once.
+
+Each is built from its Go module at the pinned version (FLUX_SOURCE_CONTROLLER_VERSION,
+FLUX_KUSTOMIZE_CONTROLLER_VERSION) through a wrapper module in tests/cluster/flux-*/, whose go.mod
+carries the upstream's own replace lines (a module built as a dependency ignores them). Binaries
+land in <cache>/bin with a stamp like kube-apiserver's; every CRD either controller watches lands
+in <cache>/flux/crds (both controllers refuse to start without them), apart from the CRDs every
+test cluster installs, so that only the Flux tier installs them.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from providers.versions import Versions
+from tests.cluster.build import HERE, Binary, module_dir, run_with_heartbeat, say, stamp_of
+
+SOURCE = Binary("source-controller", HERE / "flux-source", "github.com/fluxcd/source-controller")
+KUSTOMIZE = Binary(
+    "kustomize-controller", HERE / "flux-kustomize", "github.com/fluxcd/kustomize-controller"
+)
+PINS = {SOURCE: "FLUX_SOURCE_CONTROLLER_VERSION", KUSTOMIZE: "FLUX_KUSTOMIZE_CONTROLLER_VERSION"}
+# The CRDs each module ships (config/crd/bases): source-controller watches all of its kinds, and
+# kustomize-controller watches GitRepository, OCIRepository, Bucket and ExternalArtifact sources.
+CRD_GLOB = "config/crd/bases/*.yaml"
+
+
+def crds_dir(cache: Path) -> Path:
+    return cache / "flux" / "crds"
+
+
+def required_version(binary: Binary) -> str:
+    """The version the wrapper go.mod requires of the controller's module."""
+    text = (binary.module_dir / "go.mod").read_text()
+    found = re.search(rf"^\s*(?:require\s+)?{re.escape(binary.package)} (v\S+)", text, re.M)
+    if found is None:
+        raise SystemExit(f"[cluster] {binary.module_dir}/go.mod does not require {binary.package}")
+    return found.group(1)
+
+
+def build(cache: Path, versions: Versions, go: str) -> None:
+    pins = versions.as_env()
+    bin_dir = cache / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for binary, pin in PINS.items():
+        version = required_version(binary)
+        if version != pins[pin]:
+            raise SystemExit(
+                f"[cluster] {binary.module_dir.name}/go.mod requires {binary.package} {version} "
+                f"but {pin}={pins[pin]}: run `go get {binary.package}@{pins[pin]}` there"
+            )
+        target, stamp_file = bin_dir / binary.name, bin_dir / f"{binary.name}.stamp"
+        stamp = stamp_of(binary, go)
+        if not (target.exists() and stamp_file.exists() and stamp_file.read_text() == stamp):
+            say(f"{binary.name} {version}: building with {go} (minutes the first time)")
+            partial = bin_dir / f".{binary.name}.partial"
+            run_with_heartbeat(
+                ["go", "build", "-trimpath", "-o", str(partial), binary.package],
+                cwd=binary.module_dir,
+                what=f"go build {binary.name}",
+            )
+            partial.replace(target)
+            stamp_file.write_text(stamp)
+        else:
+            say(f"{binary.name} {version}: up to date")
+    dest = crds_dir(cache)
+    marker = dest / ".complete"
+    wanted = "".join(f"{b.package}@{pins[p]}\n" for b, p in PINS.items())
+    if marker.exists() and marker.read_text() == wanted:
+        say("CRDs flux: up to date")
+        return
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for binary, pin in PINS.items():
+        for path in sorted(module_dir(binary.package, pins[pin]).glob(CRD_GLOB)):
+            shutil.copyfile(path, dest / path.name)
+    marker.write_text(wanted)
+    say(f"CRDs flux: {len(list(dest.glob('*.yaml')))} file(s)")

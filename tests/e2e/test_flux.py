@@ -1,0 +1,588 @@
+"""Real GitOps in the loop: Flux source-controller and kustomize-controller (built from their Go
+modules by `make cluster`) sync what `runway render --push` commits to a Git server on loopback,
+through the registered webhooks of the test API server.
+
+The shipped entry point kustomize/flux is applied unchanged through a test overlay that only
+points the GitRepository at the loopback server and replaces `wait: true` with health checks of
+the kinds whose status the test sets (no kube-controller-manager runs here, so a Deployment never
+becomes Available and `wait: true` could never pass). The ModelDeployments live in their own
+namespace so that Flux's inventory never meets another test's objects.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cli.main import main
+from renderer.apply import folders
+from renderer.yamlio import dump
+from tests.cluster.build import cache_dir
+from tests.conftest import EXAMPLES, ROOT
+from tests.e2e.conftest import RUNWAY
+from tests.e2e.test_gitops import refuses_field
+from tests.support.builders import external_model_provider
+from tests.support.cluster import Cluster
+from tests.support.drift import missing_from
+from tests.support.flux import Flux, missing_controllers, start_flux
+from tests.support.gitserver import GitServer, start_git_server
+from tests.support.wait import wait_until
+from tests.support.webhook import Webhook
+
+NAMESPACE = "flux-models"
+SOURCES = ("vllm-multi-gpu.yaml", "llmd-explicit.yaml", "vllm-direct-explicit.yaml")
+CRDS = cache_dir(dict(os.environ)) / "crds"
+KS = ("kustomization.kustomize.toolkit.fluxcd.io/runway-models", "-n", "flux-system")
+GITREPO = ("gitrepository.source.toolkit.fluxcd.io/runway-gitops", "-n", "flux-system")
+SYNC_TIMEOUT = 120
+READY_CONDITION = {
+    "type": "Ready",
+    "status": "True",
+    "reason": "SetByTheTest",
+    "message": "stands in for the KubeRay operator",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+# Labels kustomize-controller adds to every object it applies (its inventory).
+FLUX_LABELS = {
+    "kustomize.toolkit.fluxcd.io/name": "runway-models",
+    "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
+}
+
+
+def until(predicate: Callable[[], dict[str, Any] | None], what: str) -> dict[str, Any]:
+    """Poll a controller-driven state (reconciles are seconds apart, a health check 5 s)."""
+    found = wait_until(predicate, timeout=SYNC_TIMEOUT, interval=0.5, what=what)
+    assert found is not None
+    return found
+
+
+def _unavailable(message: str) -> None:
+    """Without Go the tier cannot be built: skipped by hand, a failure in CI. With Go it must
+    have been built (`make test` runs `make cluster` first): a failure."""
+    if shutil.which("go") is None and os.environ.get("CI", "").lower() != "true":
+        pytest.skip(message)
+    pytest.fail(message, pytrace=False)
+
+
+def overlay(directory: Path, url: str) -> Path:
+    """A kustomize overlay of the shipped kustomize/flux that changes only what this test needs."""
+    directory.mkdir(parents=True)
+    shipped = os.path.relpath(ROOT / "kustomize" / "flux", directory)
+    healthchecks = [
+        {"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeployment", "name": "llama-70b"},
+        {"apiVersion": "ray.io/v1", "kind": "RayService", "name": "llama-70b"},
+    ]
+    patch = [
+        {"op": "replace", "path": "/spec/wait", "value": False},
+        {"op": "replace", "path": "/spec/timeout", "value": "20s"},
+        {
+            "op": "add",
+            "path": "/spec/healthChecks",
+            "value": [{**h, "namespace": NAMESPACE} for h in healthchecks],
+        },
+    ]
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [shipped],
+        "patches": [
+            {
+                "target": {"kind": "GitRepository", "name": "runway-gitops"},
+                "patch": json.dumps([{"op": "replace", "path": "/spec/url", "value": url}]),
+            },
+            {
+                "target": {"kind": "Kustomization", "name": "runway-models"},
+                "patch": json.dumps(patch),
+            },
+        ],
+    }
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    return directory
+
+
+def write_sources(directory: Path, names: tuple[str, ...] = SOURCES) -> Path:
+    """The examples, moved to NAMESPACE, plus one ExternalModelProvider."""
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    for name in names:
+        doc = yaml.safe_load((EXAMPLES / name).read_text())
+        doc["metadata"]["namespace"] = NAMESPACE
+        (directory / name).write_text(dump(doc))
+    (directory / "emp.yaml").write_text(dump(external_model_provider("openai", NAMESPACE)))
+    return directory
+
+
+@dataclass
+class GitOps:
+    cluster: Cluster
+    flux: Flux
+    git: GitServer
+    url: str
+    work: Path
+
+    @property
+    def repo(self) -> Path:
+        return self.work / "repo"
+
+    @property
+    def rendered(self) -> Path:
+        return self.repo / "rendered"
+
+    def push(self, sources: Path) -> str:
+        """`runway render --push`; the revision Flux will report for the pushed head."""
+        done = subprocess.run(
+            [
+                str(RUNWAY),
+                "render",
+                str(sources),
+                "--repo",
+                str(self.repo),
+                "--crds",
+                str(CRDS),
+                "--gateway",
+                "gateways/inference",
+                "--istio",
+                "--push",
+                self.url,
+                "-o",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return f"main@sha1:{self.git.head('gitops')}"
+
+    def get(self, *what: str) -> dict[str, Any]:
+        found: dict[str, Any] = json.loads(
+            self.cluster.kubectl("get", *what, "-o", "json", "--show-managed-fields").stdout
+        )
+        return found
+
+    def kustomization(self) -> dict[str, Any]:
+        return self.get(*KS)
+
+    def request_reconcile(self, *what: str) -> str:
+        token = uuid.uuid4().hex
+        self.cluster.kubectl(
+            "annotate", *what, f"reconcile.fluxcd.io/requestedAt={token}", "--overwrite"
+        )
+        return token
+
+    def ready(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        ready = [c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"]
+        return ready[0] if ready else None
+
+    def synced(self, revision: str) -> dict[str, Any]:
+        """Push has landed: the source has the revision, the Kustomization applied it (Ready)."""
+        self.request_reconcile(*GITREPO)
+
+        def source_has_it() -> bool:
+            self.flux.alive()
+            artifact = self.get(*GITREPO).get("status", {}).get("artifact", {})
+            return bool(artifact.get("revision") == revision)
+
+        wait_until(source_has_it, timeout=SYNC_TIMEOUT, interval=0.5, what=f"source {revision}")
+
+        def applied() -> dict[str, Any] | None:
+            self.flux.alive()
+            self.stand_in_for_kuberay()
+            ks = self.kustomization()
+            condition = self.ready(ks)
+            done = (
+                ks.get("status", {}).get("lastAppliedRevision") == revision
+                and condition is not None
+                and condition["status"] == "True"
+            )
+            return ks if done else None
+
+        return until(applied, f"{revision} applied")
+
+    def stand_in_for_kuberay(self) -> None:
+        """No KubeRay operator runs here: once the RayService exists, the test reports it Ready,
+        as the operator would (the shipped health check expression reads that condition)."""
+        found = self.cluster.kubectl(
+            "get", "rayservice.ray.io/llama-70b", "-n", NAMESPACE, "-o", "json", check=False
+        )
+        if found.returncode != 0 or "conditions" in json.loads(found.stdout).get("status", {}):
+            return
+        set_status(
+            self,
+            "rayservice.ray.io/llama-70b",
+            {"conditions": [READY_CONDITION]},
+        )
+
+    def reconciled(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Force one reconcile of the Kustomization without a Git change; the Kustomization
+        afterwards and the controller's log lines for that reconcile."""
+        start = len(self.flux.log_lines("kustomize-controller"))
+        token = self.request_reconcile(*KS)
+
+        def handled() -> dict[str, Any] | None:
+            self.flux.alive()
+            ks = self.kustomization()
+            return ks if ks.get("status", {}).get("lastHandledReconcileAt") == token else None
+
+        ks = until(handled, "a forced reconcile")
+        return ks, self.flux.log_lines("kustomize-controller")[start:]
+
+    def events(self) -> list[tuple[str, str, int]]:
+        """Events kustomize-controller recorded on the Kustomization: (reason, message, count)."""
+        listed = self.get("events", "-n", "flux-system")["items"]
+        return sorted(
+            (e["reason"], e["message"], e.get("count") or 1)
+            for e in listed
+            if e["involvedObject"]["name"] == "runway-models"
+            and e["involvedObject"]["kind"] == "Kustomization"
+        )
+
+
+def rendered_objects(root: Path) -> list[dict[str, Any]]:
+    return [obj for _, objects in folders(root) for obj in objects]
+
+
+def ref(obj: dict[str, Any]) -> str:
+    """How kustomize-controller names an object in its change set: Kind/namespace/name."""
+    meta = obj["metadata"]
+    return f"{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}".replace("//", "/")
+
+
+def resource(obj: dict[str, Any]) -> str:
+    group = obj["apiVersion"].rpartition("/")[0]
+    return f"{obj['kind'].lower()}.{group}".rstrip(".")
+
+
+def live(gitops: GitOps, obj: dict[str, Any]) -> dict[str, Any]:
+    return gitops.get(f"{resource(obj)}/{obj['metadata']['name']}", "-n", NAMESPACE)
+
+
+def exists(gitops: GitOps, obj: dict[str, Any]) -> bool:
+    done = gitops.cluster.kubectl(
+        "get", f"{resource(obj)}/{obj['metadata']['name']}", "-n", NAMESPACE, check=False
+    )
+    if done.returncode == 0:
+        return True
+    assert "NotFound" in done.stderr, done.stderr
+    return False
+
+
+def fingerprint(gitops: GitOps, objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """resourceVersion and managedFields entries of every object (what a no-op must not move)."""
+    out = {}
+    for obj in objects:
+        meta = live(gitops, obj)["metadata"]
+        out[ref(obj)] = (
+            meta["resourceVersion"],
+            [
+                (m["manager"], m["operation"], m.get("subresource", ""))
+                for m in meta["managedFields"]
+            ],
+        )
+    return out
+
+
+def apply_outputs(lines: list[dict[str, Any]]) -> list[dict[str, str]]:
+    return [line["output"] for line in lines if line.get("msg") == "server-side apply completed"]
+
+
+@pytest.fixture(scope="module")
+def gitops(
+    cluster: Cluster, registered: Webhook, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GitOps]:
+    missing = missing_controllers()
+    if missing:
+        _unavailable(f"Flux tier: {', '.join(missing)} not built; run `make cluster` (needs Go)")
+    work = tmp_path_factory.mktemp("flux")
+    git = start_git_server(work / "git")
+    flux = start_flux(cluster, work)
+    try:
+        url = git.create("gitops")
+        cluster.kubectl("create", "namespace", NAMESPACE, check=False)
+        cluster.kubectl(
+            "label", "namespace", NAMESPACE, "runway.test/webhook=enabled", "--overwrite"
+        )
+        env = GitOps(cluster, flux, git, url, work)
+        env.push(write_sources(work / "sources"))
+        cluster.apply_manifests(
+            cluster.kubectl("kustomize", str(overlay(work / "overlay", url))).stdout
+        )
+        yield env
+        # Deleting the Kustomization makes kustomize-controller prune everything it applied.
+        cluster.kubectl("delete", *KS, "--timeout=60s", check=False)
+    finally:
+        flux.stop()
+        git.stop()
+
+
+@pytest.fixture
+def baseline(gitops: GitOps) -> Iterator[dict[str, Any]]:
+    """Every test starts from the same commit of the rendered examples, synced and healthy."""
+    revision = gitops.push(write_sources(gitops.work / "sources"))
+    yield gitops.synced(revision)
+
+
+def test_push_syncs_every_rendered_object_through_the_webhook_with_zero_drift(
+    gitops: GitOps, baseline: dict[str, Any]
+) -> None:
+    written = rendered_objects(gitops.rendered)
+    inventory = sorted(e["id"] for e in baseline["status"]["inventory"]["entries"])
+    stored = {ref(o): live(gitops, o) for o in written}
+
+    assert len(written) == 18  # 3 ModelDeployments, 5 workload objects, 9 gateway objects, 1 EMP
+    assert len(inventory) == len(written)
+    drift = {
+        name: missing_from(o, stored[ref(o)], "") for name, o in zip(stored, written, strict=True)
+    }
+    assert drift == {name: [] for name in stored}
+    for obj in written:
+        got = stored[ref(obj)]
+        assert got["metadata"].get("labels", {}) == {
+            **obj["metadata"].get("labels", {}),
+            **FLUX_LABELS,
+        }, ref(obj)
+        assert got["metadata"].get("annotations", {}) == obj["metadata"].get("annotations", {})
+        if obj["kind"] == "ModelDeployment":
+            # What the webhook stamped at Flux's apply is exactly what Git holds.
+            assert got["spec"] == obj["spec"], ref(obj)
+        managers = {m["manager"] for m in got["metadata"]["managedFields"]}
+        assert "kustomize-controller" in managers, ref(obj)
+
+
+def test_forced_reconciles_without_a_git_change_are_no_ops(
+    gitops: GitOps, baseline: dict[str, Any]
+) -> None:
+    written = rendered_objects(gitops.rendered)
+    before, events_before = fingerprint(gitops, written), gitops.events()
+    runs = [gitops.reconciled() for _ in range(3)]
+
+    assert [gitops.ready(ks)["status"] for ks, _ in runs] == ["True"] * 3  # type: ignore[index]
+    # kustomize-controller's own account of each run: every object dry-run and left unchanged.
+    outputs = [apply_outputs(lines) for _, lines in runs]
+    assert outputs == [[{ref(o): "unchanged" for o in written}]] * 3
+    assert fingerprint(gitops, written) == before
+    new_events = [e for e in gitops.events() if e not in events_before]
+    # The only events are "Reconciliation finished" notices (they carry a duration): no change set.
+    assert [m for _, m, _ in new_events if not m.startswith("Reconciliation finished in ")] == []
+
+
+def changed_files(repo: Path, older: str, newer: str) -> dict[str, str]:
+    """Files of the rendered tree that changed between two revisions: {path: A|M|D}."""
+    done = subprocess.run(
+        ["git", "-C", str(repo), "diff", "--name-status", older, newer, "--", "rendered"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return {line.split("\t")[1]: line.split("\t")[0] for line in done.stdout.splitlines()}
+
+
+def objects_in(repo: Path, revision: str, path: str) -> list[dict[str, Any]]:
+    text = subprocess.run(
+        ["git", "-C", str(repo), "show", f"{revision}:{path}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
+    return [d for d in yaml.safe_load_all(text) if isinstance(d, dict) and "metadata" in d]
+
+
+def sha(revision: str) -> str:
+    return revision.rpartition(":")[2]
+
+
+def test_one_changed_model_deployment_is_applied_exactly(
+    gitops: GitOps, baseline: dict[str, Any]
+) -> None:
+    written = rendered_objects(gitops.rendered)
+    before = fingerprint(gitops, written)
+    sources = write_sources(gitops.work / "changed")
+    doc = yaml.safe_load((sources / "vllm-direct-explicit.yaml").read_text())
+    doc["spec"]["engine"]["args"]["max-model-len"] = "8192"
+    (sources / "vllm-direct-explicit.yaml").write_text(dump(doc))
+    start = len(gitops.flux.log_lines("kustomize-controller"))
+
+    revision = gitops.push(sources)
+    gitops.synced(revision)
+
+    changed = changed_files(
+        gitops.repo, sha(baseline["status"]["lastAppliedRevision"]), sha(revision)
+    )
+    assert set(changed.values()) == {"M"}
+    expected = {ref(o) for path in changed for o in objects_in(gitops.repo, sha(revision), path)}
+    assert "ModelDeployment/flux-models/phi-direct" in expected
+    lines = gitops.flux.log_lines("kustomize-controller")[start:]
+    (output,) = apply_outputs(lines)
+    assert {k for k, v in output.items() if v != "unchanged"} == expected
+    assert set(output.values()) == {"unchanged", "configured"}
+    now = rendered_objects(gitops.rendered)
+    after = fingerprint(gitops, now)
+    assert {k for k in before if before[k] != after[k]} == expected
+    drift = {ref(o): missing_from(o, live(gitops, o), "") for o in now}
+    assert drift == {name: [] for name in drift}
+    stored = live(
+        gitops, next(o for o in now if ref(o) == "ModelDeployment/flux-models/phi-direct")
+    )
+    assert stored["spec"]["engine"]["args"]["max-model-len"] == "8192"
+
+
+def test_a_removed_model_deployment_is_pruned_and_nothing_else(
+    gitops: GitOps, baseline: dict[str, Any]
+) -> None:
+    written = rendered_objects(gitops.rendered)
+    before = fingerprint(gitops, written)
+    kept = tuple(name for name in SOURCES if name != "llmd-explicit.yaml")
+
+    revision = gitops.push(write_sources(gitops.work / "removed", kept))
+    gitops.synced(revision)
+
+    changed = changed_files(
+        gitops.repo, sha(baseline["status"]["lastAppliedRevision"]), sha(revision)
+    )
+    old = sha(baseline["status"]["lastAppliedRevision"])
+    removed = {
+        ref(o)
+        for path, how in changed.items()
+        if how == "D"
+        for o in objects_in(gitops.repo, old, path)
+    }
+    # Besides the deleted files only the namespace folder's kustomization.yaml (its list) changed.
+    assert {p for p, how in changed.items() if how != "D"} == {
+        f"rendered/{NAMESPACE}/kustomization.yaml"
+    }
+    assert "ModelDeployment/flux-models/mistral-llmd" in removed
+    assert {ref(o) for o in written if not exists(gitops, o)} == removed
+    survivors = [o for o in written if ref(o) not in removed]
+    assert fingerprint(gitops, survivors) == {k: v for k, v in before.items() if k not in removed}
+
+
+def set_status(gitops: GitOps, what: str, status: dict[str, Any]) -> None:
+    gitops.cluster.kubectl(
+        "patch",
+        what,
+        "-n",
+        NAMESPACE,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
+
+
+def test_shipped_health_check_exprs_are_evaluated_by_kustomize_controller(
+    gitops: GitOps, baseline: dict[str, Any]
+) -> None:
+    what = "rayservice.ray.io/llama-70b"
+    not_ready = {**READY_CONDITION, "status": "False"}
+    set_status(gitops, what, {"conditions": [not_ready]})
+    failed, _ = gitops.reconciled()
+    set_status(gitops, what, {"conditions": [READY_CONDITION]})
+    recovered, _ = gitops.reconciled()
+
+    condition = gitops.ready(failed)
+    assert condition is not None
+    assert (condition["status"], condition["reason"]) == ("False", "HealthCheckFailed")
+    # The shipped `current` expression of RayService did not hold for the status the test set.
+    assert f"RayService/{NAMESPACE}/llama-70b status: 'InProgress'" in condition["message"]
+    condition = gitops.ready(recovered)
+    assert condition is not None
+    assert (condition["status"], condition["reason"]) == ("True", "ReconciliationSucceeded")
+
+
+def test_a_commit_the_installed_crd_refuses_fails_in_flux_and_in_runway_apply(
+    gitops: GitOps, baseline: dict[str, Any], tmp_path: Path
+) -> None:
+    (current,) = CRDS.rglob("ray.io_rayservices.yaml")
+    crd = yaml.safe_load(current.read_text())
+    for version in crd["spec"]["versions"]:
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"].pop(
+            "serveConfigV2"
+        )
+    older = tmp_path / "older-rayservice.yaml"
+    older.write_text(yaml.safe_dump(crd))
+    sources = write_sources(gitops.work / "refused")
+    doc = yaml.safe_load((sources / "vllm-multi-gpu.yaml").read_text())
+    doc["spec"]["engine"]["args"]["gpu-memory-utilization"] = "0.90"
+    (sources / "vllm-multi-gpu.yaml").write_text(dump(doc))
+    md = "modeldeployment.airunway.ai/llama-70b"
+    service = next(gitops.rendered.rglob("rayservice-*.yaml"))
+    gitops.cluster.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=runway-tests",
+        "-f",
+        str(older),
+    )
+    wait_until(
+        lambda: refuses_field(gitops.cluster, service, "spec.serveConfigV2"),
+        timeout=30,
+        what="the older schema",
+    )
+    try:
+        revision = gitops.push(sources)
+        gitops.request_reconcile(*GITREPO)
+
+        def failed() -> dict[str, Any] | None:
+            gitops.flux.alive()
+            ks = gitops.kustomization()
+            condition = gitops.ready(ks)
+            attempted = ks.get("status", {}).get("lastAttemptedRevision") == revision
+            return ks if attempted and condition and condition["status"] == "False" else None
+
+        refused = until(failed, "the refusal in Flux")
+        code = main(["apply", str(gitops.rendered), "--kubeconfig", str(gitops.cluster.kubeconfig)])
+        after_apply = gitops.get(md, "-n", NAMESPACE)
+    finally:
+        gitops.cluster.kubectl(
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager=runway-tests",
+            "-f",
+            str(current),
+        )
+        gitops.cluster.wait_established(["rayservices.ray.io"])
+        wait_until(
+            lambda: not refuses_field(gitops.cluster, service, "spec.serveConfigV2"),
+            timeout=30,
+            what="the current schema",
+        )
+    code_after = main(
+        ["apply", str(gitops.rendered), "--kubeconfig", str(gitops.cluster.kubeconfig)]
+    )
+    recovered_md = gitops.get(md, "-n", NAMESPACE)
+    gitops.request_reconcile(*KS)
+    recovered = gitops.synced(revision)
+
+    condition = gitops.ready(refused)
+    assert condition is not None
+    assert refused["status"]["lastAppliedRevision"] == baseline["status"]["lastAppliedRevision"]
+    assert condition["reason"] == "ReconciliationFailed"
+    # The field IncompatibleUpstream names is in Flux's condition message.
+    assert ".spec.serveConfigV2: field not declared in schema" in condition["message"]
+    assert f"RayService/{NAMESPACE}/llama-70b" in condition["message"]
+    assert code == 1
+    assert after_apply["status"]["phase"] == "Failed"
+    assert [(c["type"], c["status"], c["reason"]) for c in after_apply["status"]["conditions"]] == [
+        ("ResourceCreated", "False", "IncompatibleUpstream"),
+        ("Ready", "False", "IncompatibleUpstream"),
+    ]
+    assert "spec.serveConfigV2" in after_apply["status"]["message"]
+    assert code_after == 0
+    assert recovered_md["status"]["phase"] == "Deploying"
+    assert recovered["status"]["lastAppliedRevision"] == revision
