@@ -184,7 +184,8 @@ def add_argument_flags(
         entry = _entry(node, kwargs_class, fields or {})
         for flag in names:
             flags[flag] = {k: v for k, v in entry.items() if k != "negatable"}
-            if entry.get("negatable"):
+            # argparse's BooleanOptionalAction adds --no-x for long options only (not for -i)
+            if entry.get("negatable") and flag.startswith("--"):
                 flags["--no-" + flag[2:]] = {"value": "none", "type": "bool"}
     return flags
 
