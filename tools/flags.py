@@ -11,6 +11,9 @@ read of the argument definitions with `ast` (nothing is imported, so no torch an
                  (ServerArgs.add_cli_args)
   dynamo-trtllm  ai-dynamo (dynamo.trtllm's groups): TRT-LLM itself takes no CLI there, its
                  engine options go through --extra-engine-args / --trtllm.* (recorded as a prefix)
+  dynamo-mocker  ai-dynamo (dynamo/mocker/args.py parse_args): the mocker test backend's workers
+  dynamo-frontend  ai-dynamo (dynamo.frontend's FrontendArgGroup with the KV router and AIC perf
+                 groups it adds): the frontend sidecar Runway gives each worker behind a gateway
 Run with the project's Python: `python -m tools.flags [--out providers/flags] [--cache DIR]`.
 """
 
@@ -184,7 +187,8 @@ def add_argument_flags(
         entry = _entry(node, kwargs_class, fields or {})
         for flag in names:
             flags[flag] = {k: v for k, v in entry.items() if k != "negatable"}
-            if entry.get("negatable"):
+            # argparse's BooleanOptionalAction adds --no-x for long options only (not for -i)
+            if entry.get("negatable") and flag.startswith("--"):
                 flags["--no-" + flag[2:]] = {"value": "none", "type": "bool"}
     return flags
 
@@ -259,6 +263,28 @@ def dynamo_flags(wheel: Path, engine: str) -> tuple[dict[str, dict[str, str]], l
         "dynamo/common/configuration/groups/runtime_args.py",
         f"dynamo/{engine}/backend_args.py",
     ]
+    flags: dict[str, dict[str, str]] = {}
+    for member in files:
+        flags.update(add_argument_flags(read(wheel, member)))
+    return flags, files
+
+
+# The Dynamo entry points that are not an engine backend: module -> the files defining its parser.
+DYNAMO_TOOLS = {
+    "mocker": ["dynamo/mocker/args.py"],
+    "frontend": [
+        "dynamo/frontend/frontend_args.py",
+        "dynamo/common/configuration/groups/kv_router_args.py",
+        "dynamo/common/configuration/groups/aic_perf_args.py",
+    ],
+}
+# The image Runway runs each of them in with flags: the mocker's workers run in the planner
+# image; the frontend sidecar (python3 -m dynamo.frontend) in the vLLM runtime image.
+TOOL_IMAGES = {"mocker": "dynamo-planner", "frontend": "vllm-runtime"}
+
+
+def dynamo_tool_flags(wheel: Path, module: str) -> tuple[dict[str, dict[str, str]], list[str]]:
+    files = DYNAMO_TOOLS[module]
     flags: dict[str, dict[str, str]] = {}
     for member in files:
         flags.update(add_argument_flags(read(wheel, member)))
@@ -343,6 +369,16 @@ def build(work: Path) -> dict[str, dict[str, Any]]:
             image=f"nvcr.io/nvidia/ai-dynamo/{RUNTIMES[engine]}:{dynamo_version}",
             vllm_parser=engine == "vllm",
             prefixes=("--trtllm.",) if engine == "trtllm" else (),
+        )
+    for module in DYNAMO_TOOLS:
+        flags, sources = dynamo_tool_flags(dynamo, module)
+        out[f"dynamo-{module}"] = catalog(
+            f"dynamo.{module}",
+            dynamo_version,
+            f"pip download --no-deps ai-dynamo=={dynamo_version}; static ast read",
+            [f"ai-dynamo=={dynamo_version}:{s}" for s in sources],
+            flags,
+            image=f"nvcr.io/nvidia/ai-dynamo/{TOOL_IMAGES[module]}:{dynamo_version}",
         )
     return out
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from providers.admission import admit
-from providers.flags import catalog_name, unknown_flags
+from providers.flags import unknown_flags
 from providers.gateway import GatewayTarget
 from providers.invariants import check_invariants
 from providers.model import ModelDeployment
@@ -23,7 +23,7 @@ from renderer.schemapack import load_pack
 from renderer.sources import bundled_flag_catalogs, bundled_versions
 from renderer.strict import Schemas
 from tests.support.builders import shipped_registry
-from tests.support.matrix import cases, engine_args
+from tests.support.matrix import cases, engine_args, launched_catalogs
 
 PINS = bundled_versions()
 CATALOGS = bundled_flag_catalogs()
@@ -42,7 +42,9 @@ CASES = cases(SHIPPED)
 
 def test_the_matrix_covers_every_declared_combination() -> None:
     ids = [ident for ident, _ in CASES]
-    assert len(ids) == len(set(ids)) == 52  # what the shipped configs declare (2x2 per engine mode)
+    # what the shipped configs declare (2x2 per engine mode), and the two Dynamo mocker cases
+    assert len(ids) == len(set(ids)) == 54
+    assert ids[-2:] == ["dynamo-vllm-aggregated-mocker", "dynamo-vllm-disaggregated-mocker"]
     providers = {ident.split("-", 1)[0] for ident in ids}
     assert providers == {"dynamo", "kaito", "kuberay", "llmd", "vllm"}
     assert {i for i in ids if "disaggregated" in i and "gw" in i and "pvc" in i} >= {
@@ -72,6 +74,12 @@ def test_every_admitted_case_renders_strictly_and_fits_together(
     ]
     md = ModelDeployment(yaml.safe_load(result.files[HYDRATED_FILE]))
     assert check_invariants(md, objects) == []
-    for name, args in engine_args(objects):
-        assert name == catalog_name(md.provider_name, md.engine_type)
+    launched = engine_args(objects)
+    if md.is_dynamo_mocker:  # every worker runs the mocker, and nothing else takes flags
+        (graph,) = [o for o in objects if o["kind"] == "DynamoGraphDeployment"]
+        services = graph["spec"]["services"].values()
+        workers = [s for s in services if s["componentType"] == "worker"]
+        assert [name for name, _ in launched] == ["dynamo-mocker"] * len(workers)
+    for name, args in launched:
+        assert name in launched_catalogs(md)
         assert unknown_flags(args, CATALOGS[name]) == []

@@ -1,13 +1,17 @@
 """The render matrix: every provider x engine x serving mode x GPU/CPU x gateway on/off x
-storage on/off that the shipped provider configs declare, as ModelDeployments."""
+storage on/off that the shipped provider configs declare, as ModelDeployments, and the Dynamo
+mocker test backend (an annotation, not a declared engine) aggregated and disaggregated."""
 
 from __future__ import annotations
 
 import itertools
 from typing import Any
 
+from providers.flags import catalog_name
+from providers.model import ModelDeployment
 from providers.registry import ProviderRegistry
 
+MOCKER = {"airunway.ai/dynamo-test-backend": "mocker"}
 STORAGE = [
     {"name": "cache", "purpose": "modelCache", "size": "50Gi"},
     {"name": "data", "claimName": "existing-data", "mountPath": "/data"},
@@ -31,7 +35,27 @@ def cases(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
                 out.append(
                     (ident, _deployment(config.name, engine, mode, device, gateway, storage))
                 )
+    if "dynamo" in registry.configs:
+        out += [
+            ("dynamo-vllm-aggregated-mocker", _mocker("aggregated")),
+            ("dynamo-vllm-disaggregated-mocker", _mocker("disaggregated")),
+        ]
     return out
+
+
+def _mocker(mode: str) -> dict[str, Any]:
+    """AI Runway's mocker deployment: no engine (admission chooses vllm) and no GPUs; the
+    disaggregated one with a storage volume, so its workers mount a claim."""
+    obj = _deployment("dynamo", "vllm", mode, "cpu", False, mode == "disaggregated")
+    obj["metadata"]["name"] = f"dynamo-mocker-{mode[:3]}"
+    obj["metadata"]["annotations"] = dict(MOCKER)
+    spec = obj["spec"]
+    del spec["engine"]
+    if mode == "disaggregated":
+        spec["scaling"] = {"prefill": {"replicas": 1}, "decode": {"replicas": 2}}
+    else:
+        del spec["resources"]
+    return obj
 
 
 def _deployment(
@@ -68,9 +92,11 @@ def _deployment(
 
 
 def engine_args(objects: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
-    """(catalog name, launch args) of every engine container among rendered objects: the vLLM
-    server of llm-d and Direct vLLM Deployments, and each Dynamo worker by the module it runs
-    (`python3 -m dynamo.sglang` -> dynamo-sglang)."""
+    """(catalog name, launch args) of every container among rendered objects that Runway starts
+    with flags: the vLLM server of llm-d and Direct vLLM Deployments, and in a Dynamo graph each
+    `python3 -m dynamo.<module> ...` by its module (`dynamo.sglang` -> dynamo-sglang): the
+    workers (the engine's, or dynamo.mocker's), the frontend sidecars and any Frontend given
+    arguments. A Frontend without arguments runs the operator's default command."""
     out = []
     for obj in objects:
         if obj["kind"] == "Deployment":
@@ -78,8 +104,25 @@ def engine_args(objects: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
             out += [("vllm", c["args"]) for c in containers if c["name"] == "vllm"]
         elif obj["kind"] == "DynamoGraphDeployment":
             for service in obj["spec"]["services"].values():
-                if service["componentType"] == "worker":
-                    main = service["extraPodSpec"]["mainContainer"]
-                    module = main["command"][-1]
-                    out.append((module.replace(".", "-"), main["args"]))
+                main = service.get("extraPodSpec", {}).get("mainContainer", {})
+                for container in (main, service.get("frontendSidecar") or {}):
+                    argv = [*container.get("command", ()), *container.get("args", ())]
+                    if argv:
+                        out.append(_module_args(argv))
     return out
+
+
+def _module_args(argv: list[str]) -> tuple[str, list[str]]:
+    """`python3 -m dynamo.vllm --model x` (command and args joined) -> (dynamo-vllm, [--model x])."""
+    at = argv.index("-m")
+    return argv[at + 1].replace(".", "-"), argv[at + 2 :]
+
+
+def launched_catalogs(md: ModelDeployment) -> set[str]:
+    """The catalogs of the entry points `md`'s rendered pods may start with flags: its engine's
+    (the mocker's for the Dynamo test backend) and, on Dynamo, the frontend's."""
+    if md.is_dynamo_mocker:
+        return {"dynamo-mocker", "dynamo-frontend"}
+    engine = catalog_name(md.provider_name, md.engine_type)
+    extra = {"dynamo-frontend"} if md.provider_name == "dynamo" else set()
+    return ({engine} if engine else set()) | extra

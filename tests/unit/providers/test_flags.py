@@ -8,10 +8,12 @@ import pytest
 
 from providers.admission import admit
 from providers.errors import Reason
-from providers.flags import OWNED, FlagCatalog, catalog_name
-from providers.registry import ProviderRegistry
+from providers.flags import OWNED, Flag, FlagCatalog, catalog_name
+from providers.model import ModelDeployment
+from providers.registry import MODULES, ProviderRegistry
 from renderer.sources import bundled_config_objects, bundled_flag_catalogs, bundled_versions
 from tests.support.builders import model_deployment
+from tools.flags import add_argument_flags
 
 PINS = bundled_versions()
 CATALOGS = bundled_flag_catalogs()
@@ -27,7 +29,14 @@ def verdict(obj: dict[str, Any], registry: ProviderRegistry) -> tuple[list[Any],
 
 
 def test_catalogs_record_the_pinned_versions_sources_and_images() -> None:
-    assert sorted(CATALOGS) == ["dynamo-sglang", "dynamo-trtllm", "dynamo-vllm", "vllm"]
+    assert sorted(CATALOGS) == [
+        "dynamo-frontend",
+        "dynamo-mocker",
+        "dynamo-sglang",
+        "dynamo-trtllm",
+        "dynamo-vllm",
+        "vllm",
+    ]
     vllm = CATALOGS["vllm"]
     assert (vllm.engine, vllm.version, vllm.image) == (
         "vllm",
@@ -48,6 +57,36 @@ def test_catalogs_record_the_pinned_versions_sources_and_images() -> None:
         assert catalog.sources[0] == (
             f"ai-dynamo=={PINS.dynamo}:dynamo/common/configuration/groups/runtime_args.py"
         )
+
+
+def test_the_mocker_and_frontend_catalogs_come_from_their_own_parsers() -> None:
+    mocker, frontend = CATALOGS["dynamo-mocker"], CATALOGS["dynamo-frontend"]
+    assert (mocker.engine, mocker.version, mocker.image, mocker.sources) == (
+        "dynamo.mocker",
+        PINS.dynamo,
+        f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{PINS.dynamo}",
+        (f"ai-dynamo=={PINS.dynamo}:dynamo/mocker/args.py",),
+    )
+    assert (frontend.engine, frontend.version, frontend.image, frontend.sources) == (
+        "dynamo.frontend",
+        PINS.dynamo,
+        f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{PINS.dynamo}",
+        (
+            f"ai-dynamo=={PINS.dynamo}:dynamo/frontend/frontend_args.py",
+            f"ai-dynamo=={PINS.dynamo}:dynamo/common/configuration/groups/kv_router_args.py",
+            f"ai-dynamo=={PINS.dynamo}:dynamo/common/configuration/groups/aic_perf_args.py",
+        ),
+    )
+    # the mocker's parser spells the KV cache size as vLLM does, and has no vLLM engine flags
+    assert mocker.flags["--num-gpu-blocks-override"] == Flag(
+        "--num-gpu-blocks-override", "required", "int"
+    )
+    assert mocker.flags["--speedup-ratio"].type == "float"
+    assert not mocker.knows("--served-model-name") and not mocker.knows("--model")
+    assert frontend.knows("--router-mode") and not frontend.knows("--router_mode")
+    # argparse's BooleanOptionalAction negates long options only: --no-interactive, never --no-
+    assert frontend.knows("-i") and frontend.knows("--no-interactive")
+    assert not frontend.knows("--no-")
 
 
 def test_catalog_knows_switches_values_and_parser_spellings() -> None:
@@ -271,3 +310,52 @@ def test_a_registry_without_catalogs_checks_no_flags() -> None:
     obj = model_deployment(gpu=1, provider="vllm", engine={"type": "vllm", "extraArgs": ["--nope"]})
 
     assert verdict(obj, registry) == ([], ())
+
+
+def test_the_mocker_takes_no_user_flags_and_admission_checks_them_as_dynamo_vllm(
+    shipped: ProviderRegistry,
+) -> None:
+    mocker = {"airunway.ai/dynamo-test-backend": "mocker"}
+    used = model_deployment(
+        provider="dynamo",
+        engine={"type": "vllm", "args": {"max-num-seqs": "8"}},
+        annotations=mocker,
+    )
+    admission = admit(used, registry=shipped)
+    assert admission.errors == ()
+    (graph, *_) = MODULES["dynamo"].render(ModelDeployment(admission.obj), PINS)
+    worker = graph["spec"]["services"]["VllmWorker"]["extraPodSpec"]["mainContainer"]
+    assert worker["args"] == [
+        "--model-path", "org/model", "--model-name", "org/model", "--speedup-ratio", "1000.0",
+        "--num-gpu-blocks-override", "4096", "--block-size", "16", "--max-num-seqs", "64",
+    ]  # fmt: skip
+    # a mocker flag is not a flag of the engine the mocker stands in for
+    refused = model_deployment(
+        provider="dynamo",
+        engine={"type": "vllm", "args": {"speedup-ratio": "2"}},
+        annotations=mocker,
+    )
+    assert verdict(refused, shipped)[0] == [
+        (
+            "spec.engine.args[speedup-ratio]",
+            Reason.INVALID,
+            "--speedup-ratio is not a flag of dynamo.vllm 1.1.1 (vllm 0.19.0)",
+        )
+    ]
+
+
+def test_make_flags_negates_long_options_only() -> None:
+    text = (
+        "p.add_argument('-i', '--interactive', action=argparse.BooleanOptionalAction)\n"
+        "p.add_argument('--enable-expert-parallel', '-ep', action=argparse.BooleanOptionalAction)\n"
+    )
+    switch = {"value": "none", "type": "bool"}
+
+    assert add_argument_flags(text) == {
+        "-i": switch,
+        "--interactive": switch,
+        "--no-interactive": switch,
+        "--enable-expert-parallel": switch,
+        "--no-enable-expert-parallel": switch,
+        "-ep": switch,
+    }

@@ -20,7 +20,7 @@ from providers.registry import MODULES, ProviderRegistry
 from renderer.sources import bundled_flag_catalogs, bundled_versions
 from tests.conftest import EXAMPLES
 from tests.support.builders import disaggregated, model_deployment
-from tests.support.matrix import cases, engine_args
+from tests.support.matrix import cases, engine_args, launched_catalogs
 
 PINS = bundled_versions()
 CATALOGS = bundled_flag_catalogs()
@@ -323,13 +323,17 @@ def test_examples_use_only_catalogued_flags(shipped: ProviderRegistry) -> None:
     for path in sorted(EXAMPLES.glob("*.yaml")):
         if path.name.startswith("rejected-"):
             continue
-        _, objects = render(yaml.safe_load(path.read_text()), shipped)
+        md, objects = render(yaml.safe_load(path.read_text()), shipped)
         for name, args in engine_args(objects):
-            if name in CATALOGS:
-                assert unknown_flags(args, CATALOGS[name]) == [], path.name
-                checked.append(path.name)
-    assert "vllm-direct-explicit.yaml" in checked
-    assert "sglang.yaml" in checked
+            assert name in launched_catalogs(md), path.name
+            assert unknown_flags(args, CATALOGS[name]) == [], path.name
+            checked.append((path.name, name))
+    assert {
+        ("vllm-direct-explicit.yaml", "vllm"),
+        ("sglang.yaml", "dynamo-sglang"),
+        ("dynamo-mocker.yaml", "dynamo-mocker"),
+    } <= set(checked)
+    assert [n for p, n in checked if p == "dynamo-mocker.yaml"] == ["dynamo-mocker"]
 
 
 # --- the invariants catch what breaks them ---------------------------------------------------
@@ -435,11 +439,21 @@ def test_invariant_dynamo_mounts_must_be_listed_in_pvcs(shipped: ProviderRegistr
 
 
 def test_every_flag_runway_emits_is_catalogued_across_the_matrix(shipped: ProviderRegistry) -> None:
-    checked = 0
+    checked: dict[str, int] = {}
     for ident, obj in cases(shipped):
         md, objects = render(obj, shipped)
         for name, args in engine_args(objects):
-            assert name == catalog_name(md.provider_name, md.engine_type), ident
+            assert name in launched_catalogs(md), ident
             assert unknown_flags(args, CATALOGS[name]) == [], ident
-            checked += 1
-    assert checked == 44  # engine containers in the 32 matrix cases whose engine has a catalog
+            checked[name] = checked.get(name, 0) + 1
+    # containers started with flags, by entry point, across the 34 matrix cases that have any:
+    # the old 44 engine containers, the 3 mocker workers (aggregated; prefill and decode) and
+    # the frontend sidecar of each Dynamo worker service behind a gateway
+    assert checked == {
+        "vllm": 16,
+        "dynamo-vllm": 12,
+        "dynamo-sglang": 12,
+        "dynamo-trtllm": 4,
+        "dynamo-mocker": 3,
+        "dynamo-frontend": 14,
+    }
