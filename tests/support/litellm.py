@@ -96,7 +96,9 @@ def require_litellm() -> Path:
     """The LiteLLM interpreter; in CI its absence fails the test, by hand it skips loudly."""
     path = litellm_python()
     if path is None:
-        message = f"LiteLLM tier: {LITELLM_PYTHON} missing; run `make test` (it creates .venv-litellm)"
+        message = (
+            f"LiteLLM tier: {LITELLM_PYTHON} missing; run `make test` (it creates .venv-litellm)"
+        )
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message, pytrace=False)
         warnings.warn(message, stacklevel=2)
