@@ -78,7 +78,11 @@ def _parse(value: object) -> Decimal | None:
         if len(digits) > 6:
             return _HUGE if not exponent.startswith("-") and base else Decimal(0)
         with localcontext(_WIDE):
-            return base.scaleb(int(exponent))
+            value = base.scaleb(int(exponent))
+        # Outside the wide context, even abs() of a value beyond Emax raises Overflow.
+        if value.adjusted() > 40:
+            return _HUGE
+        return value if value.adjusted() > -40 else Decimal(0)
     scale = _SUFFIXES.get(suffix)
     return None if scale is None else base * scale
 

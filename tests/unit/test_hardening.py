@@ -121,10 +121,22 @@ def test_any_request_gets_an_admission_review_with_its_uid(
             "out of range: a quantity must be at most 2^63-1 (9223372036854775807) in magnitude",
         ),
         ("1e1.5", "not a valid resource quantity (such as 4, 500m, 32Gi)"),
+        (
+            "123456789e999999",
+            "out of range: a quantity must be at most 2^63-1 (9223372036854775807) in magnitude",
+        ),
         ("4Ti", None),
         ("1e-1000000", None),
     ],
-    ids=["big-exponent", "5000-digit-exponent", "past-int64", "fractional-exponent", "4Ti", "tiny"],
+    ids=[
+        "big-exponent",
+        "5000-digit-exponent",
+        "past-int64",
+        "fractional-exponent",
+        "past-emax",
+        "4Ti",
+        "tiny",
+    ],
 )
 def test_quantity_problems_are_named_never_raised(value: str, problem: str | None) -> None:
     assert quantity_problem(value) == problem
