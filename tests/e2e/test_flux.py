@@ -11,6 +11,7 @@ namespace so that Flux's inventory never meets another test's objects.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -26,8 +27,8 @@ import yaml
 
 from cli.main import main
 from renderer.apply import folders
+from renderer.schemapack import load_pack
 from renderer.yamlio import dump
-from tests.cluster.build import cache_dir
 from tests.conftest import EXAMPLES, ROOT
 from tests.e2e.conftest import RUNWAY
 from tests.e2e.test_gitops import refuses_field
@@ -41,7 +42,6 @@ from tests.support.webhook import Webhook
 
 NAMESPACE = "flux-models"
 SOURCES = ("vllm-multi-gpu.yaml", "llmd-explicit.yaml", "vllm-direct-explicit.yaml")
-CRDS = cache_dir(dict(os.environ)) / "crds"
 KS = ("kustomization.kustomize.toolkit.fluxcd.io/runway-models", "-n", "flux-system")
 GITREPO = ("gitrepository.source.toolkit.fluxcd.io/runway-gitops", "-n", "flux-system")
 SYNC_TIMEOUT = 120
@@ -148,8 +148,6 @@ class GitOps:
                 str(sources),
                 "--repo",
                 str(self.repo),
-                "--crds",
-                str(CRDS),
                 "--gateway",
                 "gateways/inference",
                 "--istio",
@@ -412,7 +410,7 @@ def test_one_changed_model_deployment_is_applied_exactly(
     before = fingerprint(gitops, written)
     sources = write_sources(gitops.work / "changed")
     doc = yaml.safe_load((sources / "vllm-direct-explicit.yaml").read_text())
-    doc["spec"]["engine"]["args"]["max-model-len"] = "8192"
+    doc["spec"]["engine"]["args"]["max-num-seqs"] = "32"
     (sources / "vllm-direct-explicit.yaml").write_text(dump(doc))
     start = len(gitops.flux.log_lines("kustomize-controller"))
 
@@ -437,7 +435,7 @@ def test_one_changed_model_deployment_is_applied_exactly(
     stored = live(
         gitops, next(o for o in now if ref(o) == "ModelDeployment/flux-models/phi-direct")
     )
-    assert stored["spec"]["engine"]["args"]["max-model-len"] == "8192"
+    assert stored["spec"]["engine"]["args"]["max-num-seqs"] == "32"
 
 
 def test_a_removed_model_deployment_is_pruned_and_nothing_else(
@@ -506,8 +504,10 @@ def test_shipped_health_check_exprs_are_evaluated_by_kustomize_controller(
 def test_a_commit_the_installed_crd_refuses_fails_in_flux_and_in_runway_apply(
     gitops: GitOps, baseline: dict[str, Any], tmp_path: Path
 ) -> None:
-    (current,) = CRDS.rglob("ray.io_rayservices.yaml")
-    crd = yaml.safe_load(current.read_text())
+    (entry,) = [e for e in load_pack() if e.file == "rayservices.ray.io.json"]
+    current = tmp_path / "current-rayservice.yaml"  # the schema the cluster serves: the pack's
+    current.write_text(yaml.safe_dump(dict(entry.crd)))
+    crd = copy.deepcopy(dict(entry.crd))
     for version in crd["spec"]["versions"]:
         version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"].pop(
             "serveConfigV2"
