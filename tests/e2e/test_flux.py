@@ -320,6 +320,9 @@ def gitops(
         yield env
         # Deleting the Kustomization makes kustomize-controller prune everything it applied.
         cluster.kubectl("delete", *KS, "--timeout=60s", check=False)
+        # The entry point's objects leave with the tier: later tests apply kustomize/flux again
+        # (a dry run under another field manager would conflict with this overlay's URL).
+        cluster.kubectl("delete", *GITREPO, "--timeout=60s", check=False)
     finally:
         flux.stop()
         git.stop()
