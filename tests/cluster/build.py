@@ -157,23 +157,27 @@ def stamp_of(binary: Binary, go: str) -> str:
 
 def build_binaries(cache: Path) -> None:
     go = go_version()
-    bin_dir = cache / "bin"
-    bin_dir.mkdir(parents=True, exist_ok=True)
     for binary in BINARIES:
-        target, stamp_file = bin_dir / binary.name, bin_dir / f"{binary.name}.stamp"
-        stamp = stamp_of(binary, go)
-        if target.exists() and stamp_file.exists() and stamp_file.read_text() == stamp:
-            say(f"{binary.name}: up to date")
-            continue
-        say(f"{binary.name}: building with {go} (the first build of kube-apiserver takes minutes)")
-        partial = bin_dir / f".{binary.name}.partial"
-        run_with_heartbeat(
-            ["go", "build", "-trimpath", "-o", str(partial), binary.package],
-            cwd=binary.module_dir,
-            what=f"go build {binary.name}",
-        )
-        partial.replace(target)
-        stamp_file.write_text(stamp)
+        build_binary(binary, cache / "bin", go)
+
+
+def build_binary(binary: Binary, bin_dir: Path, go: str) -> None:
+    """`go build` one binary into bin_dir, unless its stamp says it is up to date."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    target, stamp_file = bin_dir / binary.name, bin_dir / f"{binary.name}.stamp"
+    stamp = stamp_of(binary, go)
+    if target.exists() and stamp_file.exists() and stamp_file.read_text() == stamp:
+        say(f"{binary.name}: up to date")
+        return
+    say(f"{binary.name}: building with {go} (the first build takes minutes)")
+    partial = bin_dir / f".{binary.name}.partial"
+    run_with_heartbeat(
+        ["go", "build", "-trimpath", "-o", str(partial), binary.package],
+        cwd=binary.module_dir,
+        what=f"go build {binary.name}",
+    )
+    partial.replace(target)
+    stamp_file.write_text(stamp)
 
 
 def module_dir(module: str, version: str) -> Path:

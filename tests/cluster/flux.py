@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 from providers.versions import Versions
-from tests.cluster.build import HERE, Binary, module_dir, run_with_heartbeat, say, stamp_of
+from tests.cluster.build import HERE, Binary, build_binary, module_dir, say
 
 SOURCE = Binary("source-controller", HERE / "flux-source", "github.com/fluxcd/source-controller")
 KUSTOMIZE = Binary(
@@ -43,7 +43,6 @@ def required_version(binary: Binary) -> str:
 def build(cache: Path, versions: Versions, go: str) -> None:
     pins = versions.as_env()
     bin_dir = cache / "bin"
-    bin_dir.mkdir(parents=True, exist_ok=True)
     for binary, pin in PINS.items():
         version = required_version(binary)
         if version != pins[pin]:
@@ -51,20 +50,7 @@ def build(cache: Path, versions: Versions, go: str) -> None:
                 f"[cluster] {binary.module_dir.name}/go.mod requires {binary.package} {version} "
                 f"but {pin}={pins[pin]}: run `go get {binary.package}@{pins[pin]}` there"
             )
-        target, stamp_file = bin_dir / binary.name, bin_dir / f"{binary.name}.stamp"
-        stamp = stamp_of(binary, go)
-        if not (target.exists() and stamp_file.exists() and stamp_file.read_text() == stamp):
-            say(f"{binary.name} {version}: building with {go} (minutes the first time)")
-            partial = bin_dir / f".{binary.name}.partial"
-            run_with_heartbeat(
-                ["go", "build", "-trimpath", "-o", str(partial), binary.package],
-                cwd=binary.module_dir,
-                what=f"go build {binary.name}",
-            )
-            partial.replace(target)
-            stamp_file.write_text(stamp)
-        else:
-            say(f"{binary.name} {version}: up to date")
+        build_binary(binary, bin_dir, go)
     dest = crds_dir(cache)
     marker = dest / ".complete"
     wanted = "".join(f"{b.package}@{pins[p]}\n" for b, p in PINS.items())
