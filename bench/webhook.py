@@ -28,12 +28,11 @@ from typing import Any
 
 import yaml
 from flask import Flask, Response, jsonify, request
-from gunicorn.app.base import BaseApplication
 
 from tests.support.cluster import free_port
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook, issue_certs, review, start_webhook
-from webhook.gunicorn_options import gunicorn_options
+from webhook.server import WebhookServer
 from webhook.settings import Settings
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "vllm-1gpu.yaml"
@@ -62,14 +61,8 @@ def echo_app() -> Flask:
     return app
 
 
-class EchoServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no type hints
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        super().__init__()
-
-    def load_config(self) -> None:
-        for key, value in gunicorn_options(self.settings).items():
-            self.cfg.set(key, value)
+class EchoServer(WebhookServer):
+    """The webhook's own server and gunicorn options, serving the floor app instead."""
 
     def load(self) -> Flask:
         return echo_app()

@@ -104,13 +104,7 @@ class Cluster:
 
     def stop(self) -> None:
         for proc in reversed(self.processes):  # apiserver first, then etcd
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
+            terminate(proc, timeout=20)
         for log in self.logs:
             log.close()
 
@@ -307,3 +301,15 @@ def install_crds(cluster: Cluster) -> None:
     for text in texts:
         cluster.apply_manifests(text)
     cluster.wait_established(names)
+
+
+def terminate(proc: subprocess.Popen[Any], *, timeout: float = 30) -> int:
+    """SIGTERM (as Kubernetes stops a pod), SIGKILL after `timeout` seconds; the exit status."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    return int(proc.returncode)

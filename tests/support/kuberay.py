@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import IO
 
 from providers.versions import Versions
 from tests.cluster.build import module_dir
-from tests.support.cluster import Cluster, _get, binaries_dir, free_port
+from tests.support.cluster import Cluster, _get, binaries_dir, free_port, terminate
 from tests.support.wait import wait_until
 
 BINARY = "kuberay-operator"
@@ -45,16 +44,10 @@ class Operator:
         return self.log_path.read_text(errors="replace")[-limit:]
 
     def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        code = terminate(self.process)
         for log in self.logs:
             log.close()
-        return int(self.process.returncode)
+        return code
 
 
 def operator_binary() -> Path:

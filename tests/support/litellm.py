@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import urllib.error
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.cluster import free_port
+from tests.support.cluster import free_port, terminate
 from tests.support.wait import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,14 +67,7 @@ class Proxy:
         )
 
     def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-        return int(self.process.returncode)
+        return terminate(self.process)
 
 
 def _alive(url: str) -> bool:

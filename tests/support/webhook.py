@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import http.client
 import json
-import signal
 import ssl
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from certs.bundle import Identity, issue_bundle
-from tests.support.cluster import free_port
+from tests.support.cluster import free_port, terminate
 from tests.support.wait import wait_until
 
 TIMEOUT = 10
@@ -93,14 +92,7 @@ class Webhook:
 
     def stop(self) -> int:
         """SIGTERM, as Kubernetes stops a pod; the exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        return int(self.proc.returncode)
+        return terminate(self.proc)
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")
