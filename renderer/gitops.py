@@ -18,7 +18,7 @@ import os
 import shutil
 import subprocess
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +29,9 @@ DETAIL_LIMIT = 200  # a commit message lists files up to this many, then counts 
 MARKER = "runway-render.pid"
 log = logging.getLogger(__name__)
 IDENTITY = ("-c", "user.name=runway", "-c", "user.email=runway@localhost")
+# A file's inode, size, mtime and ctime (ns): rewriting or editing a file changes at least one of
+# them (ctime cannot be set back by hand), as git's index relies on.
+Stat = tuple[int, int, int, int]
 
 
 class GitError(RunwayError):
@@ -146,23 +149,35 @@ class Repo:
 
     def read_files(self, subdir: str) -> dict[str, str]:
         """The current rendered tree: path relative to `subdir` -> text, in path order."""
+        return dict(self.scan(subdir).items())
+
+    def scan(self, subdir: str) -> DiskTree:
+        """The current rendered tree, its texts read only when asked for."""
         root = self.work / subdir
-        out: dict[str, str] = {}
+        stats: dict[str, Stat] = {}
         if root.is_dir():
-            _read_into(str(root), "", out)
-        return dict(sorted(out.items()))
+            _scan_into(str(root), "", stats)
+        return DiskTree(root, dict(sorted(stats.items())))
 
     def write_tree(
-        self, subdir: str, files: Mapping[str, str], current: Mapping[str, str]
+        self,
+        subdir: str,
+        files: Mapping[str, str],
+        current: Mapping[str, str],
+        unchanged: Set[str] = frozenset(),
     ) -> list[str]:
         """Make `subdir` hold exactly `files`, touching only files whose bytes change (each
-        replaced atomically by a rename). `current` is what `subdir` holds now. Returns the
+        replaced atomically by a rename). `current` is what `subdir` holds now; paths in
+        `unchanged` are known to hold their text already (neither side is read). Returns the
         paths written or removed."""
         root = self.work / subdir
         scratch = self._scratch
         scratch.mkdir(exist_ok=True)
         touched = []
-        for relative, text in files.items():
+        for relative in files:
+            if relative in unchanged:
+                continue
+            text = files[relative]
             if current.get(relative) == text:
                 continue
             path = root / relative
@@ -269,14 +284,52 @@ def git_processes_in(work: Path) -> list[int]:
     return sorted(found)
 
 
-def _read_into(folder: str, prefix: str, out: dict[str, str]) -> None:
+class DiskTree(Mapping[str, str]):
+    """The files under a folder, path -> text: the paths and each file's Stat from one scan;
+    a text is read when first asked for, so the folders of unchanged ModelDeployments never are."""
+
+    def __init__(self, root: Path, stats: dict[str, Stat]) -> None:
+        self.root = root
+        self.stats: Mapping[str, Stat] = stats
+        self._texts: dict[str, str] = {}
+
+    def __getitem__(self, path: str) -> str:
+        text = self._texts.get(path)
+        if text is None:
+            if path not in self.stats:
+                raise KeyError(path)
+            with open(self.root / path, "rb") as handle:
+                text = self._texts[path] = handle.read().decode("utf-8", errors="replace")
+        return text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.stats)
+
+    def __len__(self) -> int:
+        return len(self.stats)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.stats
+
+
+def stat_of(path: str | Path) -> Stat:
+    found = os.lstat(path)
+    return found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns
+
+
+def _scan_into(folder: str, prefix: str, out: dict[str, Stat]) -> None:
     with os.scandir(folder) as entries:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                _read_into(entry.path, f"{prefix}{entry.name}/", out)
+                _scan_into(entry.path, f"{prefix}{entry.name}/", out)
             else:
-                with open(entry.path, "rb") as handle:
-                    out[prefix + entry.name] = handle.read().decode("utf-8", errors="replace")
+                found = entry.stat(follow_symlinks=False)
+                out[prefix + entry.name] = (
+                    found.st_ino,
+                    found.st_size,
+                    found.st_mtime_ns,
+                    found.st_ctime_ns,
+                )
 
 
 def _prune_empty(path: Path, root: Path) -> None:
