@@ -342,8 +342,7 @@ def _report(
             "reused": len(results) - done.rendered,
             "schemas": _schema_sources(results),
         }
-        json.dump(payload, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+        sys.stdout.write(_json_report(payload))
         return
     for r in results:
         if r.error is None:
@@ -360,6 +359,21 @@ def _report(
         f"{len(results) - failed} rendered, {failed} failed ({len(results) - done.rendered} unchanged since the last render); files: {summary}"
         + (f"; commit {committed[:12]}" if committed else "")
     )
+
+
+def _json_report(payload: Mapping[str, Any]) -> str:
+    """The JSON report, keys sorted, one result per line (json's indenting encoder is pure
+    Python: a third of a second for 10,000 results, where this takes a tenth of that)."""
+    parts = []
+    for key in sorted(payload):
+        value = payload[key]
+        if key == "results" and value:
+            rows = ",\n    ".join(json.dumps(r, sort_keys=True) for r in value)
+            text = f"[\n    {rows}\n  ]"
+        else:
+            text = json.dumps(value, sort_keys=True)
+        parts.append(f"  {json.dumps(key)}: {text}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
 def _schema_sources(results: Sequence[Result]) -> dict[str, str]:

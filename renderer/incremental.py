@@ -260,18 +260,21 @@ def render_incremental(
         if len(parts) == 3:
             names.setdefault(f"{parts[0]}/{parts[1]}", []).append(parts[2])
     views = {folder: _Folder(current, folder, held) for folder, held in names.items()}
-    deployments = sorted((o for o in objects if o.get("kind") == MODEL_DEPLOYMENT), key=folder_of)
+    deployments = sorted(
+        ((folder_of(o), o) for o in objects if o.get("kind") == MODEL_DEPLOYMENT),
+        key=lambda pair: pair[0],
+    )
     keys: dict[str, str | None] = {}
     hydrated: dict[str, str | None] = {}
     reused: list[Result] = []
     stale: list[Mapping[str, Any]] = []
+    previous: dict[str, dict[str, Any]] = {}
     entries: dict[str, Entry] = {}
-    for obj in deployments:
-        folder = folder_of(obj)
+    for folder, obj in deployments:
         held = names.get(folder, [])
+        signature = _stats_of(folder, held, stats)
         entry = cache.entries.get(folder) if cache is not None else None
-        recorded = entry is not None and stats is not None and entry.stats is not None
-        if recorded and entry is not None and entry.stats == _stats_of(folder, held, stats):
+        if entry is not None and signature is not None and entry.stats == signature:
             hydrated[folder], same = entry.hydrated, True  # untouched since: not read
         else:
             texts = {name: current[f"{folder}/{name}"] for name in held}
@@ -283,16 +286,14 @@ def render_incremental(
         if entry is not None and same and key is not None and entry.key == key:
             kept: Mapping[str, str] = views.get(folder, {}) if entry.files is not None else {}
             reused.append(Result(folder, kept, *_report_of(entry), schemas=entry.schemas))
-            entries[folder] = replace(
-                entry, hydrated=hydrated[folder], stats=_stats_of(folder, held, stats)
-            )
+            if (entry.hydrated, entry.stats) != (hydrated[folder], signature):
+                entry = replace(entry, hydrated=hydrated[folder], stats=signature)
+            entries[folder] = entry
         else:
             stale.append(obj)
-    previous: dict[str, dict[str, Any]] = {}
-    for obj in stale:
-        before = _hydrated(current.get(f"{folder_of(obj)}/{HYDRATED_FILE}"))
-        if before is not None:
-            previous[folder_of(obj)] = before
+            before = _hydrated(current.get(f"{folder}/{HYDRATED_FILE}"))
+            if before is not None:
+                previous[folder] = before
     rendered = render_many(stale, previous=previous, **context()) if stale else []
     for obj, result in zip(stale, rendered, strict=True):
         key, written = keys[result.key], hydrated[result.key]
