@@ -248,11 +248,12 @@ def _run_render(args: argparse.Namespace) -> int:
         )
         return done, current
 
-    def store(done: Rendered, current: Mapping[str, str]) -> None:
+    def store(done: Rendered, current: Mapping[str, str]) -> int:
         _refuse_credentials(done.files, current)
-        repo.write_tree(args.path, done.files, current, done.files.unchanged)
+        written = repo.write_tree(args.path, done.files, current, done.files.unchanged)
         done.cache.record_stats(repo.work / args.path)
         done.cache.save(cache_path)
+        return len(written)
 
     if args.check:
         done, current = render_into_tree()
@@ -265,16 +266,15 @@ def _run_render(args: argparse.Namespace) -> int:
         repo.recover(args.path)
         done, current = render_into_tree()
         changes = _changes(current, done.files)
-        store(done, current)
+        written = store(done, current)
         parsed.finish(repo.git_dir / SOURCES_CACHE)
         committed = None
         if args.commit or args.push:
-            committed = repo.commit(args.path)
+            committed = repo.commit(args.path, written)
         if args.push:
 
             def rerender() -> None:
-                store(*render_into_tree())
-                repo.commit(args.path)
+                repo.commit(args.path, store(*render_into_tree()))
 
             repo.push(args.push, args.branch, rerender=rerender)
     _report(done, changes, args.output, committed=committed)
@@ -282,10 +282,11 @@ def _run_render(args: argparse.Namespace) -> int:
 
 
 def _refuse_credentials(files: Tree, current: Mapping[str, str]) -> None:
-    """The last guard before Git: no file about to be written may hold a credential (rendering
-    already refuses such objects one by one; this also covers anything that slipped past)."""
+    """The last guard before Git: no file about to be written may hold a credential. Rendering
+    scans every file of a ModelDeployment and refuses the object (files.scanned); this scans
+    every other file to be written."""
     for path in files:
-        if path in files.unchanged:
+        if path in files.unchanged or path in files.scanned:
             continue
         text = files[path]
         if current.get(path) != text:

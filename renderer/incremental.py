@@ -201,14 +201,20 @@ def _folder_stats(folder: Path) -> tuple[tuple[str, Stat], ...] | None:
 
 class Tree(Mapping[str, str]):
     """The rendered tree, path -> text. Paths in `unchanged` hold what `current` (the tree on
-    disk) holds, and are read from it only when asked for."""
+    disk) holds, and are read from it only when asked for; paths in `scanned` were found free of
+    credentials when rendered."""
 
     def __init__(
-        self, texts: dict[str, str], current: Mapping[str, str], unchanged: frozenset[str]
+        self,
+        texts: dict[str, str],
+        current: Mapping[str, str],
+        unchanged: frozenset[str],
+        scanned: frozenset[str] = frozenset(),
     ) -> None:
         self._texts = texts
         self._current = current
         self.unchanged = unchanged
+        self.scanned = scanned
         self._order = sorted([*texts, *unchanged])
 
     def __getitem__(self, path: str) -> str:
@@ -328,14 +334,16 @@ def _tree(
     """tree_files of `results`, where a folder taken as it is on disk is not read."""
     texts: dict[str, str] = {}
     unchanged: set[str] = set()
+    scanned = {r.key for r in results if r.scanned}
     folders = tree_folders(results, views)
     for folder, held in folders.items():
         if isinstance(held, _Folder):  # as on disk: an unchanged or a failed object's folder
             unchanged.update(held.paths())
         else:
             texts.update((f"{folder}/{name}", text) for name, text in held.items())
+    checked = frozenset(p for p in texts if p.rsplit("/", 1)[0] in scanned)
     texts.update(namespace_files(folders))
-    return Tree(texts, current, frozenset(unchanged))
+    return Tree(texts, current, frozenset(unchanged), checked)
 
 
 def _stats_of(

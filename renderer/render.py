@@ -67,6 +67,7 @@ class Result:
     settled: bool = False
     # (`apiVersion Kind`, where its schema came from) of every object the strict check consulted
     schemas: tuple[tuple[str, str], ...] = ()
+    scanned: bool = False  # every file was found free of credentials (providers.secrets)
 
 
 def folder_of(obj: Mapping[str, Any]) -> str:
@@ -132,7 +133,7 @@ def render_one(
         return Result(key, error=error, warnings=admission.warnings)
     result = Result(key, files, None, admission.warnings, md.engine_type, md.provider_name)
     settled = _is_settled(obj, previous, admission, registry)
-    return replace(result, settled=settled, schemas=tuple(sorted(consulted.items())))
+    return replace(result, settled=settled, schemas=tuple(sorted(consulted.items())), scanned=True)
 
 
 def _named(obj: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
