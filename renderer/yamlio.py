@@ -33,20 +33,29 @@ _OPTIONS: dict[str, Any] = {
 }
 
 
-class _Dumper(yaml.CSafeDumper):
-    """Safe dumping, with multi-line strings as `|` blocks so embedded configs stay readable."""
+class FastResolve(yaml.resolver.BaseResolver):
+    """PyYAML's resolver answers (which tag a scalar has when none is written), without its
+    loop where no implicit type can start the value and no path resolver is registered. The C
+    emitter asks twice per scalar it writes, the C composer once per node it reads."""
 
     def resolve(self, kind: type[Node], value: Any, implicit: tuple[bool, bool]) -> str:
-        """The emitter asks twice per scalar whether its tag may be left out; the answers of
-        PyYAML's resolver, without its loop where no implicit type can start the value."""
-        if kind is ScalarNode and not self.yaml_path_resolvers:
-            if not implicit[0]:
-                return str(self.DEFAULT_SCALAR_TAG)
-            wildcards = None in self.yaml_implicit_resolvers
-            if value and value[0] not in self.yaml_implicit_resolvers and not wildcards:
-                return str(self.DEFAULT_SCALAR_TAG)
+        if not self.yaml_path_resolvers:
+            if kind is ScalarNode:
+                wildcards = None in self.yaml_implicit_resolvers
+                if not implicit[0] or (
+                    value and value[0] not in self.yaml_implicit_resolvers and not wildcards
+                ):
+                    return str(self.DEFAULT_SCALAR_TAG)
+            elif kind is SequenceNode:
+                return str(self.DEFAULT_SEQUENCE_TAG)
+            elif kind is MappingNode:
+                return str(self.DEFAULT_MAPPING_TAG)
         tag: str = super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]  # PyYAML ships no type hints
         return tag
+
+
+class _Dumper(FastResolve, yaml.CSafeDumper):
+    """Safe dumping, with multi-line strings as `|` blocks so embedded configs stay readable."""
 
 
 def _str(dumper: _Dumper, value: str) -> yaml.Node:

@@ -1,6 +1,7 @@
 """The YAML node builder gives exactly the bytes of PyYAML's representer, for any JSON-like value
 with any sharing of dicts and lists (anchors and aliases), and for the unusual values it hands
-back to the representer."""
+back to the representer; the strict loader (with the same fast resolver) reads what PyYAML's
+loader reads."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import enum
 from collections import OrderedDict
 from typing import Any
 
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from providers.errors import SourceError
+from renderer.sources import parse_documents
 from renderer.yamlio import dump, dump_represented
 
 LEAVES = st.one_of(
@@ -81,3 +85,37 @@ def test_a_shared_probe_is_an_anchor_and_an_alias() -> None:
         "    port: 8000\n"
         "readinessProbe: *id001\n"
     )
+
+
+SCALARS = st.sampled_from(
+    [
+        *("2001-12-14", "2001-12-14t21:59:43.10-05:00", "0o17", "017", "1_000", "1:20"),
+        *(".inf", "-.NaN", "Yes", "off", "NULL", "", "+1", "-2.5e-3", "0b101", "=", "<<"),
+        *("!important", "@x", "%y", "~"),
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(objects(), st.lists(SCALARS, max_size=5))
+def test_the_strict_loader_reads_what_pyyamls_loader_reads(
+    obj: dict[str, Any], plain: list[str]
+) -> None:
+    """A document written by dump, and one of scalars written plain (unquoted), so the
+    resolver decides their types (some are not valid YAML, or have no safe constructor)."""
+    lines = "".join(f"plain{i}: {value}\n" for i, value in enumerate(plain))
+    text = dump(obj) + (f"---\n{lines}" if plain else "")
+
+    try:
+        theirs: list[Any] | None = [
+            d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None
+        ]
+    except yaml.YAMLError:
+        theirs = None
+    try:
+        ours: list[Any] | None = [doc.obj for doc in parse_documents(text, "t")]
+    except SourceError:
+        ours = None
+
+    assert (ours is None) == (theirs is None)
+    assert [dump_represented(o) for o in ours or []] == [dump_represented(o) for o in theirs or []]
