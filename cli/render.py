@@ -221,7 +221,7 @@ def _run_render(args: argparse.Namespace) -> int:
     objects = [d.obj for d in docs]
     repo = Repo.open_or_init(args.repo)
     schema_key = digest(fingerprint, schema_digest)[:16]
-    cache_path = repo.git_dir / f"runway-render-cache-{digest(args.path)[:12]}.json"
+    cache_path = repo.git_dir / f"runway-render-cache-{digest(args.path)[:12]}.pickle"
 
     def context() -> dict[str, Any]:
         # Parsed upstream schemas, kept per content: parsing the CRDs is most of a small render.
