@@ -1,5 +1,6 @@
-"""Built-in kinds are checked against kubernetes-validate's schema with its references inlined
-once; the answers are those of the validator that resolves each reference as it goes."""
+"""Built-in kinds are checked against kubernetes-validate's schema, translated once into the form
+check_schema reads; the verdicts are jsonschema's on the schema as written (with its references
+inlined once, or resolved as it goes)."""
 
 from __future__ import annotations
 
@@ -51,14 +52,29 @@ def _variants(obj: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_inlined_references_give_the_answers_of_resolved_ones() -> None:
-    inlined = BuiltinSchemas(bundled_versions().kubernetes)
-    resolved = BuiltinSchemas(bundled_versions().kubernetes, inline=False)
+    inlined = BuiltinSchemas(bundled_versions().kubernetes, reference=True)
+    resolved = BuiltinSchemas(bundled_versions().kubernetes, inline=False, reference=True)
+    variants = [v for obj in _builtin_objects() for v in _variants(obj)]
+
+    answers = [(inlined.reference_errors(v), resolved.reference_errors(v)) for v in variants]
+
+    assert [a for a, b in answers if a != b] == []
+    assert sum(1 for a, _ in answers if a) > len(variants) // 2  # most variants are refused
+
+
+def test_the_translated_schema_gives_jsonschemas_verdicts() -> None:
+    checker = BuiltinSchemas(bundled_versions().kubernetes)
+    reference = BuiltinSchemas(bundled_versions().kubernetes, reference=True)
     objects = _builtin_objects()
     variants = [v for obj in objects for v in _variants(obj)]
 
-    answers = [(inlined.check(v), resolved.check(v)) for v in variants]
+    answers = [(checker.check(v), reference.reference_errors(v)) for v in variants]
 
     assert {o["kind"] for o in objects} == {"Deployment", "Service"}
-    assert [a for a, b in answers if a != b] == []
-    assert sum(1 for a, _ in answers if a) > len(variants) // 2  # most variants are refused
+    assert [(bool(a), bool(b)) for a, b in answers] == [(bool(b), bool(b)) for _, b in answers]
+    assert [a[0].path for a, b in answers if a and a[0].path not in {e.path for e in b}] == []
     assert answers[0] == ([], [])  # the emitted Deployment passes
+    unknown = checker.check(_variants(objects[0])[1])
+    assert [(e.path, e.reason.value, e.detail) for e in unknown] == [
+        ("spec.unknownField", "Unknown field", "not declared in the Kubernetes 1.37 schema"),
+    ]
