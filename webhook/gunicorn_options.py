@@ -64,5 +64,7 @@ def settle_worker(worker: Any) -> None:
     """Once a worker has built its app: move everything alive then (modules, schemas, compiled
     rules) out of the cyclic collector's reach. The collections that requests trigger then walk
     only the requests' own objects, not the whole heap of a worker (measured: bench/RESULTS.md).
+    Frozen objects are still freed by reference counting when dropped (a registry replaced by
+    the cluster watch); only reference cycles among them would stay.
     """
     gc.freeze()
