@@ -92,20 +92,26 @@ def structure_errors(obj: Mapping[str, Any]) -> list[FieldError]:
 
 
 def nesting_depth(value: Any) -> int:
-    """How deeply objects and arrays nest, measured without recursion."""
-    deepest, stack = 0, [(value, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):  # decoded JSON/YAML: dicts and lists only
-            stack.extend((v, depth + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node)
-        else:
-            continue
-        deepest = max(deepest, depth + 1)
-        if deepest > MAX_NESTING:
+    """How deeply objects and arrays nest (counted up to MAX_NESTING + 1), without recursion.
+
+    Level by level: no (node, depth) pair is built per value, as this runs on every admission.
+    """
+    depth, level = 0, [value]
+    while depth <= MAX_NESTING:
+        below: list[Any] = []
+        containers = False
+        for node in level:
+            if isinstance(node, dict):  # decoded JSON/YAML: dicts and lists only
+                below.extend(node.values())
+                containers = True
+            elif isinstance(node, list):
+                below.extend(node)
+                containers = True
+        if not containers:
             break
-    return deepest
+        depth += 1
+        level = below
+    return depth
 
 
 def hydrate(
