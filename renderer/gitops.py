@@ -24,6 +24,10 @@ from pathlib import Path
 from providers.errors import RunwayError
 
 GIT_TIMEOUT = 600  # a first commit of 10,000 ModelDeployments stages ~30,000 files
+# glibc's malloc gives memory back to the system at every free above 128 KiB and asks again at the
+# next allocation: git fast-import of 36,000 files made 146,000 brk calls and 700,000 page faults
+# (2.7 s of system time, half its run). Keeping 32 MiB of slack removes them.
+MALLOC = {"MALLOC_TOP_PAD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(64 << 20)}
 BULK = 1000  # files written by one render from which the commit goes through git fast-import
 DETAIL_LIMIT = 200  # a commit message lists files up to this many, then counts per namespace
 MARKER = "runway-render.pid"
@@ -58,7 +62,7 @@ class Repo:
     def git(
         self, *args: str, check: bool = True, stdin: str | bytes | None = None
     ) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **MALLOC}
         try:
             ran = subprocess.run(
                 ["git", *IDENTITY, *args],
