@@ -270,11 +270,12 @@ def _run_render(args: argparse.Namespace) -> int:
         parsed.finish(repo.git_dir / SOURCES_CACHE)
         committed = None
         if args.commit or args.push:
-            committed = repo.commit(args.path, written)
+            committed = repo.commit(args.path, written, done.files.written)
         if args.push:
 
             def rerender() -> None:
-                repo.commit(args.path, store(*render_into_tree()))
+                again, now = render_into_tree()
+                repo.commit(args.path, store(again, now), again.files.written)
 
             repo.push(args.push, args.branch, rerender=rerender)
     _report(done, changes, args.output, committed=committed)

@@ -215,16 +215,20 @@ class Repo:
     def replace_tree(self, subdir: str, files: Mapping[str, str]) -> None:
         self.write_tree(subdir, files, self.read_files(subdir))
 
-    def commit(self, subdir: str, written: int = 0) -> str | None:
+    def commit(
+        self, subdir: str, written: int = 0, texts: Mapping[str, str] | None = None
+    ) -> str | None:
         """Commit the rendered tree; None (and no commit) when nothing changed since HEAD.
         `git add` rehashes only files whose stat changed, so only written files are staged;
         changes staged by an earlier render that failed to commit are committed too. The
         message goes on standard input (no argument-length limit). When this render wrote
-        `written` >= BULK files, the commit is made by `git fast-import` (see _commit_bulk)."""
+        `written` >= BULK files, the commit is made by `git fast-import` (see _fast_import);
+        `texts` (path in `subdir` -> text) may hold what files were just written with, so they
+        are not read back."""
         if written >= BULK:
             changes = self._unstaged_changes(subdir)
             if changes is not None:
-                return self._fast_import(subdir, changes) if changes else None
+                return self._fast_import(subdir, changes, texts or {}) if changes else None
         self.git("add", "-A", "--", subdir)
         fields = self.git("diff", "--cached", "--name-status", "--no-renames", "-z").stdout
         parts = fields.split("\0")
@@ -260,7 +264,9 @@ class Repo:
             return None
         return changes
 
-    def _fast_import(self, subdir: str, changes: Mapping[str, str]) -> str:
+    def _fast_import(
+        self, subdir: str, changes: Mapping[str, str], texts: Mapping[str, str]
+    ) -> str:
         """The commit `commit` makes, written as one pack by `git fast-import` instead of one
         loose object per file by `git add`. A first render of 10,000 ModelDeployments (36,000
         files) took 7 CPU-s and 190 MB of loose objects that also set off `git gc --auto`; this
@@ -287,7 +293,10 @@ class Repo:
             if changes[path] == "D":
                 stream.append(f"D {path}\n".encode())
                 continue
-            mode, data = _blob(self.work / path)
+            known = texts.get(path.removeprefix(f"{subdir.strip('/')}/"))
+            mode, data = (
+                ("100644", known.encode()) if known is not None else _blob(self.work / path)
+            )
             stream += [f"M {mode} inline {path}\n".encode(), b"data %d\n" % len(data), data, b"\n"]
         stream.append(b"done\n")
         self.git("fast-import", "--quiet", "--done", stdin=b"".join(stream))

@@ -233,6 +233,11 @@ class Tree(Mapping[str, str]):
     def __contains__(self, path: object) -> bool:
         return path in self._texts or path in self.unchanged
 
+    @property
+    def written(self) -> Mapping[str, str]:
+        """The texts rendered this time (what a write of this tree writes, where it writes)."""
+        return self._texts
+
 
 @dataclass(frozen=True)
 class Rendered:

@@ -358,7 +358,7 @@ def test_a_killed_render_leaves_the_previous_tree_and_history_intact(
         dump_all(
             [
                 model_deployment(f"m{i:03}", "models", gpu=1, provider="vllm", engine="vllm")
-                for i in range(600)
+                for i in range(3000)
             ]
         )
     )
@@ -391,7 +391,7 @@ def test_a_killed_render_leaves_the_previous_tree_and_history_intact(
 
     assert killed == [-signal.SIGKILL] * 3  # each kill landed while the render was running
     assert code == 0
-    assert len(report["results"]) == 601
+    assert len(report["results"]) == 3001
     assert git(repo, "status", "--porcelain") == ""
     assert tree != git(repo, "ls-files", "-s")
     assert (repo / "rendered/models/first/deployment-first.yaml").exists()
