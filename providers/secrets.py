@@ -78,6 +78,8 @@ def find_credentials(obj: Any, at: FieldPath | None = None) -> list[FieldError]:
     """Every string in `obj` (mappings, lists and scalars, any depth) that looks like a
     credential, as a FieldError naming its field; map keys are not scanned. Iterative, so no
     nesting depth can raise."""
+    if not _holds_credential(obj):  # the common answer, without building a path per value
+        return []
     errors: list[FieldError] = []
     stack: list[tuple[Any, FieldPath]] = [(obj, at if at is not None else FieldPath())]
     while stack:
@@ -91,3 +93,18 @@ def find_credentials(obj: Any, at: FieldPath | None = None) -> list[FieldError]:
         elif isinstance(value, list | tuple):
             stack.extend((v, path.index(i)) for i, v in reversed(list(enumerate(value))))
     return errors
+
+
+def _holds_credential(obj: Any) -> bool:
+    """Whether any string in `obj` looks like a credential (find_credentials' walk, no paths)."""
+    stack = [obj]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            if credential_kind(value) is not None:
+                return True
+        elif isinstance(value, Mapping):
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return False
