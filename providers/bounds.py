@@ -22,26 +22,31 @@ MAX_VALUES = 10_000  # map entries and list items, at any depth, the whole objec
 
 def size_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     """An error naming the top-level field where the object goes deeper than MAX_NESTING or
-    past MAX_VALUES values, or none. Decoded JSON/YAML only: dicts and lists. A container's
-    entries are counted before they are walked, so a list of a million items costs one step."""
-    if len(obj) > MAX_VALUES:
-        return [_too_many(str(next(islice(obj, MAX_VALUES, None))))]
+    past MAX_VALUES values, or none. Decoded JSON/YAML only: dicts and lists. Level by level,
+    and a container's entries are counted before they are walked: a list of a million items is
+    refused in one step, and no value costs more than a place in a list."""
     values = len(obj)
-    stack: list[tuple[Any, int, str]] = [(v, 1, str(k)) for k, v in reversed(list(obj.items()))]
-    while stack:
-        node, depth, top = stack.pop()
-        if isinstance(node, dict):
-            children: Collection[Any] = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        if depth >= MAX_NESTING:  # the object itself is level 1, so this one is level depth+1
-            return [FieldError(top, Reason.INVALID, f"nested deeper than {MAX_NESTING} levels")]
-        values += len(children)
-        if values > MAX_VALUES:
-            return [_too_many(top)]
-        stack.extend((child, depth + 1, top) for child in children)
+    if values > MAX_VALUES:
+        return [_too_many(str(next(islice(obj, MAX_VALUES, None))))]
+    for key, value in obj.items():
+        depth, level = 1, [value]  # the object itself is level 1, its fields' values level 2
+        while level:
+            below: list[Any] = []
+            for node in level:
+                if isinstance(node, dict):
+                    children: Collection[Any] = node.values()
+                elif isinstance(node, list):
+                    children = node
+                else:
+                    continue
+                if depth >= MAX_NESTING:
+                    detail = f"nested deeper than {MAX_NESTING} levels"
+                    return [FieldError(str(key), Reason.INVALID, detail)]
+                values += len(children)
+                if values > MAX_VALUES:
+                    return [_too_many(str(key))]
+                below.extend(children)
+            depth, level = depth + 1, below
     return []
 
 

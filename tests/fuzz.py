@@ -5,7 +5,8 @@ real `runway serve` on 127.0.0.1): OVER_TLS reviews of all classes from a few ke
 connections, while SLOW_CLIENTS slow connections attack the same server. Printed: the counts per
 class, answers with a 5xx status, answers that were not an AdmissionReview echoing the uid,
 tracebacks logged, and answers slower than 1 s. Exit status 1 when any of those is not 0.
-Also run: the duplicate-key class on the YAML reader (not reviews; counted apart).
+Also run: the duplicate-key class on the YAML reader (not reviews; counted apart), and the
+costliest review of each class at the input limits (tests/support/limits.py; "at-the-limits").
 
 The slowest answers of each class are printed with their wall time, CPU time and garbage
 collection time (in process), and saved with their reviews to .cache/fuzz/slowest.json;
@@ -38,6 +39,7 @@ from hypothesis import strategies as st
 
 from providers.errors import SourceError
 from renderer.sources import parse_documents
+from tests.support import limits as at_the_limits
 from tests.support.generated import (
     any_request_reviews,
     credential_objects,
@@ -81,6 +83,9 @@ def _reviews(kind: str) -> st.SearchStrategy[list[tuple[str, dict[str, Any]]]]:
 
 
 CLASSES = ("request-shapes", "numbers", "secrets", "other-kinds")
+# Not generated: the costliest review of each class at the input limits (tests/support/limits.py),
+# sent once each after the generated ones, and counted apart.
+AT_THE_LIMITS = "at-the-limits"
 SHARE = {"request-shapes": 0.4, "numbers": 0.25, "secrets": 0.15, "other-kinds": 0.2}
 # In process, per 100 examples: 40+25+15 ModelDeployment examples sent twice, 20 others once,
 # so 180 reviews: 50,000 examples give 90,000 reviews; over TLS 6,000 give 10,800.
@@ -151,7 +156,9 @@ def _drive(strategy: st.SearchStrategy[Any], count: int, each: Callable[[Any], N
         gc.collect()
 
 
-def in_process(count: int, tally: Tally, classes: Sequence[str] = CLASSES) -> None:
+def in_process(
+    count: int, tally: Tally, classes: Sequence[str] = CLASSES, *, limits: bool = True
+) -> None:
     client: FlaskClient = create_app(Settings()).test_client()
     counter = _ErrorCounter(tally)
     logging.getLogger().addHandler(counter)
@@ -160,6 +167,10 @@ def in_process(count: int, tally: Tally, classes: Sequence[str] = CLASSES) -> No
         for kind in classes:
             counter.kind = kind
             _drive(_reviews(kind), round(count * SHARE[kind]), _poster(client, kind, tally))
+        counter.kind = AT_THE_LIMITS
+        post = _poster(client, AT_THE_LIMITS, tally)
+        for case in at_the_limits.cases() if limits else ():
+            post([(case.path, case.document)])
     finally:
         tally.gc.stop()
         logging.getLogger().removeHandler(counter)
@@ -184,7 +195,14 @@ def _collector(kind: str, cases: list[tuple[str, str, dict[str, Any]]]) -> Calla
     return one
 
 
-def over_tls(count: int, tally: Tally, workdir: Path, classes: Sequence[str] = CLASSES) -> None:
+def over_tls(
+    count: int,
+    tally: Tally,
+    workdir: Path,
+    classes: Sequence[str] = CLASSES,
+    *,
+    limits: bool = True,
+) -> None:
     hook = start_webhook(workdir)
     attack = SlowClients(hook.port, hook.context(), count=SLOW_CLIENTS, seconds=3600, sustain=True)
     try:
@@ -194,6 +212,8 @@ def over_tls(count: int, tally: Tally, workdir: Path, classes: Sequence[str] = C
         cases: list[tuple[str, str, dict[str, Any]]] = []
         for kind in classes:
             _drive(_reviews(kind), round(count * SHARE[kind]), _collector(kind, cases))
+        limited = at_the_limits.cases() if limits else []
+        cases += [(AT_THE_LIMITS, case.path, case.document) for case in limited]
         threads = [
             threading.Thread(target=_send, args=(hook, cases[i::TLS_CONNECTIONS], tally))
             for i in range(TLS_CONNECTIONS)
@@ -254,6 +274,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tls", type=int, default=6_000, help="generated examples (0: skip)")
     parser.add_argument("--yaml", type=int, default=5_000, help="documents (0: skip)")
     parser.add_argument("--class", dest="classes", action="append", choices=CLASSES)
+    parser.add_argument(
+        "--limits",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also send the costliest review of each class at the input limits",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="where slowest.json is written")
     parser.add_argument("--replay", type=Path, help="answer the reviews of a slowest.json again")
     parser.add_argument("--repeat", type=int, default=20, help="answers per replayed review")
@@ -273,10 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     local, remote = Tally(), Tally()
     if args.in_process:
-        in_process(args.in_process, local, classes)
+        in_process(args.in_process, local, classes, limits=args.limits)
     if args.tls:
         with tempfile.TemporaryDirectory() as work:
-            over_tls(args.tls, remote, Path(work), classes)
+            over_tls(args.tls, remote, Path(work), classes, limits=args.limits)
     generated, refused = yaml_duplicates(args.yaml) if args.yaml else (0, 0)
     total = sum(local.reviews.values()) + sum(remote.reviews.values())
     for name, tally in (
@@ -292,7 +318,11 @@ def main(argv: list[str] | None = None) -> int:
     kept += [a.record() | {"where": "over TLS"} for a in remote.slowest.answers()]
     print(f"slowest reviews saved to {save(kept, args.out)} (replay: --replay FILE)")
     print(f"YAML with a duplicate key: {generated} documents, {refused} refused naming it")
-    print(f"total {total} generated reviews in {time.monotonic() - started:.0f} s")
+    limited = local.reviews[AT_THE_LIMITS] + remote.reviews[AT_THE_LIMITS]
+    print(
+        f"total {total} reviews ({total - limited} generated, {limited} at the input limits) "
+        f"in {time.monotonic() - started:.0f} s"
+    )
     failures = sum(t.server_errors + t.malformed + t.tracebacks + t.slow for t in (local, remote))
     return 1 if failures or refused != generated else 0
 
@@ -323,6 +353,9 @@ def replay(path: Path, repeat: int, *, profile: bool) -> None:
     clock.start()
     try:
         for record in load(path):
+            if record["review"] is None:  # too large to save: rebuilt by tests/support/limits.py
+                print(f"not saved, not replayed: {record['class']} {record['shape']}")
+                continue
             body = json.dumps(record["review"])
             times: list[Timed] = []
             profiler = cProfile.Profile() if profile else None
