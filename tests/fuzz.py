@@ -99,7 +99,8 @@ class Tally:
     slow_by_class: Counter[str] = field(default_factory=Counter)
     server_errors: int = 0
     malformed: int = 0
-    slow: int = 0
+    slow: int = 0  # wall time over SLOW: what the API server would wait (the verdict)
+    slow_cpu: int = 0  # CPU time over SLOW (in process): the work, without the machine's load
     slowest: Slowest = field(default_factory=Slowest)
     tracebacks: int = 0
     gc: GcClock = field(default_factory=GcClock)  # in process only
@@ -111,6 +112,7 @@ class Tally:
             self.reviews[kind] += 1
             self.slowest.add(answer)
             self.slow += seconds > SLOW
+            self.slow_cpu += (answer.timed.cpu or 0.0) > SLOW
             self.slow_by_class[kind] += seconds > SLOW
             self.server_errors += status >= 500
             self.malformed += not _well_formed(status, body, answer.document["request"]["uid"])
@@ -341,6 +343,12 @@ def _print_counts(name: str, tally: Tally) -> None:
         f"tracebacks {tally.tracebacks}, slower than {SLOW:.0f} s {tally.slow} "
         f"(slowest {tally.slowest.slowest() * 1000:.0f} ms)"
     )
+    cpu = [a.timed.cpu or 0.0 for kind in tally.slowest.kinds() for a in tally.slowest.by_cpu(kind)]
+    if cpu:  # in process: the answering thread's CPU time is known
+        print(
+            f"  in CPU time: slower than {SLOW:.0f} s {tally.slow_cpu} "
+            f"(slowest {max(cpu) * 1000:.0f} ms)"
+        )
     for line in tally.slowest.report():
         print(line)
 
