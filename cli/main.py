@@ -24,7 +24,7 @@ COMMANDS: Mapping[str, str] = {
     "serve": "cli.serving",
     "certs": "cli.serving",
     "render": "cli.render",
-    "apply": "cli.render",
+    "apply": "cli.apply",
     "gateway-plan": "cli.gateway",
     "gateway-sync": "cli.gateway",
 }
@@ -57,8 +57,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if wanted in (None, name):
             module = importlib.import_module(name)
             module.add_commands(commands)
-            if hasattr(module, "add_apply_command"):
-                module.add_apply_command(commands)
     return parser
 
 

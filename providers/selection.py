@@ -92,7 +92,8 @@ def select_provider(
     spec: Mapping[str, Any], md: ModelDeployment, registry: ProviderRegistry
 ) -> ProviderChoice:
     """The highest-priority matching rule of the candidates, evaluating no rule after it."""
-    eligible = [c for c in registry.configs.values() if _excluded(c, md) is None]
+    wanted = _Wanted.of(md)
+    eligible = [c for c in registry.configs.values() if _excluded(c, wanted) is None]
     order = sorted(
         ((rule, config.name) for config in eligible for rule in config.rules),
         key=lambda pair: (-pair[0].priority, pair[1]),  # stable: rule order within a provider
@@ -113,7 +114,7 @@ def select_provider(
             )
             return ProviderChoice(Decision(name, reason, Choice.AUTO), tuple(warnings), count)
     why = "; ".join(
-        f"{c.name}: {_excluded(c, md) or _unmatched(c)}" for c in registry.configs.values()
+        f"{c.name}: {_excluded(c, wanted) or _unmatched(c)}" for c in registry.configs.values()
     )
     detail = (
         f"no provider can be selected automatically ({why or 'no providers configured'}); "
@@ -131,13 +132,14 @@ def rank_providers(
     every rule of every candidate is evaluated (the full trace `explain` prints)."""
     bound: Bound | None = None
     traces: list[CandidateTrace] = []
+    wanted = _Wanted.of(md)
     for config in registry.configs.values():
-        excluded = _excluded(config, md)
+        excluded = _excluded(config, wanted)
         if excluded is not None:
             traces.append(CandidateTrace(config.name, None, excluded, ()))
             continue
         if bound is None:  # the same input admission gives the same rules
-            candidates = [c for c in registry.configs.values() if _excluded(c, md) is None]
+            candidates = [c for c in registry.configs.values() if _excluded(c, wanted) is None]
             bound = activation(
                 registry.env, spec, fields_read(r for c in candidates for r in c.rules)
             )
@@ -174,12 +176,26 @@ def _unmatched(config: ProviderConfig) -> str:
     return "explicit-only here: no selection rule matched"
 
 
-def _excluded(config: ProviderConfig, md: ModelDeployment) -> str | None:
+@dataclass(frozen=True, slots=True)
+class _Wanted:
+    """What a provider must offer to be a candidate: read from the object once per selection,
+    not once per provider (each read walks the spec)."""
+
+    engine: str
+    gpu: bool
+    mode: str
+
+    @classmethod
+    def of(cls, md: ModelDeployment) -> _Wanted:
+        return cls(md.engine_type, md.needs_gpu, md.serving_mode)
+
+
+def _excluded(config: ProviderConfig, wanted: _Wanted) -> str | None:
     if config.name not in MODULES:
         return f"no renderer for provider {config.name} in this Runway"
     if not config.ready:
         return "not ready (status.ready is false)"
-    mismatch = config.mismatch(md.engine_type, gpu=md.needs_gpu, mode=md.serving_mode)
+    mismatch = config.mismatch(wanted.engine, gpu=wanted.gpu, mode=wanted.mode)
     return None if mismatch is None else mismatch[1]
 
 

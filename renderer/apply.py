@@ -172,3 +172,13 @@ def _condition(kind: str, status: str, reason: str, message: str, stamp: str) ->
 def summary(results: Sequence[Applied]) -> str:
     failed = sum(1 for r in results if not r.ok)
     return f"{len(results) - failed} applied, {failed} refused"
+
+
+def cluster_crds(kubeconfig: str | None) -> list[tuple[str, dict[str, Any]]]:
+    """The CRDs installed in the cluster (what its API server will accept, exactly), each with
+    where it came from."""
+    with kubernetes.config.new_client_from_config(config_file=kubeconfig) as client:
+        listed = kubernetes.client.ApiextensionsV1Api(client).list_custom_resource_definition()
+        crds: list[dict[str, Any]] = client.sanitize_for_serialization(listed)["items"]
+        server = client.configuration.host
+    return [(f"cluster {server}, CRD {crd['metadata']['name']}", crd) for crd in crds]

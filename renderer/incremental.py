@@ -8,6 +8,12 @@ per folder, the key its output was rendered under, a digest of the files it wrot
 An object is skipped only when its key is unchanged and its folder still holds exactly those
 files, so an edited or half-written folder is rendered again. Anything unreadable in the cache
 is treated as absent: the worst case is a full render.
+
+Whether a folder still holds its files is decided, as git decides it for its index, by the
+files' Stat (inode, size, mtime, ctime) recorded after the render that wrote them: a folder whose
+Stats are unchanged is not read at all; any other folder is read and compared by content. The
+one case a Stat cannot see is a file edited within the same clock tick right after Runway wrote
+it (a few milliseconds, during a render); `--full` compares every file by content.
 """
 
 from __future__ import annotations
@@ -18,8 +24,8 @@ import json
 import logging
 import os
 import pickle
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +33,19 @@ import providers
 import renderer
 from providers.errors import SourceError
 from providers.model import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
+from renderer.gitops import Stat, stat_of
 from renderer.render import (
     HYDRATED_FILE,
     Result,
     folder_of,
+    namespace_files,
     render_external_guarded,
     render_many,
-    tree_files,
+    tree_folders,
 )
 from renderer.sources import Document, parse_documents, yaml_files
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 log = logging.getLogger(__name__)
 
 
@@ -91,13 +99,17 @@ def source_fingerprint(packages: list[Path], version: str) -> str:
 def object_key(
     shared: str, obj: Mapping[str, Any], previous_hydrated: str | None, known: str | None = None
 ) -> str | None:
-    """The key of one ModelDeployment's output (`known`: the object's digest, if computed
-    already); None if the object cannot be keyed (then it is always rendered, and rendering
-    reports what is wrong with it)."""
+    """The key of one ModelDeployment's output, from the digest of its previous hydrated file
+    (text_digest; `known`: the object's digest, if computed already); None if the object cannot
+    be keyed (then it is always rendered, and rendering reports what is wrong with it)."""
     source = known or _object_digest(obj)
     if source is None:
         return None
     return digest(shared, source, "\0" if previous_hydrated is None else "1" + previous_hydrated)
+
+
+def text_digest(text: str | None) -> str | None:
+    return None if text is None else digest(text)
 
 
 def folder_digest(files: Mapping[str, str] | None) -> str:
@@ -120,51 +132,106 @@ class Entry:
     engine: str | None
     provider: str | None
     schemas: tuple[tuple[str, str], ...] = ()  # Result.schemas of that render
+    hydrated: str | None = None  # text_digest of the folder's hydrated file, as `stats` saw it
+    stats: tuple[tuple[str, Stat], ...] | None = None  # the folder's files after writing
 
 
 class RenderCache:
-    """Entries by folder (namespace/name), read from and written to one JSON file."""
+    """Entries by folder (namespace/name), read from and written to one file in .git (pickled
+    tuples of plain values: loading 10,000 entries takes milliseconds)."""
 
-    def __init__(self, entries: dict[str, Entry] | None = None) -> None:
+    def __init__(
+        self, entries: dict[str, Entry] | None = None, loaded: dict[str, Entry] | None = None
+    ) -> None:
         self.entries = entries or {}
+        self.loaded = loaded  # the entries in the file now: saving the same again is skipped
 
     @classmethod
     def load(cls, path: Path) -> RenderCache:
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-            if raw.get("format") != CACHE_FORMAT:
+            with path.open("rb") as handle:
+                raw = pickle.load(handle)
+            if raw[0] != CACHE_FORMAT:
                 return cls()
-            return cls(
-                {
-                    folder: Entry(
-                        e[0], e[1], e[2], tuple(e[3]), e[4], e[5], tuple((k, v) for k, v in e[6])
-                    )
-                    for folder, e in raw["entries"].items()
-                }
-            )
-        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+            entries = {folder: Entry(*fields) for folder, fields in raw[1].items()}
+        except Exception:  # unreadable or of another shape: as if absent (a full render)
+            log.debug("ignoring unreadable %s", path, exc_info=True)
             return cls()
+        return cls(entries, loaded=dict(entries))
+
+    def record_stats(self, root: Path) -> None:
+        """The Stats of each folder rendered this time, after writing (see the module's text)."""
+        for folder, entry in self.entries.items():
+            if entry.stats is None:
+                self.entries[folder] = replace(entry, stats=_folder_stats(root / folder))
 
     def save(self, path: Path) -> None:
-        """Written aside and renamed into place: a killed render leaves the old cache or the new."""
+        """Written aside and renamed into place: a killed render leaves the old cache or the new.
+        Nothing is written when the file holds these entries already."""
+        if self.loaded == self.entries:
+            return
         entries = {
-            folder: [
+            folder: (
                 e.key,
                 e.files,
                 e.error,
-                list(e.warnings),
+                e.warnings,
                 e.engine,
                 e.provider,
-                [list(s) for s in e.schemas],
-            ]
+                e.schemas,
+                e.hydrated,
+                e.stats,
+            )
             for folder, e in sorted(self.entries.items())
         }
         temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(
-            json.dumps({"format": CACHE_FORMAT, "entries": entries}, separators=(",", ":")),
-            encoding="utf-8",
-        )
+        with temporary.open("wb") as handle:
+            pickle.dump((CACHE_FORMAT, entries), handle, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(temporary, path)
+        self.loaded = dict(self.entries)
+
+
+def _folder_stats(folder: Path) -> tuple[tuple[str, Stat], ...] | None:
+    try:
+        names = sorted(entry.name for entry in os.scandir(folder) if entry.is_file())
+        return tuple((name, stat_of(folder / name)) for name in names)
+    except OSError:
+        return None  # no folder (a failed object that never rendered): read next time
+
+
+class Tree(Mapping[str, str]):
+    """The rendered tree, path -> text. Paths in `unchanged` hold what `current` (the tree on
+    disk) holds, and are read from it only when asked for; paths in `scanned` were found free of
+    credentials when rendered."""
+
+    def __init__(
+        self,
+        texts: dict[str, str],
+        current: Mapping[str, str],
+        unchanged: frozenset[str],
+        scanned: frozenset[str] = frozenset(),
+    ) -> None:
+        self._texts = texts
+        self._current = current
+        self.unchanged = unchanged
+        self.scanned = scanned
+        self._order = sorted([*texts, *unchanged])
+
+    def __getitem__(self, path: str) -> str:
+        if path in self._texts:
+            return self._texts[path]
+        if path in self.unchanged:
+            return self._current[path]
+        raise KeyError(path)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._texts or path in self.unchanged
 
 
 @dataclass(frozen=True)
@@ -172,7 +239,7 @@ class Rendered:
     """The outcome of one render: every object's result, the whole tree, the next cache."""
 
     results: list[Result]
-    files: dict[str, str]
+    files: Tree
     cache: RenderCache
     rendered: int  # ModelDeployments actually rendered (the rest were unchanged)
 
@@ -185,76 +252,135 @@ def render_incremental(
     shared: str,
     context: Callable[[], dict[str, Any]],
     digests: Mapping[int, str] | None = None,
+    stats: Mapping[str, Stat] | None = None,
 ) -> Rendered:
     """The tree render_all + tree_files would give, rendering only the ModelDeployments whose
     key or folder changed. `current` is the tree now (path -> text); `cache` None renders all;
     `context` gives render_guarded's shared arguments, called only when something renders;
-    `digests` may hold objects' digests by id (from ParsedSources)."""
+    `digests` may hold objects' digests by id (from ParsedSources); `stats` the Stat of each
+    path in `current` (a folder whose Stats are those its cache entry recorded is not read)."""
     digests = digests or {}
-    folders: dict[str, dict[str, str]] = {}
-    for path, text in current.items():
+    names: dict[str, list[str]] = {}
+    for path in current:
         parts = path.split("/")
         if len(parts) == 3:
-            folders.setdefault(f"{parts[0]}/{parts[1]}", {})[parts[2]] = text
-    deployments = sorted((o for o in objects if o.get("kind") == MODEL_DEPLOYMENT), key=folder_of)
+            names.setdefault(f"{parts[0]}/{parts[1]}", []).append(parts[2])
+    views = {folder: _Folder(current, folder, held) for folder, held in names.items()}
+    deployments = sorted(
+        ((folder_of(o), o) for o in objects if o.get("kind") == MODEL_DEPLOYMENT),
+        key=lambda pair: pair[0],
+    )
     keys: dict[str, str | None] = {}
+    hydrated: dict[str, str | None] = {}
     reused: list[Result] = []
     stale: list[Mapping[str, Any]] = []
+    previous: dict[str, dict[str, Any]] = {}
     entries: dict[str, Entry] = {}
-    for obj in deployments:
-        folder = folder_of(obj)
-        hydrated = folders.get(folder, {}).get(HYDRATED_FILE)
-        keys[folder] = key = object_key(shared, obj, hydrated, digests.get(id(obj)))
+    for folder, obj in deployments:
+        held = names.get(folder, [])
+        signature = _stats_of(folder, held, stats)
         entry = cache.entries.get(folder) if cache is not None else None
-        if entry is not None and _unchanged(entry, key, folders.get(folder)):
-            kept = folders.get(folder, {}) if entry.files is not None else {}
+        if entry is not None and signature is not None and entry.stats == signature:
+            hydrated[folder], same = entry.hydrated, True  # untouched since: not read
+        else:
+            texts = {name: current[f"{folder}/{name}"] for name in held}
+            hydrated[folder] = text_digest(texts.get(HYDRATED_FILE))
+            same = entry is not None and (
+                entry.files is None or entry.files == folder_digest(texts)
+            )
+        keys[folder] = key = object_key(shared, obj, hydrated[folder], digests.get(id(obj)))
+        if entry is not None and same and key is not None and entry.key == key:
+            kept: Mapping[str, str] = views.get(folder, {}) if entry.files is not None else {}
             reused.append(Result(folder, kept, *_report_of(entry), schemas=entry.schemas))
+            if (entry.hydrated, entry.stats) != (hydrated[folder], signature):
+                entry = replace(entry, hydrated=hydrated[folder], stats=signature)
             entries[folder] = entry
         else:
             stale.append(obj)
-    previous: dict[str, dict[str, Any]] = {}
-    for obj in stale:
-        before = _hydrated(folders.get(folder_of(obj), {}))
-        if before is not None:
-            previous[folder_of(obj)] = before
+            before = _hydrated(current.get(f"{folder}/{HYDRATED_FILE}"))
+            if before is not None:
+                previous[folder] = before
     rendered = render_many(stale, previous=previous, **context()) if stale else []
     for obj, result in zip(stale, rendered, strict=True):
-        key = keys[result.key]
+        key, written = keys[result.key], hydrated[result.key]
+        if result.error is None:
+            written = text_digest(result.files[HYDRATED_FILE])
         if result.settled:
-            key = object_key(shared, obj, result.files[HYDRATED_FILE], digests.get(id(obj)))
+            key = object_key(shared, obj, written, digests.get(id(obj)))
         if key is not None:
-            files = None if result.error is not None else folder_digest(result.files)
             entries[result.key] = Entry(
                 key,
-                files,
+                None if result.error is not None else folder_digest(result.files),
                 result.error,
                 result.warnings,
                 result.engine,
                 result.provider,
                 result.schemas,
+                written,
             )
     externals = [
         render_external_guarded(o) for o in objects if o.get("kind") == EXTERNAL_MODEL_PROVIDER
     ]
     results = sorted(reused + rendered + externals, key=lambda r: r.key)
-    return Rendered(results, tree_files(results, folders), RenderCache(entries), len(stale))
+    loaded = cache.loaded if cache is not None else None
+    return Rendered(
+        results, _tree(results, views, current), RenderCache(entries, loaded), len(stale)
+    )
 
 
-def _unchanged(entry: Entry, key: str | None, files: Mapping[str, str] | None) -> bool:
-    """Same key, and the folder still holds what that render wrote (a failed object keeps
-    whatever its folder holds, and the key already covers its hydrated file)."""
-    if key is None or entry.key != key:
-        return False
-    return entry.files is None or entry.files == folder_digest(files)
+def _tree(
+    results: Sequence[Result], views: Mapping[str, _Folder], current: Mapping[str, str]
+) -> Tree:
+    """tree_files of `results`, where a folder taken as it is on disk is not read."""
+    texts: dict[str, str] = {}
+    unchanged: set[str] = set()
+    scanned = {r.key for r in results if r.scanned}
+    folders = tree_folders(results, views)
+    for folder, held in folders.items():
+        if isinstance(held, _Folder):  # as on disk: an unchanged or a failed object's folder
+            unchanged.update(held.paths())
+        else:
+            texts.update((f"{folder}/{name}", text) for name, text in held.items())
+    checked = frozenset(p for p in texts if p.rsplit("/", 1)[0] in scanned)
+    texts.update(namespace_files(folders))
+    return Tree(texts, current, frozenset(unchanged), checked)
+
+
+def _stats_of(
+    folder: str, held: Sequence[str], stats: Mapping[str, Stat] | None
+) -> tuple[tuple[str, Stat], ...] | None:
+    if stats is None:
+        return None
+    return tuple((name, stats[f"{folder}/{name}"]) for name in sorted(held))
+
+
+class _Folder(Mapping[str, str]):
+    """One folder of `current`, name -> text, read only when asked for."""
+
+    def __init__(self, current: Mapping[str, str], folder: str, held: Sequence[str]) -> None:
+        self._current, self._folder, self._names = current, folder, sorted(held)
+
+    def __getitem__(self, name: str) -> str:
+        if name not in self._names:
+            raise KeyError(name)
+        return self._current[f"{self._folder}/{name}"]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def paths(self) -> list[str]:
+        return [f"{self._folder}/{name}" for name in self._names]
 
 
 def _report_of(entry: Entry) -> tuple[str | None, tuple[str, ...], str | None, str | None]:
     return entry.error, entry.warnings, entry.engine, entry.provider
 
 
-def _hydrated(folder: Mapping[str, str]) -> dict[str, Any] | None:
+def _hydrated(text: str | None) -> dict[str, Any] | None:
     """The previous hydrated ModelDeployment of a folder (the last document, as ever)."""
-    text = folder.get(HYDRATED_FILE)
     if text is None:
         return None
     found = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -67,6 +67,7 @@ class Result:
     settled: bool = False
     # (`apiVersion Kind`, where its schema came from) of every object the strict check consulted
     schemas: tuple[tuple[str, str], ...] = ()
+    scanned: bool = False  # every file was found free of credentials (providers.secrets)
 
 
 def folder_of(obj: Mapping[str, Any]) -> str:
@@ -132,7 +133,7 @@ def render_one(
         return Result(key, error=error, warnings=admission.warnings)
     result = Result(key, files, None, admission.warnings, md.engine_type, md.provider_name)
     settled = _is_settled(obj, previous, admission, registry)
-    return replace(result, settled=settled, schemas=tuple(sorted(consulted.items())))
+    return replace(result, settled=settled, schemas=tuple(sorted(consulted.items())), scanned=True)
 
 
 def _named(obj: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
@@ -294,23 +295,36 @@ def _render_range(bounds: tuple[int, int]) -> list[Result]:
     ]
 
 
-def tree_files(results: Sequence[Result], kept: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
-    """The whole tree: each rendered folder (or the kept previous one for a failed object), plus
-    kustomizations per namespace and at the top so `kubectl kustomize` builds everything."""
+def tree_folders(
+    results: Sequence[Result], kept: Mapping[str, Mapping[str, str]]
+) -> dict[str, Mapping[str, str]]:
+    """Each folder of the tree, name -> text: the rendered one, or for a failed object the kept
+    previous one (if any)."""
     folders: dict[str, Mapping[str, str]] = {}
     for result in results:
         if result.error is None:
             folders[result.key] = result.files
         elif result.key in kept:
             folders[result.key] = kept[result.key]
-    files: dict[str, str] = {}
+    return folders
+
+
+def namespace_files(folders: Iterable[str]) -> dict[str, str]:
+    """The kustomizations per namespace and at the top, so `kubectl kustomize` builds all."""
     namespaces: dict[str, list[str]] = {}
     for key in sorted(folders):
         namespace, name = key.split("/", 1)
         namespaces.setdefault(namespace, []).append(name)
-        for name_in_folder, text in folders[key].items():
-            files[f"{key}/{name_in_folder}"] = text
-    for namespace, names in namespaces.items():
-        files[f"{namespace}/kustomization.yaml"] = dump(kustomization(names))
+    files = {
+        f"{ns}/kustomization.yaml": dump(kustomization(names)) for ns, names in namespaces.items()
+    }
     files["kustomization.yaml"] = dump(kustomization(sorted(namespaces)))
+    return files
+
+
+def tree_files(results: Sequence[Result], kept: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """The whole tree: tree_folders plus namespace_files."""
+    folders = tree_folders(results, kept)
+    files = {f"{key}/{name}": text for key, held in folders.items() for name, text in held.items()}
+    files.update(namespace_files(folders))
     return dict(sorted(files.items()))

@@ -17,8 +17,10 @@ from providers.errors import SourceError
 from providers.flags import FlagCatalog
 from providers.registry import ProviderRegistry
 from providers.versions import Versions
+from renderer.yamlio import FastResolve
 
 YAML_SUFFIXES = (".yaml", ".yml")
+STR_TAG = "tag:yaml.org,2002:str"
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -72,7 +74,7 @@ def parse_documents(text: str, origin: str) -> Iterator[Document]:
         yield Document(origin, index, obj)
 
 
-class _StrictLoader(yaml.CSafeLoader):
+class _StrictLoader(FastResolve, yaml.CSafeLoader):
     """PyYAML's C loader, refusing a key given twice in one mapping (kubectl and the API
     server's strict decoding refuse duplicate fields; PyYAML keeps the last one silently)."""
 
@@ -81,7 +83,10 @@ class _StrictLoader(yaml.CSafeLoader):
         for key_node, _ in node.value:
             if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == MERGE_TAG:
                 continue
-            key = self.construct_object(key_node, deep=deep)
+            if key_node.tag == STR_TAG:  # the common key: its text is its value
+                key = key_node.value
+            else:
+                key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f'duplicate key "{key}"', key_node.start_mark

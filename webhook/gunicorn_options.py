@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 from webhook.settings import Settings
@@ -38,6 +39,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "errorlog": "-",
         "loglevel": "info",
         "proc_name": "runway-webhook",
+        "post_worker_init": settle_worker,
         "logconfig_dict": {
             "version": 1,
             "disable_existing_loggers": False,
@@ -56,3 +58,13 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
             },
         },
     }
+
+
+def settle_worker(worker: Any) -> None:
+    """Once a worker has built its app: move everything alive then (modules, schemas, compiled
+    rules) out of the cyclic collector's reach. The collections that requests trigger then walk
+    only the requests' own objects, not the whole heap of a worker (measured: bench/RESULTS.md).
+    Frozen objects are still freed by reference counting when dropped (a registry replaced by
+    the cluster watch); only reference cycles among them would stay.
+    """
+    gc.freeze()

@@ -1,12 +1,15 @@
 """The GitOps repository at scale, in real Git: a commit of 10,000 ModelDeployments' files, the
-summary message, writes of changed files only, and a tree left staged by a failed commit."""
+summary message, writes of changed files only, a tree left staged by a failed commit, and the
+bulk commit (git fast-import) giving exactly the commit `git add` gives."""
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from renderer.gitops import DETAIL_LIMIT, Repo, commit_message
+import pytest
+
+from renderer.gitops import BULK, DETAIL_LIMIT, Repo, commit_message
 
 COUNT = 10_000
 NAMESPACES = 20
@@ -37,9 +40,10 @@ def test_a_commit_of_10000_model_deployments_summarizes_per_namespace(tmp_path: 
     files = tree(COUNT)
 
     written = repo.write_tree("rendered", files, {})
-    head = repo.commit("rendered")
+    head = repo.commit("rendered", len(written))  # as `render` commits it: git fast-import
 
     assert written == list(files)
+    assert not list((repo.git_dir / "objects").glob("??/*"))  # one pack, no loose objects
     assert head == git(repo.work, "rev-parse", "HEAD").strip()
     assert git(repo.work, "ls-files", "rendered").splitlines() == [f"rendered/{p}" for p in files]
     assert git(repo.work, "log", "--format=%B").rstrip("\n") == "\n".join(
@@ -114,6 +118,45 @@ def test_something_staged_outside_the_tree_is_not_committed(tmp_path: Path) -> N
         f"rendered/{p}" for p in tree(2)
     ]
     assert git(repo.work, "diff", "--cached", "--name-only") == "NOTES\n"
+
+
+def _trees(step: int) -> dict[str, str]:
+    """Successive trees: files added, changed, removed, and a whole folder gone."""
+    files = tree(BULK)
+    for i in range(step * 97, BULK, 3):
+        files[f"team{i % NAMESPACES:02}/m{i:05}/deployment-m{i:05}.yaml"] = f"step {step}\n"
+    for i in range(step, BULK, 5 + step):
+        files.pop(f"team{i % NAMESPACES:02}/m{i:05}/modeldeployment.yaml", None)
+    return files
+
+
+@pytest.mark.parametrize("staged_by_hand", [False, True])
+def test_the_bulk_commit_is_the_commit_git_add_makes(tmp_path: Path, staged_by_hand: bool) -> None:
+    """The same trees committed by `git add` (written=0) and by fast-import (written=BULK): the
+    same trees, messages and clean index; with something staged by hand, git add is used."""
+    by_add, by_import = (Repo.open_or_init(tmp_path / name) for name in ("add", "import"))
+    for repo in (by_add, by_import):
+        (repo.work / "NOTES").write_text("a person's notes\n")
+        if staged_by_hand:
+            git(repo.work, "add", "NOTES")
+    for step in range(3):
+        heads = []
+        for repo, written in ((by_add, 0), (by_import, BULK)):
+            repo.write_tree("rendered", _trees(step), repo.read_files("rendered"))
+            heads.append(repo.commit("rendered", written))
+        assert None not in heads
+        assert [git(r.work, "rev-parse", "HEAD^{tree}") for r in (by_add, by_import)] == [
+            git(by_add.work, "rev-parse", "HEAD^{tree}")
+        ] * 2
+        assert [git(r.work, "log", "-1", "--format=%B") for r in (by_add, by_import)] == [
+            git(by_add.work, "log", "-1", "--format=%B")
+        ] * 2
+        for repo in (by_add, by_import):
+            status = git(repo.work, "status", "--porcelain")
+            assert status == ("A  NOTES\n" if staged_by_hand else "?? NOTES\n")
+            assert repo.commit("rendered", BULK) is None  # nothing left to commit
+    loose = list((by_import.git_dir / "objects").glob("??/*"))
+    assert bool(loose) == staged_by_hand  # fast-import writes packs; git add loose objects
 
 
 def test_the_message_lists_files_up_to_the_limit_then_counts() -> None:

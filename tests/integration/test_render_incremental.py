@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -155,12 +156,12 @@ def test_incremental_render_equals_full_render_after_any_edits(
         )
         full_results, full_files = _full(objects, current, context)
 
-        assert incremental.files == full_files
+        assert dict(incremental.files) == full_files
         assert _report(incremental.results) == _report(full_results)
         again: Rendered = render_incremental(
             objects, current=full_files, cache=incremental.cache, shared=shared, context=dict
         )
-        assert (again.rendered, again.files) == (0, full_files)
+        assert (again.rendered, dict(again.files)) == (0, full_files)
         assert _report(again.results) == _report(full_results)
         current, cache = full_files, incremental.cache
 
@@ -264,3 +265,39 @@ def test_the_command_reuses_unchanged_output_and_full_renders_everything(
     assert [r["results"] for r in reports[1:]] == [reports[0]["results"]] * 2
     assert [r["changes"] for r in reports[1:]] == [{"added": [], "changed": [], "removed": []}] * 2
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # nothing rewritten
+
+
+def test_hand_edits_are_found_by_their_stats_even_with_the_mtime_put_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unchanged folder is not read, only stat'ed: an edit of the same size with the old
+    mtime restored still changes the ctime, so the folder is read, found edited and rendered
+    again; a removed file likewise."""
+    src, repo = tmp_path / "src", tmp_path / "gitops"
+    src.mkdir()
+    (src / "mds.yaml").write_text(
+        dump_all([_deployment(n, "team1", ("vllm", 1, 1, False, False, False)) for n in NAMES])
+    )
+    argv = ["render", str(src), "--repo", str(repo), "--commit", "-o", "json"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    edited = repo / "rendered/team1/b/deployment-b.yaml"
+    removed = repo / "rendered/team1/d/service-d.yaml"
+    original = edited.read_text()
+    before = edited.stat()
+    edited.write_text(original.replace("replicas: 1", "replicas: 7"))
+    os.utime(edited, ns=(before.st_atime_ns, before.st_mtime_ns))
+    removed.unlink()
+
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+
+    assert edited.stat().st_size == before.st_size  # the edit kept the size
+    assert (report["reused"], edited.read_text(), removed.is_file()) == (3, original, True)
+    assert report["changes"] == {
+        "added": ["team1/d/service-d.yaml"],
+        "changed": ["team1/b/deployment-b.yaml"],
+        "removed": [],
+    }
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["reused"] == 5

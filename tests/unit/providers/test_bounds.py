@@ -84,3 +84,30 @@ def test_nesting_counts_the_object_itself_as_the_first_level(
         node = node["x"]
 
     assert size_errors(obj) == expected
+
+
+def _nested(levels: int, leaf: Any = 1) -> Any:
+    value = leaf
+    for level in range(levels):
+        value = {"x": value} if level % 2 else [value]
+    return value
+
+
+NESTED_TOO_DEEP = [FieldError("spec", Reason.INVALID, "nested deeper than 100 levels")]
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (_nested(MAX_NESTING - 1), []),  # with the object itself: 100 levels
+        (_nested(MAX_NESTING - 1, leaf={}), NESTED_TOO_DEEP),  # an empty container is a level
+        (_nested(5000), NESTED_TOO_DEEP),
+        ({"a": {}, "b": [1, [2, {"c": _nested(MAX_NESTING)}]]}, NESTED_TOO_DEEP),
+        ([[], [[[]]], {}], []),
+    ],
+    ids=["at-limit", "one-past-empty-leaf", "far-past", "deepest-branch", "arrays"],
+)
+def test_nesting_counts_objects_and_arrays_on_every_branch(
+    spec: Any, expected: list[FieldError]
+) -> None:
+    assert size_errors({"apiVersion": "airunway.ai/v1alpha1", "spec": spec}) == expected

@@ -1,0 +1,42 @@
+"""`runway apply`: server-side apply of a rendered tree (the only render-side command that needs
+the kubernetes client, so `runway render` never imports it)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+
+from providers.errors import SourceError
+from renderer.apply import apply_tree, summary
+
+
+def add_commands(commands: Any) -> None:
+    apply = commands.add_parser(
+        "apply",
+        help="server-side apply a rendered tree with strict field validation",
+        description="Exit status: 0 everything applied; 1 something was refused (IncompatibleUpstream is recorded "
+        "in the ModelDeployment's status); 4 the API server could not be reached.",
+    )
+    apply.add_argument("path", metavar="PATH", help="the rendered tree (e.g. REPO/rendered)")
+    apply.add_argument("--kubeconfig", metavar="FILE")
+    apply.add_argument("--field-manager", default="runway")
+    apply.set_defaults(run=run_apply)
+
+
+def run_apply(args: argparse.Namespace) -> int:
+    root = Path(args.path)
+    if not root.is_dir():
+        raise SourceError(args.path, "not a rendered tree (no such directory)")
+    with kubernetes.config.new_client_from_config(config_file=args.kubeconfig) as client:
+        results = apply_tree(
+            client, root, field_manager=args.field_manager, now=dt.datetime.now(dt.UTC)
+        )
+    for result in results:
+        state = "applied" if result.ok else f"refused: {result.message}"
+        print(f"{result.folder}: {result.obj}: {state}")
+    print(summary(results))
+    return 0 if all(r.ok for r in results) else 1

@@ -1,0 +1,121 @@
+"""The YAML node builder gives exactly the bytes of PyYAML's representer, for any JSON-like value
+with any sharing of dicts and lists (anchors and aliases), and for the unusual values it hands
+back to the representer; the strict loader (with the same fast resolver) reads what PyYAML's
+loader reads."""
+
+from __future__ import annotations
+
+import enum
+from collections import OrderedDict
+from typing import Any
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from providers.errors import SourceError
+from renderer.sources import parse_documents
+from renderer.yamlio import dump, dump_represented
+
+LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=30),
+    st.sampled_from(["", "yes", "null", "~", "1e3", "0x1F", "a: b", "- x", "line\nnext\n", "'q'"]),
+)
+
+
+@st.composite
+def objects(draw: st.DrawFn) -> dict[str, Any]:
+    """A mapping of JSON-like values, some dicts and lists reused in several places."""
+    shared: list[Any] = []
+
+    def extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        return st.one_of(
+            st.lists(children, max_size=4),
+            st.dictionaries(st.text(max_size=8), children, max_size=4),
+        )
+
+    tree = draw(st.dictionaries(st.text(max_size=8), st.recursive(LEAVES, extend, max_leaves=25)))
+    for key in list(tree)[: draw(st.integers(0, 3))]:
+        if isinstance(tree[key], dict | list):
+            shared.append(tree[key])
+    for i, value in enumerate(shared):
+        tree[f"again-{i}"] = value  # the same object twice: an anchor and an alias
+    return tree
+
+
+@settings(max_examples=150, deadline=None)
+@given(objects())
+def test_the_node_builder_writes_what_the_representer_writes(obj: dict[str, Any]) -> None:
+    assert dump(obj) == dump_represented(obj)
+
+
+def test_unusual_values_take_the_representers_path() -> None:
+    class Color(enum.Enum):
+        RED = 1
+
+    for obj in (
+        {"a": OrderedDict(b=1)},  # another mapping type
+        {"a": {1: "x", "b": 2}},  # a key that is not a string
+        {"a": (1, 2)},  # a tuple: the safe representer refuses it, both paths alike
+        {"a": Color.RED},
+    ):
+        try:
+            expected: str | type[Exception] = dump_represented(obj)
+        except Exception as err:  # the representer's own refusal
+            expected = type(err)
+        try:
+            got: str | type[Exception] = dump(obj)
+        except Exception as err:
+            got = type(err)
+        assert got == expected
+
+
+def test_a_shared_probe_is_an_anchor_and_an_alias() -> None:
+    probe = {"httpGet": {"path": "/health", "port": 8000}}
+    deployment = {"livenessProbe": probe, "readinessProbe": probe}
+
+    assert dump(deployment) == (
+        "livenessProbe: &id001\n"
+        "  httpGet:\n"
+        "    path: /health\n"
+        "    port: 8000\n"
+        "readinessProbe: *id001\n"
+    )
+
+
+SCALARS = st.sampled_from(
+    [
+        *("2001-12-14", "2001-12-14t21:59:43.10-05:00", "0o17", "017", "1_000", "1:20"),
+        *(".inf", "-.NaN", "Yes", "off", "NULL", "", "+1", "-2.5e-3", "0b101", "=", "<<"),
+        *("!important", "@x", "%y", "~"),
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(objects(), st.lists(SCALARS, max_size=5))
+def test_the_strict_loader_reads_what_pyyamls_loader_reads(
+    obj: dict[str, Any], plain: list[str]
+) -> None:
+    """A document written by dump, and one of scalars written plain (unquoted), so the
+    resolver decides their types (some are not valid YAML, or have no safe constructor)."""
+    lines = "".join(f"plain{i}: {value}\n" for i, value in enumerate(plain))
+    text = dump(obj) + (f"---\n{lines}" if plain else "")
+
+    try:
+        theirs: list[Any] | None = [
+            d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d is not None
+        ]
+    except yaml.YAMLError:
+        theirs = None
+    try:
+        ours: list[Any] | None = [doc.obj for doc in parse_documents(text, "t")]
+    except SourceError:
+        ours = None
+
+    assert (ours is None) == (theirs is None)
+    assert [dump_represented(o) for o in ours or []] == [dump_represented(o) for o in theirs or []]
