@@ -203,6 +203,20 @@ def test_two_spec_blocks_are_refused_naming_file_document_and_key() -> None:
     )
 
 
+@pytest.mark.parametrize("key", ["on", "no", "null", "true"])
+def test_a_duplicate_key_that_yaml_reads_as_a_boolean_or_null_is_named_as_written(key: str) -> None:
+    text = (
+        f"apiVersion: airunway.ai/v1alpha1\nkind: ModelDeployment\nspec:\n  {key}: 1\n  {key}: 2\n"
+    )
+
+    with pytest.raises(SourceError) as err:
+        list(parse_documents(text, "in.yaml"))
+
+    assert str(err.value) == (
+        f'in.yaml: document 1: not valid YAML at line 5, column 3: duplicate key "{key}"'
+    )
+
+
 def test_merge_keys_are_not_duplicates() -> None:
     text = "base: &b {a: 1}\nuse:\n  <<: *b\n  a: 2\n"
 
