@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from bench import cel
+from bench import cel, limits
 from providers.admission import admit
 from providers.cel import activation, evaluate
 from providers.hydrate import hydrate
@@ -67,6 +67,7 @@ def main() -> None:
     print(f"ratio admit / re-admit: {admit_us / readmit_us:.2f}x (the cost of running selection)")
     print(f"admissions per second per core (first admission): {1e6 / admit_us:.0f}")
     cel.main()
+    limits.main()
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from providers.bounds import size_errors
 from providers.cel import compile_rule, new_environment
 from providers.crds import external_model_provider_spec
 from providers.errors import FieldError, Reason
@@ -87,6 +88,9 @@ def _check_external_provider(obj: Mapping[str, Any]) -> list[FieldError]:
                 "kind", Reason.INVALID, f"expected {EMP_API_VERSION} {EXTERNAL_MODEL_PROVIDER}"
             )
         ]
+    errors = size_errors(obj)
+    if errors:  # nothing below may walk an object this large
+        return errors
     spec = obj.get("spec")
     at = FieldPath.root("spec")
     if spec is None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from providers.bounds import size_errors
 from providers.crds import model_deployment_spec
 from providers.defaults import with_defaults
 from providers.errors import FieldError, Reason
@@ -34,7 +35,6 @@ from providers.registry import ProviderRegistry
 from providers.schema import check_schema
 from providers.selection import Decision, select_engine, select_provider
 
-MAX_NESTING = 100
 # The schema is a constant; built once instead of on every admission (it was a third of the
 # structure check). check_schema never changes it.
 _spec_schema = functools.cache(model_deployment_spec)
@@ -59,7 +59,8 @@ class Hydration:
 
 
 def structure_errors(obj: Mapping[str, Any]) -> list[FieldError]:
-    """What the API server would refuse before any webhook runs: kind, nesting, spec schema."""
+    """What the API server would refuse before any webhook runs (kind, nesting, spec schema),
+    and objects too large to walk (providers.bounds)."""
     if obj.get("apiVersion") != API_VERSION or obj.get("kind") != MODEL_DEPLOYMENT:
         got = f"{obj.get('apiVersion')} {obj.get('kind')}"
         return [
@@ -67,8 +68,9 @@ def structure_errors(obj: Mapping[str, Any]) -> list[FieldError]:
                 "kind", Reason.INVALID, f"expected {API_VERSION} {MODEL_DEPLOYMENT}, got {got}"
             )
         ]
-    if nesting_depth(obj) > MAX_NESTING:
-        return [FieldError("spec", Reason.INVALID, f"nested deeper than {MAX_NESTING} levels")]
+    errors = size_errors(obj)
+    if errors:  # nothing below may walk an object this large
+        return errors
     errors = number_errors(obj, FieldPath())
     if errors:  # nothing below may compute with a number it cannot hold
         return errors
@@ -89,29 +91,6 @@ def structure_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     else:
         errors += check_schema(obj["spec"], _spec_schema(), FieldPath.root("spec"))
     return errors
-
-
-def nesting_depth(value: Any) -> int:
-    """How deeply objects and arrays nest (counted up to MAX_NESTING + 1), without recursion.
-
-    Level by level: no (node, depth) pair is built per value, as this runs on every admission.
-    """
-    depth, level = 0, [value]
-    while depth <= MAX_NESTING:
-        below: list[Any] = []
-        containers = False
-        for node in level:
-            if isinstance(node, dict):  # decoded JSON/YAML: dicts and lists only
-                below.extend(node.values())
-                containers = True
-            elif isinstance(node, list):
-                below.extend(node)
-                containers = True
-        if not containers:
-            break
-        depth += 1
-        level = below
-    return depth
 
 
 def hydrate(

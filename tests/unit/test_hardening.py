@@ -24,6 +24,7 @@ from providers.errors import Reason, SourceError
 from providers.quantity import parse_quantity, quantity_problem
 from providers.registry import ProviderRegistry
 from renderer.sources import parse_documents
+from tests.support import limits
 from tests.support.builders import model_deployment, shipped_registry
 from tests.support.generated import (
     any_request_reviews,
@@ -33,6 +34,7 @@ from tests.support.generated import (
     secret_names,
     yaml_with_duplicate,
 )
+from tests.support.limits import Case
 from tests.support.webhook import review
 from webhook.app import create_app
 from webhook.settings import Settings
@@ -201,6 +203,20 @@ def test_two_spec_blocks_are_refused_naming_file_document_and_key() -> None:
     )
 
 
+@pytest.mark.parametrize("key", ["on", "no", "null", "true"])
+def test_a_duplicate_key_that_yaml_reads_as_a_boolean_or_null_is_named_as_written(key: str) -> None:
+    text = (
+        f"apiVersion: airunway.ai/v1alpha1\nkind: ModelDeployment\nspec:\n  {key}: 1\n  {key}: 2\n"
+    )
+
+    with pytest.raises(SourceError) as err:
+        list(parse_documents(text, "in.yaml"))
+
+    assert str(err.value) == (
+        f'in.yaml: document 1: not valid YAML at line 5, column 3: duplicate key "{key}"'
+    )
+
+
 def test_merge_keys_are_not_duplicates() -> None:
     text = "base: &b {a: 1}\nuse:\n  <<: *b\n  a: 2\n"
 
@@ -266,3 +282,58 @@ def test_json_patch_turns_before_into_after(before: dict[str, Any], after: dict[
 
     assert jsonpatch.apply_patch(copy.deepcopy(before), patch) == after
     assert json_patch(after, copy.deepcopy(after)) == []
+
+
+# Every class at the input limits (tests/support/limits.py): the right answer, whatever the size.
+# (Their CPU time is `python -m bench`'s; no test here is timed.)
+
+TOO_MANY = (
+    "spec: Too many: the object holds more than 10000 values (map entries and list items, at any "
+    "depth); Runway's objects need a few hundred: keep bulk data out of them"
+)
+AT_THE_LIMITS: dict[str, tuple[bool, str | None]] = {  # allowed, message
+    "3 MiB object, DELETE": (True, None),
+    "values past the limit": (False, TOO_MANY),
+    "3 MiB of empty lists": (False, TOO_MANY),
+    "the most values allowed": (True, None),
+    "the deepest nesting allowed": (True, None),
+    "the most numbers allowed, at their bounds": (True, None),
+    "a 3 MiB value, every literal": (True, None),
+    "a 3 MiB value ending in a token": (
+        False,
+        "metadata.annotations[example.com/notes]: Forbidden: looks like a GitHub token "
+        "(ghp_/gho_/ghu_/ghs_/ghr_...); put the value in a Secret and reference it "
+        "(env[].valueFrom.secretKeyRef), never inline",
+    ),
+    "ExternalModelProvider, 3 MiB of models": (False, TOO_MANY),
+    "InferenceProviderConfig, 3 MiB of rules": (
+        False,
+        "spec.selectionRules: Too many: must have at most 64 items, has 3252",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def at_the_limits() -> dict[tuple[str, str], Case]:
+    return {(c.kind, c.name): c for c in limits.cases()}
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [(kind, name) for kind, name, *_ in limits.BUILDERS],
+    ids=[f"{kind}:{name}" for kind, name, *_ in limits.BUILDERS],
+)
+def test_a_review_at_the_input_limits_gets_the_right_answer(
+    kind: str, name: str, at_the_limits: dict[tuple[str, str], Case], client: FlaskClient
+) -> None:
+    case = at_the_limits[kind, name]
+    allowed, message = AT_THE_LIMITS[name]
+    expected: dict[str, Any] = {"uid": case.document["request"]["uid"], "allowed": allowed}
+    if message is not None:
+        expected["status"] = {"code": 403, "message": message}
+
+    status, answer = _post(client, case.path, case.document)
+    answer["response"].pop("patch", None)  # a mutation's patch: compared by the mutate tests
+    answer["response"].pop("patchType", None)
+
+    assert (status, answer["response"]) == (200, expected)

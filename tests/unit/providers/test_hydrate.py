@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from providers.errors import FieldError, Reason
-from providers.hydrate import MAX_NESTING, STICKY_REASON, hydrate, nesting_depth
+from providers.hydrate import STICKY_REASON, hydrate
 from providers.model import Choice
 from providers.registry import ProviderRegistry
 from renderer.yamlio import dump
@@ -262,42 +262,6 @@ def test_deeply_nested_input_is_an_error_not_a_crash(shipped: ProviderRegistry) 
     result = hydrate(obj, registry=shipped)
 
     assert result.errors == (FieldError("spec", Reason.INVALID, "nested deeper than 100 levels"),)
-
-
-def _nested(levels: int, leaf: Any = 1) -> Any:
-    value = leaf
-    for level in range(levels):
-        value = {"x": value} if level % 2 else [value]
-    return value
-
-
-@pytest.mark.parametrize(
-    ("value", "depth"),
-    [
-        (1, 0),
-        ({}, 1),
-        ([], 1),
-        ({"a": 1, "b": "x"}, 1),
-        ({"a": {}, "b": [1, [2, {"c": None}]]}, 4),  # the deepest branch counts, not the first
-        ([[], [[[]]], {}], 4),
-        (_nested(MAX_NESTING), MAX_NESTING),
-        (_nested(MAX_NESTING, leaf={}), MAX_NESTING + 1),
-        (_nested(5000), MAX_NESTING + 1),  # counting stops past the limit
-    ],
-    ids=[
-        "scalar",
-        "empty-object",
-        "empty-array",
-        "flat",
-        "deepest-branch",
-        "arrays",
-        "at-limit",
-        "one-past",
-        "far-past",
-    ],
-)
-def test_nesting_depth_counts_objects_and_arrays(value: Any, depth: int) -> None:
-    assert nesting_depth(value) == depth
 
 
 def test_every_example_file_takes_part_in_the_idempotence_test() -> None:

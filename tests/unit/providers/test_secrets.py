@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import string
 
 import pytest
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from providers.errors import FieldError, Reason
-from providers.secrets import HINT, credential_kind, find_credentials
+from providers.secrets import HINT, SHAPES, credential_kind, find_credentials
 
 # Shapes only: generated from the documented prefixes, none of them a real credential.
 TOKENS = {
@@ -120,3 +121,45 @@ def test_a_credential_is_found_wherever_it_sits_in_a_value(
     assert [e.path for e in find_credentials({"spec": {"env": [{"value": value}]}})] == [
         "spec.env[0].value"
     ]
+
+
+# Values at the size limit of a request (3 MiB): the scan is linear, so each answer is one pass.
+# The URL shape once started at every letter of a run and rescanned the rest of it: this value
+# took hours (64 KB of it took 6 s).
+LIMIT = 3 * 1024 * 1024
+EVERY_LITERAL = " ".join(lit for _, literals, _ in SHAPES for lit in literals) + " @"
+
+
+@pytest.mark.parametrize(
+    ("run", "credential"),
+    [
+        ("a", None),
+        ("a.", None),
+        ("hf_", None),
+        ("eyJaaaaaaaa.eyJaaaaaaaa ", None),
+        ("a", "url"),
+        ("gh ", "github"),
+    ],
+    ids=["letters", "scheme-characters", "literals", "jwt-parts", "letters-then-url", "dense"],
+)
+def test_a_value_at_the_request_size_limit_is_scanned_in_one_pass(
+    run: str, credential: str | None
+) -> None:
+    tail = f" {EVERY_LITERAL} {TOKENS[credential]}" if credential else f" {EVERY_LITERAL}"
+    value = run * ((LIMIT - len(tail)) // len(run)) + tail
+
+    expected = credential_kind(TOKENS[credential]) if credential else None
+    assert credential_kind(value) == expected
+
+
+def test_every_shape_but_the_url_starts_with_its_literal_then_looks_behind() -> None:
+    """What keeps the scan linear: the engine looks for the literal, and tries the pattern only
+    where it is; the URL's scheme comes first, so it starts only where a run starts."""
+    for name, literals, pattern in SHAPES:
+        if name.startswith("a password in a URL"):
+            assert pattern.startswith("(?<![a-z0-9+.-])")
+            continue
+        lead = re.match(r"[\w-]+", pattern)
+        assert lead is not None and all(lit.startswith(lead.group()) for lit in literals), name
+        if name != "a private key (PEM)":  # "-----BEGIN " cannot sit inside a word
+            assert "(?<!" in pattern, name
