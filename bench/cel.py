@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from providers.admission import admit
+from providers.bounds import MAX_VALUES
 from providers.cel import (
     CONFIG_COST_LIMIT,
     RULE_COST_LIMIT,
@@ -36,6 +37,11 @@ ADMISSION_TARGET_MS = 5.0
 STARTUP_TARGET_S = 0.3
 CEL_TARGET_MS = 100.0
 L10 = "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]"
+
+
+# The most args an admissible ModelDeployment can hold, with its other values (apiVersion, kind,
+# metadata, engine, resources) counted: providers.bounds.MAX_VALUES less a margin of 100.
+LIMIT_ARGS = MAX_VALUES - 100
 
 
 def cpu_ms(fn: Callable[[], Any], rounds: int) -> float:
@@ -205,11 +211,12 @@ def adversarial_rows() -> None:
 
 def worst_admission_ms(accepted: list[dict[str, Any]]) -> float:
     """Each accepted config in turn stands for all five providers (nothing matches, so every
-    rule runs) against a spec that fills the input limits; the slowest admission's CEL time."""
+    rule runs) against a spec that fills the input limits: as many 100-character args as an
+    admissible object holds (providers.bounds.MAX_VALUES); the slowest admission's CEL time."""
     spec = {
         "engine": {"type": "vllm"},
         "resources": {"gpu": {"count": 1}},
-        "args": ["--" + "x" * 98] * 10_000,
+        "args": ["--" + "x" * 98] * LIMIT_ARGS,
     }
     md = ModelDeployment({"spec": spec})
     worst = 0.0
@@ -242,7 +249,7 @@ def calibration_rows() -> None:
         "['ab']" + ".map(s, s + s)" * 12 + ".size() > 0",
     ):
         rule = compile_rule(env, condition, 0)
-        spec = {"args": ["--" + "x" * 98] * 10_000}
+        spec = {"args": ["--" + "x" * 98] * LIMIT_ARGS}
         bound = activation(env, spec)
         evaluate(rule, bound)
         ms = cpu_ms(partial(evaluate, rule, bound), rounds=5)
