@@ -409,7 +409,10 @@ class DiskTree(Mapping[str, str]):
 
 
 def stat_of(path: str | Path) -> Stat:
-    found = os.lstat(path)
+    return _stat(os.lstat(path))
+
+
+def _stat(found: os.stat_result) -> Stat:
     return found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns
 
 
@@ -419,13 +422,7 @@ def _scan_into(folder: str, prefix: str, out: dict[str, Stat]) -> None:
             if entry.is_dir(follow_symlinks=False):
                 _scan_into(entry.path, f"{prefix}{entry.name}/", out)
             else:
-                found = entry.stat(follow_symlinks=False)
-                out[prefix + entry.name] = (
-                    found.st_ino,
-                    found.st_size,
-                    found.st_mtime_ns,
-                    found.st_ctime_ns,
-                )
+                out[prefix + entry.name] = _stat(entry.stat(follow_symlinks=False))
 
 
 def _prune_empty(path: Path, root: Path) -> None:

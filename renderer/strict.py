@@ -140,16 +140,30 @@ class BuiltinSchemas:
         self._validators: dict[tuple[str, str], Any] = {}
         self._definitions: Any = None
 
+    def _source(self, api_version: str, kind: str) -> Any:
+        """kubernetes-validate's schema of a kind, as written (FileNotFoundError: none)."""
+        group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+        path = f"kubernetes-json-schema/{self._dir}/{kind.lower()}-{group}.json"
+        schema = kubernetes_validate.utils.schema_contents(path, self.minor)
+        if self._definitions is None:
+            self._definitions = kubernetes_validate.utils.schema_contents(
+                f"kubernetes-json-schema/{self._dir}/_definitions.json", self.minor
+            )
+        return schema
+
+    def _structural_schema(self, api_version: str, kind: str) -> dict[str, Any]:
+        """The kind's schema in check_schema's form, translated on first use."""
+        key = (api_version, kind)
+        if key not in self._structurals:
+            inlined = _inline(self._source(api_version, kind), self._definitions, {}, ())
+            self._structurals[key] = _structural(inlined)
+        return self._structurals[key]
+
     def _validator(self, api_version: str, kind: str) -> Any:
+        """The jsonschema validator of a kind (the reference; see check)."""
         key = (api_version, kind)
         if key not in self._validators:
-            group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
-            path = f"kubernetes-json-schema/{self._dir}/{kind.lower()}-{group}.json"
-            schema = kubernetes_validate.utils.schema_contents(path, self.minor)
-            if self._definitions is None:
-                self._definitions = kubernetes_validate.utils.schema_contents(
-                    f"kubernetes-json-schema/{self._dir}/_definitions.json", self.minor
-                )
+            schema = self._source(api_version, kind)
             registry = referencing.Resource.from_contents(schema) @ (
                 referencing.Resource.from_contents(self._definitions) @ referencing.Registry()
             )
@@ -169,12 +183,9 @@ class BuiltinSchemas:
         if self.reference:
             return self.reference_errors(obj)[:1]
         try:
-            validator = self._validator(api_version, kind)
+            structural = self._structural_schema(api_version, kind)
         except FileNotFoundError:
             return [self._no_schema(api_version, kind)]
-        structural = self._structurals.get((api_version, kind))
-        if structural is None:
-            structural = self._structurals[(api_version, kind)] = _structural(validator.schema)
         errors = check_schema(obj, structural, FieldPath())
         metadata, meta_schema = obj.get("metadata"), structural["properties"].get("metadata")
         if isinstance(metadata, Mapping) and meta_schema is not None:  # the root skips it
