@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
+import urllib3
 
 from gateway.cluster import list_objects, statuses, write_statuses
 from gateway.litellm import LiteLLM, LiteLLMUnavailable
@@ -276,8 +277,22 @@ def _file_secrets(directory: str | None) -> FileSecrets:
     return FileSecrets([d.obj for d in docs])
 
 
+def _first_line(err: BaseException) -> str:
+    if isinstance(err, kubernetes.client.ApiException):
+        return f"API server answered {err.status} {err.reason}"
+    return (str(err).splitlines() or [type(err).__name__])[0]
+
+
+def _litellm_url(value: str) -> str:
+    problem = url_problem(value)
+    if problem is not None:
+        raise SourceError("--litellm-url", f"{value!r} {problem[0]}")
+    return value
+
+
 def run_sync(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
-    litellm = LiteLLM(args.litellm_url, _master_key(args, os.environ if env is None else env))
+    url = _litellm_url(args.litellm_url)
+    litellm = LiteLLM(url, _master_key(args, os.environ if env is None else env))
     if args.sources:
         secrets: SecretSource = _file_secrets(args.secrets_dir)
         api = None
@@ -293,9 +308,14 @@ def run_sync(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> 
     while not stop.is_set():
         try:
             code = _pass(args, syncer, api)
-        except (LiteLLMUnavailable, kubernetes.client.ApiException, OSError) as err:
+        except (
+            LiteLLMUnavailable,
+            kubernetes.client.ApiException,
+            urllib3.exceptions.HTTPError,
+            OSError,
+        ) as err:
             # The loop outlives an outage of LiteLLM or the API server; the next pass retries.
-            log.warning("gateway-sync pass failed: %s", str(err).splitlines()[0])
+            log.warning("gateway-sync pass failed: %s", _first_line(err))
             code = 4
         stop.wait(args.interval)
     return code

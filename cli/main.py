@@ -8,6 +8,7 @@ import logging
 import sys
 from collections.abc import Mapping, Sequence
 from enum import IntEnum
+from typing import Any
 
 from gateway.litellm import LiteLLMUnavailable
 from providers.errors import RunwayError, SourceError
@@ -63,6 +64,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def configure_logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
+    # urllib3 (under the kubernetes client) warns once per retry of a refused connection; the
+    # failure itself is the one line main prints. -v shows the retries.
+    logging.getLogger("urllib3").setLevel(level if verbosity else logging.ERROR)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -98,12 +102,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def is_cluster_error(err: BaseException) -> bool:
-    """The kubernetes client's configuration and API errors (it is imported by cluster commands
-    only; when it was never imported, nothing can have raised them)."""
+    """The kubernetes client's configuration and API errors, and the connection errors of the
+    urllib3 under it (both are imported by cluster commands only; when they were never imported,
+    nothing can have raised them)."""
     kubernetes = sys.modules.get("kubernetes")
-    if kubernetes is None:
-        return False
-    return isinstance(err, kubernetes.config.ConfigException | kubernetes.client.ApiException)
+    if kubernetes is not None and isinstance(
+        err, kubernetes.config.ConfigException | kubernetes.client.ApiException
+    ):
+        return True
+    urllib3 = sys.modules.get("urllib3")
+    return urllib3 is not None and isinstance(err, urllib3.exceptions.HTTPError)
 
 
 def describe(err: BaseException) -> str:
@@ -111,9 +119,34 @@ def describe(err: BaseException) -> str:
     kubernetes = sys.modules.get("kubernetes")
     if kubernetes is not None and isinstance(err, kubernetes.client.ApiException):
         return f"API server answered {err.status} {err.reason}"
+    urllib3 = sys.modules.get("urllib3")
+    if urllib3 is not None and isinstance(err, urllib3.exceptions.HTTPError):
+        return _unreachable(err, urllib3)
     if isinstance(err, OSError) and err.filename:
         return f"{err.filename}: {err.strerror}"
     return str(err).splitlines()[0] if str(err) else type(err).__name__
+
+
+def _unreachable(err: BaseException, urllib3: Any) -> str:
+    """`the API server at URL could not be reached: WHY` from urllib3's retry and connection
+    errors (their own text repeats the pool and the request path over several lines)."""
+    pool = getattr(err, "pool", None)
+    where = f"{pool.scheme}://{pool.host}:{pool.port}" if pool is not None else "the API server"
+    reason: Any = getattr(err, "reason", None) or err
+    if isinstance(reason, urllib3.exceptions.NewConnectionError | ConnectionError):
+        cause = reason.__cause__ or reason.__context__
+        why = _errno_text(cause) if isinstance(cause, OSError) else "connection failed"
+    elif isinstance(reason, urllib3.exceptions.SSLError):
+        why = "TLS handshake failed"
+    elif isinstance(reason, urllib3.exceptions.TimeoutError | TimeoutError):
+        why = "timed out"
+    else:
+        why = type(reason).__name__
+    return f"the API server at {where} could not be reached: {why}"
+
+
+def _errno_text(err: OSError) -> str:
+    return (err.strerror or type(err).__name__).lower()
 
 
 def run() -> None:

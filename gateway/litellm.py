@@ -3,6 +3,12 @@ GET /model/info and /v1/models, authenticated with the master key as a Bearer to
 
 Response bodies of writes are never logged or put in an exception (a validation error could echo
 the request, which holds the provider key); errors carry the route and the HTTP status only.
+
+Redirects are never followed: the master key would go with the request to wherever LiteLLM (or
+anything in front of it) points. An answer is read up to MAX_ANSWER bytes, and every entry of
+/model/info is reduced to the shape the sync reads (model_name a string or None, litellm_params
+and model_info mappings, else empty), so no answer shape or nesting depth can raise anything but
+LiteLLMUnavailable.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 from providers.errors import RunwayError
 
 TIMEOUT = 30.0
+MAX_ANSWER = 64 * 2**20  # bytes of one answer; /model/info of 10,000 entries is about 10 MiB
 
 
 class LiteLLMUnavailable(RunwayError):
@@ -41,16 +48,19 @@ class LiteLLM:
     timeout: float = TIMEOUT
 
     def model_info(self) -> list[dict[str, Any]]:
-        """Every deployment LiteLLM routes to (config and DB entries alike)."""
+        """Every deployment LiteLLM routes to (config and DB entries alike), each reduced to
+        model_name (str or None), litellm_params and model_info (dicts)."""
         data = self._get("/model/info").get("data")
         if not isinstance(data, list):
             raise LiteLLMUnavailable(f"{self.url}/model/info: no data list in the answer")
-        return [d for d in data if isinstance(d, dict)]
+        return [_entry(d) for d in data if isinstance(d, Mapping)]
 
     def public_models(self) -> set[str]:
         """The names /v1/models offers (what a client sees as routable)."""
         data = self._get("/v1/models").get("data")
-        return {str(m.get("id")) for m in data or () if isinstance(m, Mapping)}
+        if not isinstance(data, list):
+            raise LiteLLMUnavailable(f"{self.url}/v1/models: no data list in the answer")
+        return {m["id"] for m in data if isinstance(m, Mapping) and isinstance(m.get("id"), str)}
 
     def new(self, body: Mapping[str, Any]) -> None:
         self._post("/model/new", body)
@@ -76,24 +86,59 @@ class LiteLLM:
 
     def _get(self, route: str) -> dict[str, Any]:
         try:
-            with urllib.request.urlopen(self._request(route, None), timeout=self.timeout) as resp:
-                answer = json.loads(resp.read())
+            with _open(self._request(route, None), self.timeout) as resp:
+                raw = resp.read(MAX_ANSWER + 1)
         except urllib.error.HTTPError as err:
-            raise LiteLLMUnavailable(f"{self.url}{route} answered HTTP {err.code}") from None
+            err.close()
+            raise LiteLLMUnavailable(f"{self.url}{route} answered {_status(err.code)}") from None
         except (urllib.error.URLError, OSError, ValueError) as err:
             reason = getattr(err, "reason", None) or type(err).__name__
             raise LiteLLMUnavailable(f"{self.url}{route}: {reason}") from None
+        if len(raw) > MAX_ANSWER:
+            raise LiteLLMUnavailable(f"{self.url}{route}: the answer exceeds {MAX_ANSWER} bytes")
+        try:
+            answer = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise LiteLLMUnavailable(f"{self.url}{route}: the answer is not JSON") from None
         if not isinstance(answer, dict):
             raise LiteLLMUnavailable(f"{self.url}{route}: the answer is not a JSON object")
         return answer
 
     def _post(self, route: str, body: Mapping[str, Any]) -> None:
         try:
-            with urllib.request.urlopen(self._request(route, body), timeout=self.timeout) as resp:
-                resp.read()
+            with _open(self._request(route, body), self.timeout) as resp:
+                resp.read(MAX_ANSWER)
         except urllib.error.HTTPError as err:
             err.close()
             raise WriteFailed(route, err.code) from None
         except (urllib.error.URLError, OSError) as err:
             reason = getattr(err, "reason", None) or type(err).__name__
             raise LiteLLMUnavailable(f"{self.url}{route}: {reason}") from None
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Answers a redirect with its own status (an HTTPError) instead of following it."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _open(request: urllib.request.Request, timeout: float) -> Any:
+    return urllib.request.build_opener(_NoRedirect()).open(request, timeout=timeout)
+
+
+def _status(code: int) -> str:
+    if 300 <= code < 400:
+        return f"HTTP {code} (a redirect: never followed, it would carry the master key)"
+    return f"HTTP {code}"
+
+
+def _entry(raw: Mapping[str, Any]) -> dict[str, Any]:
+    name = raw.get("model_name")
+    params = raw.get("litellm_params")
+    info = raw.get("model_info")
+    return {
+        "model_name": name if isinstance(name, str) else None,
+        "litellm_params": dict(params) if isinstance(params, Mapping) else {},
+        "model_info": dict(info) if isinstance(info, Mapping) else {},
+    }

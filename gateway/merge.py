@@ -1,7 +1,12 @@
 """The merge boundary: ModelDeployments and ExternalModelProviders in, the desired LiteLLM model
 list out. This is the one place the two kinds meet (seed 004), so it is where an ambiguous
 servedName is refused: a name claimed more than once (across the kinds, by two providers, or twice
-by one provider) registers no claimant at all, and every claimant is reported.
+by one provider) registers no claimant at all, and every claimant is reported. A name that is not
+literal (a wildcard LiteLLM would expand) is never registered.
+
+`settle` then applies what LiteLLM routes now: the claimant already registered and routable under
+a name keeps it and every newcomer is refused; a name LiteLLM routes to an entry runway did not
+create refuses every runway claimant (joining its group would take a share of its traffic).
 
 Pure: no I/O, no Secret values (a desired model carries only a reference to its Secret).
 """
@@ -10,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from providers.admission import admit
@@ -25,6 +30,7 @@ from providers.model import (
     dig,
 )
 from providers.registry import MODULES, ProviderRegistry
+from providers.servednames import LITERAL, is_literal
 from providers.versions import Versions
 
 ID_PREFIX = "runway:"
@@ -70,11 +76,14 @@ class DesiredModel:
 
 @dataclass(frozen=True, slots=True)
 class Conflict:
-    """A servedName claimed more than once; every claim is listed (an owner twice if it claims the
-    name twice)."""
+    """A servedName claimed more than once, or held by an established registration; every claim
+    is listed (an owner twice if it claims the name twice). `holder` names the registration that
+    keeps the name (None: nobody keeps it); `kept` is that holder when it is a claimant."""
 
     served_name: str
     claimants: tuple[Owner, ...]
+    holder: str | None = None
+    kept: Owner | None = None
 
     def others(self, owner: Owner) -> list[Owner]:
         """The claimants other than `owner` (itself again when it claims the name twice)."""
@@ -98,9 +107,25 @@ class Plan:
     conflicts: tuple[Conflict, ...] = ()
     skipped: tuple[Skipped, ...] = ()
     providers: tuple[Owner, ...] = field(default=())  # every ExternalModelProvider seen
+    contested: tuple[DesiredModel, ...] = ()  # the routable claims of names in conflicts
 
     def conflict_of(self, served: str) -> Conflict | None:
         return next((c for c in self.conflicts if c.served_name == served), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """A name LiteLLM routes now (in /model/info and /v1/models): runway's entry of `owner`, or
+    (owner None) an entry runway did not create, named by its id."""
+
+    served_name: str
+    owner: Owner | None
+    entry_id: str
+
+    def __str__(self) -> str:
+        if self.owner is not None:
+            return str(self.owner)
+        return f"LiteLLM entry {self.entry_id or '(no id)'} (not created by runway)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,14 +172,23 @@ def plan(
         found, skip = _provider_claims(obj)
         claims += found
         skipped += skip
+    # Admission refuses such names; objects stored before that rule (or written past the
+    # webhook) still never reach LiteLLM as a pattern.
+    literal = [c for c in claims if is_literal(c.served_name)]
+    skipped += [
+        Skipped(c.owner, f"name {c.served_name!r} {LITERAL}", c.served_name)
+        for c in claims
+        if not is_literal(c.served_name)
+    ]
     by_name: dict[str, list[_Claim]] = defaultdict(list)
-    for claim in claims:
+    for claim in literal:
         by_name[claim.served_name].append(claim)
-    models, conflicts = [], []
+    models, conflicts, contested = [], [], []
     for name in sorted(by_name):
         group = by_name[name]
         if len(group) > 1:
             conflicts.append(Conflict(name, tuple(sorted(c.owner for c in group))))
+            contested += sorted((c.model for c in group if c.model), key=lambda m: m.owner)
         elif group[0].model is not None:
             models.append(group[0].model)
     return Plan(
@@ -162,6 +196,7 @@ def plan(
         tuple(conflicts),
         tuple(sorted(skipped, key=lambda s: (s.owner, s.served_name or ""))),
         tuple(sorted({owner_of(p) for p in providers})),
+        tuple(contested),
     )
 
 
@@ -235,6 +270,44 @@ def _provider_claims(obj: Mapping[str, Any]) -> tuple[list[_Claim], list[Skipped
         )
         claims.append(_Claim(served, owner, desired))
     return claims, []
+
+
+def settle(result: Plan, registered: Sequence[Registration]) -> Plan:
+    """`result` with what LiteLLM routes now applied: under a name claimed more than once, the
+    one claimant registered under it keeps it (its model is desired, the others are refused); a
+    name routed to an entry runway did not create refuses every claimant. Two registered
+    claimants, or none, leave the conflict as it is (nobody is registered)."""
+    holders: dict[str, list[Registration]] = defaultdict(list)
+    for entry in registered:
+        holders[entry.served_name].append(entry)
+    conflicts = {c.served_name: c for c in result.conflicts}
+    models = {m.served_name: m for m in result.models}
+    claimed = {
+        **{n: c.claimants for n, c in conflicts.items()},
+        **{n: (m.owner,) for n, m in models.items()},
+    }
+    for name in sorted(set(claimed) & set(holders)):
+        held = holders[name]
+        foreign = [h for h in held if h.owner is None]
+        if foreign:
+            models.pop(name, None)
+            conflicts[name] = Conflict(name, claimed[name], str(min(foreign, key=str)))
+            continue
+        owners = sorted({h.owner for h in held if h.owner is not None and h.owner in claimed[name]})
+        if name not in conflicts or len(owners) != 1:
+            continue
+        keeper = owners[0]
+        conflicts[name] = Conflict(name, claimed[name], str(keeper), keeper)
+        model = next(
+            (m for m in result.contested if (m.served_name, m.owner) == (name, keeper)), None
+        )
+        if model is not None:
+            models[name] = model
+    return replace(
+        result,
+        models=tuple(models[n] for n in sorted(models)),
+        conflicts=tuple(conflicts[n] for n in sorted(conflicts)),
+    )
 
 
 def split(

@@ -23,7 +23,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.litellm import LiteLLM, WriteFailed
-from gateway.merge import ID_PREFIX, DesiredModel, Plan, model_id
+from gateway.merge import (
+    ID_PREFIX,
+    Conflict,
+    DesiredModel,
+    Owner,
+    Plan,
+    Registration,
+    model_id,
+    settle,
+)
 from gateway.secrets import SecretSource, SecretUnavailable
 from gateway.status import ModelResult, Outcome
 from providers.model import EXTERNAL_MODEL_PROVIDER
@@ -65,6 +74,26 @@ def is_ours(listed: Mapping[str, Any]) -> bool:
     )
 
 
+def registrations(listed: Sequence[Mapping[str, Any]], public: set[str]) -> list[Registration]:
+    """What LiteLLM routes now: every entry of /model/info whose name /v1/models offers, with its
+    runway owner (None for an entry runway did not create). An entry of ours whose recorded
+    owner does not parse counts as foreign: it is never handed to a claimant by a guess."""
+    found = []
+    for entry in listed:
+        name = entry.get("model_name")
+        if not isinstance(name, str) or name not in public:
+            continue
+        info = entry.get("model_info") or {}
+        owner = _recorded_owner(info.get("runway_owner")) if is_ours(entry) else None
+        found.append(Registration(name, owner, str(info.get("id") or "")))
+    return found
+
+
+def _recorded_owner(value: Any) -> Owner | None:
+    parts = value.split("/") if isinstance(value, str) else []
+    return Owner(*parts) if len(parts) == 3 and all(parts) else None
+
+
 def _visible(body: Mapping[str, Any]) -> tuple[Any, ...]:
     """What /model/info shows back of an entry (keys are stripped there)."""
     params = body.get("litellm_params") or {}
@@ -92,9 +121,11 @@ class Syncer:
     sent: dict[str, str] = field(default_factory=dict)
 
     def reconcile(self, plan: Plan) -> list[ModelResult]:
-        """One pass; the outcome of every desired model and every conflicting claim."""
-        results = _conflict_results(plan)
+        """One pass; the outcome of every desired model and every conflicting claim. The plan is
+        first settled against what LiteLLM routes now (an established owner keeps its name)."""
         listed = self.litellm.model_info()
+        plan = settle(plan, registrations(listed, self.litellm.public_models()))
+        results = _conflict_results(plan)
         current = {str(e["model_info"]["id"]): e for e in listed if is_ours(e)}
         foreign = {str((e.get("model_info") or {}).get("id")) for e in listed if not is_ours(e)}
         bodies: dict[str, dict[str, Any]] = {}
@@ -214,20 +245,31 @@ def _written_result(
     return _result(model, Outcome.NOT_CONFIRMED, "written, not yet confirmed in /model/info")
 
 
+def _conflict_message(conflict: Conflict, owner: Owner) -> str:
+    others = ", ".join(str(o) for o in conflict.others(owner))
+    also = f"; also claimed by {others}" if others else ""
+    if conflict.holder is None:
+        return (
+            f'servedName "{conflict.served_name}" is also claimed by {others}; '
+            "no claimant is registered"
+        )
+    return (
+        f'servedName "{conflict.served_name}" is already registered in LiteLLM by '
+        f"{conflict.holder}, which keeps it; this claim is refused{also}"
+    )
+
+
 def _conflict_results(plan: Plan) -> list[ModelResult]:
     results = []
     for conflict in plan.conflicts:
-        for owner in sorted(set(conflict.claimants)):
-            others = ", ".join(str(o) for o in conflict.others(owner))
-            message = (
-                f'servedName "{conflict.served_name}" is also claimed by {others}; '
-                "no claimant is registered"
-            )
+        for owner in sorted(set(conflict.claimants) - {conflict.kept}):
+            message = _conflict_message(conflict, owner)
             log.warning(
-                "gateway-sync conflict served=%s claimant=%s others=%s",
+                "gateway-sync conflict served=%s claimant=%s holder=%s others=%s",
                 conflict.served_name,
                 owner,
-                others,
+                conflict.holder or "none",
+                ",".join(str(o) for o in conflict.others(owner)) or "none",
             )
             results.append(
                 ModelResult(

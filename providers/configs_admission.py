@@ -14,11 +14,9 @@ from providers.fieldpath import FieldPath
 from providers.model import EMP_API_VERSION, EXTERNAL_MODEL_PROVIDER, dig
 from providers.registry import config_errors, cost_problem
 from providers.schema import check_schema
+from providers.servednames import LITERAL, is_literal
 from providers.urls import url_problem
 
-# Model names clients put in "model": letters, digits and . _ : / - (e.g. meta-llama/Llama-3.1-8B).
-# Always used with fullmatch: a `$` anchor would also match before a trailing newline.
-SERVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]{0,252}")
 # A Secret's name (DNS subdomain) and a key of its data, as the API server spells them.
 SECRET_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")
@@ -108,14 +106,8 @@ def _check_external_provider(obj: Mapping[str, Any]) -> list[FieldError]:
     seen: set[str] = set()
     for i, model in enumerate(spec["models"]):
         name, where = model["servedName"], at.child("models").index(i).child("servedName")
-        if not SERVED_NAME.fullmatch(name):
-            errors.append(
-                FieldError(
-                    str(where),
-                    Reason.INVALID,
-                    "must be a model name: letters, digits and . _ : / - (starting with a letter or digit)",
-                )
-            )
+        if not is_literal(name):
+            errors.append(FieldError(str(where), Reason.INVALID, LITERAL))
         elif name in seen:
             errors.append(
                 FieldError(

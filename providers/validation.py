@@ -2,7 +2,7 @@
 
 Every check returns FieldErrors and the checks keep going, so a denial lists every problem at
 once, in this order: structure, images and args, model, overrides (layers 1 and 2), provider
-compatibility, disaggregated serving, storage, ceilings, secrets, name, then update immutability.
+compatibility, disaggregated serving, storage, ceilings, secrets, served names, name, then update immutability.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from providers.overrides import check_global, without_blocked
 from providers.quantity import format_limit, parse_quantity, quantity_problem
 from providers.registry import MODULES, ProviderRegistry
 from providers.secret_fields import check_secret_fields
+from providers.servednames import check_served_names
 from providers.storage import check_volumes
 
 MAX_GPUS = 64
@@ -75,6 +76,7 @@ def check_spec(
     errors += check_volumes(md)
     errors += _check_ceilings(md)
     errors += check_secret_fields(md)
+    errors += check_served_names(md)
     if operation is Operation.CREATE and "." in md.name:
         detail = "must not contain dots (they are invalid in the volume and Service names derived from it)"
         errors.append(FieldError("metadata.name", Reason.INVALID, detail))

@@ -9,6 +9,7 @@ import pytest
 
 from providers.configs_admission import check_external_provider, check_provider_config
 from providers.errors import Reason
+from providers.servednames import LITERAL
 from renderer.sources import bundled_config_objects
 from tests.support.builders import external_model_provider, provider_config
 
@@ -171,7 +172,7 @@ def test_served_names_are_tokens_and_unique_within_the_object() -> None:
         (
             "spec.models[1].servedName",
             Reason.INVALID,
-            "must be a model name: letters, digits and . _ : / - (starting with a letter or digit)",
+            LITERAL,
         ),
         (
             "spec.models[2].servedName",
