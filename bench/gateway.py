@@ -15,6 +15,7 @@ from gateway.litellm import LiteLLM
 from gateway.merge import plan
 from gateway.secrets import FileSecrets
 from gateway.sync import Syncer
+from providers.destinations import Destinations
 from providers.registry import ProviderRegistry
 from renderer.sources import bundled_config_objects, bundled_versions
 from tests.support.builders import external_model_provider
@@ -28,6 +29,10 @@ SECRET = {
     "metadata": {"name": "provider-key", "namespace": "gw"},
     "stringData": {"apiKey": "sk-bench-key"},
 }
+
+
+# The stand-in upstream listens on loopback, which base URLs may not name unless allowed.
+LOOPBACK = Destinations.parse(["127.0.0.1"])
 
 
 def main() -> None:
@@ -54,7 +59,7 @@ def main() -> None:
                     )
                     for i in range(size)
                 ]
-                desired = plan([], providers, registry=registry, pins=pins)
+                desired = plan([], providers, registry=registry, pins=pins, destinations=LOOPBACK)
                 empty = plan([], [], registry=registry, pins=pins)
                 timings = []
                 for label, target in (

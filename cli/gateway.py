@@ -26,6 +26,7 @@ from gateway.merge import Owner, Plan, plan, split
 from gateway.secrets import ClusterSecrets, FileSecrets, SecretSource
 from gateway.status import ModelResult, Outcome
 from gateway.sync import Syncer
+from providers.destinations import Destinations
 from providers.errors import SourceError
 from providers.model import INFERENCE_PROVIDER_CONFIG
 from providers.registry import ProviderRegistry
@@ -98,6 +99,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="API root of the Gateway, for ModelDeployments with spec.gateway.enabled",
     )
+    parser.add_argument(
+        "--allow-destination",
+        action="append",
+        default=[],
+        metavar="HOST|CIDR",
+        help="an internal host or network ExternalModelProvider base URLs may name anyway "
+        "(repeatable; by default only public names and global addresses are registered)",
+    )
 
 
 def _read(paths: Sequence[str]) -> list[dict[str, Any]]:
@@ -123,6 +132,13 @@ def _gateway_url(value: str | None) -> str | None:
     return value
 
 
+def _destinations(values: Sequence[str]) -> Destinations:
+    try:
+        return Destinations.parse(list(values))
+    except ValueError as err:
+        raise SourceError("--allow-destination", str(err)) from None
+
+
 def _plan(objects: Sequence[Mapping[str, Any]], args: argparse.Namespace) -> Plan:
     deployments, providers = split(objects)
     return plan(
@@ -131,6 +147,7 @@ def _plan(objects: Sequence[Mapping[str, Any]], args: argparse.Namespace) -> Pla
         registry=_registry(objects, args.providers),
         pins=bundled_versions(),
         gateway_url=_gateway_url(args.gateway_url),
+        destinations=_destinations(args.allow_destination),
     )
 
 

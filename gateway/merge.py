@@ -20,6 +20,7 @@ from typing import Any
 
 from providers.admission import admit
 from providers.configs_admission import check_external_provider, requested_by
+from providers.destinations import NO_DESTINATIONS, Destinations
 from providers.errors import Reason
 from providers.gateway import capabilities_of, engine_model_name, is_enabled, served_name
 from providers.model import (
@@ -158,6 +159,7 @@ def plan(
     registry: ProviderRegistry,
     pins: Versions,
     gateway_url: str | None = None,
+    destinations: Destinations = NO_DESTINATIONS,
 ) -> Plan:
     """The desired model list, every ambiguous name, and what was skipped. A ModelDeployment's
     entry points at the Service its provider renders (or at `gateway_url` when
@@ -169,7 +171,7 @@ def plan(
         claims += found
         skipped += skip
     for obj in providers:
-        found, skip = _provider_claims(obj)
+        found, skip = _provider_claims(obj, destinations)
         claims += found
         skipped += skip
     # Admission refuses such names; objects stored before that rule (or written past the
@@ -244,11 +246,14 @@ def _service_url(md: ModelDeployment, pins: Versions) -> str | None:
     return f"http://{service['metadata']['name']}.{md.namespace}.svc.cluster.local:{port}/v1"
 
 
-def _provider_claims(obj: Mapping[str, Any]) -> tuple[list[_Claim], list[Skipped]]:
+def _provider_claims(
+    obj: Mapping[str, Any], destinations: Destinations
+) -> tuple[list[_Claim], list[Skipped]]:
     owner = owner_of(obj)
     # A name offered twice by one provider is ambiguous like any other: the merge reports it as a
     # conflict (admission refuses it too); every other admission error skips the provider.
-    errors = [e for e in check_external_provider(obj) if e.reason != Reason.DUPLICATE]
+    checked = check_external_provider(obj, destinations=destinations)
+    errors = [e for e in checked if e.reason != Reason.DUPLICATE]
     if errors:
         return [], [Skipped(owner, "; ".join(str(e) for e in errors))]
     emp = ExternalModelProvider(obj)

@@ -9,13 +9,14 @@ from typing import Any
 from providers.bounds import size_errors
 from providers.cel import compile_rule, new_environment
 from providers.crds import external_model_provider_spec
+from providers.destinations import NO_DESTINATIONS, Destinations, destination_problem
 from providers.errors import FieldError, Reason
 from providers.fieldpath import FieldPath
 from providers.model import EMP_API_VERSION, EXTERNAL_MODEL_PROVIDER, dig
 from providers.registry import config_errors, cost_problem
 from providers.schema import check_schema
 from providers.servednames import LITERAL, is_literal
-from providers.urls import url_problem
+from providers.urls import url_host, url_problem
 
 # A Secret's name (DNS subdomain) and a key of its data, as the API server spells them.
 SECRET_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -51,13 +52,17 @@ def check_provider_config(obj: Mapping[str, Any]) -> list[FieldError]:
 
 
 def check_external_provider(
-    obj: Mapping[str, Any], old: Mapping[str, Any] | None = None
+    obj: Mapping[str, Any],
+    old: Mapping[str, Any] | None = None,
+    *,
+    destinations: Destinations = NO_DESTINATIONS,
 ) -> list[FieldError]:
-    """An ExternalModelProvider: one connection (an http(s) base URL and a Secret key reference)
-    and the models it offers, each servedName a valid token and unique within the object. On
-    UPDATE (`old` given) the requested-by annotation must be what it was at create."""
+    """An ExternalModelProvider: one connection (an http(s) base URL at a public destination, or
+    one of `destinations`, and a Secret key reference) and the models it offers, each servedName
+    a literal name and unique within the object. On UPDATE (`old` given) the requested-by
+    annotation must be what it was at create."""
     errors = _check_requested_by(obj, old) if old is not None else []
-    return errors + _check_external_provider(obj)
+    return errors + _check_external_provider(obj, destinations)
 
 
 def requested_by(obj: Mapping[str, Any]) -> str | None:
@@ -79,7 +84,9 @@ def _check_requested_by(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[
     ]
 
 
-def _check_external_provider(obj: Mapping[str, Any]) -> list[FieldError]:
+def _check_external_provider(
+    obj: Mapping[str, Any], destinations: Destinations
+) -> list[FieldError]:
     if obj.get("apiVersion") != EMP_API_VERSION or obj.get("kind") != EXTERNAL_MODEL_PROVIDER:
         return [
             FieldError(
@@ -101,7 +108,7 @@ def _check_external_provider(obj: Mapping[str, Any]) -> list[FieldError]:
     errors += check_schema(rest, external_model_provider_spec(), at)
     if errors:
         return errors
-    errors += _check_base_url(spec["baseURL"], at.child("baseURL"))
+    errors += _check_base_url(spec["baseURL"], at.child("baseURL"), destinations)
     errors += _check_secret_ref(spec.get("credentialsSecretRef"), at.child("credentialsSecretRef"))
     seen: set[str] = set()
     for i, model in enumerate(spec["models"]):
@@ -118,10 +125,11 @@ def _check_external_provider(obj: Mapping[str, Any]) -> list[FieldError]:
     return errors
 
 
-def _check_base_url(url: str, at: FieldPath) -> list[FieldError]:
+def _check_base_url(url: str, at: FieldPath, destinations: Destinations) -> list[FieldError]:
     found = url_problem(url)
     if found is None:
-        return []
+        where = destination_problem(url_host(url), destinations)
+        return [] if where is None else [FieldError(str(at), Reason.FORBIDDEN, where)]
     detail, credential = found
     return [FieldError(str(at), Reason.FORBIDDEN if credential else Reason.INVALID, detail)]
 

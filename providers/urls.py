@@ -47,6 +47,14 @@ def url_problem(url: str) -> tuple[str, bool] | None:
     return None if problem is None else (problem, False)
 
 
+def url_host(url: str) -> str:
+    """The host of a URL url_problem accepts (an IPv6 address without its brackets)."""
+    authority = re.split(r"[/?#]", url.partition("://")[2], maxsplit=1)[0]
+    if authority.startswith("["):
+        return authority[1:].partition("]")[0]
+    return authority.partition(":")[0]
+
+
 def _hostport_problem(hostport: str) -> str | None:
     if hostport.startswith("["):
         host, bracket, rest = hostport[1:].partition("]")

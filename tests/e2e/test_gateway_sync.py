@@ -67,6 +67,8 @@ def sync(cluster: Cluster, proxy: Proxy, tmp_path: Path) -> subprocess.Completed
         "-v",
         "gateway-sync",
         "--once",
+        "--allow-destination",
+        "127.0.0.1",  # the stand-in upstreams listen on loopback
         "--kubeconfig",
         str(cluster.kubeconfig),
         "--litellm-url",

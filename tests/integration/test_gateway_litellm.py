@@ -107,6 +107,8 @@ def sync(proxy: Proxy, workdir: Path, sources: Path) -> subprocess.CompletedProc
         "-v",
         "gateway-sync",
         "--once",
+        "--allow-destination",
+        "127.0.0.1",  # the stand-in upstreams listen on loopback
         "--litellm-url",
         proxy.url,
         "--from",
@@ -343,6 +345,8 @@ def test_the_loop_follows_changes_and_stops_on_sigterm(
         [
             str(RUNWAY),
             "gateway-sync",
+            "--allow-destination",
+            "127.0.0.1",
             "--interval",
             "0.5",
             "--litellm-url",

@@ -102,7 +102,22 @@ def test_bad_base_urls_are_denied_with_a_reason(url: str, detail: str) -> None:
         "http://llama.models.svc.cluster.local.:8000/v1",
     ],
 )
-def test_good_base_urls_are_admitted(url: str) -> None:
+def test_good_base_urls_parse(url: str) -> None:
+    assert url_problem(url) is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://api.openai.com/v1",
+        "https://api.example.com:1/v1",
+        "https://api.example.com:65535",
+        "https://api.example.com./v1",
+        "http://8.8.8.8/v1",
+        "http://[2001:4860:4860::8888]/v1",
+    ],
+)
+def test_public_base_urls_are_admitted(url: str) -> None:
     assert errors_of(external_model_provider(baseURL=url)) == []
 
 
