@@ -271,7 +271,7 @@ def test_a_duplicate_served_name_registers_neither_claimant(
     ]
     assert proxy.models() == ["config-model", "only-first"]
     assert proxy.chat("dup")[0] == 400
-    plan = runway("gateway-plan", str(sources), "-o", "json")
+    plan = runway("gateway-plan", str(sources), "--allow-destination", "127.0.0.1", "-o", "json")
     assert plan.returncode == 1
     assert json.loads(plan.stdout)["conflicts"] == [
         {
