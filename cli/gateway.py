@@ -303,7 +303,10 @@ def _first_line(err: BaseException) -> str:
 def _litellm_url(value: str) -> str:
     problem = url_problem(value)
     if problem is not None:
-        raise SourceError("--litellm-url", f"{value!r} {problem[0]}")
+        detail, credential = problem
+        if credential:
+            detail = f"must not carry credentials; the master key comes from ${MASTER_KEY_ENV} or --master-key-file"
+        raise SourceError("--litellm-url", f"{value!r} {detail}")
     return value
 
 

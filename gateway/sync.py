@@ -247,7 +247,8 @@ def _written_result(
 
 def _conflict_message(conflict: Conflict, owner: Owner) -> str:
     others = ", ".join(str(o) for o in conflict.others(owner))
-    also = f"; also claimed by {others}" if others else ""
+    newcomers = ", ".join(str(o) for o in conflict.others(owner) if o != conflict.kept)
+    also = f"; also claimed by {newcomers}" if newcomers else ""
     if conflict.holder is None:
         return (
             f'servedName "{conflict.served_name}" is also claimed by {others}; '

@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from providers.servednames import LITERAL
 from tests.support.builders import external_model_provider
 from tests.support.fake_openai import FakeUpstream, Hit
 from tests.support.litellm import RUNWAY, Proxy, runway, start_proxy, write_objects
@@ -379,3 +380,87 @@ def test_the_loop_follows_changes_and_stops_on_sigterm(
         _, stderr = loop.communicate(timeout=60)
     assert loop.returncode == 0, stderr
     assert KEY_A not in stderr and KEY_ROTATED not in stderr
+
+
+def test_litellm_alone_routes_every_unknown_name_to_a_wildcard_entry(
+    proxy: Proxy, upstreams: tuple[FakeUpstream, ...]
+) -> None:
+    """Why served names are literal: LiteLLM reads `*` in a model_name as a pattern."""
+    body = {
+        "model_name": "*",
+        "litellm_params": {"model": "openai/*", "api_base": upstreams[1].url, "api_key": "sk-x"},
+        "model_info": {"id": "wild-1"},
+    }
+    assert proxy.call("/model/new", body)[0] == 200
+    try:
+        status, answer = proxy.chat("never-registered")
+        assert (status, answer["choices"][0]["message"]["content"]) == (200, "hello from B")
+    finally:
+        assert proxy.call("/model/delete", {"id": "wild-1"})[0] == 200
+
+
+def test_a_tenant_cannot_take_a_wildcard_or_an_established_name(
+    proxy: Proxy, upstreams: tuple[FakeUpstream, ...], workdir: Path
+) -> None:
+    """Issue #18 item 13: a tenant's `*`/`openai/*` is never registered, and its claim of the
+    platform's established gpt-4o is refused while the platform keeps serving it."""
+    platform, tenant = upstreams[0], upstreams[1]
+    write_objects(
+        workdir / "secrets", secret("platform-key", KEY_A), secret("tenant-key", KEY_ROTATED)
+    )
+    first = sync(
+        proxy, workdir, write_objects(workdir / "o", provider("platform", platform.url, "gpt-4o"))
+    )
+    assert first.returncode == 0, first.stdout
+
+    done = sync(
+        proxy,
+        workdir,
+        write_objects(
+            workdir / "o",
+            provider("platform", platform.url, "gpt-4o"),
+            provider("tenant", tenant.url, "gpt-4o", "tenant-model"),
+            provider("wild", tenant.url, "*", "openai/*"),
+        ),
+    )
+
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        'Registered         gpt-4o  ExternalModelProvider/gw/platform  servedName "gpt-4o": registered and confirmed in LiteLLM',
+        'Conflict           gpt-4o  ExternalModelProvider/gw/tenant  servedName "gpt-4o" is already registered in LiteLLM by ExternalModelProvider/gw/platform, which keeps it; this claim is refused',
+        'Registered         tenant-model  ExternalModelProvider/gw/tenant  servedName "tenant-model": registered and confirmed in LiteLLM',
+        f"Skipped            ExternalModelProvider/gw/wild: spec.models[0].servedName: Invalid value: {LITERAL}; spec.models[1].servedName: Invalid value: {LITERAL}",
+    ]
+    assert (
+        "WARNING gateway.sync gateway-sync conflict served=gpt-4o "
+        "claimant=ExternalModelProvider/gw/tenant holder=ExternalModelProvider/gw/platform "
+        "others=ExternalModelProvider/gw/platform"
+    ) in done.stderr.splitlines()
+    assert proxy.models() == ["config-model", "gpt-4o", "tenant-model"]
+    answers = {proxy.chat("gpt-4o")[1]["choices"][0]["message"]["content"] for _ in range(10)}
+    assert answers == {"hello from A"}
+    status, answer = proxy.chat("never-registered")
+    assert status == 400
+    assert "Invalid model name passed in model=never-registered" in answer["error"]["message"]
+
+
+def test_a_name_litellm_routes_to_its_own_config_is_refused_to_every_claimant(
+    proxy: Proxy, upstreams: tuple[FakeUpstream, ...], workdir: Path
+) -> None:
+    """Joining the group of config-model would take a share of the platform's traffic."""
+    write_objects(workdir / "secrets", secret("tenant-key", KEY_A))
+
+    done = sync(
+        proxy,
+        workdir,
+        write_objects(workdir / "o", provider("tenant", upstreams[0].url, "config-model")),
+    )
+
+    assert (done.returncode, done.stdout.splitlines()) == (
+        1,
+        [
+            'Conflict           config-model  ExternalModelProvider/gw/tenant  servedName "config-model" is already registered in LiteLLM by LiteLLM entry config-1 (not created by runway), which keeps it; this claim is refused'
+        ],
+    )
+    answers = {proxy.chat("config-model")[1]["choices"][0]["message"]["content"] for _ in range(10)}
+    assert answers == {"hello from config"}
