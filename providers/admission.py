@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import jsonpatch
@@ -11,6 +11,7 @@ import jsonpatch
 from providers.errors import FieldError
 from providers.hydrate import Hydration, hydrate
 from providers.registry import ProviderRegistry
+from providers.secrets import redact, redact_errors
 from providers.validation import Operation, check_spec
 
 
@@ -30,7 +31,22 @@ class Admission:
 def admit(
     obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None, registry: ProviderRegistry
 ) -> Admission:
-    """Mutate then validate, as the API server calls the two webhooks; `old` means UPDATE."""
+    """Mutate then validate, as the API server calls the two webhooks; `old` means UPDATE. No
+    error or warning repeats a credential found in the object (secrets.redact)."""
+    admission = _admit(obj, old=old, registry=registry)
+    if admission.allowed:
+        return admission
+    return replace(
+        admission,
+        errors=redact_errors(admission.errors),
+        warnings=tuple(redact(w) for w in admission.warnings),
+        validation_warnings=tuple(redact(w) for w in admission.validation_warnings),
+    )
+
+
+def _admit(
+    obj: Mapping[str, Any], *, old: Mapping[str, Any] | None, registry: ProviderRegistry
+) -> Admission:
     hydration = hydrate(obj, old=old, registry=registry)
     operation = Operation.UPDATE if old is not None else Operation.CREATE
     if hydration.structural:

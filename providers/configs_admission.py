@@ -15,6 +15,7 @@ from providers.fieldpath import FieldPath
 from providers.model import EMP_API_VERSION, EXTERNAL_MODEL_PROVIDER, dig
 from providers.registry import config_errors, cost_problem
 from providers.schema import check_schema
+from providers.secrets import redact_errors
 from providers.servednames import LITERAL, is_literal
 from providers.urls import url_host, url_problem
 
@@ -62,7 +63,7 @@ def check_external_provider(
     a literal name and unique within the object. On UPDATE (`old` given) the requested-by
     annotation must be what it was at create."""
     errors = _check_requested_by(obj, old) if old is not None else []
-    return errors + _check_external_provider(obj, destinations)
+    return list(redact_errors(errors + _check_external_provider(obj, destinations)))
 
 
 def requested_by(obj: Mapping[str, Any]) -> str | None:

@@ -17,6 +17,7 @@ from typing import Any
 from providers.errors import FieldError, Reason
 from providers.fieldpath import FieldPath
 from providers.model import ModelDeployment
+from providers.secrets import credential_kind
 
 ARGS = FieldPath.root("spec", "engine", "args")
 # An argument name (spec.engine.args key); matched whole (fullmatch: `$` allows a trailing newline).
@@ -203,6 +204,8 @@ def check_engine_flags(
     errors: list[FieldError] = []
     warnings: list[str] = []
     for at, flag in user_flags(md, catalog):
+        if credential_kind(flag) is not None:
+            continue  # never echoed: the credential check refuses it without naming it
         canonical = catalog.canonical(flag)
         if canonical in owned:
             errors.append(FieldError(str(at), Reason.FORBIDDEN, f"{canonical}: {owned[canonical]}"))

@@ -159,6 +159,11 @@ def test_every_shape_but_the_url_starts_with_its_literal_then_looks_behind() -> 
         if name.startswith("a password in a URL"):
             assert pattern.startswith("(?<![a-z0-9+.-])")
             continue
+        if name.startswith("an AWS secret access key"):
+            # Its name in any case: a fixed 17-character prefix fails within a character or
+            # two everywhere else (and may sit inside a longer name: my_secret_access_key=).
+            assert pattern.startswith("(?i:secret[_-]access[_-]key)")
+            continue
         lead = re.match(r"[\w-]+", pattern)
         assert lead is not None and all(lit.startswith(lead.group()) for lit in literals), name
         if name != "a private key (PEM)":  # "-----BEGIN " cannot sit inside a word
