@@ -204,7 +204,7 @@ def check_engine_flags(
     errors: list[FieldError] = []
     warnings: list[str] = []
     for at, flag in user_flags(md, catalog):
-        if credential_kind(flag) is not None:
+        if credential_kind(flag.lstrip("-")) is not None:
             continue  # never echoed: the credential check refuses it without naming it
         canonical = catalog.canonical(flag)
         if canonical in owned:

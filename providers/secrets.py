@@ -26,7 +26,7 @@ from providers.fieldpath import FieldPath
 # occurs: the scan is linear in the value's length. A pattern that could start anywhere in a run
 # of the characters it repeats rescans the rest of the run from each of them: the URL shape did
 # (`[a-z][a-z0-9+.-]*://...`): 6 s for a 64 KB value, hours for the 3 MiB a request may hold.
-_W = "[A-Za-z0-9_-]"  # a word character of a token: none may come right before one
+_W = "[A-Za-z0-9_]"  # a word character: none may come right before a token (a dash may: --hf_...)
 SHAPES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("a Hugging Face token (hf_...)", ("hf_",), rf"hf_(?<!{_W}hf_)[A-Za-z0-9]{{30,}}"),
     (
