@@ -21,18 +21,16 @@ from hypothesis import strategies as st
 
 from cli.main import main
 from gateway.litellm import LiteLLM, LiteLLMUnavailable
-from gateway.merge import DesiredModel, Owner, Plan
+from gateway.merge import Plan
 from gateway.secrets import FileSecrets
 from gateway.status import Outcome
-from gateway.sync import MANAGED_BY, Syncer
+from gateway.sync import Syncer
 from tests.support.answers import Answer, AnswerServer
+from tests.support.hostile import DEEP, LITELLM_INFO, LITELLM_MODELS, MODEL, OURS
 from tests.support.litellm import RUNWAY
 from tests.support.wait import wait_until
 
 KEY = "sk-master-answers-0123456789"
-MODEL = DesiredModel("m", Owner("ExternalModelProvider", "gw", "p"), "https://api.example.com", "m")
-OURS = {"id": MODEL.id, "runway_managed_by": MANAGED_BY, "runway_owner": str(MODEL.owner)}
-DEEP = b"[" * 200_000 + b"]" * 200_000
 
 
 @pytest.fixture(scope="module")
@@ -115,42 +113,10 @@ def test_odd_entries_are_read_as_what_they_can_be(server: AnswerServer) -> None:
     ]
 
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
-ENTRY = st.fixed_dictionaries(
-    {},
-    optional={
-        "model_name": st.one_of(st.just("m"), JSON),
-        "litellm_params": st.one_of(JSON, st.fixed_dictionaries({"model": JSON, "api_base": JSON})),
-        "model_info": st.one_of(
-            JSON, st.just(OURS), st.builds(lambda v: {**OURS, "mode": v}, JSON)
-        ),
-    },
-)
-BODY = st.one_of(
-    JSON.map(lambda v: json.dumps(v).encode()),
-    st.lists(st.one_of(ENTRY, JSON), max_size=5).map(lambda d: json.dumps({"data": d}).encode()),
-    st.sampled_from(
-        [DEEP, b"", b"{", b"\xff\xfe", b'{"data": [' + b"[" * 5000 + b"]" * 5000 + b"]}"]
-    ),
-)
-MODELS = st.one_of(
-    BODY,
-    st.lists(st.one_of(JSON, st.just({"id": "m"})), max_size=4).map(
-        lambda d: json.dumps({"data": d}).encode()
-    ),
-)
-
-
 @settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(BODY, MODELS, st.sampled_from([200, 400, 500, 302]))
+@given(LITELLM_INFO, LITELLM_MODELS, st.sampled_from([200, 400, 500, 302]))
 def test_no_answer_shape_escapes_as_anything_but_one_error(
     server: AnswerServer, info: bytes, models: bytes, write_status: int
 ) -> None:

@@ -22,78 +22,13 @@ from renderer.schemapack import load_pack
 from renderer.sources import bundled_versions
 from renderer.strict import Schemas
 from tests.support.builders import model_deployment, shipped_registry
+from tests.support.hostile import CREDENTIALS, POSITIONS, plant, rich
 from tests.support.webhook import review
 from webhook.app import create_app
 from webhook.settings import Settings
 
 REGISTRY = shipped_registry()
 PINS = bundled_versions()
-ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-B64 = ALNUM + "/+"
-# Shapes only, generated from the documented forms; none is a real credential.
-CREDENTIALS = st.one_of(
-    st.text(alphabet=ALNUM, min_size=34, max_size=40).map(lambda t: "hf_" + t),
-    st.text(alphabet=ALNUM, min_size=24, max_size=40).map(lambda t: "sk-proj-1" + t),
-    st.text(alphabet=ALNUM, min_size=36, max_size=36).map(lambda t: "ghp_" + t),
-    st.text(alphabet=ALNUM, min_size=20, max_size=24).map(lambda t: "glpat-" + t),
-    st.text(alphabet=ALNUM.upper()[:36], min_size=16, max_size=16).map(lambda t: "AKIA" + t),
-    st.text(alphabet=ALNUM, min_size=8, max_size=16).map(lambda t: f"redis://:{t}@cache:6379"),
-    st.text(alphabet=ALNUM, min_size=8, max_size=16).map(lambda t: f"https://u:{t}@git.example"),
-    st.text(alphabet=B64, min_size=40, max_size=40).map(lambda t: f"aws_secret_access_key={t}"),
-    st.text(alphabet=ALNUM, min_size=12, max_size=30).map(
-        lambda t: f"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOi{t}.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV"
-    ),
-)
-
-
-def rich() -> dict[str, Any]:
-    """A valid ModelDeployment with strings in many positions (values and keys)."""
-    obj = model_deployment(
-        "llama",
-        "models",
-        gpu=1,
-        engine="vllm",
-        provider="vllm",
-        env=[{"name": "LOG_LEVEL", "value": "info"}],
-        nodeSelector={"pool": "gpu"},
-    )
-    obj["metadata"]["labels"] = {"team": "ml"}
-    obj["metadata"]["annotations"] = {"example.com/note": "hello"}
-    obj["spec"]["engine"]["args"] = {"max-model-len": "8192"}
-    obj["spec"]["engine"]["extraArgs"] = ["--enforce-eager"]
-    return obj
-
-
-def positions(obj: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], bool]]:
-    """(path, is_key) of every string value and every map key under metadata and spec."""
-    found: list[tuple[tuple[Any, ...], bool]] = []
-    if isinstance(obj, dict):
-        for key, value in obj.items():
-            if path or key in ("metadata", "spec"):
-                if path:
-                    found.append(((*path, key), True))
-                found += positions(value, (*path, key))
-    elif isinstance(obj, list):
-        for i, value in enumerate(obj):
-            found += positions(value, (*path, i))
-    elif isinstance(obj, str) and path[:2] not in (("metadata", "name"), ("metadata", "namespace")):
-        found.append((path, False))
-    return found
-
-
-def plant(obj: dict[str, Any], where: tuple[tuple[Any, ...], bool], token: str) -> None:
-    path, is_key = where
-    parent: Any = obj
-    for part in path[:-1]:
-        parent = parent[part]
-    last = path[-1]
-    if is_key:
-        parent[token] = parent.pop(last)
-    else:
-        parent[last] = token
-
-
-POSITIONS = positions(rich())
 BOUNDED = settings(
     max_examples=60,
     deadline=None,
