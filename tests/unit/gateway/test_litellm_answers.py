@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 from cli.main import main
 from gateway.litellm import LiteLLM, LiteLLMUnavailable
-from gateway.merge import Plan
+from gateway.merge import Conflict, DesiredModel, Owner, Plan
 from gateway.secrets import FileSecrets
-from gateway.status import Outcome
-from gateway.sync import Syncer
+from gateway.status import Outcome, provider_status
+from gateway.sync import MANAGED_BY, Syncer
 from tests.support.answers import Answer, AnswerServer
 from tests.support.hostile import DEEP, LITELLM_INFO, LITELLM_MODELS, MODEL, OURS
 from tests.support.litellm import RUNWAY
@@ -211,3 +211,58 @@ def test_a_litellm_url_that_is_not_http_is_refused(
     )
 
     assert (code, capsys.readouterr().err) == (2, f"runway: --litellm-url: {url!r} {problem}\n")
+
+
+def test_a_refused_newcomer_gets_a_conflict_status_naming_the_holder(
+    server: AnswerServer,
+) -> None:
+    platform = Owner("ExternalModelProvider", "gw", "platform")
+    tenant = Owner("ExternalModelProvider", "gw", "tenant")
+    held = DesiredModel("gpt-4o", platform, "https://api.example.com", "gpt-4o")
+    wanted = DesiredModel("gpt-4o", tenant, "https://evil.example.com", "gpt-4o")
+    entry = {
+        "model_name": "gpt-4o",
+        "litellm_params": {"model": "openai/gpt-4o", "api_base": "https://api.example.com"},
+        "model_info": {
+            "id": held.id,
+            "runway_managed_by": MANAGED_BY,
+            "runway_owner": str(platform),
+            "mode": "chat",
+        },
+    }
+    server.answers = {
+        "/model/info": Answer(200, json.dumps({"data": [entry]}).encode()),
+        "/v1/models": Answer(200, json.dumps({"data": [{"id": "gpt-4o"}]}).encode()),
+    }
+    contested = Plan(conflicts=(Conflict("gpt-4o", (platform, tenant)),), contested=(held, wanted))
+
+    results = syncer(server.url).reconcile(contested)
+
+    refused = 'servedName "gpt-4o" is already registered in LiteLLM by ExternalModelProvider/gw/platform, which keeps it; this claim is refused'
+    assert [(r.owner, r.outcome) for r in results] == [
+        (platform, Outcome.REGISTERED),
+        (tenant, Outcome.CONFLICT),
+    ]
+    status = provider_status(
+        [r for r in results if r.owner == tenant], generation=1, previous=None, now="t"
+    )
+    assert (status["phase"], status["conditions"][1]) == (
+        "Conflict",
+        {
+            "type": "ServedNamesUnique",
+            "status": "False",
+            "reason": "Conflict",
+            "message": refused,
+            "lastTransitionTime": "t",
+            "observedGeneration": 1,
+        },
+    )
+    assert status["models"] == [
+        {
+            "servedName": "gpt-4o",
+            "id": wanted.id,
+            "registered": False,
+            "reason": "Conflict",
+            "claimants": [str(platform), str(tenant)],
+        }
+    ]
