@@ -134,7 +134,7 @@ def _gateway_url(value: str | None) -> str | None:
 
 def _destinations(values: Sequence[str]) -> Destinations:
     try:
-        return Destinations.parse(list(values))
+        return Destinations.parse(values)
     except ValueError as err:
         raise SourceError("--allow-destination", str(err)) from None
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -56,7 +57,7 @@ class Destinations:
     networks: tuple[IPNetwork, ...] = ()
 
     @classmethod
-    def parse(cls, values: tuple[str, ...] | list[str]) -> Destinations:
+    def parse(cls, values: Sequence[str]) -> Destinations:
         """`HOST` or `CIDR` items; raises ValueError naming the first item that is neither."""
         hosts, networks = set(), []
         for value in values:

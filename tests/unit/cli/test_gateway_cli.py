@@ -83,3 +83,38 @@ def test_plan_refuses_an_unknown_kind(tmp_path: Path, capsys: pytest.CaptureFixt
     assert (
         "ConfigMap is not one of ModelDeployment, ExternalModelProvider" in capsys.readouterr().err
     )
+
+
+def test_an_internal_base_url_is_registered_only_when_the_operator_allows_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    emp = {
+        "apiVersion": "gateway.tokenfactory.mirantis.com/v1alpha1",
+        "kind": "ExternalModelProvider",
+        "metadata": {"name": "onprem", "namespace": "gw"},
+        "spec": {"baseURL": "http://10.20.0.5:8000/v1", "models": [{"servedName": "local"}]},
+    }
+    (tmp_path / "emp.yaml").write_text(yaml.safe_dump(emp))
+
+    refused = main(["gateway-plan", str(tmp_path)])
+    refused_out = capsys.readouterr().out
+    allowed = main(["gateway-plan", str(tmp_path), "--allow-destination", "10.20.0.0/16"])
+    allowed_out = capsys.readouterr().out
+    unusable = main(["gateway-plan", str(tmp_path), "--allow-destination", "not a host"])
+
+    assert (refused, refused_out.splitlines()) == (
+        1,
+        [
+            'skipped   ExternalModelProvider/gw/onprem: spec.baseURL: Forbidden: host "10.20.0.5" '
+            "is a private or reserved address; an external provider is reached by a public DNS "
+            "name or a global IP address"
+        ],
+    )
+    assert (allowed, allowed_out.splitlines()) == (
+        0,
+        ["model     local  ExternalModelProvider/gw/onprem  -> http://10.20.0.5:8000/v1"],
+    )
+    assert (unusable, capsys.readouterr().err) == (
+        2,
+        "runway: --allow-destination: 'not a host' is neither a host name nor a CIDR\n",
+    )
