@@ -42,6 +42,11 @@ MAX_RULE_LENGTH = 1024
 # (README "Security and limits").
 RULE_COST_LIMIT = 150_000
 CONFIG_COST_LIMIT = 150_000
+_MATCHES_HINT = (
+    "matches() costs its pattern's RE2 program size times the text's length, and a string "
+    f"from spec may hold {INPUT_STRING_LIMIT:,} characters: use a smaller pattern, "
+    "startsWith/endsWith/contains, or ==; loops multiply"
+)
 MAX_MESSAGE = 200  # runtime messages are cut here: they can quote input values
 Environment = Any  # cel.Env; the extension module ships stubs mypy cannot follow
 
@@ -99,9 +104,13 @@ def compile_rule(env: Environment, condition: str, priority: int) -> Rule:
         return Rule(condition, priority, None, problem)
     cost = estimate(ast)
     if cost > RULE_COST_LIMIT:
+        hint = (
+            _MATCHES_HINT
+            if any(isinstance(n, Call) and n.function == "matches" for n in walk(ast))
+            else "loops multiply: iterate fewer or smaller lists, do not grow strings or lists"
+        )
         problem = (
-            f"estimated cost {cost:,} exceeds the limit of {RULE_COST_LIMIT:,} per rule "
-            "(loops multiply: iterate fewer or smaller lists, do not grow strings or lists)"
+            f"estimated cost {cost:,} exceeds the limit of {RULE_COST_LIMIT:,} per rule ({hint})"
         )
         return Rule(condition, priority, None, problem, cost)
     nodes = walk(ast)

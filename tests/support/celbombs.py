@@ -96,7 +96,12 @@ def _condition(parts: tuple[str, str, list[str], bool]) -> str:
     return body
 
 
+# One atom, counted: the shape (`'a'.matches('\\pL{1000}')`), in a loop or not.
+_COUNTED = st.tuples(_ATOMS, st.one_of(_COUNTS, _BIG_COUNTS)).map(lambda t: f"(?:{t[0]}){t[1]}")
 RULES = st.one_of(
+    st.tuples(st.sampled_from(["'a'", "spec.texts.a"]), _COUNTED, st.lists(_LOOPS, max_size=2))
+    .map(lambda t: (t[0], t[1], t[2], False))
+    .map(_condition),
     st.tuples(_TEXTS, PATTERNS, st.lists(_LOOPS, max_size=3), st.booleans()).map(_condition),
     st.tuples(_TEXTS, PATTERNS, PATTERNS).map(
         lambda t: f"{t[0]}.matches({_literal(t[1])}) || {t[0]}.matches({_literal(t[2])})"
