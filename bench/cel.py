@@ -25,12 +25,12 @@ from providers.cel import (
     evaluate,
     new_environment,
 )
+from providers.celregex import MAX_WEIGHT
 from providers.configs_admission import check_provider_config
 from providers.hydrate import hydrate
 from providers.model import ModelDeployment
 from providers.registry import MODULES, ProviderRegistry
 from providers.selection import select_provider
-from providers.celregex import MAX_WEIGHT
 from renderer.sources import bundled_config_objects
 from tests.support.celbombs import RULE_BOUND_MS, cost_ms, worst_bound
 

@@ -86,10 +86,8 @@ def test_render_with_a_regex_bomb_config_in_the_sources_skips_the_rule(
     shutil.copy(EXAMPLES / "vllm-multi-gpu.yaml", sources / "model.yaml")
     (sources / "configs.yaml").write_text(yaml.safe_dump_all(bombed_configs()))
 
-    code = main(
-        ["render", str(sources), "--repo", str(tmp_path / "gitops"), "--gateway", "gw/inference"]
-        + ["-o", "json"]
-    )
+    repo = str(tmp_path / "gitops")
+    code = main(["render", str(sources), "--repo", repo, "--gateway", "gw/inference", "-o", "json"])
     report = json.loads(capsys.readouterr().out)
 
     assert code == 0
