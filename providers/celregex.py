@@ -24,6 +24,11 @@ MAX_WEIGHT = 1_000  # instructions (upper bound) one pattern may compile to
 MAX_GROUP_DEPTH = 32  # like the CEL parser's own nesting limit
 MAX_REPEAT = 1_000  # RE2's own limit for {n,m}
 WIDE = 16  # instructions for one class item that leaves ASCII (a UTF-8 byte automaton)
+BASE = 4  # every program: the unanchored search's leading loop, match and fail
+EMPTY = 3  # an empty-width assertion (^ $ \b \B \A \z); RE2 wraps a repeated one in no-ops
+STAR = 3  # the instructions of * + ? themselves (an alternation, no-ops around empty widths)
+REPEAT = 1  # those of each copy in a counted repetition (an alternation for an optional one)
+FOLD_EXTRA = 8  # case-insensitive k and s also match the Kelvin sign U+212A and long s U+017F
 _FLAGS = frozenset("imsU")
 _PERL = {"d": 1, "w": 4, "s": 5}  # ASCII ranges of \d, \w, \s in RE2
 _LITERAL_ESCAPES = frozenset("ntrfva")
@@ -51,7 +56,7 @@ class _Refused(Exception):  # internal to the parser: check_pattern turns it int
 def check_pattern(pattern: str) -> Verdict:
     """The bound on RE2's program for `pattern`, or a refusal at an offset in the pattern."""
     try:
-        weight = _Parser(pattern).parse()
+        weight = BASE + _Parser(pattern).parse()
     except _Refused as refused:
         return Verdict(0, refused.reason, refused.offset)
     if weight > MAX_WEIGHT:
@@ -96,7 +101,7 @@ class _Parser:
         char = self._peek()
         if char in ("*", "+", "?"):
             self.pos += 1
-            weight += 1
+            weight += STAR
         elif char == "{":
             weight = self._counted(weight)
         else:
@@ -118,7 +123,7 @@ class _Parser:
         if int(low) > MAX_REPEAT or most > MAX_REPEAT or (high and int(high) < int(low)):
             raise _Refused(at, f"invalid repetition size (at most {MAX_REPEAT:,}, n <= m)")
         self.pos = end + 1
-        return min(10 * MAX_WEIGHT, most * (weight + 1))
+        return min(10 * MAX_WEIGHT, most * (weight + REPEAT))
 
     def _atom(self) -> int:
         char = self._peek()
@@ -134,12 +139,16 @@ class _Parser:
         if char == ".":
             return WIDE
         if char in ("^", "$"):
-            return 1
+            return EMPTY
         return self._literal(char)
 
     def _literal(self, char: str) -> int:
         size = len(char.encode())
-        return size * (4 if self.fold and size > 1 else 1)  # a folded non-ASCII rune: its orbit
+        if not self.fold:
+            return size
+        if size > 1:
+            return 4 * size  # a folded non-ASCII rune: its orbit of up to four
+        return 1 + (FOLD_EXTRA if char in "kKsS" else 0)
 
     def _escape(self) -> int:
         at, char = self.pos - 1, self._peek()
@@ -147,10 +156,12 @@ class _Parser:
             raise _Refused(at, "trailing backslash")
         self.pos += 1
         if char in _PERL:
-            return _PERL[char] + 1
+            return _PERL[char] + 1 + (FOLD_EXTRA if self.fold else 0)
         if char.lower() in _PERL:
             return WIDE * (_PERL[char.lower()] + 1)
-        if char in "bBAz" or char in _LITERAL_ESCAPES:
+        if char in "bBAz":
+            return EMPTY
+        if char in _LITERAL_ESCAPES:
             return 1
         if char == "x":
             return self._hex(at)
@@ -228,11 +239,12 @@ class _Parser:
         self.pos += 1
         if wide and self.fold:
             raise _Refused(at, "a case-insensitive class must list ASCII characters only")
+        extra = 0
         if self.fold:
-            ranges *= 2
+            ranges, extra = 2 * ranges, FOLD_EXTRA
         if negated or wide:
-            return WIDE * (ranges + 1)
-        return ranges + 1
+            return WIDE * (ranges + 1) + extra
+        return ranges + 1 + extra
 
     def _class_item(self, at: int) -> tuple[int, bool]:
         """One item of a class: (ranges it adds, whether it leaves ASCII)."""

@@ -74,6 +74,25 @@ _THRASH = st.tuples(_NESTED, st.sampled_from(["a", "b", "[ab]"]), st.integers(1,
     lambda t: f"(?:{t[0]}|a|b)*{t[1]}(?:{t[0]}|[ab]){{{t[2]}}}c"
 )
 PATTERNS = st.one_of(_NESTED, _THRASH)
+# For the program-size bound: the accepted syntax where RE2 adds instructions the text does not
+# show (case folding, UTF-8 ranges, empty-width repetitions, captures).
+_SIZED_ATOMS = st.sampled_from(
+    [
+        "a", "k", "é", "K", ".", "[^a]", "[a-z]", "[ks]", "[é-ü]", "\\W", "\\w", "\\s", "\\b",
+        "$", "(?i)a", "(?i)k", "(?i)[a-z]", "(?i)\\w", "(?i)[^s]", "(?s).", "[^\\n]",
+        "[\\x00-\\x7f]", "[ -\U0010ffff]", "(?i)é", "(?i)K", "(?m)^",
+    ]
+)  # fmt: skip
+SIZED_PATTERNS = st.recursive(
+    _SIZED_ATOMS,
+    lambda inner: st.one_of(
+        _grow(inner),
+        st.tuples(inner, st.sampled_from(["*?", "+", "{3}", "{2,7}", "{10,}", "{50}"])).map(
+            lambda t: f"(?:{t[0]}){t[1]}"
+        ),
+    ),
+    max_leaves=10,
+)
 # What `matches` runs on: a literal, the long texts of the spec, an element of a loop.
 _TEXTS = st.sampled_from(
     ["'a'", "'abababababab'", "spec.model.id", "spec.texts.ab", "spec.texts.a", "spec.texts.mix"]
