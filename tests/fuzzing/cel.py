@@ -93,9 +93,7 @@ def _program_sizes(examples: int, report: Report) -> None:
         except re2.error:  # RE2 refuses it too: the rule is an error at run time
             return
         most["patterns"] += 1
-        most["largest_size_to_bound"] = max(
-            most["largest_size_to_bound"], size / verdict.weight
-        )
+        most["largest_size_to_bound"] = max(most["largest_size_to_bound"], size / verdict.weight)
         if size > verdict.weight:
             report.failures.append(f"RE2 program {size} over the bound {verdict.weight}: {pattern}")
 
