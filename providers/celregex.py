@@ -68,6 +68,11 @@ def check_pattern(pattern: str) -> Verdict:
     return Verdict(weight)
 
 
+def _is_count(text: str) -> bool:
+    """ASCII digits, few enough to be a repetition count (str.isdigit also takes '²' and '٣')."""
+    return 0 < len(text) <= 6 and all("0" <= c <= "9" for c in text)
+
+
 class _Parser:
     """Recursive descent over the accepted subset; every method returns a weight."""
 
@@ -117,10 +122,11 @@ class _Parser:
         end = self.text.find("}", at)
         body = self.text[at + 1 : end] if end > 0 else ""
         low, comma, high = body.partition(",")
-        if not low.isdigit() or not (high.isdigit() or not high):
+        if not _is_count(low) or not (_is_count(high) or not high):
             raise _Refused(at, "a { that does not start a repetition {n}, {n,} or {n,m}; write \\{")
-        most = int(high) if high else int(low) + 1 if comma else int(low)
-        if int(low) > MAX_REPEAT or most > MAX_REPEAT or (high and int(high) < int(low)):
+        least = int(low)
+        most = int(high) if high else least + 1 if comma else least
+        if least > MAX_REPEAT or (high and not least <= most <= MAX_REPEAT):
             raise _Refused(at, f"invalid repetition size (at most {MAX_REPEAT:,}, n <= m)")
         self.pos = end + 1
         return min(10 * MAX_WEIGHT, most * (weight + REPEAT))

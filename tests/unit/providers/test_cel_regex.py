@@ -52,6 +52,10 @@ def bound() -> Bound:
         ("[[:alpha:]]", Verdict(0, "POSIX classes ([:alpha:]) are not supported; list ranges", 1)),
         ("(?i)[é-ü]", Verdict(0, "a case-insensitive class must list ASCII characters only", 4)),
         ("a{1001}", Verdict(0, "invalid repetition size (at most 1,000, n <= m)", 1)),
+        ("a{5,2}", Verdict(0, "invalid repetition size (at most 1,000, n <= m)", 1)),
+        ("a{²}", Verdict(0, "a { that does not start a repetition {n}, {n,} or {n,m}; write \\{", 1)),
+        ("a{1000,}", Verdict(4 + 1001 * 2, "compiles to up to 2,006 RE2 instructions; the limit is "
+                                           "1,000 (counted repetitions multiply: x{100} is 100 copies of x)")),
         ("a**", Verdict(0, "a repetition of a repetition; add a group: (x*)*", 2)),
         ("a{,3}", Verdict(0, "a { that does not start a repetition {n}, {n,} or {n,m}; write \\{", 1)),
         ("\\C+", Verdict(0, "unsupported escape \\C", 0)),
@@ -77,6 +81,16 @@ def test_an_accepted_patterns_bound_covers_re2s_program(pattern: str) -> None:
         return
     if verdict.problem is None:
         assert size <= verdict.weight
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from("\\()[]{}|*+?^$.,-:<>P0123456789²aA_éxpQEC"), max_size=40)
+)
+def test_any_pattern_text_gets_a_verdict_never_an_exception(text: str) -> None:
+    verdict = check_pattern(text)
+
+    assert (verdict.problem is None) == (verdict.offset is None and verdict.weight <= MAX_WEIGHT)
 
 
 def test_the_issues_regex_bomb_is_refused_at_config_admission_naming_rule_and_pattern() -> None:
