@@ -1,6 +1,6 @@
 """CEL rows of `make bench`: admission CPU with 110 evaluated rules, `runway validate` start-up,
-and the adversarial corpus (which configs are refused, and the worst admission an accepted one
-can cause). Bounded: fixed rounds, fixed corpus, one subprocess at a time."""
+the adversarial corpus (which configs are refused, and the worst admission an accepted one
+can cause), and regex rules (the worst admitted one against the per-rule bound). Bounded: fixed rounds, fixed corpus, one subprocess at a time."""
 
 from __future__ import annotations
 
@@ -25,18 +25,21 @@ from providers.cel import (
     evaluate,
     new_environment,
 )
+from providers.celregex import MAX_WEIGHT
 from providers.configs_admission import check_provider_config
 from providers.hydrate import hydrate
 from providers.model import ModelDeployment
 from providers.registry import MODULES, ProviderRegistry
 from providers.selection import select_provider
 from renderer.sources import bundled_config_objects
+from tests.support.celbombs import RULE_BOUND_MS, cost_ms, worst_bound
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMISSION_TARGET_MS = 5.0
 STARTUP_TARGET_S = 0.3
 CEL_TARGET_MS = 100.0
 L10 = "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]"
+_L17 = "[" + ", ".join(str(i) for i in range(17)) + "]"
 
 
 # The most args an admissible ModelDeployment can hold, with its other values (apiVersion, kind,
@@ -177,6 +180,8 @@ def adversarial_configs() -> list[tuple[str, dict[str, Any]]]:
         ("exists over a spec list", config(["spec.args.exists(a, a == '--x')"])),
         ("map over a spec list", config(["spec.args.map(a, a + a).size() > 0"])),
         ("9 rules of 3-deep nesting", config([_nested(3)] * 9)),
+        ("the issue's regex bomb (\\pL{1000} in 17 x 17 loops)", config([REGEX_RULES[0]])),
+        ("the largest regex program in a 16-step loop (accepted)", config([REGEX_RULES[3]])),
     ]
 
 
@@ -258,10 +263,53 @@ def calibration_rows() -> None:
         )
 
 
+# Regex rules: the issue's bombs (refused now), and the costliest shapes that are admitted:
+# the largest pattern in a loop, NFA-thrashing patterns over a 65,536-character spec string.
+REGEX_RULES = (
+    f"{_L17}.all(a, {_L17}.all(b, !'a'.matches('\\\\pL{{1000}}')))",
+    "'a'.matches('[\\\\pL\\\\pN]{300}')",
+    "'a'.matches(spec.texts.a)",
+    "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15].all(i, !'ab'.matches('a{497}'))",
+    f"{L10}.all(i, !'abababababababab'.matches('(?:a|b){{199}}'))",
+    "spec.texts.ab.matches('(?:a|b|ab|ba)*a[ab]{5}c')",
+    "spec.texts.a.matches('(?:a|b)*a[ab]{6}c')",
+    "spec.model.id.matches('^meta-llama/.*$')",
+    "spec.texts.mix.matches('(?:[ab]*a[ab]{20}){10}c')",
+    f"{L10}.all(i, size(spec.texts.ab) > i)",
+)
+
+
+def regex_rows() -> None:
+    """Each regex rule's verdict at InferenceProviderConfig admission; for the admitted ones,
+    the slowest evaluation over a spec at CEL's input limits, against the per-rule bound."""
+    env = new_environment()
+    bound = worst_bound(env)
+    print(
+        f"CEL regex rules (per-rule bound {RULE_BOUND_MS:g} ms, regex program <= {MAX_WEIGHT:,}):"
+    )
+    worst = (0.0, "")
+    for condition in REGEX_RULES:
+        rule = compile_rule(env, condition, 0)
+        if rule.program is None:
+            print(f"  refused: {condition[:70]}: {str(rule.compile_error)[:90]}")
+            continue
+        evaluate(rule, bound)
+        ms = cost_ms(rule, bound, rounds=5)
+        worst = max(worst, (ms, condition))
+        print(
+            f"  admitted, estimate {rule.cost * 1e-4:.2f} ms, measured {ms:.2f} ms: {condition[:70]}"
+        )
+    print(
+        f"worst admitted regex rule: {worst[0]:.2f} ms CPU per evaluation; bound <= "
+        f"{RULE_BOUND_MS:g} ms: ratio {worst[0] / RULE_BOUND_MS:.2f} ({worst[1][:60]})"
+    )
+
+
 def main() -> None:
     admission_rows()
     startup_rows()
     adversarial_rows()
+    regex_rows()
     print("CEL cost calibration (CPU per estimated unit):")
     calibration_rows()
 

@@ -6,8 +6,10 @@ cel-expr-python follows cel-go, so `has(spec.resources.gpu)` is an error when `s
 is missing; the shipped rules guard every level (README, "CEL semantics").
 
 A rule is refused (compile_error set; it never matches) when it does not compile, is longer than
-MAX_RULE_LENGTH, or its estimated cost (providers.celcost) exceeds RULE_COST_LIMIT. At evaluation
-the runtime's own iteration budget (10,000 steps) stops anything the estimate missed.
+MAX_RULE_LENGTH, calls `matches` with a pattern that is not a literal of the regex subset
+providers.celregex bounds, or its estimated cost (providers.celcost) exceeds RULE_COST_LIMIT.
+At evaluation the runtime's own iteration budget (10,000 steps) stops anything the estimate
+missed.
 """
 
 from __future__ import annotations
@@ -18,8 +20,18 @@ from typing import Any
 
 from cel_expr_python import cel
 
-from providers.celast import Expr, Ident, MalformedAst, Select, checked_expr, walk
+from providers.celast import (
+    Call,
+    Const,
+    Expr,
+    Ident,
+    MalformedAst,
+    Select,
+    checked_expr,
+    walk,
+)
 from providers.celcost import INPUT_ENTRY_LIMIT, INPUT_STRING_LIMIT, estimate
+from providers.celregex import check_pattern
 from providers.fieldpath import FieldPath
 from providers.numbers import INT64_MAX, INT64_MIN
 
@@ -30,6 +42,11 @@ MAX_RULE_LENGTH = 1024
 # (README "Security and limits").
 RULE_COST_LIMIT = 150_000
 CONFIG_COST_LIMIT = 150_000
+_MATCHES_HINT = (
+    "matches() costs its pattern's RE2 program size times the text's length, and a string "
+    f"from spec may hold {INPUT_STRING_LIMIT:,} characters: use a smaller pattern, "
+    "startsWith/endsWith/contains, or ==; loops multiply"
+)
 MAX_MESSAGE = 200  # runtime messages are cut here: they can quote input values
 Environment = Any  # cel.Env; the extension module ships stubs mypy cannot follow
 
@@ -81,13 +98,19 @@ def new_environment(variables: Sequence[str] = ("spec",)) -> Environment:
 def compile_rule(env: Environment, condition: str, priority: int) -> Rule:
     """Compile and cost-check a condition; a bad one becomes a Rule carrying why, never raises."""
     program, ast, problem = _compile(env, condition)
+    if problem is None and ast is not None:
+        problem = regex_problem(ast, condition)
     if problem is not None or ast is None:
         return Rule(condition, priority, None, problem)
     cost = estimate(ast)
     if cost > RULE_COST_LIMIT:
+        hint = (
+            _MATCHES_HINT
+            if any(isinstance(n, Call) and n.function == "matches" for n in walk(ast))
+            else "loops multiply: iterate fewer or smaller lists, do not grow strings or lists"
+        )
         problem = (
-            f"estimated cost {cost:,} exceeds the limit of {RULE_COST_LIMIT:,} per rule "
-            "(loops multiply: iterate fewer or smaller lists, do not grow strings or lists)"
+            f"estimated cost {cost:,} exceeds the limit of {RULE_COST_LIMIT:,} per rule ({hint})"
         )
         return Rule(condition, priority, None, problem, cost)
     nodes = walk(ast)
@@ -99,6 +122,36 @@ def compile_rule(env: Environment, condition: str, priority: int) -> Rule:
     ]
     reads = frozenset(fields) if len(fields) == uses else None
     return Rule(condition, priority, program, None, cost, uses > 0, reads)
+
+
+def regex_problem(ast: Expr, condition: str) -> str | None:
+    """Why a `matches` in the rule is refused: its pattern is not a string literal, or not one
+    whose RE2 program providers.celregex can bound; located in the condition and the pattern."""
+    calls = [n for n in walk(ast) if isinstance(n, Call) and n.function == "matches" and n.args]
+    for call in sorted(calls, key=lambda c: c.offset):
+        pattern = call.args[-1]
+        if not (isinstance(pattern, Const) and isinstance(pattern.value, str)):
+            return (
+                f"{_place(condition, call.offset)}: the pattern of matches() must be a string "
+                "literal (a pattern computed from the object cannot be checked before it runs)"
+            )
+        verdict = check_pattern(pattern.value)
+        if verdict.problem is not None:
+            shown = pattern.value if len(pattern.value) <= 40 else pattern.value[:37] + "..."
+            where = "" if verdict.offset is None else f", at character {verdict.offset + 1}"
+            return (
+                f"{_place(condition, pattern.offset)}: regular expression '{shown}'{where}: "
+                f"{verdict.problem}"
+            )
+    return None
+
+
+def _place(condition: str, offset: int) -> str:
+    """`line L, column C` of a code-point offset, as the compiler's own messages say it."""
+    if offset < 0:
+        return "in a matches() call"
+    line_start = condition.rfind("\n", 0, offset) + 1
+    return f"line {condition.count(chr(10), 0, offset) + 1}, column {offset - line_start + 1}"
 
 
 def fields_read(rules: Iterable[Rule]) -> frozenset[str] | None:

@@ -10,7 +10,7 @@ comprehensions, so the cost estimate sees exactly what the runtime runs.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Union
 
 # cel.expr.Expr: id = 2, then one of const_expr = 3 ... comprehension_expr = 9.
@@ -20,6 +20,7 @@ _CONST, _IDENT, _SELECT, _CALL, _LIST, _STRUCT, _COMPREHENSION = 3, 4, 5, 6, 7, 
 @dataclass(frozen=True, slots=True)
 class Const:
     value: str | bytes | int | float | bool | None
+    offset: int = field(default=-1, compare=False)  # code points into the source; -1: unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,7 @@ class Call:
     function: str
     target: Expr | None
     args: tuple[Expr, ...]
+    offset: int = field(default=-1, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +74,10 @@ class MalformedAst(ValueError):
 def checked_expr(serialized: bytes) -> Expr:
     """The expression tree of `Expression.serialize()` output (an Any holding a CheckedExpr)."""
     any_fields = _fields(serialized)
-    checked = _req(any_fields, 2)
-    return _expr(_req(_fields(checked), 4))
+    checked = _fields(_req(any_fields, 2))
+    source = _opt(checked, 5)  # SourceInfo; positions (4) map expression ids to offsets
+    positions = dict(_pair(e) for e in _many(_fields(source), 4)) if source is not None else {}
+    return _Decoder(positions).expr(_req(checked, 4))
 
 
 def walk(root: Expr) -> list[Expr]:
@@ -98,51 +102,58 @@ def walk(root: Expr) -> list[Expr]:
     return out
 
 
-def _expr(buf: bytes) -> Expr:
-    for number, value in _fields(buf):
-        if number == _CONST and isinstance(value, bytes):
-            return Const(_constant(value))
-        if number == _IDENT and isinstance(value, bytes):
-            return Ident(_text(_opt(_fields(value), 1)))
-        if number == _SELECT and isinstance(value, bytes):
-            f = _fields(value)
-            return Select(
-                _expr(_req(f, 1)),
-                _text(_opt(f, 2)),
-                _flag(f, 3),
-            )
-        if number == _CALL and isinstance(value, bytes):
-            f = _fields(value)
-            target = _opt(f, 1)
-            return Call(
-                _text(_opt(f, 2)),
-                None if target is None else _expr(target),
-                tuple(_expr(a) for a in _many(f, 3)),
-            )
-        if number == _LIST and isinstance(value, bytes):
-            return ListExpr(tuple(_expr(e) for e in _many(_fields(value), 1)))
-        if number == _STRUCT and isinstance(value, bytes):
-            return MapExpr(tuple(_entry(e) for e in _many(_fields(value), 2)))
-        if number == _COMPREHENSION and isinstance(value, bytes):
-            f = _fields(value)
-            return Comprehension(
-                iter_var=_text(_opt(f, 1)),
-                iter_range=_expr(_req(f, 2)),
-                accu_var=_text(_opt(f, 3)),
-                accu_init=_expr(_req(f, 4)),
-                loop_condition=_expr(_req(f, 5)),
-                loop_step=_expr(_req(f, 6)),
-                result=_expr(_req(f, 7)),
-            )
-    raise MalformedAst("expression without a kind")
+class _Decoder:
+    def __init__(self, positions: dict[int, int]) -> None:
+        self.positions = positions
 
+    def expr(self, buf: bytes) -> Expr:
+        fields = _fields(buf)
+        ident = next((v for n, v in fields if n == 2 and isinstance(v, int)), 0)
+        offset = self.positions.get(ident, -1)
+        for number, value in fields:
+            if number == _CONST and isinstance(value, bytes):
+                return Const(_constant(value), offset)
+            if number == _IDENT and isinstance(value, bytes):
+                return Ident(_text(_opt(_fields(value), 1)))
+            if number == _SELECT and isinstance(value, bytes):
+                f = _fields(value)
+                return Select(
+                    self.expr(_req(f, 1)),
+                    _text(_opt(f, 2)),
+                    _flag(f, 3),
+                )
+            if number == _CALL and isinstance(value, bytes):
+                f = _fields(value)
+                target = _opt(f, 1)
+                return Call(
+                    _text(_opt(f, 2)),
+                    None if target is None else self.expr(target),
+                    tuple(self.expr(a) for a in _many(f, 3)),
+                    offset,
+                )
+            if number == _LIST and isinstance(value, bytes):
+                return ListExpr(tuple(self.expr(e) for e in _many(_fields(value), 1)))
+            if number == _STRUCT and isinstance(value, bytes):
+                return MapExpr(tuple(self.entry(e) for e in _many(_fields(value), 2)))
+            if number == _COMPREHENSION and isinstance(value, bytes):
+                f = _fields(value)
+                return Comprehension(
+                    iter_var=_text(_opt(f, 1)),
+                    iter_range=self.expr(_req(f, 2)),
+                    accu_var=_text(_opt(f, 3)),
+                    accu_init=self.expr(_req(f, 4)),
+                    loop_condition=self.expr(_req(f, 5)),
+                    loop_step=self.expr(_req(f, 6)),
+                    result=self.expr(_req(f, 7)),
+                )
+        raise MalformedAst("expression without a kind")
 
-def _entry(buf: bytes) -> tuple[Expr, Expr]:
-    f = _fields(buf)
-    key = _opt(f, 3)  # map_key; field_key (2) is for messages, which rules cannot build
-    if key is None:
-        raise MalformedAst("message construction is not supported")
-    return _expr(key), _expr(_req(f, 4))
+    def entry(self, buf: bytes) -> tuple[Expr, Expr]:
+        f = _fields(buf)
+        key = _opt(f, 3)  # map_key; field_key (2) is for messages, which rules cannot build
+        if key is None:
+            raise MalformedAst("message construction is not supported")
+        return self.expr(key), self.expr(_req(f, 4))
 
 
 def _constant(buf: bytes) -> str | bytes | int | float | bool | None:
@@ -203,6 +214,14 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         if not byte & 0x80:
             return result, pos
         shift += 7
+
+
+def _pair(buf: bytes) -> tuple[int, int]:
+    """A map<int64, int32> entry: (key 1, value 2)."""
+    f = _fields(buf)
+    key = next((v for n, v in f if n == 1 and isinstance(v, int)), 0)
+    value = next((v for n, v in f if n == 2 and isinstance(v, int)), -1)
+    return key, value
 
 
 def _opt(fields: list[Field], number: int) -> bytes | None:

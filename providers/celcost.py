@@ -7,7 +7,12 @@ so `.map(s, s + s)` chains grow the estimate as they grow the value. The constan
 cel-expr-python differs from cel-go (measured: `make bench`, "CEL cost calibration"):
 - a comprehension that builds a list (`map`, `filter`) copies its accumulator on every step,
   so its cost is quadratic in the number of iterations;
-- `matches` compiles its regular expression on every call;
+- `matches` compiles its regular expression on every call, constant or not, and RE2's work
+  grows with its program (providers.celregex bounds it from the pattern, which must be a
+  constant): compiling costs REGEX_COMPILE plus REGEX_INSTRUCTION per instruction, matching
+  REGEX_STEP per character of text and instruction (RE2 falls back to its NFA, which visits
+  every instruction for every character, when the DFA's cache thrashes);
+- `size` of a string counts its code points: linear in its length;
 - the runtime stops any evaluation after ITERATION_LIMIT iterations, so no one comprehension is
   counted for more.
 Values read from `spec` have unknown sizes; they are taken at the limits that `providers.cel`
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from providers.celast import Call, Comprehension, Const, Expr, Ident, ListExpr, MapExpr, Select
+from providers.celregex import MAX_WEIGHT, check_pattern
 
 ITERATION_LIMIT = 10_000  # cel-expr-python's fixed iteration budget per evaluation
 INPUT_STRING_LIMIT = 65_536  # longest string in `spec` a rule may read (enforced by providers.cel)
@@ -29,8 +35,9 @@ INPUT_ENTRY_LIMIT = 10_000  # most entries of one list or map in `spec` (enforce
 INPUT_TOTAL_LIMIT = 3 * 1024 * 1024  # a whole spec subtree: the API server's request size limit
 
 TRAVERSAL = 0.1  # per character scanned or copied (cel-go's StringTraversalCostFactor)
-REGEX_FACTOR = 0.25  # per regex character (cel-go's RegexStringLengthCostFactor)
-REGEX_COMPILE = 400  # every `matches` call compiles its pattern (~20-40 µs measured)
+REGEX_COMPILE = 400  # every `matches` call compiles its pattern (~7-40 µs measured)
+REGEX_INSTRUCTION = 8  # compiling one RE2 instruction (bound) (~80-470 ns measured)
+REGEX_STEP = 0.05  # one character through one instruction (NFA worst case: ~2-4 ns measured)
 STRING_CALL = 15  # contains/startsWith/endsWith call overhead (~1.5 µs measured)
 ELEMENT_COPY = 3  # copying one list element (~250 ns measured in accumulators)
 LIST_CREATE, MAP_CREATE = 10, 30  # cel-go's ListCreateBaseCost, MapCreateBaseCost
@@ -122,7 +129,9 @@ class _Estimator:
         base = sum(c for c, _ in parts)
         sizes = [s for _, s in parts]
         own, size = _function(e.function, sizes)
-        if e.function == "_?_:_":
+        if e.function == "matches":
+            own = _matches(sizes[0], e.args[-1])
+        elif e.function == "_?_:_":
             base = parts[0][0] + max(parts[1][0], parts[2][0])
         elif e.function in ("_&&_", "_||_"):
             own = 0
@@ -151,10 +160,8 @@ def _function(name: str, args: list[Size]) -> tuple[int, Size]:
         return 1 + min(_CAP, haystack.n * each), SCALAR
     if name == "_[_]":
         return 1, args[0].entry()
-    if name == "matches":
-        text, pattern = args
-        product = _scan(text.n + 1) * math.ceil(pattern.n * REGEX_FACTOR)
-        return REGEX_COMPILE + _scan(pattern.n) + min(_CAP, product), SCALAR
+    if name == "size" and args and args[0].kind in ("string", "unknown"):
+        return 1 + _scan(args[0].n), SCALAR  # code points are counted, not stored
     if name == "contains":
         return STRING_CALL + min(_CAP, _scan(args[0].n) * max(1, _scan(args[1].n))), SCALAR
     if name in ("startsWith", "endsWith"):
@@ -174,6 +181,19 @@ def _function(name: str, args: list[Size]) -> tuple[int, Size]:
 _CONSTANT_TIME = frozenset(
     {"!_", "-_", "_-_", "_*_", "_/_", "_%_", "@not_strictly_false", "size", "type", "bool"}
 )
+
+
+def _matches(text: Size, pattern: Expr) -> int:
+    """Compiling the pattern, then every character of the text through every instruction.
+
+    A pattern that is not a constant, or not accepted (providers.cel refuses both), is taken
+    at the largest program an accepted pattern can have."""
+    weight = MAX_WEIGHT
+    if isinstance(pattern, Const) and isinstance(pattern.value, str):
+        verdict = check_pattern(pattern.value)
+        weight = MAX_WEIGHT if verdict.problem is not None else max(1, verdict.weight)
+    compile_cost = REGEX_COMPILE + REGEX_INSTRUCTION * weight
+    return compile_cost + min(_CAP, math.ceil((text.n + 1) * weight * REGEX_STEP))
 
 
 def _add(left: Size, right: Size) -> tuple[int, Size]:
