@@ -8,7 +8,7 @@ import re2
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from providers.cel import Bound, compile_rule, new_environment
+from providers.cel import RULE_COST_LIMIT, Bound, compile_rule, new_environment
 from providers.celregex import MAX_WEIGHT, Verdict, check_pattern
 from providers.configs_admission import check_provider_config
 from providers.errors import FieldError, Reason
@@ -16,10 +16,8 @@ from providers.registry import ProviderRegistry
 from tests.support.builders import provider_config
 from tests.support.celbombs import (
     PATTERNS,
-    RULE_BOUND_MS,
     RULES,
     SIZED_PATTERNS,
-    cost_ms,
     worst_bound,
 )
 
@@ -172,9 +170,7 @@ def test_the_largest_accepted_pattern_in_a_loop_is_refused_by_cost() -> None:
 @given(condition=RULES)
 @example(condition="'a'.matches('\\\\pL{1000}')")  # the issue's: 61 ms before
 @example(condition="'a'.matches('[\\\\pL\\\\pN]{300}')")  # 336 ms before
-def test_every_admitted_rule_evaluates_within_the_per_rule_bound(
-    condition: str, bound: Bound
-) -> None:
+def test_every_admitted_rule_is_within_the_per_rule_cost_limit(condition: str) -> None:
     config = provider_config("dynamo", rules=[(condition, 1)])
     rule = compile_rule(ENV, condition, 1)
 
@@ -186,4 +182,7 @@ def test_every_admitted_rule_evaluates_within_the_per_rule_bound(
         ]
     else:
         assert errors == []
-        assert cost_ms(rule, bound) <= RULE_BOUND_MS
+        # The estimate is what admission holds to the bound; that the estimate covers the
+        # runtime's real work is measured by `make fuzz` (tests/fuzzing/cel.py times every
+        # admitted rule over the same spec), since no test here asserts on time.
+        assert rule.cost <= RULE_COST_LIMIT
