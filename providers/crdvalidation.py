@@ -40,7 +40,9 @@ from providers.fieldpath import FieldPath
 
 MAX_EVALUATIONS = 10_000  # rule evaluations per object (each bounded by the runtime's budget)
 MAX_MESSAGE = 512
-_STRINGS = re.compile(r"""r?(\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*')""")
+_STRINGS = re.compile(
+    r"""r?(\"\"\"[\s\S]*?\"\"\"|'''[\s\S]*?'''|"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*')"""
+)
 _OLD_SELF = re.compile(r"\boldSelf\b")
 _RESERVED = frozenset(
     {"true", "false", "null", "in", "as", "break", "const", "continue", "else", "for"}
@@ -81,10 +83,14 @@ class Node:
     additional: Node | None = None
     items: Node | None = None
     combinators: bool = False  # anyOf/oneOf/allOf/not that a format or a `not` makes ours to check
+    escaping: bool = False  # a property name in the subtree that CEL sees escaped
+    env: Any = None  # the environment the rules were compiled in (builds their activations)
 
 
 def escape(name: str) -> str | None:
     """A property name as CEL sees it (Kubernetes' escaping), or None: not reachable from CEL."""
+    if name.isascii() and name.isalnum() and not name[0].isdigit() and name not in _RESERVED:
+        return name  # the common case, without a regular expression
     if not name or name[0].isdigit() or not _IDENT.match(name):
         return None
     if name in _RESERVED:
@@ -119,7 +125,20 @@ def _compile_node(schema: Mapping[str, Any], env: Any) -> Node | None:
     checks = "format" in schema or schema.get("type") == "integer"
     if not (rules or props or additional or each or checks or combinators):
         return None
-    return Node(schema, rules, props, additional, each, combinators)
+    escaping = rules != () and _escapes(schema)
+    return Node(schema, rules, props, additional, each, combinators, escaping, env)
+
+
+def _escapes(schema: Any) -> bool:
+    """Whether any property name under `schema` is not its own CEL name (or is unreachable)."""
+    if isinstance(schema, list):
+        return any(_escapes(v) for v in schema)
+    if not isinstance(schema, Mapping):
+        return False
+    props = schema.get("properties")
+    if isinstance(props, Mapping) and any(escape(str(n)) != n for n in props):
+        return True
+    return any(_escapes(v) for k, v in schema.items() if k not in ("default", "enum", "example"))
 
 
 _COMBINATORS = ("anyOf", "oneOf", "allOf", "not")
@@ -175,21 +194,17 @@ def validate(obj: Mapping[str, Any], root: Node | None, *, old: Any = None) -> l
     if root is None:
         return []
     run = _Run()
-    value = apply_defaults(obj, root.schema)
-    old_value = apply_defaults(old, root.schema) if old is not None else None
-    _walk(value, old_value, root, FieldPath(), run, top=True)
+    _walk(obj, old, root, FieldPath(), run, top=True)
     return run.errors
 
 
 def apply_defaults(value: Any, schema: Mapping[str, Any]) -> Any:
     """`value` with the schema's defaults filled in where a field is absent (or null and not
     nullable), recursively, as the API server defaults before it validates; a new value."""
-    if isinstance(value, dict):
+    if type(value) is dict:
         out = dict(value)
         props = schema.get("properties") or {}
         for name, sub in props.items():
-            if not isinstance(sub, Mapping):
-                continue
             if "default" in sub and (
                 name not in out or (out[name] is None and not sub.get("nullable"))
             ):
@@ -197,20 +212,35 @@ def apply_defaults(value: Any, schema: Mapping[str, Any]) -> Any:
             if name in out:
                 out[name] = apply_defaults(out[name], sub)
         extra = schema.get("additionalProperties")
-        if isinstance(extra, Mapping):
+        if type(extra) is dict:
             for key in out:
                 if key not in props:
                     out[key] = apply_defaults(out[key], extra)
         return out
     items = schema.get("items")
-    if isinstance(value, list) and isinstance(items, Mapping):
+    if type(value) is list and type(items) is dict:
         return [apply_defaults(item, items) for item in value]
     return value
 
 
-def _walk(value: Any, old: Any, node: Node, at: FieldPath, run: _Run, *, top: bool = False) -> None:
+def _walk(
+    value: Any,
+    old: Any,
+    node: Node,
+    at: FieldPath,
+    run: _Run,
+    *,
+    top: bool = False,
+    done: bool = False,
+) -> None:
+    """Check one node; `done`: `value` (and `old`) already carry their defaults."""
     if value is None or run.left < 0:
         return
+    if node.rules and not done:  # the rules see the whole subtree defaulted
+        value, done = apply_defaults(value, node.schema), True
+        old = apply_defaults(old, node.schema) if old is not None else None
+    elif not done and type(value) is dict:  # only the children that get checked
+        value, old = _default_children(value, node), _default_children(old, node)
     problem = format_problem(value, node.schema)
     if problem is not None:
         run.errors.append(FieldError(str(at), Reason.INVALID, problem))
@@ -222,15 +252,31 @@ def _walk(value: Any, old: Any, node: Node, at: FieldPath, run: _Run, *, top: bo
         olds = old if isinstance(old, dict) else {}
         for name, child in node.properties.items():
             if name in value and not (top and name in ("apiVersion", "kind", "metadata")):
-                _walk(value[name], olds.get(name), child, at.child(name), run)
+                _walk(value[name], olds.get(name), child, at.child(name), run, done=done)
         if node.additional is not None:
             declared = node.schema.get("properties") or {}
             for key in sorted(k for k in value if k not in declared):
-                _walk(value[key], olds.get(key), node.additional, at.key(key), run)
+                _walk(value[key], olds.get(key), node.additional, at.key(key), run, done=done)
     elif isinstance(value, list) and node.items is not None:
         olds_by_index = _correlate(value, old, node.schema)
         for i, item in enumerate(value):
-            _walk(item, olds_by_index[i], node.items, at.index(i), run)
+            _walk(item, olds_by_index[i], node.items, at.index(i), run, done=done)
+
+
+def _default_children(value: Any, node: Node) -> Any:
+    """`value` with the defaults of the checked children it lacks (a defaulted child may hold
+    rules of its own), or `value` itself when it lacks none."""
+    if type(value) is not dict:
+        return value
+    props = node.schema.get("properties") or {}
+    missing = [
+        n
+        for n in node.properties
+        if "default" in props[n] and (value.get(n) is None and not props[n].get("nullable"))
+    ]
+    if not missing:
+        return value
+    return {**value, **{n: json.loads(json.dumps(props[n]["default"])) for n in missing}}
 
 
 def _correlate(value: list[Any], old: Any, schema: Mapping[str, Any]) -> list[Any]:
@@ -239,9 +285,7 @@ def _correlate(value: list[Any], old: Any, schema: Mapping[str, Any]) -> list[An
     keys = schema.get("x-kubernetes-list-map-keys") or ()
     if schema.get("x-kubernetes-list-type") != "map" or not isinstance(old, list) or not keys:
         return [None] * len(value)
-    by_key = {
-        tuple(json.dumps(o.get(k)) for k in keys): o for o in old if isinstance(o, dict)
-    }
+    by_key = {tuple(json.dumps(o.get(k)) for k in keys): o for o in old if isinstance(o, dict)}
     return [
         by_key.get(tuple(json.dumps(v.get(k)) for k in keys)) if isinstance(v, dict) else None
         for v in value
@@ -270,11 +314,12 @@ def to_cel(value: Any, schema: Mapping[str, Any]) -> Any:
 
 
 def _run_rules(value: Any, old: Any, node: Node, at: FieldPath, run: _Run, *, top: bool) -> None:
-    bound = to_cel(value, node.schema)
+    bound = to_cel(value, node.schema) if node.escaping or top else value
     if top and isinstance(bound, dict) and isinstance(bound.get("metadata"), dict):
         meta = bound["metadata"]  # the API server shows rules name and generateName only
         bound["metadata"] = {k: meta[k] for k in ("name", "generateName") if k in meta}
-    old_bound = to_cel(old, node.schema) if old is not None else None
+    old_bound = to_cel(old, node.schema) if old is not None and (node.escaping or top) else old
+    inputs: dict[str, Any] = {}
     for rule in node.rules:
         if rule.transition and old is None:
             continue  # on create (and at render) there is nothing to compare against
@@ -283,15 +328,20 @@ def _run_rules(value: Any, old: Any, node: Node, at: FieldPath, run: _Run, *, to
             detail = "validation failed due to running out of cost budget, no further validation rules will be run"
             run.errors.append(FieldError(str(at), Reason.INVALID, f"{_kind(node)}: {detail}"))
             return
-        data = {"self": bound, "oldSelf": old_bound} if rule.transition else {"self": bound}
-        failure = _evaluate(rule, data)
+        key = "oldSelf" if rule.transition else "self"
+        if key not in inputs:  # one activation per node, shared by its rules (converted once)
+            data = {"self": bound, "oldSelf": old_bound} if rule.transition else {"self": bound}
+            inputs[key] = node.env.Activation(data)
+        failure = _evaluate(rule, inputs[key])
         if failure is None:
             continue
         where = at
         for part in rule.field_path:
             where = where.index(part) if isinstance(part, int) else where.child(part)
         if failure is _FALSE:
-            run.errors.append(_rule_error(where, value, node.schema, _message(rule, data), rule))
+            run.errors.append(
+                _rule_error(where, value, node.schema, _message(rule, inputs[key]), rule)
+            )
         else:
             run.errors.append(FieldError(str(where), Reason.INVALID, f"{_kind(node)}: {failure}"))
 
@@ -299,12 +349,12 @@ def _run_rules(value: Any, old: Any, node: Node, at: FieldPath, run: _Run, *, to
 _FALSE = "false"
 
 
-def _evaluate(rule: Rule, data: Mapping[str, Any]) -> str | None:
+def _evaluate(rule: Rule, data: Any) -> str | None:
     """None when the rule holds, _FALSE when it does not, else why it could not be evaluated."""
     if rule.program is None:
         return rule.problem
     try:
-        result = rule.program.eval(data=data)
+        result = rule.program.eval(data)
     # Third-party runtime on rules a user may supply: whatever it raises (budget overruns are
     # RuntimeError) is this rule's failure, reported, and the other rules go on.
     except Exception as err:
@@ -317,11 +367,11 @@ def _evaluate(rule: Rule, data: Mapping[str, Any]) -> str | None:
     return f"evaluated to {kind.name().lower()}, not a bool, evaluating rule: {rule.message}"
 
 
-def _message(rule: Rule, data: Mapping[str, Any]) -> str:
+def _message(rule: Rule, data: Any) -> str:
     if rule.message_program is None:
         return rule.message
     try:
-        result = rule.message_program.eval(data=data)
+        result = rule.message_program.eval(data)
     except Exception:  # noqa: BLE001 - a broken messageExpression falls back, as upstream does
         return rule.message
     text = result.value() if result.type() == cel.Type.STRING else None
