@@ -85,9 +85,12 @@ class Schemas:
             (doc.where, doc.obj) for doc in docs if doc.obj.get("kind") == CRD_KIND
         )
 
-    def check(self, obj: Mapping[str, Any], *, kubernetes: str) -> list[FieldError]:
+    def check(
+        self, obj: Mapping[str, Any], *, kubernetes: str, old: Mapping[str, Any] | None = None
+    ) -> list[FieldError]:
         """Every field of `obj` the upstream schema does not declare, every type error and, for
-        custom kinds, every broken x-kubernetes-validations rule and format. Built-in kinds are checked against Kubernetes `kubernetes` (the KUBERNETES_VERSION pin)."""
+        custom kinds, every broken x-kubernetes-validations rule and format (transition rules
+        only against `old`, the stored object `obj` would replace). Built-in kinds are checked against Kubernetes `kubernetes` (the KUBERNETES_VERSION pin)."""
         key = (str(obj.get("apiVersion")), str(obj.get("kind")))
         if key[0] in BUILTIN_API_VERSIONS:
             if kubernetes not in self.builtin:
@@ -106,7 +109,9 @@ class Schemas:
             ]
         self.used[key] = self.origin[key]
         errors = check_schema(obj, schema, FieldPath())
-        return errors + validate(obj, self._rules(key, schema))
+        if any(_blocks_rules(e) for e in errors):
+            return errors  # as the API server: the rules would read values of the wrong shape
+        return errors + validate(obj, self._rules(key, schema), old=old)
 
     def _rules(self, key: tuple[str, str], schema: Mapping[str, Any]) -> Node | None:
         """The compiled rules and formats of one kind (see providers.crdvalidation)."""
@@ -236,6 +241,16 @@ class BuiltinSchemas:
     def _no_schema(self, api_version: str, kind: str) -> FieldError:
         detail = f"no Kubernetes {self.minor} schema for {api_version} {kind}"
         return FieldError("apiVersion", Reason.NOT_FOUND, detail)
+
+
+_BLOCKING = frozenset({Reason.UNSUPPORTED, Reason.REQUIRED, Reason.TOO_LONG, Reason.TOO_MANY})
+_WRONG_TYPE = re.compile(r"^must be (an integer or a string|\w+, not \w+)$")
+
+
+def _blocks_rules(error: FieldError) -> bool:
+    """A schema error after which the API server runs no x-kubernetes-validations rule (enum,
+    required, too long, too many, wrong type: apiextensions-apiserver's hasBlockingErr)."""
+    return error.reason in _BLOCKING or _WRONG_TYPE.match(error.detail) is not None
 
 
 def _path_key(path: str) -> list[str]:

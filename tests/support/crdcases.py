@@ -37,6 +37,7 @@ class Case:
     passes: bool  # whether the rule accepts the object
     obj: dict[str, Any]
     old: dict[str, Any] | None  # for a transition rule: the stored object updated to `obj`
+    blocked: bool = False  # fails the schema first, so the API server runs no rule on it
 
     @property
     def id(self) -> str:
@@ -142,7 +143,13 @@ def _many_matches() -> list[dict[str, Any]]:
     ]
 
 
-def _build(base: Mapping[str, Any], schema: Mapping[str, Any], at: tuple[str, ...], spec: Mapping[str, Any], value: Any) -> tuple[str, dict[str, Any]]:
+def _build(
+    base: Mapping[str, Any],
+    schema: Mapping[str, Any],
+    at: tuple[str, ...],
+    spec: Mapping[str, Any],
+    value: Any,
+) -> tuple[str, dict[str, Any]]:
     obj = copy.deepcopy(dict(base))
     probe = copy.deepcopy(obj)
     path, _ = place(probe, schema, at, None)
@@ -192,6 +199,7 @@ def cases() -> list[Case]:
                             passes,
                             obj,
                             old,
+                            not passes and bool(spec.get("blocked")),
                         )
                     )
     return found
