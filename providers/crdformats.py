@@ -103,9 +103,11 @@ _INT_RANGES = {"int32": (INT32_MIN, INT32_MAX), "int64": (INT64_MIN, INT64_MAX)}
 def format_problem(value: Any, schema: Mapping[str, Any]) -> str | None:
     """Why `value` breaks the `format` of `schema`, in the API server's words, or None."""
     fmt = schema.get("format")
-    if not isinstance(fmt, str):
-        return None
     kind = schema.get("type")
+    if not isinstance(fmt, str):
+        fmt = "int64" if kind == "integer" else None  # every integer is an int64 at least
+    if fmt is None:
+        return None
     if isinstance(value, str) and kind in (None, "string"):
         check = STRING_FORMATS.get(fmt.replace("-", ""))
         if check is not None and not check(value):
@@ -113,7 +115,8 @@ def format_problem(value: Any, schema: Mapping[str, Any]) -> str | None:
     elif isinstance(value, int) and not isinstance(value, bool) and kind == "integer":
         low, high = _INT_RANGES.get(fmt, (INT64_MIN, INT64_MAX))
         if not low <= value <= high:
-            return f"in body must be of type {fmt if fmt in _INT_RANGES else 'int64'}: {value}"
+            shown = value if value.bit_length() <= 256 else "an integer of over 77 digits"
+            return f"in body must be of type {fmt if fmt in _INT_RANGES else 'int64'}: {shown}"
     return None
 
 

@@ -37,6 +37,7 @@ from cel_expr_python.ext.ext_strings import ExtStrings
 from providers.crdformats import format_problem
 from providers.errors import FieldError, Reason
 from providers.fieldpath import FieldPath
+from providers.numbers import INT64_MAX, INT64_MIN
 
 MAX_EVALUATIONS = 10_000  # rule evaluations per object (each bounded by the runtime's budget)
 MAX_MESSAGE = 512
@@ -213,9 +214,9 @@ def apply_defaults(value: Any, schema: Mapping[str, Any]) -> Any:
                 out[name] = apply_defaults(out[name], sub)
         extra = schema.get("additionalProperties")
         if type(extra) is dict:
-            for key in out:
+            for key, item in list(out.items()):
                 if key not in props:
-                    out[key] = apply_defaults(out[key], extra)
+                    out[key] = apply_defaults(item, extra)
         return out
     items = schema.get("items")
     if type(value) is list and type(items) is dict:
@@ -319,6 +320,10 @@ def _run_rules(value: Any, old: Any, node: Node, at: FieldPath, run: _Run, *, to
         meta = bound["metadata"]  # the API server shows rules name and generateName only
         bound["metadata"] = {k: meta[k] for k in ("name", "generateName") if k in meta}
     old_bound = to_cel(old, node.schema) if old is not None and (node.escaping or top) else old
+    problem = _unrepresentable(bound) or (_unrepresentable(old_bound) if old is not None else None)
+    if problem is not None:  # never handed to the runtime (a huge integer crashes it)
+        run.errors.append(FieldError(str(at), Reason.INVALID, f"{_kind(node)}: {problem}"))
+        return
     inputs: dict[str, Any] = {}
     for rule in node.rules:
         if rule.transition and old is None:
@@ -347,6 +352,27 @@ def _run_rules(value: Any, old: Any, node: Node, at: FieldPath, run: _Run, *, to
 
 
 _FALSE = "false"
+_PLAIN = (str, float, bool, type(None))
+
+
+def _unrepresentable(value: Any) -> str | None:
+    """Why a value cannot be given to CEL (as the API server could not have decoded it), or None."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is dict:
+            if not all(type(k) is str for k in node):
+                return "a map key that is not a string cannot be evaluated by the rules"
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)
+        elif kind is int:
+            if not INT64_MIN <= node <= INT64_MAX:
+                return "an integer outside the 64-bit range cannot be evaluated by the rules"
+        elif kind not in _PLAIN:
+            return f"a {kind.__name__} is not a JSON value and cannot be evaluated by the rules"
+    return None
 
 
 def _evaluate(rule: Rule, data: Any) -> str | None:
@@ -372,7 +398,9 @@ def _message(rule: Rule, data: Any) -> str:
         return rule.message
     try:
         result = rule.message_program.eval(data)
-    except Exception:  # noqa: BLE001 - a broken messageExpression falls back, as upstream does
+    # A broken messageExpression falls back to the message, as upstream does (the runtime raises
+    # RuntimeError for budget overruns; anything else it raises is the same failure).
+    except Exception:
         return rule.message
     text = result.value() if result.type() == cel.Type.STRING else None
     if not isinstance(text, str) or not text.strip() or "\n" in text:
@@ -437,9 +465,12 @@ def _matches(value: Any, schema: Mapping[str, Any]) -> bool:
         if any(k not in value for k in schema.get("required") or ()):
             return False
     items = schema.get("items")
-    if isinstance(value, list) and isinstance(items, Mapping):
-        if not all(_matches(item, items) for item in value):
-            return False
+    if (
+        isinstance(value, list)
+        and isinstance(items, Mapping)
+        and not all(_matches(item, items) for item in value)
+    ):
+        return False
     if not all(_matches(value, sub) for sub in schema.get("allOf") or ()):
         return False
     if schema.get("anyOf") and not any(_matches(value, sub) for sub in schema["anyOf"]):

@@ -97,6 +97,7 @@ def place(
     """Put `value` at schema path `at` in `obj` (in place); the field path and the container."""
     here: Any = obj
     where = FieldPath()
+    key: Any
     for step, following in zip(at, (*at[1:], None), strict=True):
         last = following is None
         if step == ITEMS:
