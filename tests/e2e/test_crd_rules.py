@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,9 +23,10 @@ from renderer.schemapack import load_pack
 from renderer.sources import bundled_versions
 from renderer.strict import Schemas
 from tests.support.cluster import Cluster
-from tests.support.crdcases import Case, cases, rule_sites
+from tests.support.crdcases import Case, cases, format_cases, rule_sites
 
 CASES = cases()
+FORMATS = format_cases()
 MESSAGES = frozenset(
     rule["message"]
     for entry in load_pack()
@@ -85,8 +87,14 @@ def verdicts(cluster: Cluster, api: kubernetes.client.ApiClient) -> Iterator[lis
     namespace = "crd-rules"
     cluster.kubectl("create", "namespace", namespace)
     custom = kubernetes.client.CustomObjectsApi(api)
+    everything = [*CASES, *FORMATS]
     try:
-        yield [_judge(custom, namespace, i, case) for i, case in enumerate(CASES)]
+        with ThreadPoolExecutor(max_workers=4) as pool:  # a bounded batch against loopback
+            yield list(
+                pool.map(
+                    lambda i: _judge(custom, namespace, i, everything[i]), range(len(everything))
+                )
+            )
     finally:
         cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
@@ -136,3 +144,16 @@ def test_runway_judges_the_rule_as_the_api_server_does(
     # Runway agrees, with the API server's words for every rule error.
     assert (runway == []) is server.accepted, runway
     assert _rule_errors(runway) == _rule_errors(server.errors)
+
+
+@pytest.mark.parametrize("index", range(len(FORMATS)), ids=[c.id for c in FORMATS])
+def test_runway_judges_the_format_as_the_api_server_does(
+    index: int, verdicts: list[Verdict], schemas: Schemas
+) -> None:
+    case = FORMATS[index]
+    server = verdicts[len(CASES) + index]
+
+    found = schemas.check(case.obj, kubernetes=bundled_versions().kubernetes)
+
+    assert server.accepted is case.passes, server.errors
+    assert (found == []) is server.accepted, [str(e) for e in found]

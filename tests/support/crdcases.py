@@ -204,3 +204,44 @@ def cases() -> list[Case]:
                         )
                     )
     return found
+
+
+def _schema_path(text: str) -> tuple[str, ...]:
+    return tuple(ITEMS if p == "*" else p for p in re.findall(r"[^.\[\]]+", text))
+
+
+def format_cases() -> list[Case]:
+    """Every value of formats.yaml, at the first served version of its kind."""
+    bases = yaml.safe_load((DATA / "bases.yaml").read_text())
+    entries = {e.crd["spec"]["names"]["kind"]: e for e in load_pack()}
+    found: list[Case] = []
+    for spec in yaml.safe_load((DATA / "formats.yaml").read_text()):
+        crd = entries[spec["kind"]].crd
+        version = crd["spec"]["versions"][0]
+        base = {
+            "apiVersion": f"{crd['spec']['group']}/{version['name']}",
+            "kind": spec["kind"],
+            "metadata": {"name": "formats"},
+            **bases[spec["kind"]],
+        }
+        at = _schema_path(spec["path"])
+        for passes, values in ((True, spec["valid"]), (False, spec["invalid"])):
+            for value in values:
+                obj = copy.deepcopy(base)
+                path, _ = place(obj, version["schema"]["openAPIV3Schema"], at, value)
+                names = crd["spec"]["names"]
+                message = f"format: {value}"
+                found.append(
+                    Case(
+                        spec["kind"],
+                        crd["spec"]["group"],
+                        version["name"],
+                        names["plural"],
+                        message,
+                        path,
+                        passes,
+                        obj,
+                        None,
+                    )
+                )
+    return found
