@@ -84,7 +84,7 @@ class Node:
     additional: Node | None = None
     items: Node | None = None
     combinators: bool = False  # anyOf/oneOf/allOf/not that a format or a `not` makes ours to check
-    escaping: bool = False  # a property name in the subtree that CEL sees escaped
+    plan: Plan | None = None  # how CEL's view of a value here differs from it (rule nodes)
     env: Any = None  # the environment the rules were compiled in (builds their activations)
 
 
@@ -126,20 +126,36 @@ def _compile_node(schema: Mapping[str, Any], env: Any) -> Node | None:
     checks = "format" in schema or schema.get("type") == "integer"
     if not (rules or props or additional or each or checks or combinators):
         return None
-    escaping = rules != () and _escapes(schema)
-    return Node(schema, rules, props, additional, each, combinators, escaping, env)
+    plan = _plan(schema) if rules else None
+    return Node(schema, rules, props, additional, each, combinators, plan, env)
 
 
-def _escapes(schema: Any) -> bool:
-    """Whether any property name under `schema` is not its own CEL name (or is unreachable)."""
-    if isinstance(schema, list):
-        return any(_escapes(v) for v in schema)
-    if not isinstance(schema, Mapping):
-        return False
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Where CEL's view of a value differs from the value: the property names it sees escaped
+    (None: a name CEL cannot reach, left out), and the children holding more of them."""
+
+    renames: Mapping[str, str | None]
+    props: Mapping[str, Plan]
+    items: Plan | None = None
+    additional: Plan | None = None
+
+
+def _plan(schema: Mapping[str, Any]) -> Plan | None:
     props = schema.get("properties")
-    if isinstance(props, Mapping) and any(escape(str(n)) != n for n in props):
-        return True
-    return any(_escapes(v) for k, v in schema.items() if k not in ("default", "enum", "example"))
+    props = props if isinstance(props, Mapping) else {}
+    renames = {n: escape(n) for n in props if escape(n) != n}
+    subs = {
+        n: p
+        for n, sub in props.items()
+        if isinstance(sub, Mapping) and (p := _plan(sub)) is not None
+    }
+    items, extra = schema.get("items"), schema.get("additionalProperties")
+    each = _plan(items) if isinstance(items, Mapping) else None
+    additional = _plan(extra) if isinstance(extra, Mapping) else None
+    if not (renames or subs or each or additional):
+        return None
+    return Plan(renames, subs, each, additional)
 
 
 _COMBINATORS = ("anyOf", "oneOf", "allOf", "not")
@@ -188,13 +204,14 @@ class _Run:
 
     errors: list[FieldError] = field(default_factory=list)
     left: int = MAX_EVALUATIONS
+    plain: bool = True  # every value of the object (and the old one) can be given to CEL
 
 
 def validate(obj: Mapping[str, Any], root: Node | None, *, old: Any = None) -> list[FieldError]:
     """Every rule and format error of `obj` (defaulted first, as the API server does)."""
     if root is None:
         return []
-    run = _Run()
+    run = _Run(plain=_unrepresentable(obj) is None and _unrepresentable(old) is None)
     _walk(obj, old, root, FieldPath(), run, top=True)
     return run.errors
 
@@ -293,34 +310,34 @@ def _correlate(value: list[Any], old: Any, schema: Mapping[str, Any]) -> list[An
     ]
 
 
-def to_cel(value: Any, schema: Mapping[str, Any]) -> Any:
-    """The value CEL sees: declared properties only, under their escaped names."""
-    if isinstance(value, dict):
-        props = schema.get("properties")
-        if isinstance(props, Mapping) and props:
-            out = {}
-            for key, item in value.items():
-                name = escape(key) if key in props else None
-                if name is not None:
-                    out[name] = to_cel(item, props[key])
-            return out
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, Mapping):
-            return {key: to_cel(item, extra) for key, item in value.items()}
+def to_cel(value: Any, plan: Plan | None) -> Any:
+    """The value CEL sees: properties under their escaped names (Kubernetes' escaping), the
+    ones CEL cannot name left out; only the parts of `value` the plan names are copied."""
+    if plan is None:
         return value
-    items = schema.get("items")
-    if isinstance(value, list) and isinstance(items, Mapping):
-        return [to_cel(item, items) for item in value]
+    if type(value) is dict:
+        out = {}
+        for key, item in value.items():
+            name = plan.renames.get(key, key)
+            if name is None:
+                continue
+            sub = plan.props.get(key, plan.additional if key not in plan.renames else None)
+            out[name] = to_cel(item, sub)
+        return out
+    if type(value) is list and plan.items is not None:
+        return [to_cel(item, plan.items) for item in value]
     return value
 
 
 def _run_rules(value: Any, old: Any, node: Node, at: FieldPath, run: _Run, *, top: bool) -> None:
-    bound = to_cel(value, node.schema) if node.escaping or top else value
+    bound = to_cel(value, node.plan)
     if top and isinstance(bound, dict) and isinstance(bound.get("metadata"), dict):
         meta = bound["metadata"]  # the API server shows rules name and generateName only
-        bound["metadata"] = {k: meta[k] for k in ("name", "generateName") if k in meta}
-    old_bound = to_cel(old, node.schema) if old is not None and (node.escaping or top) else old
-    problem = _unrepresentable(bound) or (_unrepresentable(old_bound) if old is not None else None)
+        bound = {**bound, "metadata": {k: meta[k] for k in ("name", "generateName") if k in meta}}
+    old_bound = to_cel(old, node.plan)
+    problem = None
+    if not run.plain:  # only when the object as a whole holds a value CEL cannot take
+        problem = _unrepresentable(bound) or _unrepresentable(old_bound)
     if problem is not None:  # never handed to the runtime (a huge integer crashes it)
         run.errors.append(FieldError(str(at), Reason.INVALID, f"{_kind(node)}: {problem}"))
         return
