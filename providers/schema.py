@@ -82,10 +82,16 @@ def _check_combinators(
         _check(value, sub, at, errors)
     for key in ("anyOf", "oneOf"):
         branches: Sequence[Mapping[str, Any]] = schema.get(key, ())
-        if branches and not any(not check_schema(value, b, at) for b in branches):
+        if branches and not any(not _branch_errors(value, b, at) for b in branches):
             errors.append(FieldError(str(at), Reason.INVALID, f"matches none of the {key} forms"))
             return False
     return True
+
+
+def _branch_errors(value: Any, branch: Mapping[str, Any], at: FieldPath) -> list[FieldError]:
+    """A combinator branch constrains values and declares no fields of its own (a structural
+    schema's rule), so a field it does not list is no error of the branch."""
+    return [e for e in check_schema(value, branch, at) if e.reason is not Reason.UNKNOWN_FIELD]
 
 
 def _check_scalar(

@@ -19,6 +19,7 @@ import jsonschema
 import kubernetes_validate
 import referencing
 
+from providers.crdvalidation import Node, compile_crd_schema, new_environment, validate
 from providers.errors import FieldError, IncompatibleUpstream, Reason, SourceError
 from providers.fieldpath import FieldPath
 from providers.schema import check_schema
@@ -36,6 +37,10 @@ class Schemas:
     origin: Mapping[tuple[str, str], str] = field(default_factory=dict)
     builtin: dict[str, BuiltinSchemas] = field(default_factory=dict)  # by Kubernetes version
     used: dict[tuple[str, str], str] = field(default_factory=dict)  # what check() consulted
+    # Each kind's x-kubernetes-validations rules, compiled on the kind's first check (once per
+    # schema load, never per object); the CEL environment is built with the first of them.
+    rules: dict[tuple[str, str], Node | None] = field(default_factory=dict)
+    environment: list[Any] = field(default_factory=list)
 
     @classmethod
     def from_pack(cls, entries: Iterable[PackEntry]) -> Schemas:
@@ -80,9 +85,12 @@ class Schemas:
             (doc.where, doc.obj) for doc in docs if doc.obj.get("kind") == CRD_KIND
         )
 
-    def check(self, obj: Mapping[str, Any], *, kubernetes: str) -> list[FieldError]:
-        """Every field of `obj` the upstream schema does not declare, and every type error.
-        Built-in kinds are checked against Kubernetes `kubernetes` (the KUBERNETES_VERSION pin)."""
+    def check(
+        self, obj: Mapping[str, Any], *, kubernetes: str, old: Mapping[str, Any] | None = None
+    ) -> list[FieldError]:
+        """Every field of `obj` the upstream schema does not declare, every type error and, for
+        custom kinds, every broken x-kubernetes-validations rule and format (transition rules
+        only against `old`, the stored object `obj` would replace). Built-in kinds are checked against Kubernetes `kubernetes` (the KUBERNETES_VERSION pin)."""
         key = (str(obj.get("apiVersion")), str(obj.get("kind")))
         if key[0] in BUILTIN_API_VERSIONS:
             if kubernetes not in self.builtin:
@@ -100,7 +108,18 @@ class Schemas:
                 )
             ]
         self.used[key] = self.origin[key]
-        return check_schema(obj, schema, FieldPath())
+        errors = check_schema(obj, schema, FieldPath())
+        if any(_blocks_rules(e) for e in errors):
+            return errors  # as the API server: the rules would read values of the wrong shape
+        return errors + validate(obj, self._rules(key, schema), old=old)
+
+    def _rules(self, key: tuple[str, str], schema: Mapping[str, Any]) -> Node | None:
+        """The compiled rules and formats of one kind (see providers.crdvalidation)."""
+        if key not in self.rules:
+            if not self.environment:
+                self.environment.append(new_environment())
+            self.rules[key] = compile_crd_schema(schema, self.environment[0])
+        return self.rules[key]
 
     def sources_of(self, objects: Iterable[Mapping[str, Any]]) -> dict[str, str]:
         """`apiVersion Kind` -> where its schema came from, for those of `objects` checked."""
@@ -222,6 +241,16 @@ class BuiltinSchemas:
     def _no_schema(self, api_version: str, kind: str) -> FieldError:
         detail = f"no Kubernetes {self.minor} schema for {api_version} {kind}"
         return FieldError("apiVersion", Reason.NOT_FOUND, detail)
+
+
+_BLOCKING = frozenset({Reason.UNSUPPORTED, Reason.REQUIRED, Reason.TOO_LONG, Reason.TOO_MANY})
+_WRONG_TYPE = re.compile(r"^must be (an integer or a string|\w+, not \w+)$")
+
+
+def _blocks_rules(error: FieldError) -> bool:
+    """A schema error after which the API server runs no x-kubernetes-validations rule (enum,
+    required, too long, too many, wrong type: apiextensions-apiserver's hasBlockingErr)."""
+    return error.reason in _BLOCKING or _WRONG_TYPE.match(error.detail) is not None
 
 
 def _path_key(path: str) -> list[str]:
