@@ -1,12 +1,14 @@
-"""HTTP framing errors answered with a 400 naming the error, never a 5xx or a traceback.
+"""HTTP framing errors answered with a 4xx naming the error, never a 5xx or a traceback.
 
 gunicorn's parser raises its own exceptions when a chunked body is malformed (a chunk size that
 is not hexadecimal, a chunk without its CRLF, a bad trailer line) or ends early. The app reads
 the body, so they were raised through Flask: a 500 and a traceback. `FramedBody` turns them into
 werkzeug's BadRequest, which the app answers like any unusable request (`{"error": ...}`, 400),
 and marks the request so the connection is closed after the answer (where the next request
-starts is unknown). A transfer coding other than chunked (`xchunked`) is refused by gunicorn
-before the app runs, as 501; `answer_framing_error` answers it 400 like the rest.
+starts is unknown). Errors in the request line and headers are raised before the app runs;
+gunicorn answered them itself (HTML, a transfer coding other than chunked as 501, its log line
+quoting the header as sent). `answer_framing_error` answers them as JSON with a 4xx, and logs
+one escaped line.
 """
 
 from __future__ import annotations
@@ -16,21 +18,50 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from gunicorn.http.errors import NoMoreData, ParseException, UnsupportedTransferCoding
+from gunicorn.http.errors import (
+    ConfigurationProblem,
+    ExpectationFailed,
+    InvalidResponseHeader,
+    InvalidResponseHeaderName,
+    LimitRequestHeaders,
+    LimitRequestLine,
+    NoMoreData,
+    ParseException,
+)
 from gunicorn.util import write_nonblock
 from werkzeug.exceptions import BadRequest
 
 from webhook.logfields import field
 
 FRAMING_ERRORS = (ParseException, NoMoreData)
-BAD_REQUEST = 400
+# Raised by gunicorn but not the client's doing: gunicorn's own answer (a 500) stays.
+NOT_THE_CLIENTS = (ConfigurationProblem, InvalidResponseHeader, InvalidResponseHeaderName)
+STATUS = (
+    (LimitRequestLine, 414, "URI Too Long"),
+    (LimitRequestHeaders, 431, "Request Header Fields Too Large"),
+    (ExpectationFailed, 417, "Expectation Failed"),
+)
+BAD_REQUEST = (400, "Bad Request")
+MESSAGE_CHARS = 200  # what of the parser's message (it quotes the request) reaches the client
 
 
 def describe(err: BaseException) -> str:
     """What was wrong with the request's framing, for the client and the log."""
     if isinstance(err, NoMoreData):
         return "request body ended before its last chunk"
-    return f"malformed request: {type(err).__name__}: {err}"
+    return f"malformed request: {type(err).__name__}: {str(err)[:MESSAGE_CHARS]}"
+
+
+def is_framing_error(err: BaseException) -> bool:
+    """An error in how the client framed its request line, headers or body."""
+    return isinstance(err, FRAMING_ERRORS) and not isinstance(err, NOT_THE_CLIENTS)
+
+
+def status_for(err: BaseException) -> tuple[int, str]:
+    for kind, status, reason in STATUS:
+        if isinstance(err, kind):
+            return status, reason
+    return BAD_REQUEST
 
 
 class FramedBody:
@@ -72,23 +103,24 @@ class FramedBody:
         return getattr(self._body, name)  # `failed`, read by gunicorn before keep-alive
 
 
-def is_framing_error(err: BaseException) -> bool:
-    """Errors gunicorn answers itself with a 5xx although the client framed the request wrong."""
-    return isinstance(err, UnsupportedTransferCoding)
-
-
 def answer_framing_error(
     log: logging.Logger | Any, sock: Any, addr: Any, err: BaseException
 ) -> None:
-    """A 400 `{"error": ...}` with "Connection: close", and one warning line."""
+    """A 4xx `{"error": ...}` with "Connection: close", and one escaped warning line."""
     message = describe(err)
-    log.warning("invalid request from ip=%s: %s", field((addr or ("",))[0]), field(message))
-    body = json.dumps({"error": message}).encode()
+    status, reason = status_for(err)
+    log.warning(
+        "invalid request from ip=%s status=%d: %s",
+        field((addr or ("",))[0]),
+        status,
+        field(message),
+    )
+    body = json.dumps({"error": message}, separators=(",", ":")).encode() + b"\n"
     head = (
-        f"HTTP/1.1 {BAD_REQUEST} Bad Request\r\nConnection: close\r\n"
+        f"HTTP/1.1 {status} {reason}\r\nConnection: close\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
     )
     try:
         write_nonblock(sock, head.encode("latin-1") + body)
     except OSError:
-        log.debug("the client was gone before its 400 was sent")
+        log.debug("the client was gone before its answer was sent")
