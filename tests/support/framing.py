@@ -28,7 +28,11 @@ def _head(path: str, headers: list[tuple[str, str]]) -> bytes:
 def _splits(body: bytes) -> st.SearchStrategy[list[bytes]]:
     """`body` cut into 1 to 8 non-empty chunks."""
     cuts = st.lists(st.integers(1, max(len(body) - 1, 1)), max_size=7, unique=True)
-    return cuts.map(lambda at: [body[i:j] for i, j in zip([0, *sorted(at)], [*sorted(at), None])])
+    return cuts.map(lambda at: _cut(body, sorted(at)))
+
+
+def _cut(body: bytes, at: list[int]) -> list[bytes]:
+    return [body[i:j] for i, j in zip([0, *at], [*at, None], strict=True)]
 
 
 def _encode(chunks: list[bytes], extensions: list[str], trailers: list[str]) -> bytes:
@@ -79,7 +83,9 @@ def _not_hex(path: str, chunks: list[bytes], size: str) -> Framing:
     encoded = _encode(chunks, [], [])
     first = encoded.index(b"\r\n")
     return Framing(
-        _head(path, TE) + size.encode() + encoded[first:], "size not hexadecimal", "InvalidChunkSize"
+        _head(path, TE) + size.encode() + encoded[first:],
+        "size not hexadecimal",
+        "InvalidChunkSize",
     )
 
 

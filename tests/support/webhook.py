@@ -83,14 +83,14 @@ class Webhook:
     def raw(self, data: bytes, *, timeout: float = TIMEOUT) -> tuple[int, dict[str, str], bytes]:
         """Send `data` as it is on a new TLS connection; the status, headers and body of the
         first answer (read until the server closes the connection or the body is complete)."""
-        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as plain:
-            with self.context().wrap_socket(plain, server_hostname=SERVER_NAME) as tls:
-                tls.sendall(data)
-                response = http.client.HTTPResponse(tls)  # type: ignore[arg-type]  # a socket
-                response.begin()
-                body = response.read()
-                headers = {k.lower(): v for k, v in response.getheaders()}
-                return response.status, headers, body
+        plain = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        with self.context().wrap_socket(plain, server_hostname=SERVER_NAME) as tls:
+            tls.sendall(data)
+            response = http.client.HTTPResponse(tls)
+            response.begin()
+            body = response.read()
+            headers = {k.lower(): v for k, v in response.getheaders()}
+            return response.status, headers, body
 
     def post(self, path: str, document: Any) -> tuple[int, Any]:
         status, body = self.request("POST", path, json.dumps(document).encode())
