@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.support.builders import model_deployment
 from tests.support.framing import Framing, malformed_chunked, valid_chunked
@@ -214,6 +215,49 @@ def test_framing_errors_get_a_json_400_and_the_connection_closes(
     status, headers, body = webhook.raw(data)
 
     assert (status, headers["connection"], json.loads(body)) == (400, "close", {"error": error})
+
+
+@pytest.mark.parametrize(
+    ("data", "status", "error"),
+    [
+        (
+            b"POST /" + b"a" * 5000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+            414,
+            "LimitRequestLine: Request Line is too large (5015 > 4094)",
+        ),
+        (
+            b"POST /validate HTTP/1.1\r\n"
+            + b"".join(b"X-%d: y\r\n" % i for i in range(101))
+            + b"\r\n",
+            431,
+            "LimitRequestHeaders: limit request headers fields",
+        ),
+        (
+            b"POST /validate HTTP/1.1\r\nX-A: " + b"y" * 9000 + b"\r\n\r\n",
+            431,
+            "LimitRequestHeaders: limit request headers fields size",
+        ),
+    ],
+    ids=["request-line-too-long", "too-many-headers", "header-too-large"],
+)
+def test_oversized_request_heads_get_their_4xx(
+    data: bytes, status: int, error: str, webhook: Webhook
+) -> None:
+    answer = webhook.raw(data)
+
+    assert (answer[0], answer[1]["connection"], json.loads(answer[2])) == (
+        status,
+        "close",
+        {"error": f"malformed request: {error}"},
+    )
+
+
+@FRAMED
+@given(head=st.binary(max_size=300))
+def test_any_bytes_as_a_request_head_get_a_4xx(head: bytes, webhook: Webhook) -> None:
+    status, _, _ = webhook.raw(head + b"\r\n\r\n")
+
+    assert 400 <= status < 500
 
 
 def test_nothing_above_produced_a_server_error_or_a_traceback(webhook: Webhook) -> None:
