@@ -245,7 +245,7 @@ def over_tls(
         done.set()
         prober.join(timeout=120)
     finally:
-        attack.seconds = 0
+        attack.stop()  # before the server, so no client spins reconnecting to nothing
         hook.stop()
     tally.tracebacks += hook.log_text().count("Traceback")
 
