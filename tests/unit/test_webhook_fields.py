@@ -64,18 +64,23 @@ def _logged(stream: io.StringIO) -> list[str]:
 
 @BOUNDED
 @given(value=ANY_TEXT)
-def test_a_field_is_one_printable_line_of_bounded_size(value: str) -> None:
+def test_a_field_is_one_printable_token_of_bounded_size(value: str) -> None:
     written = field(value)
+    quoted = written.startswith('"')
+    inner = written[1:-1] if quoted else written
 
-    assert written.isprintable() and " " not in written
-    assert len(written) <= FIELD_CHARS + len(f"...[{len(value)}chars]")
-    if len(written) <= FIELD_CHARS:  # not cut: the escapes decode back to the value exactly
-        assert written.encode("latin-1", "backslashreplace").decode("unicode_escape") == value
+    assert written.isprintable()
+    assert len(inner) <= FIELD_CHARS + len(f"...[{len(value)}chars]") + inner.count('\\"')
+    assert quoted == any(c in inner for c in ' "=')  # one token for a key=value reader
+    assert '"' not in inner.replace('\\"', "")  # every quote inside is escaped
+    if len(value) <= FIELD_CHARS // 10:  # not cut: the escapes decode back to the value exactly
+        assert inner.encode("latin-1", "backslashreplace").decode("unicode_escape") == value
 
 
 def test_a_field_is_cut_with_its_length() -> None:
     assert field("u" * 2 * 1024 * 1024) == "u" * FIELD_CHARS + "...[2097152chars]"
-    assert field("a\r\nb c\\") == "a\\r\\nb\\x20c\\\\"
+    assert field("a\r\nb\\") == "a\\r\\nb\\\\"
+    assert field('a b="c"') == '"a b=\\"c\\""'
     assert field("\u2028\x1b[31m") == "\\u2028\\x1b[31m"
 
 
@@ -104,8 +109,8 @@ def test_a_forged_log_line_and_a_2_mib_uid_stay_one_short_line(
 
     lines = _logged(log_lines)
     assert [line.split(" webhook.app ", 1)[1].split(" op=", 1)[0] for line in lines] == [
-        "admission uid=u\\r\\n2026-12-01\\x2000:00:00,000\\x20INFO\\x20webhook.app\\x20admission"
-        "\\x20uid=forged kind=ModelDeployment",
+        'admission uid="u\\r\\n2026-12-01 00:00:00,000 INFO webhook.app admission uid=forged"'
+        " kind=ModelDeployment",
         f"admission uid={'u' * FIELD_CHARS}...[2097152chars] kind=ModelDeployment",
     ]
 
