@@ -10,7 +10,8 @@ kept sending stalled the accept loop: a new client's handshake waited 19-37 s (R
 
 * keeps a new connection off the thread pool until it sends its first byte (it waits in the
   main loop's poller, costing a file descriptor), and closes it when its TLS handshake has not
-  completed HANDSHAKE_SECONDS after it was accepted;
+  completed HANDSHAKE_SECONDS after it was accepted; after the handshake it waits there again,
+  READ_SECONDS at most, until its request begins;
 * gives reading a request, from its first byte to the last byte of its body, READ_SECONDS; a
   connection past it is treated as gone and closed;
 * holds at most MAX_CONNECTIONS connections; at the limit a new one replaces the oldest idle one
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import errno
 import resource
+import select
 import selectors
 import socket
 import time
@@ -52,6 +54,7 @@ LINGER_SECONDS = 1.0  # how long a served connection waits for the client to clo
 ACCEPT_ERRORS = (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK)
 OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
 CLOSED = object()  # handle()'s answer for a connection it has closed itself
+WAIT = object()  # handle()'s answer for a connection to wait in the poller for its request
 
 
 class DeadlineReader:
@@ -211,7 +214,11 @@ class BoundedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
         return False
 
     def handle(self, conn: BoundedConn) -> Any:
-        if conn.reader is not None:
+        if not conn.initialized:
+            early = self.handshake(conn)
+            if early is not None:
+                return early
+        elif conn.reader is not None:
             conn.reader.begin_request()  # a new request on a kept-alive connection
         keep = super().handle(conn)
         if keep is True:
@@ -219,11 +226,37 @@ class BoundedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
         conn.shut()
         return CLOSED
 
+    def handshake(self, conn: BoundedConn) -> object | None:
+        """The TLS handshake of a new connection; CLOSED when it failed, WAIT when the client
+        has sent no request yet (it then waits in the poller, not in this thread)."""
+        try:
+            conn.sock.setblocking(True)
+            conn.init()
+        except (NoMoreData, OSError) as err:  # ssl.SSLError is an OSError
+            self.log.debug("TLS handshake not completed: %s", err)
+            conn.shut()
+            return CLOSED
+        if conn.sock.pending() or select.select([conn.sock], [], [], 0)[0]:
+            return None
+        return WAIT
+
     def finish_request(self, conn: BoundedConn, fs: Any) -> None:
-        if not fs.cancelled() and fs.exception() is None and fs.result() is CLOSED:
+        result = None if fs.cancelled() or fs.exception() is not None else fs.result()
+        if result is CLOSED:
             self.nr_conns -= 1  # closed by the thread that served it
-            return
-        super().finish_request(conn, fs)
+        elif result is WAIT and self.alive:
+            conn.sock.setblocking(False)
+            conn.timeout = time.monotonic() + READ_SECONDS  # murder_pending closes it then
+            conn.data_ready = False
+            self.pending_conns.append(conn)
+            self.poller.register(
+                conn.sock, selectors.EVENT_READ, partial(self.on_pending_socket_readable, conn)
+            )
+        elif result is WAIT:
+            self.nr_conns -= 1
+            util.close(conn.sock)
+        else:
+            super().finish_request(conn, fs)
 
     def handle_request(self, req: Any, conn: BoundedConn) -> bool:
         assert conn.reader is not None  # set by init(), which handle() runs first

@@ -6,7 +6,8 @@
   namespace; each writes exactly one log line, and /metrics stays parseable by
   prometheus_client with labels from the fixed sets only.
 * Slow and idle connections: 50 clients sending a header line a second (reconnecting when
-  ended), then 150 TCP connections that never send a ClientHello, while a normal client opens
+  ended), then 150 TCP connections that never send a ClientHello, then 150 that complete the
+  TLS handshake and send nothing ("tlsidle"), while a normal client opens
   fresh connections and sends a review; its handshake and request latency (p50/p99/max) are the
   figures, and a probe slower than SLOW_PROBE or not answered 200 is a failure.
 """
@@ -179,12 +180,13 @@ def attacks(hook: Webhook, report: Report) -> None:
     slow.wait_started()
     latencies(f"slow{SLOW_HEADER_CLIENTS}", _timed_probes(hook, report, "slow headers"), report)
     slow.stop()
-    idle = IdleClients(hook.port, count=IDLE_CLIENTS)
-    idle.start()
-    try:
-        latencies(f"idle{IDLE_CLIENTS}", _timed_probes(hook, report, "idle"), report)
-    finally:
-        idle.stop()
+    for prefix, context in (("idle", None), ("tlsidle", hook.context())):
+        idle = IdleClients(hook.port, count=IDLE_CLIENTS, context=context)
+        idle.start()
+        try:
+            latencies(f"{prefix}{IDLE_CLIENTS}", _timed_probes(hook, report, prefix), report)
+        finally:
+            idle.stop()
 
 
 def latencies(prefix: str, probes: Sequence[Probe], report: Report) -> None:

@@ -117,11 +117,13 @@ def test_slow_header_clients_do_not_hold_up_a_new_connection(count: int, server:
     assert "Traceback" not in server.log_text()
 
 
-@pytest.mark.parametrize("count", [150, 2100], ids=["150", "past-the-limit"])
-def test_idle_connections_without_a_client_hello_do_not_block_others(
-    count: int, server: Webhook
-) -> None:
-    idle = IdleClients(server.port, count=count)
+@pytest.mark.parametrize(
+    ("count", "handshake"),
+    [(150, False), (2100, False), (300, True)],
+    ids=["150", "past-the-limit", "300-after-their-handshake"],
+)
+def test_idle_connections_do_not_block_others(count: int, handshake: bool, server: Webhook) -> None:
+    idle = IdleClients(server.port, count=count, context=server.context() if handshake else None)
     idle.start()
     try:
         answers = [

@@ -121,16 +121,21 @@ class SlowClients:
 
 @dataclass
 class IdleClients:
-    """`count` TCP connections that never send a byte (no TLS ClientHello); each one notes
-    whether the server closed it by the time `stop()` is called."""
+    """`count` connections that never send a byte (no TLS ClientHello), or, with `context`,
+    that complete the TLS handshake and then send nothing; `closed_by_server()` counts those the
+    server has closed."""
 
     port: int
     count: int = 150
+    context: ssl.SSLContext | None = None
     sockets: list[socket.socket] = field(default_factory=list)
 
     def start(self) -> None:
         for _ in range(self.count):
-            self.sockets.append(socket.create_connection(("127.0.0.1", self.port), timeout=10))
+            sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+            if self.context is not None:
+                sock = self.context.wrap_socket(sock, server_hostname=SERVER_NAME)
+            self.sockets.append(sock)
 
     def closed_by_server(self) -> int:
         """How many of them the server has closed (read end-of-file or a reset)."""
@@ -139,7 +144,7 @@ class IdleClients:
             sock.setblocking(False)
             try:
                 closed += sock.recv(1) == b""
-            except BlockingIOError:
+            except (BlockingIOError, ssl.SSLWantReadError):
                 continue
             except OSError:
                 closed += 1
