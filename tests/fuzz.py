@@ -8,6 +8,11 @@ tracebacks logged, and answers slower than 1 s. Exit status 1 when any of those 
 Also run: the duplicate-key class on the YAML reader (not reviews; counted apart), and the
 costliest review of each class at the input limits (tests/support/limits.py; "at-the-limits").
 
+While the slow clients attack, a normal client opens fresh connections and sends a review, as
+the API server does; its TLS handshake and request latency (p50/p99/max) are printed, and a
+probe slower than 1 s is a failure. Then every module in AREAS (tests/fuzzing/) runs with
+`--areas` examples; each prints one line, and any failure it reports fails the run.
+
 The slowest answers of each class are printed with their wall time, CPU time and garbage
 collection time (in process), and saved with their reviews to .cache/fuzz/slowest.json;
 `--replay FILE` answers them again in process (`--profile` under cProfile).
@@ -39,6 +44,8 @@ from hypothesis import strategies as st
 
 from providers.errors import SourceError
 from renderer.sources import parse_documents
+from tests.fuzzing import Report
+from tests.fuzzing import server as server_area
 from tests.support import limits as at_the_limits
 from tests.support.generated import (
     any_request_reviews,
@@ -47,13 +54,15 @@ from tests.support.generated import (
     out_of_range_objects,
     yaml_with_duplicate,
 )
-from tests.support.slowclients import SlowClients
+from tests.support.slowclients import Probe, SlowClients
 from tests.support.slowest import Answer, GcClock, Slowest, Timed, load, save, timing
 from tests.support.webhook import Webhook, review, start_webhook
 from webhook.app import create_app
 from webhook.settings import Settings
 
 SLOW = 1.0  # seconds: an answer slower than this counts as a failure
+# Hostile-input areas beyond reviews (tests/fuzzing/): each `run(examples) -> Report`.
+AREAS = (server_area,)
 SLOW_CLIENTS = 50
 TLS_CONNECTIONS = 4
 PATHS = ("/mutate", "/validate")
@@ -104,6 +113,8 @@ class Tally:
     slowest: Slowest = field(default_factory=Slowest)
     tracebacks: int = 0
     gc: GcClock = field(default_factory=GcClock)  # in process only
+    probes: list[Probe] = field(default_factory=list)  # a normal client's fresh connections
+    probe_report: Report = field(default_factory=lambda: Report("normal client"))
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def record(self, answer: Answer, status: int, body: bytes) -> None:
@@ -220,12 +231,21 @@ def over_tls(
             threading.Thread(target=_send, args=(hook, cases[i::TLS_CONNECTIONS], tally))
             for i in range(TLS_CONNECTIONS)
         ]
+        done = threading.Event()
+        prober = threading.Thread(
+            target=lambda: tally.probes.extend(
+                server_area.probe_while(hook, done, tally.probe_report, "over TLS")
+            )
+        )
+        prober.start()
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(timeout=3600)
+        done.set()
+        prober.join(timeout=120)
     finally:
-        attack.seconds = 0
+        attack.stop()  # before the server, so no client spins reconnecting to nothing
         hook.stop()
     tally.tracebacks += hook.log_text().count("Traceback")
 
@@ -276,6 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tls", type=int, default=6_000, help="generated examples (0: skip)")
     parser.add_argument("--yaml", type=int, default=5_000, help="documents (0: skip)")
     parser.add_argument("--class", dest="classes", action="append", choices=CLASSES)
+    parser.add_argument("--areas", type=int, default=300, help="examples per area (0: skip)")
     parser.add_argument(
         "--limits",
         action=argparse.BooleanOptionalAction,
@@ -325,7 +346,13 @@ def main(argv: list[str] | None = None) -> int:
         f"total {total} reviews ({total - limited} generated, {limited} at the input limits) "
         f"in {time.monotonic() - started:.0f} s"
     )
+    reports = [area.run(args.areas) for area in AREAS] if args.areas else []
+    for report in reports:
+        print(report.line())
+        for failure in report.failures[:20]:
+            print(f"  {failure}")
     failures = sum(t.server_errors + t.malformed + t.tracebacks + t.slow for t in (local, remote))
+    failures += len(remote.probe_report.failures) + sum(len(r.failures) for r in reports)
     return 1 if failures or refused != generated else 0
 
 
@@ -349,6 +376,11 @@ def _print_counts(name: str, tally: Tally) -> None:
             f"  in CPU time: slower than {SLOW:.0f} s {tally.slow_cpu} "
             f"(slowest {max(cpu) * 1000:.0f} ms)"
         )
+    if tally.probes:
+        server_area.latencies("probe", tally.probes, tally.probe_report)
+        print(f"  a normal client meanwhile: {tally.probe_report.line()}")
+        for failure in tally.probe_report.failures[:20]:
+            print(f"    {failure}")
     for line in tally.slowest.report():
         print(line)
 

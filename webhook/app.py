@@ -25,6 +25,7 @@ from webhook.handlers import (
     validate_model_deployment,
     validate_provider_config,
 )
+from webhook.logfields import field
 from webhook.metrics import Metrics
 from webhook.responses import BAD_REQUEST, denied, review
 from webhook.review import AdmissionRequest, Undecodable, decode_review
@@ -68,7 +69,7 @@ def admission_routes(source: ProviderSource, metrics: Metrics) -> Blueprint:
             started = time.perf_counter()
             decoded = decode_review(request.get_data(cache=False), request.content_type)
             if isinstance(decoded, Undecodable):
-                log.info("admission rejected path=%s reason=%s", path, decoded.message)
+                log.info("admission rejected path=%s reason=%s", path, field(decoded.message))
                 if decoded.uid is None:
                     return _error(BAD_REQUEST, decoded.message)
                 return jsonify(review(denied(decoded.uid, decoded.message, code=BAD_REQUEST)))
@@ -98,14 +99,20 @@ def _answer(req: AdmissionRequest, handler: Handler, source: ProviderSource) -> 
     # The webhook's one catch-all: whatever went wrong, the API server gets a denial (fail
     # closed) and the user a message, never a stack trace; the traceback goes to the log.
     except Exception:
-        log.exception("admission failed uid=%s", req["uid"])
+        log.exception("admission failed uid=%s", field(req["uid"]))
         return Outcome(denied(req["uid"], "internal error; see webhook logs", code=500))
 
 
 def _account(req: AdmissionRequest, outcome: Outcome, metrics: Metrics, seconds: float) -> None:
     response = outcome.response
     kind, op = req["kind"]["kind"], req["operation"]
-    metrics.observe(kind=kind, operation=op, allowed=response["allowed"], seconds=seconds)
+    metrics.observe(
+        group=req["kind"]["group"],
+        kind=kind,
+        operation=op,
+        allowed=response["allowed"],
+        seconds=seconds,
+    )
     if outcome.provider and outcome.selection and not req.get("dryRun"):
         metrics.selected(provider=outcome.provider, how=outcome.selection)
     obj = req.get("object") or {}
@@ -113,11 +120,11 @@ def _account(req: AdmissionRequest, outcome: Outcome, metrics: Metrics, seconds:
     meta: dict[str, Any] = metadata if isinstance(metadata, dict) else {}
     log.info(
         "admission uid=%s kind=%s op=%s obj=%s/%s allowed=%s patch=%s ms=%.1f",
-        req["uid"],
-        kind,
+        field(req["uid"]),
+        field(kind),
         op,
-        meta.get("namespace", ""),
-        meta.get("name", ""),
+        field(meta.get("namespace", "")),
+        field(meta.get("name", "")),
         response["allowed"],
         "patch" in response,
         seconds * 1000,

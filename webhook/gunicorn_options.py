@@ -7,21 +7,24 @@ from typing import Any
 
 from webhook.settings import Settings
 from webhook.tls import server_context
+from webhook.worker import MAX_CONNECTIONS
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
 def gunicorn_options(settings: Settings) -> dict[str, Any]:
-    """gthread workers with bounded reads (webhook/worker.py) and keep-alive over TLS; certificates are read again for every new
-    connection, so replacing the files rotates them without a restart."""
+    """gthread workers with bounded handshakes and reads (webhook/worker.py) and keep-alive over
+    TLS; certificates are read again for every new connection, so replacing the files rotates
+    them without a restart."""
     return {
         "bind": [f"{settings.host}:{settings.port}"],
         "worker_class": "webhook.worker.BoundedThreadWorker",
         "workers": settings.workers,
-        # A thread for every connection a worker accepts: a slow client then holds its own
-        # thread only (for at most the read timeout), never one another request waits for.
+        # Threads serve connections that have sent something (a handshake, a request); idle
+        # ones wait in the worker's poller without a thread, up to MAX_CONNECTIONS, and at the
+        # limit the oldest idle one makes room (webhook/worker.py).
         "threads": settings.threads,
-        "worker_connections": settings.threads,
+        "worker_connections": MAX_CONNECTIONS,
         # Each worker listens on its own SO_REUSEPORT socket and the kernel spreads new
         # connections over them. With one shared socket the first worker to wake accepted
         # them all: 8 of 8 keep-alive connections sat on one worker and throughput halved.

@@ -24,8 +24,9 @@ class Settings:
     to serve), RUNWAY_PROVIDERS (directories of InferenceProviderConfig YAML, separated by ":";
     empty: the five shipped configs), RUNWAY_IN_CLUSTER (true: watch InferenceProviderConfigs
     with the pod's service account), RUNWAY_KUBECONFIG (watch them through this kubeconfig),
-    RUNWAY_WORKERS (2), RUNWAY_THREADS (64: threads per worker, which is also the number of
-    connections a worker accepts at once), RUNWAY_MAX_BODY_BYTES (3 MiB, the API server's own
+    RUNWAY_WORKERS (2), RUNWAY_THREADS (64: threads per worker, the requests one worker reads or
+    answers at once; idle connections wait without a thread, see webhook/worker.py),
+    RUNWAY_MAX_BODY_BYTES (3 MiB, the API server's own
     request limit).
     """
 

@@ -6,8 +6,11 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.support.builders import model_deployment
+from tests.support.framing import Framing, malformed_chunked, valid_chunked
 from tests.support.webhook import Webhook, review
 
 VALID = review(model_deployment(gpu=1), uid="abc")
@@ -154,6 +157,110 @@ def test_wrong_routes_and_methods_get_json_errors(
     assert set(json.loads(answer)) == {"error"}
 
 
+FRAMED = settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+CHUNKED_REVIEW = json.dumps(VALID).encode()
+
+
+@FRAMED
+@given(framing=malformed_chunked("/validate", CHUNKED_REVIEW))
+def test_every_chunked_framing_error_gets_a_400_naming_it(
+    framing: Framing, webhook: Webhook
+) -> None:
+    status, headers, body = webhook.raw(framing.data)
+
+    answer = json.loads(body)
+    assert (status, headers["connection"], set(answer)) == (400, "close", {"error"})
+    assert answer["error"].startswith(f"malformed request: {framing.error}: "), framing.defect
+
+
+@FRAMED
+@given(framing=valid_chunked("/validate", CHUNKED_REVIEW))
+def test_any_valid_chunking_of_a_review_is_answered(framing: Framing, webhook: Webhook) -> None:
+    status, _, body = webhook.raw(framing.data)
+
+    assert (status, json.loads(body)["response"]) == (200, {"uid": "abc", "allowed": True})
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        (
+            b"POST /validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n",
+            "malformed request: UnsupportedTransferCoding: Unsupported transfer coding: 'xchunked'",
+        ),
+        (
+            b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+            "malformed request: InvalidHeader: Invalid HTTP Header: 'CONTENT-LENGTH'",
+        ),
+        (
+            b"POST /validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            "malformed request: InvalidChunkSize: Invalid chunk size: b'zz'",
+        ),
+        (
+            # The last chunk never comes: answered when the read deadline (5 s) passes.
+            b"POST /validate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nff\r\n{}",
+            "request body ended before its last chunk",
+        ),
+    ],
+    ids=["xchunked", "negative-length", "chunk-size-not-hex", "body-ends-early"],
+)
+def test_framing_errors_get_a_json_400_and_the_connection_closes(
+    data: bytes, error: str, webhook: Webhook
+) -> None:
+    status, headers, body = webhook.raw(data)
+
+    assert (status, headers["connection"], json.loads(body)) == (400, "close", {"error": error})
+
+
+@pytest.mark.parametrize(
+    ("data", "status", "error"),
+    [
+        (
+            b"POST /" + b"a" * 5000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+            414,
+            "LimitRequestLine: Request Line is too large (5015 > 4094)",
+        ),
+        (
+            b"POST /validate HTTP/1.1\r\n"
+            + b"".join(b"X-%d: y\r\n" % i for i in range(101))
+            + b"\r\n",
+            431,
+            "LimitRequestHeaders: limit request headers fields",
+        ),
+        (
+            b"POST /validate HTTP/1.1\r\nX-A: " + b"y" * 9000 + b"\r\n\r\n",
+            431,
+            "LimitRequestHeaders: limit request headers fields size",
+        ),
+    ],
+    ids=["request-line-too-long", "too-many-headers", "header-too-large"],
+)
+def test_oversized_request_heads_get_their_4xx(
+    data: bytes, status: int, error: str, webhook: Webhook
+) -> None:
+    answer = webhook.raw(data)
+
+    assert (answer[0], answer[1]["connection"], json.loads(answer[2])) == (
+        status,
+        "close",
+        {"error": f"malformed request: {error}"},
+    )
+
+
+@FRAMED
+@given(head=st.binary(max_size=300))
+def test_any_bytes_as_a_request_head_get_a_4xx(head: bytes, webhook: Webhook) -> None:
+    status, _, _ = webhook.raw(head + b"\r\n\r\n")
+
+    assert 400 <= status < 500
+
+
 def test_nothing_above_produced_a_server_error_or_a_traceback(webhook: Webhook) -> None:
     assert "Traceback" not in webhook.log_text()
     assert " 500 " not in webhook.log_text()
+    assert " 501 " not in webhook.log_text()

@@ -5,15 +5,17 @@ from __future__ import annotations
 import http.client
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support.builders import model_deployment
-from tests.support.slowclients import SlowClients
+from tests.support.slowclients import IdleClients, SlowClients, probe
+from tests.support.wait import wait_until
 from tests.support.webhook import Webhook, review, start_webhook
+from webhook.worker import MAX_CONNECTIONS
 
 NORMAL_REQUESTS = 10
 
@@ -62,4 +64,78 @@ def test_requests_are_answered_while_50_slow_clients_hold_connections(server: We
     # The server ended every slow connection (read timeout) before the clients gave up: header
     # dribblers were closed, short bodies were answered as a client gone away (400).
     assert Counter(attack.endings) == {b"closed": 25, b"HTTP/1.1 400 BAD REQUEST": 25}
+    assert "Traceback" not in server.log_text()
+
+
+# Issue #18, item 9: a normal client's handshake and request while slow or idle connections
+# attack. The probes' timeout (PROBE_TIMEOUT) is the bound: before the fix a new connection's
+# handshake waited 19-35 s behind 10-50 slow-header clients, and 140 idle connections blocked
+# the webhook for 37 s. Latencies themselves are printed by `make fuzz`, not asserted.
+PROBE_TIMEOUT = 8  # the fixed server's slowest probe here takes about 0.1 s
+ATTACK_SECONDS = 60  # an upper bound: the test stops the attack once each client was ended twice
+
+
+def _probe_body(uid: str) -> bytes:
+    return json.dumps(review(model_deployment(gpu=1), uid=uid)).encode()
+
+
+def _probes_while(attack_running: Callable[[], bool], server: Webhook) -> list[tuple[int, str]]:
+    """Fresh-connection probes, one after another, for as long as the attack runs (bounded)."""
+    answers = []
+    for i in range(MAX_PROBES):
+        if not attack_running() and i >= MIN_PROBES:
+            break
+        answer = probe(server.port, server.context(), _probe_body(f"p{i}"), timeout=PROBE_TIMEOUT)
+        answers.append((answer.status, answer.uid))
+    return answers
+
+
+MIN_PROBES = 5
+MAX_PROBES = 2000
+
+
+@pytest.mark.parametrize("count", [10, 25, 50])
+def test_slow_header_clients_do_not_hold_up_a_new_connection(count: int, server: Webhook) -> None:
+    attack = SlowClients(
+        server.port,
+        server.context(),
+        count=count,
+        seconds=ATTACK_SECONDS,
+        headers_only=True,
+        sustain=True,  # each one connects again when ended, as an attacker does
+    )
+    attack.start()
+    assert attack.wait_started()
+
+    answers = _probes_while(lambda: len(attack.endings) < 2 * count, server)
+    endings = set(attack.endings)
+    attack.stop()
+
+    assert answers == [(200, f"p{i}") for i in range(len(answers))]
+    # Every slow connection was ended by the server (read deadline), none by the clients' end.
+    assert endings == {b"closed"}
+    assert "Traceback" not in server.log_text()
+
+
+@pytest.mark.parametrize(
+    ("count", "handshake"),
+    [(150, False), (2100, False), (300, True)],
+    ids=["150", "past-the-limit", "300-after-their-handshake"],
+)
+def test_idle_connections_do_not_block_others(count: int, handshake: bool, server: Webhook) -> None:
+    idle = IdleClients(server.port, count=count, context=server.context() if handshake else None)
+    idle.start()
+    try:
+        answers = [
+            probe(server.port, server.context(), _probe_body(f"p{i}"), timeout=PROBE_TIMEOUT)
+            for i in range(MIN_PROBES)
+        ]
+        # Past 1,000 per worker, each new connection replaced the oldest idle one at once.
+        evicted = idle.closed_by_server()
+        wait_until(lambda: idle.closed_by_server() == count, timeout=30, what="idle ones closed")
+    finally:
+        idle.stop()
+
+    assert [(a.status, a.uid) for a in answers] == [(200, f"p{i}") for i in range(MIN_PROBES)]
+    assert evicted >= (count - 2 * MAX_CONNECTIONS if count > 2 * MAX_CONNECTIONS else 0)
     assert "Traceback" not in server.log_text()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import http.client
 import json
+import socket
 import ssl
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from tests.support.cluster import free_port, terminate
 from tests.support.wait import wait_until
 
 TIMEOUT = 10
+SERVER_NAME = "runway-webhook.runway-system.svc"
 
 
 def review(
@@ -77,6 +79,18 @@ class Webhook:
             return response.status, response.read()
         finally:
             conn.close()
+
+    def raw(self, data: bytes, *, timeout: float = TIMEOUT) -> tuple[int, dict[str, str], bytes]:
+        """Send `data` as it is on a new TLS connection; the status, headers and body of the
+        first answer (read until the server closes the connection or the body is complete)."""
+        plain = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        with self.context().wrap_socket(plain, server_hostname=SERVER_NAME) as tls:
+            tls.sendall(data)
+            response = http.client.HTTPResponse(tls)
+            response.begin()
+            body = response.read()
+            headers = {k.lower(): v for k, v in response.getheaders()}
+            return response.status, headers, body
 
     def post(self, path: str, document: Any) -> tuple[int, Any]:
         status, body = self.request("POST", path, json.dumps(document).encode())
