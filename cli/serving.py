@@ -49,7 +49,7 @@ def add_commands(commands: Any) -> None:
         "--threads",
         type=int,
         default=64,
-        help="threads per worker, also the connections one worker accepts at once (default 64)",
+        help="threads per worker: requests read or answered at once; idle connections wait without one (default 64)",
     )
     server.set_defaults(run=run_serve)
 

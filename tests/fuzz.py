@@ -45,6 +45,9 @@ from hypothesis import strategies as st
 from providers.errors import SourceError
 from renderer.sources import parse_documents
 from tests.fuzzing import Report
+from tests.fuzzing import cel as cel_area
+from tests.fuzzing import crdrules as crdrules_area
+from tests.fuzzing import gateway as gateway_area
 from tests.fuzzing import server as server_area
 from tests.support import limits as at_the_limits
 from tests.support.generated import (
@@ -62,7 +65,7 @@ from webhook.settings import Settings
 
 SLOW = 1.0  # seconds: an answer slower than this counts as a failure
 # Hostile-input areas beyond reviews (tests/fuzzing/): each `run(examples) -> Report`.
-AREAS = (server_area,)
+AREAS = (server_area, cel_area, crdrules_area, gateway_area)
 SLOW_CLIENTS = 50
 TLS_CONNECTIONS = 4
 PATHS = ("/mutate", "/validate")
