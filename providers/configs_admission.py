@@ -12,6 +12,7 @@ from providers.crds import external_model_provider_spec
 from providers.errors import FieldError, Reason
 from providers.fieldpath import FieldPath
 from providers.model import EMP_API_VERSION, EXTERNAL_MODEL_PROVIDER, dig
+from providers.names import NameRule, check_object_names
 from providers.registry import config_errors, cost_problem
 from providers.schema import check_schema
 from providers.urls import url_problem
@@ -59,7 +60,7 @@ def check_external_provider(
     and the models it offers, each servedName a valid token and unique within the object. On
     UPDATE (`old` given) the requested-by annotation must be what it was at create."""
     errors = _check_requested_by(obj, old) if old is not None else []
-    return errors + _check_external_provider(obj)
+    return errors + check_object_names(obj, NameRule.SUBDOMAIN) + _check_external_provider(obj)
 
 
 def requested_by(obj: Mapping[str, Any]) -> str | None:

@@ -193,7 +193,7 @@ class RenderCache:
 
 def _folder_stats(folder: Path) -> tuple[tuple[str, Stat], ...] | None:
     try:
-        names = sorted(entry.name for entry in os.scandir(folder) if entry.is_file())
+        names = sorted(e.name for e in os.scandir(folder) if e.is_file(follow_symlinks=False))
         return tuple((name, stat_of(folder / name)) for name in names)
     except OSError:
         return None  # no folder (a failed object that never rendered): read next time
