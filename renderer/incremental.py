@@ -25,7 +25,7 @@ import logging
 import os
 import pickle
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,15 @@ import renderer
 from providers.errors import SourceError
 from providers.model import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
 from renderer.gitops import DiskTree, Stat, stat_of
+from renderer.ownership import (
+    SOURCES_FILE,
+    Ownership,
+    Removals,
+    decide,
+    output_key,
+    read_record,
+    record_text,
+)
 from renderer.render import (
     HYDRATED_FILE,
     Result,
@@ -234,6 +243,11 @@ class Tree(Mapping[str, str]):
         return path in self._texts or path in self.unchanged
 
     @property
+    def current(self) -> Mapping[str, str]:
+        """The tree on disk this one was rendered against."""
+        return self._current
+
+    @property
     def written(self) -> Mapping[str, str]:
         """The texts rendered this time (what a write of this tree writes, where it writes)."""
         return self._texts
@@ -247,6 +261,7 @@ class Rendered:
     files: Tree
     cache: RenderCache
     rendered: int  # ModelDeployments actually rendered (the rest were unchanged)
+    removals: Removals = field(default_factory=Removals)
 
 
 def render_incremental(
@@ -258,13 +273,18 @@ def render_incremental(
     context: Callable[[], dict[str, Any]],
     digests: Mapping[int, str] | None = None,
     stats: Mapping[str, Stat] | None = None,
+    ownership: Ownership | None = None,
 ) -> Rendered:
     """The tree render_all + tree_files would give, rendering only the ModelDeployments whose
     key or folder changed. `current` is the tree now (path -> text); `cache` None renders all;
     `context` gives render_guarded's shared arguments, called only when something renders;
     `digests` may hold objects' digests by id (from ParsedSources); `stats` the Stat of each
-    path in `current` (a folder whose Stats are those its cache entry recorded is not read)."""
+    path in `current` (a folder whose Stats are those its cache entry recorded is not read).
+    `ownership` decides what happens to folders no source defines now (renderer.ownership);
+    without it they are removed, as by a render of every source there is."""
     digests = digests or {}
+    ownership = ownership or Ownership()
+    objects = [o for o in objects if output_key(o) not in ownership.refused]
     names: dict[str, list[str]] = {}  # in name order: `current` is walked in path order
     for path in current if isinstance(current, DiskTree) else sorted(current):
         parts = path.split("/")
@@ -326,21 +346,64 @@ def render_incremental(
     externals = [
         render_external_guarded(o) for o in objects if o.get("kind") == EXTERNAL_MODEL_PROVIDER
     ]
-    results = sorted(reused + rendered + externals, key=lambda r: r.key)
+    refused = [Result(key, error=error) for key, error in ownership.refused.items()]
+    results = sorted(reused + rendered + externals + refused, key=lambda r: r.key)
     loaded = cache.loaded if cache is not None else None
-    return Rendered(
-        results, _tree(results, views, current), RenderCache(entries, loaded), len(stale)
-    )
+    tree, removals = _owned_tree(results, views, current, ownership)
+    return Rendered(results, tree, RenderCache(entries, loaded), len(stale), removals)
+
+
+def _owned_tree(
+    results: Sequence[Result],
+    views: Mapping[str, _Folder],
+    current: Mapping[str, str],
+    ownership: Ownership,
+) -> tuple[Tree, Removals]:
+    """The tree, and what became of the folders no source defines now."""
+    gone = set(views) - {r.key for r in results}
+    if not ownership.roots:  # every source there is: what no source defines goes
+        return _tree(results, views, current), Removals(removed=tuple(sorted(gone)))
+    record = read_record(current)
+    removals = decide(gone, record, ownership, results)
+    left = {k: views[k] for k in sorted(gone - set(removals.removed))}
+    tree = _tree(results, views, current, kept=left)
+    return _with_record(tree, left, record, ownership), removals
+
+
+def _with_record(
+    tree: Tree,
+    kept: Mapping[str, _Folder],
+    record: Mapping[str, str],
+    ownership: Ownership,
+) -> Tree:
+    """The tree with its SOURCES_FILE: this render's source for each folder it holds for a
+    source given now, the recorded one for each folder it kept as it was."""
+    held = {key for path in tree for key in [path.rsplit("/", 1)[0]] if key.count("/") == 1}
+    now = {k: ownership.origins[k] for k in held if k in ownership.origins}
+    before = {k: record[k] for k in held if k in record and (k in kept or k not in now)}
+    merged = {**before, **now}
+    if not merged:
+        return tree
+    texts = {**tree.written, SOURCES_FILE: record_text(merged)}
+    return Tree(texts, tree.current, tree.unchanged - {SOURCES_FILE}, tree.scanned | {SOURCES_FILE})
 
 
 def _tree(
-    results: Sequence[Result], views: Mapping[str, _Folder], current: Mapping[str, str]
+    results: Sequence[Result],
+    views: Mapping[str, _Folder],
+    current: Mapping[str, str],
+    *,
+    kept: Mapping[str, _Folder] | None = None,
 ) -> Tree:
-    """tree_files of `results`, where a folder taken as it is on disk is not read."""
+    """tree_files of `results`, where a folder taken as it is on disk is not read; `kept`:
+    folders of no source given now, which stay as they are, and so do files outside any
+    folder that are not Runway's (a README)."""
     texts: dict[str, str] = {}
     unchanged: set[str] = set()
     scanned = {r.key for r in results if r.scanned}
-    folders = tree_folders(results, views)
+    folders = {**tree_folders(results, views), **(kept or {})}
+    if kept is not None:
+        unchanged.update(p for p in current if p.count("/") < 2 and not _is_runways(p))
     for folder, held in folders.items():
         if isinstance(held, _Folder):  # as on disk: an unchanged or a failed object's folder
             unchanged.update(held.paths())
@@ -349,6 +412,11 @@ def _tree(
     checked = frozenset(p for p in texts if p.rsplit("/", 1)[0] in scanned)
     texts.update(namespace_files(folders))
     return Tree(texts, current, frozenset(unchanged), checked)
+
+
+def _is_runways(path: str) -> bool:
+    """A file outside the folders that Runway writes: the kustomizations and its record."""
+    return path.rsplit("/", 1)[-1] == "kustomization.yaml" or path == SOURCES_FILE
 
 
 def _stats_of(
