@@ -102,7 +102,7 @@ def check_model_deployment_names(md: ModelDeployment) -> list[FieldError]:
     errors = _check_meta(md.obj, NameRule.DNS1035, LABEL_MAX - longest)
     if longest and errors and errors[0].path == "metadata.name" and "at most" in errors[0].detail:
         child = max(child_suffixes(md), key=len)
-        detail = f"{errors[0].detail}: the generated {child_name('<name>', child)} must fit in {LABEL_MAX}"
+        detail = f"{errors[0].detail} (the generated {child_name('<name>', child)} must fit in {LABEL_MAX})"
         errors[0] = FieldError("metadata.name", Reason.INVALID, detail)
     labels = dig(md.spec, "podTemplate", "metadata", "labels")
     at = FieldPath.root("spec", "podTemplate", "metadata", "labels")

@@ -379,7 +379,8 @@ def _with_record(
     """The tree with its SOURCES_FILE: this render's source for each folder it holds for a
     source given now, the recorded one for each folder it kept as it was."""
     held = {key for path in tree for key in [path.rsplit("/", 1)[0]] if key.count("/") == 1}
-    now = {k: ownership.origins[k] for k in held if k in ownership.origins}
+    given = {k for k in held if k in ownership.origins and k not in ownership.refused}
+    now = {k: ownership.origins[k] for k in given}
     before = {k: record[k] for k in held if k in record and (k in kept or k not in now)}
     merged = {**before, **now}
     if not merged:

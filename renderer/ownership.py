@@ -87,8 +87,7 @@ def duplicates(docs: Sequence[Document]) -> dict[str, str]:
                 where[1], f"InferenceProviderConfig {name} is also defined in {where[0]}"
             )
     return {
-        key: f"defined {len(where)} times, in {' and '.join(where)}: nothing rendered for it "
-        "(its previous output is kept); keep one definition"
+        key: f"defined {len(where)} times, in {' and '.join(where)}; keep one definition"
         for key, where in sorted(places.items())
         if len(where) > 1
     }
