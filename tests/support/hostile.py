@@ -20,11 +20,14 @@ from renderer.yamlio import dump_all
 from tests.support.builders import model_deployment
 
 EMP_API = "gateway.tokenfactory.mirantis.com/v1alpha1"
-# Where links point and where traversals aim: siblings of the repository, inside the case folder.
-DEPTH = 4  # the repository sits this many folders below the case folder
+# The repository sits DEPTH folders below the case folder, deeper than a namespace and a name
+# can climb together (2 x (UP + 1) levels), so that even code that followed every traversal
+# (the old renderer did) writes only inside the case folder, where the check looks.
+UP = 4
+DEPTH = 12
 
 TRAVERSALS = st.builds(
-    lambda up, leaf: "../" * up + leaf, st.integers(0, DEPTH + 2), st.sampled_from(["x", "outside", ".."])
+    lambda up, leaf: "../" * up + leaf, st.integers(0, UP), st.sampled_from(["x", "outside", ".."])
 )  # fmt: skip
 NAMES = st.one_of(
     TRAVERSALS,
@@ -88,12 +91,13 @@ def render(*argv: str) -> int:
 def plant(case: Case, base: Path) -> tuple[Path, Path]:
     """The case's sources and repository under `base`, rendered once cleanly, then the link
     planted (as a push would bring it); returns (sources, repo)."""
-    outside = base / "outside"
+    home = base.joinpath(*["d"] * DEPTH)  # links point to siblings of the repository here
+    outside = home / "outside"
     (outside / "dir").mkdir(parents=True)
     (outside / "dir" / "precious.yaml").write_text("precious: true\n")
     (outside / "file.yaml").write_text("precious: true\n")
-    repo = base.joinpath(*["d"] * DEPTH, "repo")
-    sources = base / "sources"
+    repo = home / "repo"
+    sources = home / "sources"
     sources.mkdir()
     (sources / "ok.yaml").write_text(
         dump_all([model_deployment("ok", "models", gpu=1, provider="vllm", engine="vllm")])
@@ -153,3 +157,15 @@ def laughs(depth: int, width: int) -> str:
     ]
     lines += [f"  l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * width)}]" for i in range(1, depth)]
     return "\n".join(lines) + "\n"
+
+
+def laughs_nodes(depth: int, width: int) -> int:
+    """The nodes of `laughs(depth, width)` with every alias written out: the fixed part (the
+    root, apiVersion, kind, metadata and spec.model, keys and values) plus each list l_i, which
+    holds `width` copies of l_(i-1) (l_0: `width` scalars)."""
+    fixed = 1 + 2 + 2 + (2 + 4) + 2 + (2 + 2) + depth  # root; 2 pairs; metadata; spec; model; keys
+    level, total = 1 + width, 0
+    for _ in range(depth):
+        total += level
+        level = 1 + width * level
+    return fixed + total
