@@ -363,7 +363,8 @@ def _owned_tree(
     gone = set(views) - {r.key for r in results}
     if not ownership.roots:  # every source there is: what no source defines goes
         return _tree(results, views, current), Removals(removed=tuple(sorted(gone)))
-    record = read_record(current)
+    # The record is read only when something depends on it (a folder gone, or refused).
+    record = read_record(current) if gone or ownership.refused else {}
     removals = decide(gone, record, ownership, results)
     left = {k: views[k] for k in sorted(gone - set(removals.removed))}
     tree = _tree(results, views, current, kept=left)
@@ -386,7 +387,7 @@ def _with_record(
     if not merged:
         return tree
     texts = {**tree.written, SOURCES_FILE: record_text(merged)}
-    return Tree(texts, tree.current, tree.unchanged - {SOURCES_FILE}, tree.scanned | {SOURCES_FILE})
+    return Tree(texts, tree.current, tree.unchanged - {SOURCES_FILE}, tree.scanned)
 
 
 def _tree(

@@ -64,6 +64,6 @@ def test_the_readme_main_job_renders_and_commits_every_example(tmp_path: Path) -
     )
     assert log.stdout.splitlines() == [
         "runway render: 49 added, 0 changed, 0 removed"
-    ]  # 48 + runway-sources.yaml
+    ]  # 48 + runway-sources.json
     folders = sorted(p.name for p in (repo / "rendered" / "models").iterdir() if p.is_dir())
     assert len(folders) == len(list(EXAMPLES.glob("*.yaml"))) == 12

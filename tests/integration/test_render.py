@@ -96,7 +96,7 @@ def test_render_writes_a_committed_kustomize_tree(
         "models/phi-direct/kustomization.yaml",
         "models/phi-direct/modeldeployment.yaml",
         "models/phi-direct/service-phi-direct.yaml",
-        "runway-sources.yaml",  # where each folder came from (renderer/ownership.py)
+        "runway-sources.json",  # where each folder came from (renderer/ownership.py)
     ]
     hydrated = yaml.safe_load((repo / "rendered/models/llama-70b/modeldeployment.yaml").read_text())
     assert (
@@ -195,7 +195,7 @@ def test_a_removed_model_deployment_is_pruned(
             "service-mistral-llmd", "serviceaccount-mistral-llmd-epp",
         )
     ]  # fmt: skip
-    # changed: the namespace's kustomization and the record of sources (runway-sources.yaml)
+    # changed: the namespace's kustomization and the record of sources (runway-sources.json)
     assert commits(repo)[0] == "runway render: 0 added, 2 changed, 12 removed"
     assert "D models/mistral-llmd/modeldeployment.yaml" in git(repo, "log", "-1", "--format=%b")
 

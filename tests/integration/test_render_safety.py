@@ -246,7 +246,7 @@ def test_a_hostile_name_is_refused_and_the_others_are_committed(
         "models/fine/modeldeployment.yaml",
         "models/fine/service-fine.yaml",
         "models/kustomization.yaml",
-        "runway-sources.yaml",
+        "runway-sources.json",
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "src"]
     assert git(repo, "log", "--format=%s") == "runway render: 7 added, 0 changed, 0 removed\n"

@@ -43,7 +43,7 @@ LINKS = st.sampled_from(
         ("rendered/models/ok", "dir"),
         ("rendered/models/ok/modeldeployment.yaml", "file"),
         ("rendered/kustomization.yaml", "file"),
-        ("rendered/runway-sources.yaml", "file"),
+        ("rendered/runway-sources.json", "file"),
         ("rendered/models/kustomization.yaml", "file"),
     ]
 )
