@@ -93,13 +93,13 @@ def duplicates(docs: Sequence[Document]) -> dict[str, str]:
     }
 
 
-def portable(path: str | Path, work: Path) -> str:
+def portable(path: str | Path, work: Path, cwd: Path | None = None) -> str:
     """A source path as recorded, the same wherever the repositories are checked out: relative
-    to the GitOps work tree when inside it, else relative to the current directory when inside
-    that, else absolute; its folder resolved, its own name kept."""
+    to the GitOps work tree when inside it, else relative to the current directory (`cwd`,
+    resolved) when inside that, else absolute; its folder resolved, its own name kept."""
     given = Path(path)
     where = given.parent.resolve() / given.name if given.name else given.resolve()
-    for base in (work, Path.cwd().resolve()):
+    for base in (work, cwd or Path.cwd().resolve()):
         if where == base or base in where.parents:
             return where.relative_to(base).as_posix()
     return where.as_posix()
@@ -166,10 +166,14 @@ def decide(
 def origins_of(docs: Sequence[Document], work: Path) -> dict[str, str]:
     """folder -> the source it comes from now (the first definition; duplicates are refused)."""
     found: dict[str, str] = {}
+    paths: dict[str, str] = {}  # origin as read -> as recorded (a file holds many documents)
+    cwd = Path.cwd().resolve()
     for doc in docs:
         key = output_key(doc.obj)
-        if key is not None:
-            found.setdefault(key, portable(doc.origin, work))
+        if key is not None and key not in found:
+            if doc.origin not in paths:
+                paths[doc.origin] = portable(doc.origin, work, cwd)
+            found[key] = paths[doc.origin]
     return found
 
 
