@@ -33,8 +33,8 @@ from tests.fuzzing import Report
 from tests.support.hostile import CASES, laughs, laughs_nodes, outside_changes
 from tests.unit.providers.test_names import NAMES, SHAPES, kubernetes_problems, rendered, shaped
 
-RENDER_CASES = 20  # real renders (about 1.5 s each): at most this many per run
-NAME_CASES = 2_000
+RENDER_CASES = 10  # real renders (1-3 s each, three renders and a commit): at most this many
+NAME_CASES = 1_000  # admissions and renders in process (about 10 ms each)
 
 
 def run(examples: int) -> Report:
@@ -44,7 +44,7 @@ def run(examples: int) -> Report:
     )
     _names(report, min(examples, NAME_CASES), registry)
     _aliases(report, min(examples, NAME_CASES))
-    _links(report, max(1, min(examples // 50, RENDER_CASES)))
+    _links(report, max(1, min(examples // 100, RENDER_CASES)))
     return report
 
 

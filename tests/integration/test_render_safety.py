@@ -19,6 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
+from renderer.apply import folders
+from renderer.safefs import UnsafePath
 from renderer.yamlio import dump, dump_all
 from tests.conftest import EXAMPLES, REJECTED_EXAMPLES
 from tests.support.builders import model_deployment
@@ -387,3 +389,24 @@ def test_no_render_changes_anything_outside_its_repository(case: Case) -> None:
     --check, every entry outside the repository is as it was."""
     with tempfile.TemporaryDirectory() as scratch:
         assert outside_changes(case, Path(scratch)) == []
+
+
+def test_apply_refuses_a_link_in_the_tree_it_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`runway apply` reads the rendered tree: a committed link would apply what it points to."""
+    repo, src, elsewhere = tmp_path / "gitops", tmp_path / "src", tmp_path / "elsewhere"
+    src.mkdir()
+    (src / "m.yaml").write_text(dump(vllm("fine")))
+    render(capsys, str(src), "--repo", str(repo))
+    shutil.copytree(repo / "rendered/models/fine", elsewhere)
+    shutil.rmtree(repo / "rendered/models/fine")
+    (repo / "rendered/models/fine").symlink_to(elsewhere)
+
+    with pytest.raises(UnsafePath) as refused:
+        folders(repo / "rendered")
+
+    assert str(refused.value) == (
+        f"{repo}/rendered/models/fine: is a symbolic link or not a regular file or folder; Runway "
+        "never follows or writes through links in the GitOps tree: remove it (git rm) and render again"
+    )
