@@ -19,11 +19,9 @@ from providers.secrets import credential_kind
 from providers.versions import Versions
 from renderer.gitops import GitError, Repo
 from renderer.incremental import (
-    ParsedSources,
     RenderCache,
     Rendered,
     Tree,
-    cached,
     canonical,
     digest,
     files_digest,
@@ -38,6 +36,7 @@ from renderer.ownership import (
     origins_of,
     roots_of,
 )
+from renderer.parsecache import ParsedSources, cached
 from renderer.render import Result
 from renderer.safefs import UnsafePath, plain_parts
 from renderer.schemapack import load_pack
