@@ -31,7 +31,7 @@ from renderer.sources import (
 )
 from tests.fuzzing import Report
 from tests.support.hostile import CASES, laughs, laughs_nodes, outside_changes
-from tests.unit.providers.test_names import NAMES, SHAPES, kubernetes_problems, rendered, shaped
+from tests.support.names import NAMES, SHAPES, kubernetes_problems, rendered, shaped
 
 RENDER_CASES = 10  # real renders (1-3 s each, three renders and a commit): at most this many
 NAME_CASES = 1_000  # admissions and renders in process (about 10 ms each)
