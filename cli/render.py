@@ -19,11 +19,9 @@ from providers.secrets import credential_kind
 from providers.versions import Versions
 from renderer.gitops import GitError, Repo
 from renderer.incremental import (
-    ParsedSources,
     RenderCache,
     Rendered,
     Tree,
-    cached,
     canonical,
     digest,
     files_digest,
@@ -31,7 +29,16 @@ from renderer.incremental import (
     render_incremental,
     runway_fingerprint,
 )
+from renderer.ownership import (
+    DEFAULT_MAX_REMOVALS,
+    Ownership,
+    duplicates,
+    origins_of,
+    roots_of,
+)
+from renderer.parsecache import ParsedSources, cached
 from renderer.render import Result
+from renderer.safefs import UnsafePath, plain_parts
 from renderer.schemapack import load_pack
 from renderer.sources import (
     Document,
@@ -127,8 +134,41 @@ def add_commands(commands: Any) -> None:
         action="store_true",
         help="render every ModelDeployment, ignoring what the last render recorded",
     )
+    render.add_argument(
+        "--max-removals",
+        type=_count,
+        default=DEFAULT_MAX_REMOVALS,
+        metavar="N",
+        help="remove at most N output folders (of ModelDeployments and ExternalModelProviders "
+        "whose source was removed from the SOURCEs given) in one render; more are withheld and "
+        f"the render exits 1 (default {DEFAULT_MAX_REMOVALS})",
+    )
     render.add_argument("-o", "--output", choices=("text", "json"), default="text")
     render.set_defaults(run=run_render)
+
+
+def _count(value: str) -> int:
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a count (0 or more), got {value!r}")
+    return int(value)
+
+
+def _checked_path(value: str) -> str:
+    """--path: a plain folder inside the work tree, never .git or above it."""
+    try:
+        parts = plain_parts(value.strip("/") if not value.startswith("/") else "/")
+    except UnsafePath:
+        parts = []
+    if not parts or ".git" in parts:
+        raise SourceError("--path", f"expected a folder inside the repository, got {value!r}")
+    return "/".join(parts)
+
+
+def _ownership(docs: Sequence[Document], args: argparse.Namespace, work: Path) -> Ownership:
+    """What this render owns: the sources given, where each output comes from, duplicates."""
+    return Ownership(
+        origins_of(docs, work), roots_of(args.sources, work), duplicates(docs), args.max_removals
+    )
 
 
 def _sources(paths: Sequence[str], parsed: ParsedSources) -> list[Document]:
@@ -202,7 +242,7 @@ def run_render(args: argparse.Namespace) -> int:
     """`render`, with Git failures as exit status 4 as --help promises."""
     try:
         return _run_render(args)
-    except GitError as err:
+    except (GitError, UnsafePath) as err:
         print(f"runway: {err}", file=sys.stderr)
         return EXIT_GIT
 
@@ -219,7 +259,9 @@ def _run_render(args: argparse.Namespace) -> int:
     schema_digest, load_schemas = _schema_source(args)
     shared = inputs_digest(_shared_inputs(fingerprint, configs, schema_digest, pins, gateway))
     objects = [d.obj for d in docs]
+    subdir = _checked_path(args.path)
     repo = Repo.open_or_init(args.repo)
+    ownership = _ownership(docs, args, repo.work)
     schema_key = digest(fingerprint, schema_digest)[:16]
     cache_path = repo.git_dir / f"runway-render-cache-{digest(args.path)[:12]}.pickle"
 
@@ -232,7 +274,7 @@ def _run_render(args: argparse.Namespace) -> int:
         return {"registry": registry, "schemas": schemas, "pins": pins, "gateway": gateway}
 
     def render_into_tree() -> tuple[Rendered, Mapping[str, str]]:
-        current = repo.scan(args.path)
+        current = repo.scan(subdir)
         if sys.stderr.isatty():
             count = sum(1 for o in objects if o.get("kind") == MODEL_DEPLOYMENT)
             print(f"rendering {count} ModelDeployments ...", file=sys.stderr)
@@ -245,41 +287,54 @@ def _run_render(args: argparse.Namespace) -> int:
             context=context,
             digests=parsed.digests,
             stats=None if args.full else current.stats,  # --full: every file compared by content
+            ownership=ownership,
         )
         return done, current
 
     def store(done: Rendered, current: Mapping[str, str]) -> int:
         _refuse_credentials(done.files, current)
-        written = repo.write_tree(args.path, done.files, current, done.files.unchanged)
-        done.cache.record_stats(repo.work / args.path)
+        written = repo.write_tree(subdir, done.files, current, done.files.unchanged)
+        done.cache.record_stats(repo.work / subdir)
         done.cache.save(cache_path)
         return len(written)
 
     if args.check:
-        done, current = render_into_tree()
-        changes = _changes(current, done.files)
-        _report(done, changes, args.output, committed=None)
-        if any(r.error is not None for r in done.results):
-            return CHECK_REJECTED
-        return CHECK_OUT_OF_DATE if any(changes.values()) else 0
+        return _check(render_into_tree, args.output)
     with repo.locked():
-        repo.recover(args.path)
+        repo.recover(subdir)
         done, current = render_into_tree()
         changes = _changes(current, done.files)
         written = store(done, current)
         parsed.finish(repo.git_dir / SOURCES_CACHE)
         committed = None
         if args.commit or args.push:
-            committed = repo.commit(args.path, written, done.files.written)
+            committed = repo.commit(subdir, written, done.files.written)
         if args.push:
 
             def rerender() -> None:
-                again, now = render_into_tree()
-                repo.commit(args.path, store(again, now), again.files.written)
+                nonlocal done, changes
+                done, current = render_into_tree()
+                changes = _changes(current, done.files)
+                repo.commit(subdir, store(done, current), done.files.written)
 
             repo.push(args.push, args.branch, rerender=rerender)
     _report(done, changes, args.output, committed=committed)
-    return 0 if all(r.error is None for r in done.results) else 1
+    return 1 if _failed(done) else 0
+
+
+def _check(render: Callable[[], tuple[Rendered, Mapping[str, str]]], output: str) -> int:
+    """--check: render in memory and answer as kubectl diff does."""
+    done, current = render()
+    changes = _changes(current, done.files)
+    _report(done, changes, output, committed=None)
+    if _failed(done):
+        return CHECK_REJECTED
+    return CHECK_OUT_OF_DATE if any(changes.values()) else 0
+
+
+def _failed(done: Rendered) -> bool:
+    """Some object was not rendered, or a removal was withheld."""
+    return any(r.error is not None for r in done.results) or bool(done.removals.withheld)
 
 
 def _refuse_credentials(files: Tree, current: Mapping[str, str]) -> None:
@@ -341,6 +396,12 @@ def _report(
             ],
             "changes": changes,
             "commit": committed,
+            "removals": {
+                "removed": list(done.removals.removed),
+                "withheld": list(done.removals.withheld),
+                "reason": done.removals.reason,
+                "outside": done.removals.outside,
+            },
             "reused": len(results) - done.rendered,
             "schemas": _schema_sources(results),
         }
@@ -353,6 +414,7 @@ def _report(
             print(f"{r.key}: not rendered (previous output kept): {r.error}")
         for warning in r.warnings:
             print(f"  warning: {warning}")
+    _report_removals(done)
     for kind, origin in _schema_sources(results).items():
         print(f"schema {kind}: {origin}")
     failed = sum(1 for r in results if r.error is not None)
@@ -361,6 +423,20 @@ def _report(
         f"{len(results) - failed} rendered, {failed} failed ({len(results) - done.rendered} unchanged since the last render); files: {summary}"
         + (f"; commit {committed[:12]}" if committed else "")
     )
+
+
+def _report_removals(done: Rendered) -> None:
+    """Each folder removed, or each one withheld and why, and the count left alone."""
+    removals = done.removals
+    for key in removals.removed:
+        print(f"{key}: removed (its source is no longer among the SOURCEs given)")
+    if removals.withheld:
+        print(f"not removed: {removals.reason}: " + ", ".join(removals.withheld))
+    if removals.outside:
+        print(
+            f"{removals.outside} output folders kept: their sources are outside the SOURCEs "
+            "given (or were never recorded); they are rendered only by a render given them"
+        )
 
 
 def _json_report(payload: Mapping[str, Any]) -> str:

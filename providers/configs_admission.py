@@ -13,6 +13,7 @@ from providers.destinations import NO_DESTINATIONS, Destinations, destination_pr
 from providers.errors import FieldError, Reason
 from providers.fieldpath import FieldPath
 from providers.model import EMP_API_VERSION, EXTERNAL_MODEL_PROVIDER, dig
+from providers.names import NameRule, check_object_names
 from providers.registry import config_errors, cost_problem
 from providers.schema import check_schema
 from providers.secrets import redact_errors
@@ -63,6 +64,7 @@ def check_external_provider(
     a literal name and unique within the object. On UPDATE (`old` given) the requested-by
     annotation must be what it was at create."""
     errors = _check_requested_by(obj, old) if old is not None else []
+    errors += check_object_names(obj, NameRule.SUBDOMAIN)
     return list(redact_errors(errors + _check_external_provider(obj, destinations)))
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from providers.model import ModelDeployment, dig
+from providers.names import PICKER_SUFFIX, child_name
 from providers.pods import pool_selector
 from providers.registry import ProviderRegistry
 from providers.rendering import object_meta
@@ -113,7 +114,7 @@ def _pool(md: ModelDeployment, port: int) -> dict[str, Any]:
             "endpointPickerRef": {
                 "group": "",
                 "kind": "Service",
-                "name": f"{md.name}-epp",
+                "name": child_name(md.name, PICKER_SUFFIX),
                 "port": {"number": EPP_PORT},
                 "failureMode": "FailClose",
             },
@@ -124,7 +125,7 @@ def _pool(md: ModelDeployment, port: int) -> dict[str, Any]:
 def _picker(
     md: ModelDeployment, capabilities: Mapping[str, Any], pins: Versions
 ) -> list[dict[str, Any]]:
-    name = f"{md.name}-epp"
+    name = child_name(md.name, PICKER_SUFFIX)
     picker = capabilities.get("endpointPicker") or {}
     image = (
         picker.get("image") or f"registry.k8s.io/gateway-api-inference-extension/epp:{pins.gaie}"
@@ -253,7 +254,7 @@ def _picker(
 
 
 def _destination_rule(md: ModelDeployment) -> list[dict[str, Any]]:
-    name = f"{md.name}-epp"
+    name = child_name(md.name, PICKER_SUFFIX)
     return [
         {
             "apiVersion": "networking.istio.io/v1",

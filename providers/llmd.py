@@ -9,6 +9,7 @@ from typing import Any
 from providers.errors import FieldError
 from providers.fieldpath import FieldPath
 from providers.model import ModelDeployment, dig
+from providers.names import ROLE_SUFFIXES, child_name
 from providers.overrides import check_accepted, check_no_pod_spec, object_roots
 from providers.rendering import (
     HTTP_PORT,
@@ -45,11 +46,11 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
             md, md.name, gpus=md.gpu_count, memory=memory, replicas=replicas, pins=pins, role=None
         ) + managed_claims(md)
     objects: list[dict[str, Any]] = []
-    for role in ("decode", "prefill"):
+    for role in ROLE_SUFFIXES:
         part = dig(md.spec, "scaling", role) or {}
         gpus = int(dig(part, "gpu", "count") or 0)
         replicas = int(part.get("replicas", 1))
-        name = f"{md.name}-{role}"
+        name = child_name(md.name, role)
         objects += _pair(
             md, name, gpus=gpus, memory=part.get("memory"), replicas=replicas, pins=pins, role=role
         )

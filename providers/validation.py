@@ -19,6 +19,7 @@ from providers.flags import ARG_KEY, check_engine_flags
 from providers.hydrate import structure_errors
 from providers.immutability import check_immutable
 from providers.model import Engine, ModelDeployment, ModelSource, VolumePurpose, dig
+from providers.names import check_model_deployment_names
 from providers.overrides import check_global, without_blocked
 from providers.quantity import format_limit, parse_quantity, quantity_problem
 from providers.registry import MODULES, ProviderRegistry
@@ -77,9 +78,8 @@ def check_spec(
     errors += _check_ceilings(md)
     errors += check_secret_fields(md)
     errors += check_served_names(md)
-    if operation is Operation.CREATE and "." in md.name:
-        detail = "must not contain dots (they are invalid in the volume and Service names derived from it)"
-        errors.append(FieldError("metadata.name", Reason.INVALID, detail))
+    if operation is Operation.CREATE:  # a stored object keeps the name it was admitted with
+        errors += check_model_deployment_names(md)
     if operation is Operation.UPDATE and old is not None:
         errors += check_immutable(md, ModelDeployment(old))
     return Verdict(tuple(errors), tuple(_warnings(md, registry) + flag_warnings))

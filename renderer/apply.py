@@ -25,6 +25,7 @@ from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
 
 from providers.upstream import classify_write_error
 from renderer.render import EXTERNAL_FILE, HYDRATED_FILE
+from renderer.safefs import link_error, read_text
 from renderer.sources import parse_documents
 
 log = logging.getLogger(__name__)
@@ -56,10 +57,21 @@ def folders(root: Path) -> list[tuple[str, list[dict[str, Any]]]]:
         objects = [
             doc.obj
             for path in files
-            for doc in parse_documents(path.read_text(encoding="utf-8"), str(path))
+            for doc in parse_documents(_read_inside(root, path), str(path))
         ]
         out.append((f"{folder.parent.name}/{folder.name}", objects))
     return out
+
+
+def _read_inside(root: Path, path: Path) -> str:
+    """A file of the tree, refusing a link anywhere below `root` (the folder the user named):
+    a link committed to the GitOps repository would apply whatever it points to."""
+    for step in [path, *path.parents]:
+        if step == root:
+            break
+        if step.is_symlink():
+            raise link_error(step)
+    return read_text(path)
 
 
 def apply_tree(

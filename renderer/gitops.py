@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from providers.errors import RunwayError
+from renderer.safefs import Folders, link_error, plain_parts, read_text
 
 GIT_TIMEOUT = 600  # a first commit of 10,000 ModelDeployments stages ~30,000 files
 # glibc's malloc gives memory back to the system at every free above 128 KiB and asks again at the
@@ -161,10 +162,14 @@ class Repo:
         return dict(self.scan(subdir).items())
 
     def scan(self, subdir: str) -> DiskTree:
-        """The current rendered tree, its texts read only when asked for."""
+        """The current rendered tree, its texts read only when asked for. A symbolic link (or
+        anything but a regular file or folder) in it, or on the way to it, is refused."""
+        plain_parts(subdir)
         root = self.work / subdir
         stats: dict[str, Stat] = {}
-        if root.is_dir():
+        with Folders(self.work) as folders:
+            found = folders.fd(subdir, create=False)
+        if found is not None:
             _scan_into(str(root), "", stats)
         return DiskTree(root, dict(sorted(stats.items())))
 
@@ -178,37 +183,35 @@ class Repo:
         """Make `subdir` hold exactly `files`, touching only files whose bytes change (each
         replaced atomically by a rename). `current` is what `subdir` holds now; paths in
         `unchanged` are known to hold their text already (neither side is read). Returns the
-        paths written or removed."""
-        root = self.work / subdir
+        paths written or removed. Every path is checked to be plain first, and every folder is
+        opened without following links (renderer.safefs): nothing is written outside `subdir`."""
+        for relative in [*files, *current]:
+            plain_parts(f"{subdir}/{relative}")
         scratch = self._scratch
         scratch.mkdir(exist_ok=True)
         touched: list[str] = []
-        folders: set[str] = set()  # made already (string paths: 36,000 files in a few seconds)
-        for relative in files:
-            if relative in unchanged:
-                continue
-            text = files[relative]
-            if relative in current and current[relative] == text:
-                continue
-            path = f"{root}/{relative}"
-            folder = path.rpartition("/")[0]
-            if folder not in folders:
-                os.makedirs(folder, exist_ok=True)
-                folders.add(folder)
-            temporary = f"{scratch}/{len(touched)}"
-            handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-            try:
-                data = memoryview(text.encode("utf-8"))
-                while data:
-                    data = data[os.write(handle, data) :]
-            finally:
-                os.close(handle)
-            os.replace(temporary, path)
-            touched.append(relative)
-        for relative in sorted(set(current) - set(files)):
-            (root / relative).unlink(missing_ok=True)
-            touched.append(relative)
-            _prune_empty(root / relative, root)
+        with Folders(self.work) as folders:
+            for relative in files:
+                if relative in unchanged:
+                    continue
+                text = files[relative]
+                if relative in current and current[relative] == text:
+                    continue
+                folder, _, name = f"{subdir}/{relative}".rpartition("/")
+                into = folders.fd(folder, create=True)
+                temporary = f"{scratch}/{len(touched)}"
+                handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+                try:
+                    data = memoryview(text.encode("utf-8"))
+                    while data:
+                        data = data[os.write(handle, data) :]
+                finally:
+                    os.close(handle)
+                os.replace(temporary, name, dst_dir_fd=into)  # a rename never follows `name`
+                touched.append(relative)
+            for relative in sorted(set(current) - set(files)):
+                _remove(folders, subdir, relative)
+                touched.append(relative)
         shutil.rmtree(scratch, ignore_errors=True)
         return touched
 
@@ -394,8 +397,7 @@ class DiskTree(Mapping[str, str]):
         if text is None:
             if path not in self.stats:
                 raise KeyError(path)
-            with open(self.root / path, "rb") as handle:
-                text = self._texts[path] = handle.read().decode("utf-8", errors="replace")
+            text = self._texts[path] = read_text(self.root / path)
         return text
 
     def __iter__(self) -> Iterator[str]:
@@ -421,16 +423,29 @@ def _scan_into(folder: str, prefix: str, out: dict[str, Stat]) -> None:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 _scan_into(entry.path, f"{prefix}{entry.name}/", out)
-            else:
+            elif entry.is_file(follow_symlinks=False):
                 out[prefix + entry.name] = _stat(entry.stat(follow_symlinks=False))
+            else:  # a link, a FIFO (reading it would block), a socket or a device
+                raise link_error(entry.path)
 
 
-def _prune_empty(path: Path, root: Path) -> None:
-    """Remove the now-empty folders above a removed file, up to (not including) `root`."""
-    folder = path.parent
-    while folder != root and root in folder.parents:
-        try:
-            folder.rmdir()
-        except OSError:
+def _remove(folders: Folders, subdir: str, relative: str) -> None:
+    """Remove one file of the tree, then the folders it leaves empty, up to (not including)
+    `subdir`; every folder opened without following links."""
+    folder, _, name = f"{subdir}/{relative}".rpartition("/")
+    found = folders.fd(folder, create=False)
+    if found is None:
+        return
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=found)
+    while folder != subdir:
+        parent, _, child = folder.rpartition("/")
+        above = folders.fd(parent, create=False)
+        if above is None:
             return
-        folder = folder.parent
+        try:
+            os.rmdir(child, dir_fd=above)
+        except OSError:
+            return  # not empty: files of another object, or of a person
+        folders.forget(folder)
+        folder = parent

@@ -25,15 +25,23 @@ import logging
 import os
 import pickle
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import providers
 import renderer
-from providers.errors import SourceError
 from providers.model import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
 from renderer.gitops import DiskTree, Stat, stat_of
+from renderer.ownership import (
+    SOURCES_FILE,
+    Ownership,
+    Removals,
+    decide,
+    output_key,
+    read_record,
+    record_text,
+)
 from renderer.render import (
     HYDRATED_FILE,
     Result,
@@ -43,7 +51,7 @@ from renderer.render import (
     render_many,
     tree_folders,
 )
-from renderer.sources import Document, parse_documents, yaml_files
+from renderer.sources import parse_documents
 
 CACHE_FORMAT = 3
 log = logging.getLogger(__name__)
@@ -102,7 +110,7 @@ def object_key(
     """The key of one ModelDeployment's output, from the digest of its previous hydrated file
     (text_digest; `known`: the object's digest, if computed already); None if the object cannot
     be keyed (then it is always rendered, and rendering reports what is wrong with it)."""
-    source = known or _object_digest(obj)
+    source = known or object_digest(obj)
     if source is None:
         return None
     return digest(shared, source, "\0" if previous_hydrated is None else "1" + previous_hydrated)
@@ -193,7 +201,7 @@ class RenderCache:
 
 def _folder_stats(folder: Path) -> tuple[tuple[str, Stat], ...] | None:
     try:
-        names = sorted(entry.name for entry in os.scandir(folder) if entry.is_file())
+        names = sorted(e.name for e in os.scandir(folder) if e.is_file(follow_symlinks=False))
         return tuple((name, stat_of(folder / name)) for name in names)
     except OSError:
         return None  # no folder (a failed object that never rendered): read next time
@@ -234,6 +242,11 @@ class Tree(Mapping[str, str]):
         return path in self._texts or path in self.unchanged
 
     @property
+    def current(self) -> Mapping[str, str]:
+        """The tree on disk this one was rendered against."""
+        return self._current
+
+    @property
     def written(self) -> Mapping[str, str]:
         """The texts rendered this time (what a write of this tree writes, where it writes)."""
         return self._texts
@@ -247,6 +260,7 @@ class Rendered:
     files: Tree
     cache: RenderCache
     rendered: int  # ModelDeployments actually rendered (the rest were unchanged)
+    removals: Removals = field(default_factory=Removals)
 
 
 def render_incremental(
@@ -258,13 +272,18 @@ def render_incremental(
     context: Callable[[], dict[str, Any]],
     digests: Mapping[int, str] | None = None,
     stats: Mapping[str, Stat] | None = None,
+    ownership: Ownership | None = None,
 ) -> Rendered:
     """The tree render_all + tree_files would give, rendering only the ModelDeployments whose
     key or folder changed. `current` is the tree now (path -> text); `cache` None renders all;
     `context` gives render_guarded's shared arguments, called only when something renders;
     `digests` may hold objects' digests by id (from ParsedSources); `stats` the Stat of each
-    path in `current` (a folder whose Stats are those its cache entry recorded is not read)."""
+    path in `current` (a folder whose Stats are those its cache entry recorded is not read).
+    `ownership` decides what happens to folders no source defines now (renderer.ownership);
+    without it they are removed, as by a render of every source there is."""
     digests = digests or {}
+    ownership = ownership or Ownership()
+    objects = [o for o in objects if output_key(o) not in ownership.refused]
     names: dict[str, list[str]] = {}  # in name order: `current` is walked in path order
     for path in current if isinstance(current, DiskTree) else sorted(current):
         parts = path.split("/")
@@ -326,21 +345,66 @@ def render_incremental(
     externals = [
         render_external_guarded(o) for o in objects if o.get("kind") == EXTERNAL_MODEL_PROVIDER
     ]
-    results = sorted(reused + rendered + externals, key=lambda r: r.key)
+    refused = [Result(key, error=error) for key, error in ownership.refused.items()]
+    results = sorted(reused + rendered + externals + refused, key=lambda r: r.key)
     loaded = cache.loaded if cache is not None else None
-    return Rendered(
-        results, _tree(results, views, current), RenderCache(entries, loaded), len(stale)
-    )
+    tree, removals = _owned_tree(results, views, current, ownership)
+    return Rendered(results, tree, RenderCache(entries, loaded), len(stale), removals)
+
+
+def _owned_tree(
+    results: Sequence[Result],
+    views: Mapping[str, _Folder],
+    current: Mapping[str, str],
+    ownership: Ownership,
+) -> tuple[Tree, Removals]:
+    """The tree, and what became of the folders no source defines now."""
+    gone = set(views) - {r.key for r in results}
+    if not ownership.roots:  # every source there is: what no source defines goes
+        return _tree(results, views, current), Removals(removed=tuple(sorted(gone)))
+    # The record is read only when something depends on it (a folder gone, or refused).
+    record = read_record(current) if gone or ownership.refused else {}
+    removals = decide(gone, record, ownership, results)
+    left = {k: views[k] for k in sorted(gone - set(removals.removed))}
+    tree = _tree(results, views, current, kept=left)
+    return _with_record(tree, left, record, ownership), removals
+
+
+def _with_record(
+    tree: Tree,
+    kept: Mapping[str, _Folder],
+    record: Mapping[str, str],
+    ownership: Ownership,
+) -> Tree:
+    """The tree with its SOURCES_FILE: this render's source for each folder it holds for a
+    source given now, the recorded one for each folder it kept as it was."""
+    held = {key for path in tree for key in [path.rsplit("/", 1)[0]] if key.count("/") == 1}
+    given = {k for k in held if k in ownership.origins and k not in ownership.refused}
+    now = {k: ownership.origins[k] for k in given}
+    before = {k: record[k] for k in held if k in record and (k in kept or k not in now)}
+    merged = {**before, **now}
+    if not merged:
+        return tree
+    texts = {**tree.written, SOURCES_FILE: record_text(merged)}
+    return Tree(texts, tree.current, tree.unchanged - {SOURCES_FILE}, tree.scanned)
 
 
 def _tree(
-    results: Sequence[Result], views: Mapping[str, _Folder], current: Mapping[str, str]
+    results: Sequence[Result],
+    views: Mapping[str, _Folder],
+    current: Mapping[str, str],
+    *,
+    kept: Mapping[str, _Folder] | None = None,
 ) -> Tree:
-    """tree_files of `results`, where a folder taken as it is on disk is not read."""
+    """tree_files of `results`, where a folder taken as it is on disk is not read; `kept`:
+    folders of no source given now, which stay as they are, and so do files outside any
+    folder that are not Runway's (a README)."""
     texts: dict[str, str] = {}
     unchanged: set[str] = set()
     scanned = {r.key for r in results if r.scanned}
-    folders = tree_folders(results, views)
+    folders = {**tree_folders(results, views), **(kept or {})}
+    if kept is not None:
+        unchanged.update(p for p in current if p.count("/") < 2 and not _is_runways(p))
     for folder, held in folders.items():
         if isinstance(held, _Folder):  # as on disk: an unchanged or a failed object's folder
             unchanged.update(held.paths())
@@ -349,6 +413,11 @@ def _tree(
     checked = frozenset(p for p in texts if p.rsplit("/", 1)[0] in scanned)
     texts.update(namespace_files(folders))
     return Tree(texts, current, frozenset(unchanged), checked)
+
+
+def _is_runways(path: str) -> bool:
+    """A file outside the folders that Runway writes: the kustomizations and its record."""
+    return path.rsplit("/", 1)[-1] == "kustomization.yaml" or path == SOURCES_FILE
 
 
 def _stats_of(
@@ -405,98 +474,8 @@ def runway_fingerprint() -> str:
     return source_fingerprint(packages, version)
 
 
-class ParsedSources:
-    """Source files parsed once per content: the documents of each YAML file and each object's
-    canonical digest, pickled in a folder (inside .git) under the digest of Runway's fingerprint
-    and the file's bytes. Files of an earlier content are dropped by `prune`. Without a folder,
-    or with an unreadable entry, files are parsed as usual."""
-
-    def __init__(self, folder: Path | None, fingerprint: str) -> None:
-        self.folder = folder
-        self.fingerprint = fingerprint
-        self.used: set[str] = set()
-        self.digests: dict[int, str] = {}  # id(object) -> digest(canonical(object))
-        self.pending: dict[str, Any] = {}  # parsed this time, stored by `finish`
-
-    def read(self, paths: Sequence[str]) -> list[Document]:
-        docs: list[Document] = []
-        for path in yaml_files(paths):
-            docs += self._read_file(path)
-        return docs
-
-    def _read_file(self, path: Path) -> list[Document]:
-        try:
-            data = path.read_bytes()
-        except OSError as err:
-            raise SourceError(str(path), f"cannot read: {err.strerror or err}") from None
-        name = digest(self.fingerprint, str(path), data)
-        entry = self.folder / f"{name}.pickle" if self.folder is not None else None
-        self.used.add(f"{name}.pickle")
-        if entry is not None and entry.is_file():
-            try:
-                with entry.open("rb") as handle:
-                    pairs, digests = pickle.load(handle)
-                docs = [Document(str(path), index, obj) for index, obj in pairs]
-                self.digests.update((id(d.obj), k) for d, k in zip(docs, digests, strict=True))
-                return docs
-            except Exception:  # a damaged entry is parsed again
-                log.debug("ignoring unreadable %s", entry, exc_info=True)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise SourceError(str(path), f"cannot read: {err}") from None
-        docs = list(parse_documents(text, str(path)))
-        digests = [_object_digest(d.obj) for d in docs]
-        self.digests.update((id(d.obj), k) for d, k in zip(docs, digests, strict=True) if k)
-        # Plain pairs, not Documents: unpickling 10,000 dataclasses cost a tenth of a second.
-        self.pending[f"{name}.pickle"] = ([(d.index, d.obj) for d in docs], digests)
-        return docs
-
-    def _store(self, entry: Path, value: Any) -> None:
-        try:
-            entry.parent.mkdir(exist_ok=True)
-            temporary = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
-            with temporary.open("wb") as handle:
-                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, entry)
-        except (OSError, pickle.PicklingError, RecursionError):
-            log.debug("not caching %s", entry, exc_info=True)
-
-    def finish(self, folder: Path) -> None:
-        """Store what was parsed this time in `folder` (the repository may not have existed when
-        the sources were read) and drop the entries of files not read this time."""
-        for name, value in self.pending.items():
-            self._store(folder / name, value)
-        self.pending.clear()
-        if folder.is_dir():
-            for entry in folder.iterdir():
-                if entry.name not in self.used:
-                    entry.unlink(missing_ok=True)
-
-
-def _object_digest(obj: Any) -> str | None:
+def object_digest(obj: Any) -> str | None:
     try:
         return digest(canonical(obj))
     except (ValueError, TypeError, RecursionError):
         return None
-
-
-def cached(path: Path, build: Callable[[], Any]) -> Any:
-    """`build()`, pickled at `path` the first time and loaded from there after (the caller puts
-    the digest of everything `build` reads into the name). Any trouble means building anew."""
-    try:
-        with path.open("rb") as handle:
-            return pickle.load(handle)
-    except FileNotFoundError:
-        pass
-    except Exception:
-        log.debug("ignoring unreadable %s", path, exc_info=True)
-    value = build()
-    try:
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with temporary.open("wb") as handle:
-            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temporary, path)
-    except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
-        log.debug("not caching %s", path, exc_info=True)
-    return value

@@ -19,7 +19,7 @@ from typing import Any
 
 from providers.admission import Admission, admit
 from providers.configs_admission import check_external_provider
-from providers.errors import describe_exception
+from providers.errors import FieldError, Reason, describe_exception
 from providers.gateway import GatewayTarget, capabilities_of, is_enabled, render_gateway
 from providers.invariants import check_invariants
 from providers.model import (
@@ -28,10 +28,12 @@ from providers.model import (
     ExternalModelProvider,
     ModelDeployment,
 )
+from providers.names import check_model_deployment_names, rendered_name_problems
 from providers.pods import model_port
 from providers.registry import MODULES, ProviderRegistry
 from providers.secrets import credential_kind, find_credentials
 from providers.versions import Versions
+from renderer.safefs import NAME_MAX
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
 from renderer.yamlio import dump
 
@@ -91,6 +93,9 @@ def render_one(
             key, error="; ".join(str(e) for e in admission.errors), warnings=admission.warnings
         )
     md = ModelDeployment(admission.obj)
+    named = check_model_deployment_names(md)  # admission checks it on CREATE; Git needs it always
+    if named:
+        return Result(key, error="; ".join(map(str, named)), warnings=admission.warnings)
     objects = MODULES[md.provider_name].render(md, pins)
     if is_enabled(md):
         if gateway is None:
@@ -98,7 +103,7 @@ def render_one(
             return Result(key, error=error, warnings=admission.warnings)
         capabilities = capabilities_of(md, registry)
         objects += render_gateway(md, capabilities, gateway, pins, port=model_port(md))
-    problems = check_invariants(md, objects)
+    problems = check_invariants(md, objects) + rendered_name_problems(objects)
     if problems:  # a Runway bug or an override that broke the fit: never written
         error = "rendered objects do not fit together: " + "; ".join(problems)
         return Result(key, error=error, warnings=admission.warnings)
@@ -191,6 +196,9 @@ def render_external(obj: Mapping[str, Any]) -> Result:
     emp = ExternalModelProvider(obj)
     key = f"{emp.namespace or DEFAULT_NAMESPACE}/{emp.name}{EXTERNAL_SUFFIX}"
     errors = check_external_provider(obj)
+    if not errors and len(f"{emp.name}{EXTERNAL_SUFFIX}".encode()) > NAME_MAX:
+        detail = f"must be at most {NAME_MAX - len(EXTERNAL_SUFFIX)} characters: its folder {emp.name[:8]}...{EXTERNAL_SUFFIX} is a file name"
+        errors = [FieldError("metadata.name", Reason.TOO_LONG, detail)]
     if errors:
         return Result(key, error="; ".join(str(e) for e in errors))
     files = {

@@ -5,6 +5,7 @@ Every failure is a SourceError naming the file (and the document) and the proble
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -22,6 +23,9 @@ from renderer.yamlio import FastResolve
 YAML_SUFFIXES = (".yaml", ".yml")
 STR_TAG = "tag:yaml.org,2002:str"
 MERGE_TAG = "tag:yaml.org,2002:merge"
+# Nodes of one document with its aliases written out. A ModelDeployment or ExternalModelProvider
+# may hold 10,000 values (providers.bounds), an InferenceProviderConfig 128 KiB.
+MAX_EXPANDED = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,18 +46,47 @@ class Document:
 
 
 def yaml_files(paths: Iterable[str]) -> list[Path]:
-    """The files named, and the YAML files under the directories named, in a stable order."""
+    """The files named, and the YAML files under the directories named, in a stable order. A
+    file named is read as named; under a directory, a symbolic link is followed only when it
+    leads inside one of the directories named (else a SourceError names it)."""
+    roots = [Path(raw).resolve() for raw in paths if Path(raw).is_dir()]
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in YAML_SUFFIXES)
-            out.extend(found)
+            out.extend(sorted(_walk(path, roots)))
         elif path.exists():
             out.append(path)
         else:
             raise SourceError(raw, "no such file or directory")
     return out
+
+
+def _walk(top: Path, roots: Sequence[Path]) -> Iterator[Path]:
+    """The YAML files under `top`, following links only into `roots`, each folder once."""
+    seen: set[Path] = set()
+    folders = [top]
+    while folders:
+        folder = folders.pop()
+        real = folder.resolve()
+        if real in seen:
+            continue  # a link back to a folder walked already (or a loop)
+        seen.add(real)
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                path = Path(entry.path)
+                if entry.is_symlink():
+                    target = path.resolve()
+                    if not any(target == r or r in target.parents for r in roots):
+                        raise SourceError(
+                            str(path),
+                            f"is a symbolic link to {target}, outside the source directories "
+                            "given; Runway does not follow it (name the target itself)",
+                        )
+                if entry.is_dir():
+                    folders.append(path)
+                elif entry.is_file() and path.suffix in YAML_SUFFIXES:
+                    yield path
 
 
 def read_documents(paths: Iterable[str]) -> list[Document]:
@@ -108,11 +141,58 @@ class _StrictLoader(FastResolve, yaml.CSafeLoader):
 _StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_checked_int)
 
 
+class _AliasBoundLoader(_StrictLoader):
+    """_StrictLoader, refusing a document whose aliases expand it past MAX_EXPANDED nodes
+    before anything is built: the nodes an alias shares are built once, but every walk of the
+    result (the cache digest, admission) visits each use, so 758 bytes of nested aliases (a
+    "billion laughs") would cost a billion visits."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        if _expanded_size(node) > MAX_EXPANDED:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"aliases expand this document past {MAX_EXPANDED:,} nodes (nested aliases, a "
+                "'billion laughs'?); write the values out",
+                node.start_mark,
+            )
+        return super().construct_document(node)
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """The number of nodes of the document with every alias written out (each shared node's
+    size computed once, so this costs one visit per distinct node)."""
+    sizes: dict[int, int] = {}
+    order: list[yaml.Node] = []
+    stack = [root]
+    while stack:  # every distinct node, parents before children
+        node = stack.pop()
+        if id(node) in sizes:
+            continue
+        sizes[id(node)] = 0
+        order.append(node)
+        if isinstance(node, yaml.MappingNode):
+            stack += [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            stack += node.value
+    for node in reversed(order):  # children first (a cycle cannot be built by the composer)
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        else:
+            children = []
+        sizes[id(node)] = min(1 + sum(sizes[id(c)] for c in children), MAX_EXPANDED + 1)
+    return sizes[id(root)]
+
+
 def _load_all(text: str, origin: str) -> list[Any]:
     """Every document of a YAML stream; a SourceError names the document and the problem."""
     loaded: list[Any] = []
+    # An alias is written `*name`: a stream without "*" has none, and skips the size walk.
+    loader = _AliasBoundLoader if "*" in text else _StrictLoader
     try:
-        loaded.extend(yaml.load_all(text, Loader=_StrictLoader))
+        loaded.extend(yaml.load_all(text, Loader=loader))
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -448,7 +448,9 @@ def test_a_removed_model_deployment_is_pruned_and_nothing_else(
     before = fingerprint(gitops, written)
     kept = tuple(name for name in SOURCES if name != "llmd-explicit.yaml")
 
-    revision = gitops.push(write_sources(gitops.work / "removed", kept))
+    # The same folder, without the file: a render removes only outputs of sources removed from
+    # the folders it is given (renderer/ownership.py), so the sources must be those it rendered.
+    revision = gitops.push(write_sources(gitops.work / "sources", kept))
     gitops.synced(revision)
 
     changed = changed_files(
@@ -461,9 +463,11 @@ def test_a_removed_model_deployment_is_pruned_and_nothing_else(
         if how == "D"
         for o in objects_in(gitops.repo, old, path)
     }
-    # Besides the deleted files only the namespace folder's kustomization.yaml (its list) changed.
+    # Besides the deleted files only the namespace folder's kustomization.yaml (its list) and
+    # the record of sources changed.
     assert {p for p, how in changed.items() if how != "D"} == {
-        f"rendered/{NAMESPACE}/kustomization.yaml"
+        f"rendered/{NAMESPACE}/kustomization.yaml",
+        "rendered/runway-sources.json",
     }
     assert "ModelDeployment/flux-models/mistral-llmd" in removed
     assert {ref(o) for o in written if not exists(gitops, o)} == removed

@@ -30,7 +30,7 @@ from providers.servednames import is_literal
 from tests.fuzzing import Report
 from tests.support.answers import Answer, AnswerServer
 from tests.support.builders import external_model_provider, model_deployment, shipped_registry
-from tests.support.hostile import (
+from tests.support.hostile_gateway import (
     CREDENTIALS,
     LITELLM_INFO,
     LITELLM_MODELS,

@@ -51,7 +51,7 @@ def test_the_readme_main_job_renders_and_commits_every_example(tmp_path: Path) -
         runs[1]
         .stdout.splitlines()[-1]
         .startswith(
-            "12 rendered, 0 failed (0 unchanged since the last render); files: 48 added, 0 changed, "
+            "12 rendered, 0 failed (0 unchanged since the last render); files: 49 added, 0 changed, "
             "0 removed; commit "
         )
     )
@@ -62,6 +62,8 @@ def test_the_readme_main_job_renders_and_commits_every_example(tmp_path: Path) -
         check=True,
         timeout=60,
     )
-    assert log.stdout.splitlines() == ["runway render: 48 added, 0 changed, 0 removed"]
+    assert log.stdout.splitlines() == [
+        "runway render: 49 added, 0 changed, 0 removed"
+    ]  # 48 + runway-sources.json
     folders = sorted(p.name for p in (repo / "rendered" / "models").iterdir() if p.is_dir())
     assert len(folders) == len(list(EXAMPLES.glob("*.yaml"))) == 12

@@ -96,6 +96,7 @@ def test_render_writes_a_committed_kustomize_tree(
         "models/phi-direct/kustomization.yaml",
         "models/phi-direct/modeldeployment.yaml",
         "models/phi-direct/service-phi-direct.yaml",
+        "runway-sources.json",  # where each folder came from (renderer/ownership.py)
     ]
     hydrated = yaml.safe_load((repo / "rendered/models/llama-70b/modeldeployment.yaml").read_text())
     assert (
@@ -104,7 +105,7 @@ def test_render_writes_a_committed_kustomize_tree(
             yaml.safe_load((EXAMPLES / "vllm-multi-gpu.yaml").read_text()), registry=shipped
         ).obj
     )
-    assert commits(repo) == ["runway render: 21 added, 0 changed, 0 removed"]
+    assert commits(repo) == ["runway render: 22 added, 0 changed, 0 removed"]
     built = subprocess.run(
         [str(Path(sys.executable).parent / "kubectl"), "kustomize", str(repo / "rendered")],
         capture_output=True,
@@ -194,7 +195,8 @@ def test_a_removed_model_deployment_is_pruned(
             "service-mistral-llmd", "serviceaccount-mistral-llmd-epp",
         )
     ]  # fmt: skip
-    assert commits(repo)[0] == "runway render: 0 added, 1 changed, 12 removed"
+    # changed: the namespace's kustomization and the record of sources (runway-sources.json)
+    assert commits(repo)[0] == "runway render: 0 added, 2 changed, 12 removed"
     assert "D models/mistral-llmd/modeldeployment.yaml" in git(repo, "log", "-1", "--format=%b")
 
 
@@ -336,9 +338,9 @@ def test_pushes_that_race_are_resolved_without_losing_history(
 
     history = git(remote, "log", "--format=%s", "main").splitlines()
     assert (code_a, code_b) == (0, 0)
-    assert history == [
-        "runway render: 4 added, 1 changed, 19 removed",
-        "runway render: 21 added, 0 changed, 0 removed",
+    assert history == [  # b renders only `other`: a's models are outside its sources, kept
+        "runway render: 4 added, 2 changed, 0 removed",
+        "runway render: 22 added, 0 changed, 0 removed",
     ]
     assert git(remote, "rev-parse", "main").strip() == git(second, "rev-parse", "HEAD").strip()
     assert report_a["commit"] is not None and report_b["commit"] is not None

@@ -119,8 +119,8 @@ def test_a_render_killed_while_git_holds_the_index_lock_is_recovered_by_the_next
     )
     assert Repo(repo).git_locks() == []
     assert git(repo, "log", "--format=%s") == (
-        "runway render: 4 added, 1 changed, 0 removed\n"
-        "runway render: 10 added, 0 changed, 0 removed\n"
+        "runway render: 4 added, 2 changed, 0 removed\n"  # with runway-sources.json
+        "runway render: 11 added, 0 changed, 0 removed\n"
     )
     assert git(repo, "status", "--porcelain") == ""
     git(repo, "fsck", "--strict")

@@ -26,7 +26,7 @@ from gateway.secrets import FileSecrets
 from gateway.status import Outcome, provider_status
 from gateway.sync import MANAGED_BY, Syncer
 from tests.support.answers import Answer, AnswerServer
-from tests.support.hostile import DEEP, LITELLM_INFO, LITELLM_MODELS, MODEL, OURS
+from tests.support.hostile_gateway import DEEP, LITELLM_INFO, LITELLM_MODELS, MODEL, OURS
 from tests.support.litellm import RUNWAY
 from tests.support.wait import wait_until
 

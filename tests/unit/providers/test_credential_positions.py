@@ -22,7 +22,7 @@ from renderer.schemapack import load_pack
 from renderer.sources import bundled_versions
 from renderer.strict import Schemas
 from tests.support.builders import model_deployment, shipped_registry
-from tests.support.hostile import CREDENTIALS, POSITIONS, plant, rich
+from tests.support.hostile_gateway import CREDENTIALS, POSITIONS, plant, rich
 from tests.support.webhook import review
 from webhook.app import create_app
 from webhook.settings import Settings

@@ -148,5 +148,7 @@ def test_long_managed_claim_name_is_rejected(shipped: ProviderRegistry) -> None:
     obj = with_volumes({"name": "v", "size": "1Gi", "mountPath": "/v"}, name="m" * 252)
 
     assert errors(obj, shipped) == [
-        (f"{VOL}[0].name", Reason.TOO_LONG, "the claim name 254 characters long exceeds 253")
+        (f"{VOL}[0].name", Reason.TOO_LONG, "the claim name 254 characters long exceeds 253"),
+        # the name rule (providers/names.py) refuses the name itself as well: a label value
+        ("metadata.name", Reason.INVALID, "must be at most 63 characters, not 252"),
     ]

@@ -279,7 +279,7 @@ def test_dotted_names_are_rejected_on_create_only(shipped: ProviderRegistry) -> 
         (
             "metadata.name",
             Reason.INVALID,
-            "must not contain dots (they are invalid in the volume and Service names derived from it)",
+            "must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter and ending with a letter or digit",
         )
     ]
     assert errors(obj, shipped, old=stored, operation=Operation.UPDATE) == []

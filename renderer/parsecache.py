@@ -1,0 +1,107 @@
+"""Caches of parsed inputs, in .git: source files by content, and anything built from inputs
+whose digest names the entry (the parsed upstream schemas)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from providers.errors import SourceError
+from renderer.incremental import digest, object_digest
+from renderer.sources import Document, parse_documents, yaml_files
+
+log = logging.getLogger(__name__)
+
+
+class ParsedSources:
+    """Source files parsed once per content: the documents of each YAML file and each object's
+    canonical digest, pickled in a folder (inside .git) under the digest of Runway's fingerprint
+    and the file's bytes. Files of an earlier content are dropped by `prune`. Without a folder,
+    or with an unreadable entry, files are parsed as usual."""
+
+    def __init__(self, folder: Path | None, fingerprint: str) -> None:
+        self.folder = folder
+        self.fingerprint = fingerprint
+        self.used: set[str] = set()
+        self.digests: dict[int, str] = {}  # id(object) -> digest(canonical(object))
+        self.pending: dict[str, Any] = {}  # parsed this time, stored by `finish`
+
+    def read(self, paths: Sequence[str]) -> list[Document]:
+        docs: list[Document] = []
+        for path in yaml_files(paths):
+            docs += self._read_file(path)
+        return docs
+
+    def _read_file(self, path: Path) -> list[Document]:
+        try:
+            data = path.read_bytes()
+        except OSError as err:
+            raise SourceError(str(path), f"cannot read: {err.strerror or err}") from None
+        name = digest(self.fingerprint, str(path), data)
+        entry = self.folder / f"{name}.pickle" if self.folder is not None else None
+        self.used.add(f"{name}.pickle")
+        if entry is not None and entry.is_file():
+            try:
+                with entry.open("rb") as handle:
+                    pairs, digests = pickle.load(handle)
+                docs = [Document(str(path), index, obj) for index, obj in pairs]
+                self.digests.update((id(d.obj), k) for d, k in zip(docs, digests, strict=True))
+                return docs
+            except Exception:  # a damaged entry is parsed again
+                log.debug("ignoring unreadable %s", entry, exc_info=True)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise SourceError(str(path), f"cannot read: {err}") from None
+        docs = list(parse_documents(text, str(path)))
+        digests = [object_digest(d.obj) for d in docs]
+        self.digests.update((id(d.obj), k) for d, k in zip(docs, digests, strict=True) if k)
+        # Plain pairs, not Documents: unpickling 10,000 dataclasses cost a tenth of a second.
+        self.pending[f"{name}.pickle"] = ([(d.index, d.obj) for d in docs], digests)
+        return docs
+
+    def _store(self, entry: Path, value: Any) -> None:
+        try:
+            entry.parent.mkdir(exist_ok=True)
+            temporary = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
+            with temporary.open("wb") as handle:
+                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temporary, entry)
+        except (OSError, pickle.PicklingError, RecursionError):
+            log.debug("not caching %s", entry, exc_info=True)
+
+    def finish(self, folder: Path) -> None:
+        """Store what was parsed this time in `folder` (the repository may not have existed when
+        the sources were read) and drop the entries of files not read this time."""
+        for name, value in self.pending.items():
+            self._store(folder / name, value)
+        self.pending.clear()
+        if folder.is_dir():
+            for entry in folder.iterdir():
+                if entry.name not in self.used:
+                    entry.unlink(missing_ok=True)
+
+
+def cached(path: Path, build: Callable[[], Any]) -> Any:
+    """`build()`, pickled at `path` the first time and loaded from there after (the caller puts
+    the digest of everything `build` reads into the name). Any trouble means building anew."""
+    try:
+        with path.open("rb") as handle:
+            return pickle.load(handle)
+    except FileNotFoundError:
+        pass
+    except Exception:
+        log.debug("ignoring unreadable %s", path, exc_info=True)
+    value = build()
+    try:
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with temporary.open("wb") as handle:
+            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, path)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
+        log.debug("not caching %s", path, exc_info=True)
+    return value

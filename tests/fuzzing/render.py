@@ -1,0 +1,113 @@
+"""`make fuzz` area "render": hostile names and paths, links, and YAML aliases against the renderer.
+
+Three classes, each checking the rule it protects:
+- names: generated names and namespaces through admission; every admitted one renders objects
+  whose names, namespaces and label values the API server accepts (providers/names.py);
+- paths and links: real renders into real Git repositories with hostile names and links planted
+  in the tree or the sources; nothing outside the repository changes (renderer/safefs.py);
+- aliases: generated nested-alias documents; refused exactly when they expand past the bound,
+  and the slowest answer is reported (renderer/sources.py).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from providers.admission import admit
+from providers.errors import SourceError
+from providers.registry import ProviderRegistry
+from renderer.sources import (
+    MAX_EXPANDED,
+    bundled_config_objects,
+    bundled_flag_catalogs,
+    parse_documents,
+)
+from tests.fuzzing import Report
+from tests.support.hostile_render import CASES, laughs, laughs_nodes, outside_changes
+from tests.support.names import NAMES, SHAPES, kubernetes_problems, rendered, shaped
+
+RENDER_CASES = 10  # real renders (1-3 s each, three renders and a commit): at most this many
+NAME_CASES = 1_000  # admissions and renders in process (about 10 ms each)
+
+
+def run(examples: int) -> Report:
+    report = Report("render")
+    registry = ProviderRegistry.from_objects(
+        bundled_config_objects(), flags=bundled_flag_catalogs()
+    )
+    _names(report, min(examples, NAME_CASES), registry)
+    _aliases(report, min(examples, NAME_CASES))
+    _links(report, max(1, min(examples // 100, RENDER_CASES)))
+    return report
+
+
+def _drive(strategy: st.SearchStrategy[Any], count: int, each: Callable[[Any], None]) -> None:
+    settings(
+        max_examples=count,
+        phases=[Phase.generate],
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )(given(strategy)(each))()
+
+
+def _names(report: Report, count: int, registry: ProviderRegistry) -> None:
+    admitted = 0
+
+    def each(case: tuple[str, str, dict[str, Any]]) -> None:
+        nonlocal admitted
+        name, namespace, shape = case
+        report.cases += 1
+        obj = shaped(name, namespace, shape)
+        if not admit(obj, registry=registry).allowed:
+            return
+        admitted += 1
+        problems = [p for o in rendered(obj, registry) for p in kubernetes_problems(o)]
+        if problems:
+            report.failures.append(f"names: {name!r} in {namespace!r} renders {problems[:3]}")
+
+    _drive(st.tuples(NAMES, st.one_of(st.just("models"), NAMES), SHAPES), count, each)
+    report.numbers["names_admitted"] = admitted
+
+
+def _aliases(report: Report, count: int) -> None:
+    slowest = 0.0
+    refused = 0
+
+    def each(shape: tuple[int, int]) -> None:
+        nonlocal slowest, refused
+        depth, width = shape
+        report.cases += 1
+        start = time.perf_counter()
+        try:
+            list(parse_documents(laughs(depth, width), "laughs.yaml"))
+            said_no = False
+        except SourceError:
+            said_no = True
+        slowest = max(slowest, time.perf_counter() - start)
+        refused += said_no
+        if said_no != (laughs_nodes(depth, width) > MAX_EXPANDED):
+            report.failures.append(f"aliases: depth {depth} width {width}: refused={said_no}")
+
+    _drive(st.tuples(st.integers(1, 30), st.integers(1, 30)), count, each)
+    report.numbers["aliases_refused"] = refused
+    report.numbers["aliases_slowest_ms"] = round(slowest * 1000, 1)
+
+
+def _links(report: Report, count: int) -> None:
+    def each(case: Any) -> None:
+        report.cases += 1
+        with tempfile.TemporaryDirectory() as scratch:
+            changed = outside_changes(case, Path(scratch))
+        if changed:
+            report.failures.append(f"paths: {case} changed {changed[:3]} outside the repository")
+
+    _drive(CASES, count, each)
+    report.numbers["render_cases"] = count
