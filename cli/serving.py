@@ -51,6 +51,13 @@ def add_commands(commands: Any) -> None:
         default=64,
         help="threads per worker: requests read or answered at once; idle connections wait without one (default 64)",
     )
+    server.add_argument(
+        "--allow-destination",
+        action="append",
+        default=[],
+        metavar="HOST|CIDR",
+        help="an internal host or network an ExternalModelProvider base URL may name (repeatable)",
+    )
     server.set_defaults(run=run_serve)
 
     certs = commands.add_parser("certs", help="webhook TLS: issue, rotate, inject the CA bundle")
@@ -104,6 +111,7 @@ def run_serve(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig or "",
         workers=args.workers,
         threads=args.threads,
+        allow_destinations=tuple(args.allow_destination),
     ).checked()
     serve(settings)
     return 0

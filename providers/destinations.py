@@ -43,6 +43,9 @@ LOCAL_SUFFIXES = (
     ".arpa",
 )
 LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain"})
+# Cloud metadata services by name: refused even when an operator allows internal destinations,
+# as their link-local addresses are (they hand out the node's credentials).
+METADATA_NAMES = frozenset({"metadata", "metadata.google.internal", "instance-data"})
 _NUMERIC_LABEL = re.compile(r"[0-9]+|0[xX][0-9A-Fa-f]*")
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _COMPATIBLE = ipaddress.IPv6Network("::/96")
@@ -83,6 +86,10 @@ def destination_problem(host: str, allowed: Destinations = NO_DESTINATIONS) -> s
     brackets), or None. Never raises."""
     name = host.lower().rstrip(".")
     ip = _address(name)
+    if name in METADATA_NAMES:
+        return f'host "{host}" is a cloud metadata service; {PUBLIC}'
+    if ip is not None and _is_link_local(ip):
+        return f'host "{host}" is a link-local address (cloud metadata services); {PUBLIC}'
     if allowed.allows(name, ip):
         return None
     if ip is not None:
@@ -104,10 +111,12 @@ def _address(name: str) -> IPAddress | None:
         return None
 
 
+def _is_link_local(ip: IPAddress) -> bool:
+    return any(candidate.is_link_local for candidate in (ip, *_embedded(ip)))
+
+
 def _address_problem(host: str, ip: IPAddress) -> str | None:
     for candidate in (ip, *_embedded(ip)):
-        if candidate.is_link_local:
-            return f'host "{host}" is a link-local address (cloud metadata services); {PUBLIC}'
         if candidate.is_loopback or candidate.is_unspecified:
             return f'host "{host}" is a loopback or unspecified address; {PUBLIC}'
         if candidate.is_multicast or not candidate.is_global:

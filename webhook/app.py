@@ -7,6 +7,7 @@ loaded and not stale) and /metrics (Prometheus text).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -16,6 +17,7 @@ import kubernetes
 from flask import Blueprint, Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from providers.destinations import NO_DESTINATIONS, Destinations
 from renderer.sources import bundled_flag_catalogs, load_registry
 from webhook.handlers import (
     Handler,
@@ -61,8 +63,14 @@ def _in_cluster_client() -> kubernetes.client.ApiClient:
     return kubernetes.client.ApiClient(configuration)
 
 
-def admission_routes(source: ProviderSource, metrics: Metrics) -> Blueprint:
+def admission_routes(
+    source: ProviderSource, metrics: Metrics, *, destinations: Destinations = NO_DESTINATIONS
+) -> Blueprint:
     routes = Blueprint("admission", __name__)
+    handlers = dict(ROUTES)
+    handlers["/validate-externalmodelprovider"] = functools.partial(
+        validate_external_provider, destinations=destinations
+    )
 
     def view(path: str, handler: Handler) -> Any:
         def admit_view() -> Response:
@@ -81,7 +89,7 @@ def admission_routes(source: ProviderSource, metrics: Metrics) -> Blueprint:
         admit_view.__name__ = f"admit_{path.strip('/').replace('-', '_')}"
         return admit_view
 
-    for path, handler in ROUTES.items():
+    for path, handler in handlers.items():
         routes.add_url_rule(path, view_func=view(path, handler), methods=["POST"])
     return routes
 
@@ -177,7 +185,7 @@ def create_app(settings: Settings | None = None, *, source: ProviderSource | Non
     metrics = Metrics()
     app = Flask("runway-webhook")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
-    app.register_blueprint(admission_routes(source, metrics))
+    app.register_blueprint(admission_routes(source, metrics, destinations=settings.destinations()))
     app.register_blueprint(health_routes(source, metrics))
 
     @app.errorhandler(HTTPException)

@@ -13,6 +13,7 @@ from typing import Any
 
 from providers.admission import admit
 from providers.configs_admission import check_external_provider, check_provider_config
+from providers.destinations import NO_DESTINATIONS, Destinations
 from providers.hydrate import hydrate
 from providers.model import (
     EMP_GROUP,
@@ -83,10 +84,16 @@ def validate_provider_config(req: AdmissionRequest, registry: ProviderRegistry) 
     return Outcome(denied(req["uid"], errors) if errors else allowed(req["uid"]))
 
 
-def validate_external_provider(req: AdmissionRequest, registry: ProviderRegistry) -> Outcome:
-    """Base URL, a Secret key reference (never an inline key), unique served names; the
-    requested-by annotation cannot change after create."""
+def validate_external_provider(
+    req: AdmissionRequest,
+    registry: ProviderRegistry,
+    *,
+    destinations: Destinations = NO_DESTINATIONS,
+) -> Outcome:
+    """Base URL at a public destination (or one of `destinations`), a Secret key reference
+    (never an inline key), unique served names; the requested-by annotation cannot change
+    after create."""
     if not _applies(req, EMP_GROUP, EXTERNAL_MODEL_PROVIDER):
         return Outcome(allowed(req["uid"]))
-    errors = check_external_provider(req["object"], old=_old(req))
+    errors = check_external_provider(req["object"], old=_old(req), destinations=destinations)
     return Outcome(denied(req["uid"], errors) if errors else allowed(req["uid"]))

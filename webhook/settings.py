@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from providers.destinations import Destinations
 from providers.errors import RunwayError
 
 
@@ -27,7 +28,8 @@ class Settings:
     RUNWAY_WORKERS (2), RUNWAY_THREADS (64: threads per worker, the requests one worker reads or
     answers at once; idle connections wait without a thread, see webhook/worker.py),
     RUNWAY_MAX_BODY_BYTES (3 MiB, the API server's own
-    request limit).
+    request limit), RUNWAY_ALLOW_DESTINATIONS (host names and CIDRs, separated by ",", that an
+    ExternalModelProvider's base URL may name although they are internal; empty: public only).
     """
 
     host: str = "127.0.0.1"
@@ -40,6 +42,7 @@ class Settings:
     workers: int = 2
     threads: int = 64
     max_body_bytes: int = 3 * 1024 * 1024
+    allow_destinations: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -57,6 +60,9 @@ class Settings:
             max_body_bytes=_int(
                 env, "RUNWAY_MAX_BODY_BYTES", 3 * 1024 * 1024, low=1024, high=1 << 30
             ),
+            allow_destinations=tuple(
+                d.strip() for d in env.get("RUNWAY_ALLOW_DESTINATIONS", "").split(",") if d.strip()
+            ),
         ).checked()
 
     def checked(self) -> Settings:
@@ -67,7 +73,15 @@ class Settings:
                 "RUNWAY_PROVIDERS",
                 "choose one provider source: directories, in-cluster or a kubeconfig",
             )
+        self.destinations()
         return self
+
+    def destinations(self) -> Destinations:
+        """The internal destinations an ExternalModelProvider may name anyway."""
+        try:
+            return Destinations.parse(self.allow_destinations)
+        except ValueError as err:
+            raise SettingsError("RUNWAY_ALLOW_DESTINATIONS", str(err)) from None
 
     def to_env(self) -> dict[str, str]:
         """The same settings as RUNWAY_* variables (for worker processes)."""
@@ -82,6 +96,7 @@ class Settings:
             "RUNWAY_WORKERS": str(self.workers),
             "RUNWAY_THREADS": str(self.threads),
             "RUNWAY_MAX_BODY_BYTES": str(self.max_body_bytes),
+            "RUNWAY_ALLOW_DESTINATIONS": ",".join(self.allow_destinations),
         }
 
 

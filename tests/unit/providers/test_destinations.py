@@ -20,16 +20,17 @@ LOOPBACK = "is a loopback or unspecified address; " + PUBLIC
 PRIVATE = "is a private or reserved address; " + PUBLIC
 LOCAL_NAME = "is an in-cluster or local name; " + PUBLIC
 SINGLE = "is a single-label name (resolved in-cluster); " + PUBLIC
+METADATA = "is a cloud metadata service; " + PUBLIC
 SPELLING = "is an IPv4 address in a non-canonical spelling; write a dotted quad"
 
 REFUSED = [
     ("http://169.254.169.254/latest/meta-data", "169.254.169.254", LINK_LOCAL),
     ("http://169.254.169.254./v1", "169.254.169.254.", LINK_LOCAL),
-    ("http://metadata.google.internal/computeMetadata/v1", "metadata.google.internal", LOCAL_NAME),
-    ("http://metadata.google.internal./v1", "metadata.google.internal.", LOCAL_NAME),
-    ("http://METADATA.GOOGLE.INTERNAL/v1", "METADATA.GOOGLE.INTERNAL", LOCAL_NAME),
-    ("http://[::ffff:a9fe:a9fe]/v1", "::ffff:a9fe:a9fe", PRIVATE),
-    ("http://[::ffff:169.254.169.254]/v1", "::ffff:169.254.169.254", PRIVATE),
+    ("http://metadata.google.internal/computeMetadata/v1", "metadata.google.internal", METADATA),
+    ("http://metadata.google.internal./v1", "metadata.google.internal.", METADATA),
+    ("http://METADATA.GOOGLE.INTERNAL/v1", "METADATA.GOOGLE.INTERNAL", METADATA),
+    ("http://[::ffff:a9fe:a9fe]/v1", "::ffff:a9fe:a9fe", LINK_LOCAL),
+    ("http://[::ffff:169.254.169.254]/v1", "::ffff:169.254.169.254", LINK_LOCAL),
     ("http://[::a9fe:a9fe]/v1", "::a9fe:a9fe", LINK_LOCAL),
     ("http://[64:ff9b::a9fe:a9fe]/v1", "64:ff9b::a9fe:a9fe", LINK_LOCAL),
     ("http://[2002:a9fe:a9fe::1]/v1", "2002:a9fe:a9fe::1", LINK_LOCAL),
@@ -61,8 +62,8 @@ REFUSED = [
     ("http://ip-10-0-0-1.ec2.internal/v1", "ip-10-0-0-1.ec2.internal", LOCAL_NAME),
     ("http://printer.local/v1", "printer.local", LOCAL_NAME),
     ("http://kubernetes/api", "kubernetes", SINGLE),
-    ("http://metadata/computeMetadata/v1", "metadata", SINGLE),
-    ("http://instance-data/latest", "instance-data", SINGLE),
+    ("http://metadata/computeMetadata/v1", "metadata", METADATA),
+    ("http://instance-data/latest", "instance-data", METADATA),
 ]
 
 
@@ -90,6 +91,20 @@ def test_allowed_destinations_pass_and_nothing_else() -> None:
         destination_problem(h, allowed)
         for h in ("10.1.2.3", "vllm.models.svc.cluster.local.", "fd00:ec2::254", "192.168.0.1")
     ] == [None, None, None, f'host "192.168.0.1" {PRIVATE}']
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["169.254.169.254", "::ffff:a9fe:a9fe", "fe80::1", "metadata.google.internal.", "metadata"],
+)
+def test_no_allowed_destination_opens_a_metadata_service(host: str) -> None:
+    everything = Destinations.parse(["0.0.0.0/0", "::/0", "metadata.google.internal", "metadata"])
+
+    assert destination_problem(host, everything) == (
+        f'host "{host}" is a cloud metadata service; {PUBLIC}'
+        if "metadata" in host
+        else f'host "{host}" {LINK_LOCAL}'
+    )
 
 
 def test_an_allowed_destination_that_is_neither_host_nor_network_is_refused() -> None:
