@@ -112,3 +112,38 @@ def test_object_without_properties_prunes_everything() -> None:
     errors = check_schema({"a": 1}, {"type": "object"}, FieldPath.root("x"))
 
     assert errors == [FieldError("x.a", Reason.UNKNOWN_FIELD, "not declared in the schema")]
+
+
+def _pattern_errors(pattern: str, value: str) -> list[tuple[str, str]]:
+    schema = {"type": "object", "properties": {"v": {"type": "string", "pattern": pattern}}}
+    return [(e.path, e.detail) for e in check_schema({"v": value}, schema, FieldPath.root("spec"))]
+
+
+def test_patterns_match_as_go_regexp_does() -> None:
+    # Go's `$` (no multi-line flag) is the end of the text; Python's re also matched before a
+    # final newline, so "a\n" passed a check the API server fails.
+    assert [
+        _pattern_errors("^a$", "a"),
+        _pattern_errors("^a$", "a\n"),
+        _pattern_errors(r"^\pL+$", "héllo"),
+        _pattern_errors("^a+$", "a\ud800"),
+    ] == [
+        [],
+        [("spec.v", "must match the pattern ^a$")],
+        [],
+        [("spec.v", "must match the pattern ^a+$")],
+    ]
+
+
+def test_a_pattern_outside_re2_is_a_schema_error_not_a_crash() -> None:
+    assert _pattern_errors(r"^(a)\1$", "aa") == [
+        ("spec.v", r"the schema's pattern ^(a)\1$ is not an RE2 (Go) regular expression")
+    ]
+
+
+def test_a_pattern_python_would_backtrack_on_is_answered() -> None:
+    # (a*)*b over 30,000 a's: exponential for a backtracking engine (this test would not end),
+    # linear in RE2, which is what the API server runs.
+    assert _pattern_errors("^(a*)*b$", "a" * 30_000) == [
+        ("spec.v", "must match the pattern ^(a*)*b$")
+    ]
