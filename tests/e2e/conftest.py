@@ -26,6 +26,8 @@ from tests.support.cluster import (
     missing_binaries,
     start_cluster,
 )
+from tests.support.live import missing_binaries as missing_live_binaries
+from tests.support.live import start_live_cluster
 from tests.support.webhook import Webhook, start_webhook
 
 
@@ -51,6 +53,22 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             f"e2e tier: {', '.join(missing)} not built in {binaries_dir()}; run `make cluster` (needs Go)"
         )
     started = start_cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture(scope="session")
+def live_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A second test cluster with a live control plane and fake GPU nodes (tests/support/live.py);
+    the bare `cluster` stays for the tests that need only the API server."""
+    missing = missing_binaries() + missing_live_binaries()
+    if missing:
+        _unavailable(
+            f"live tier: {', '.join(missing)} not built in {binaries_dir()}; run `make cluster`"
+        )
+    started = start_live_cluster(tmp_path_factory.mktemp("live"))
     try:
         yield started
     finally:
