@@ -220,6 +220,7 @@ def build_binaries(cache: Path, versions: Versions) -> None:
 
 def build_binary(binary: Binary, bin_dir: Path, go: str) -> None:
     """`go build` one binary into bin_dir, unless its stamp says it is up to date."""
+    bin_dir = bin_dir.resolve()  # `go build` runs in the module folder
     bin_dir.mkdir(parents=True, exist_ok=True)
     target, stamp_file = bin_dir / binary.name, bin_dir / f"{binary.name}.stamp"
     stamp = stamp_of(binary, go)

@@ -3,7 +3,7 @@
 The kwok controller (sigs.k8s.io/kwok/cmd/kwok) is built from tests/cluster/kwok/go.mod, whose
 `tool` line pins the version. Without Stage objects it refuses to start, so the stages of KWOK's
 own "fast" profile (a node turns Ready at once; a scheduled pod turns Running and Ready, a
-finished Job pod Succeeded, a deleted pod goes away) are copied from the module into
+finished Job pod Succeeded, a deleted pod goes away) and its node heartbeat are copied from the module into
 <cache>/kwok/stages.yaml, which `kwok --config` reads.
 """
 
@@ -19,6 +19,9 @@ MODULE = "sigs.k8s.io/kwok"
 KWOK = Binary("kwok", HERE / "kwok", f"{MODULE}/cmd/kwok")
 STAGES = (
     "kustomize/stage/node/fast/node-initialize.yaml",
+    # Node status renewed every ~10 min and the node Lease by kwok itself (--node-lease-duration-
+    # seconds), so the controller-manager's node lifecycle controller keeps the nodes Ready.
+    "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
     "kustomize/stage/pod/fast/pod-ready.yaml",
     "kustomize/stage/pod/fast/pod-complete.yaml",
     "kustomize/stage/pod/fast/pod-delete.yaml",
@@ -34,7 +37,8 @@ def build(cache: Path, go: str) -> None:
     version = required_version(KWOK.module_dir, MODULE)
     target = stages_file(cache)
     marker = target.with_suffix(".version")
-    if target.exists() and marker.exists() and marker.read_text() == version:
+    wanted = "\n".join((version, *STAGES))
+    if target.exists() and marker.exists() and marker.read_text() == wanted:
         say(f"KWOK stages {version}: up to date")
         return
     source = module_dir(MODULE, version)
@@ -43,5 +47,5 @@ def build(cache: Path, go: str) -> None:
         raise SystemExit(f"[cluster] {MODULE}@{version}: {STAGES} are not all Stage objects")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(yaml.safe_dump_all(docs, sort_keys=True))
-    marker.write_text(version)
+    marker.write_text(wanted)
     say(f"KWOK stages {version}: {len(docs)} stage(s)")

@@ -6,6 +6,7 @@ the tests then install Runway's CRDs and the cached upstream CRDs there and crea
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -157,9 +158,10 @@ def configurations(url: str) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.fixture(scope="session")
-def registered(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
-    server = start_webhook(tmp_path_factory.mktemp("admission"))
+@contextlib.contextmanager
+def registered_webhook(cluster: Cluster, workdir: Path) -> Iterator[Webhook]:
+    """`runway serve` registered on `cluster` for labelled namespaces, its CA injected."""
+    server = start_webhook(workdir)
     manifests = dump_all(configurations(server.url))
     try:
         cluster.apply_manifests(manifests)
@@ -197,3 +199,18 @@ def registered(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> It
             check=False,
         )
         assert server.stop() == 0
+
+
+@pytest.fixture(scope="session")
+def registered(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
+    with registered_webhook(cluster, tmp_path_factory.mktemp("admission")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def live_registered(
+    live_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Webhook]:
+    """The webhook registered on the live cluster (the Argo CD tier syncs through it)."""
+    with registered_webhook(live_cluster, tmp_path_factory.mktemp("live-admission")) as server:
+        yield server

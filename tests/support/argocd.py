@@ -115,6 +115,9 @@ def _argv(cluster: Cluster, ports: dict[str, int]) -> dict[str, list[str]]:
             f"--repo-server=127.0.0.1:{ports['repo-server']}",
             "--repo-server-plaintext",
             f"--metrics-port={ports['controller-metrics']}",
+            # Argo CD 3 keeps resource health out of the Application unless asked; without
+            # argocd-server to read the resource tree, the tests read it there.
+            "--persist-resource-health",
             "--status-processors=4",
             "--operation-processors=2",
             "--loglevel=info",

@@ -16,6 +16,7 @@ network. A Ready pod here means "scheduled, with every object it needs", not "se
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,13 +33,15 @@ from tests.support.cluster import (
 from tests.support.wait import wait_until
 
 GPU = "nvidia.com/gpu"
+NOT_READY = "node.kubernetes.io/not-ready"
 BINARIES = ("kube-controller-manager", "kube-scheduler", "kwok")
 START_TIMEOUT = 90
 # KWOK manages only the nodes that carry this annotation (kwok's own convention).
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
-# The node lifecycle controller would mark KWOK's nodes NotReady without kubelet heartbeats; the
-# test nodes never fail, so it does not run (nor node IPAM: KWOK hands out the pod IPs).
-CONTROLLERS = "*,-node-lifecycle-controller,-node-ipam-controller"
+# Every default controller but node IPAM (KWOK hands out the pod IPs). The node lifecycle
+# controller runs: it lifts the not-ready taint the API server puts on a new node once the node
+# is Ready, and KWOK keeps each node's Lease fresh.
+CONTROLLERS = "*,-node-ipam-controller"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,18 +117,24 @@ def _components(cluster: Cluster) -> dict[str, list[str]]:
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             "--cidr=10.244.0.0/16",
             "--node-ip=127.0.0.1",
+            "--node-lease-duration-seconds=40",
             f"--server-address=127.0.0.1:{free_port()}",
         ],
     }
 
 
 def _nodes_ready(cluster: Cluster) -> bool:
+    """Every node Ready and without the not-ready taint the API server gave it at creation."""
     for name in ("kube-controller-manager", "kube-scheduler", "kwok"):
         cluster.alive(name)
-    done = cluster.kubectl(
-        "get", "nodes", "-o", "jsonpath={.items[*].status.conditions[?(@.type=='Ready')].status}"
-    )
-    return done.stdout.split() == ["True"] * len(NODES)
+    nodes = json.loads(cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    ready = [
+        any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"])
+        and not any(t["key"] == NOT_READY for t in n["spec"].get("taints", []))
+        for n in nodes
+        if "conditions" in n.get("status", {})
+    ]
+    return ready == [True] * len(NODES)
 
 
 def _default_service_account(cluster: Cluster) -> bool:
