@@ -55,6 +55,8 @@ class FakeNode:
 NODES = (
     FakeNode("gpu-a", 8, "p5.48xlarge", "NVIDIA-H100-80GB-HBM3"),
     FakeNode("gpu-b", 8, "p5.48xlarge", "NVIDIA-H100-80GB-HBM3"),
+    FakeNode("gpu-c", 8, "p5.48xlarge", "NVIDIA-H100-80GB-HBM3"),
+    FakeNode("gpu-d", 8, "p5.48xlarge", "NVIDIA-H100-80GB-HBM3"),
     FakeNode("cpu-a", 0, "m7i.4xlarge"),
 )
 
