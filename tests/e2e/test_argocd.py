@@ -329,6 +329,8 @@ def test_push_syncs_every_rendered_object_through_the_webhook_with_zero_drift(
         assert got["metadata"].get("labels", {}) == obj["metadata"].get("labels", {}), ref(obj)
         annotations = dict(got["metadata"].get("annotations", {}))
         assert annotations.pop(TRACKING).startswith("runway-models:"), ref(obj)
+        if obj["kind"] == "Deployment":  # the deployment controller's own bookkeeping
+            assert annotations.pop("deployment.kubernetes.io/revision") == "1", ref(obj)
         assert annotations == obj["metadata"].get("annotations", {}), ref(obj)
         if obj["kind"] == "ModelDeployment":
             assert got["spec"] == obj["spec"], ref(obj)  # the webhook's stamp is what Git holds
