@@ -1,7 +1,8 @@
 """The live tier for KubeRay: the real operator (built at KUBERAY_VERSION) turns each rendered
 RayService into a RayCluster on the live cluster (tests/support/live.py), and its head and
 worker pods are scheduled and Running: every GPU worker on a GPU node with the GPUs the
-ModelDeployment asks for, the CPU-only head off the GPU nodes. The namespace's `default`
+ModelDeployment asks for, and the CPU-only head on a GPU node only if the render lets it tolerate
+the GPU taint. The namespace's `default`
 ServiceAccount comes from the controller-manager, as in a real cluster.
 
 KWOK starts no Ray process, so nothing here checks that Ray serves; the RayService stays
@@ -58,6 +59,17 @@ def running_pods(cluster: Cluster, namespace: str, expected: int) -> list[dict[s
     return running if len(running) == expected == len(pods) else []
 
 
+def requested(pod: dict[str, Any]) -> int:
+    return sum(
+        int(c.get("resources", {}).get("requests", {}).get(GPU, 0))
+        for c in pod["spec"]["containers"]
+    )
+
+
+def tolerates_gpu(pod: dict[str, Any]) -> bool:
+    return any(t.get("key") == GPU for t in pod["spec"].get("tolerations", []))
+
+
 @pytest.mark.parametrize(("case", "doc"), CASES, ids=[c for c, _ in CASES])
 def test_rayservice_pods_run_on_the_nodes_their_gpus_need(
     live_cluster: Cluster,
@@ -86,20 +98,23 @@ def test_rayservice_pods_run_on_the_nodes_their_gpus_need(
         for n in get_json(live_cluster, "nodes")["items"]
     }
     placed = sorted(
-        (
-            p["metadata"]["labels"]["ray.io/node-type"],
-            sum(
-                int(c.get("resources", {}).get("requests", {}).get(GPU, 0))
-                for c in p["spec"]["containers"]
-            ),
-            nodes[p["spec"]["nodeName"]] > 0,
-        )
+        (p["metadata"]["labels"]["ray.io/node-type"], requested(p), nodes[p["spec"]["nodeName"]])
         for p in pods
     )
     wanted = sorted(
-        (kind, sum(int(v) for k, v in gpus if k == f"requests:{GPU}"), any(gpus))
+        (kind, sum(int(v) for k, v in gpus if k == f"requests:{GPU}"))
         for kind, _, _, gpus in expected
     )
 
-    assert placed == wanted
+    assert [(kind, gpus) for kind, gpus, _ in placed] == wanted
+    # GPU pods fit their node; a pod without GPUs is on a GPU node only if the render lets it
+    # tolerate the GPU taint (spec.tolerations reach every pod, the head's too).
+    assert [
+        (p["metadata"]["name"], nodes[p["spec"]["nodeName"]] >= requested(p)) for p in pods
+    ] == [(p["metadata"]["name"], True) for p in pods]
+    assert [
+        p["metadata"]["name"]
+        for p in pods
+        if requested(p) == 0 and nodes[p["spec"]["nodeName"]] > 0 and not tolerates_gpu(p)
+    ] == []
     live_cluster.kubectl("delete", "namespace", namespace, "--wait=false")

@@ -75,7 +75,9 @@ def node_manifest(node: FakeNode) -> dict[str, Any]:
         "node.kubernetes.io/instance-type": node.instance_type,
         "type": "kwok",
     }
-    capacity = {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti"}
+    # What the instance types have: p5.48xlarge 192 vCPU and 2 TiB, m7i.4xlarge 16 vCPU, 64 GiB.
+    cpu, memory = ("192", "2048Gi") if node.gpus else ("16", "64Gi")
+    capacity = {"cpu": cpu, "memory": memory, "pods": "110", "ephemeral-storage": "1Ti"}
     spec: dict[str, Any] = {}
     if node.gpus:
         labels |= {f"{GPU}.present": "true", f"{GPU}.count": str(node.gpus)}
