@@ -268,7 +268,7 @@ def refusals(app: dict[str, Any]) -> list[str]:
         for c in status.get("conditions", [])
         if c["type"] in ("ComparisonError", "SyncError")
     ]
-    return conditions + [status.get("operationState", {}).get("message", "")]
+    return [*conditions, status.get("operationState", {}).get("message", "")]
 
 
 def refused_field(app: dict[str, Any], revision: str) -> bool:
