@@ -1,7 +1,12 @@
-"""`make cluster`: build kube-apiserver and etcd, and fetch the GitOps tools' CRDs, once.
+"""`make cluster`: build the test cluster's binaries, and fetch the GitOps tools' CRDs, once.
 
 Everything lands in the cache directory (default `.cache/cluster`, or $RUNWAY_CLUSTER_CACHE):
-  bin/kube-apiserver, bin/etcd          built from tests/cluster/{apiserver,etcd}/go.mod
+  bin/kube-apiserver, bin/kube-controller-manager, bin/kube-scheduler
+                                        from tests/cluster/kubernetes/go.mod, stamped with the pin
+  bin/etcd, bin/kuberay-operator        from tests/cluster/{etcd,kuberay}/go.mod
+  bin/kwok, kwok/stages.yaml            KWOK's fake nodes and pod lifecycles (tests/cluster/kwok.py)
+  bin/argocd, bin/kustomize, ...        a slim Argo CD (tests/cluster/argocd.py)
+  bin/source-controller, ...            Flux (tests/cluster/flux.py)
   crds/<upstream>/<version>/*.yaml      Argo CD and Flux CRDs from their Go modules at the pins
 The CRDs of the kinds Runway renders are not fetched here: the test cluster installs them from
 Runway's schema pack (renderer/schemas/, `make schemas`), so the e2e tier tests exactly the
@@ -18,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -48,14 +54,63 @@ class Binary:
     name: str
     module_dir: Path
     package: str
+    ldflags: tuple[str, ...] = ()  # `-X` stamps; part of the binary's stamp
 
 
-BINARIES = (
-    Binary("kube-apiserver", HERE / "apiserver", "k8s.io/kubernetes/cmd/kube-apiserver"),
-    Binary("etcd", HERE / "etcd", "."),
-    # The KubeRay operator (its go.mod has a `tool` line for the pinned ray-operator module).
-    Binary("kuberay-operator", HERE / "kuberay", "github.com/ray-project/kuberay/ray-operator"),
-)
+KUBERNETES = HERE / "kubernetes"
+KUBERNETES_MODULE = "k8s.io/kubernetes"
+# Where Kubernetes binaries keep their version (what /version and `--version` report); the
+# release build sets them from git (hack/lib/version.sh), a module build has to set them itself.
+VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+KUBERNETES_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+
+def kubernetes_ldflags(version: str) -> tuple[str, ...]:
+    """The version stamp of a Kubernetes release. The module proxy records no commit for
+    k8s.io/kubernetes, so gitCommit is left empty rather than the `$Format:%H$` placeholder."""
+    major, minor = version.removeprefix("v").split(".")[:2]
+    values = {
+        "gitVersion": version,
+        "gitMajor": major,
+        "gitMinor": minor,
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "1970-01-01T00:00:00Z",
+    }
+    return tuple(
+        f"-X {pkg}.{key}={value}" for pkg in VERSION_PACKAGES for key, value in values.items()
+    )
+
+
+def binaries(versions: Versions) -> tuple[Binary, ...]:
+    stamp = kubernetes_ldflags(versions.kubernetes)
+    return (
+        *(
+            Binary(c, KUBERNETES, f"{KUBERNETES_MODULE}/cmd/{c}", stamp)
+            for c in KUBERNETES_COMMANDS
+        ),
+        Binary("etcd", HERE / "etcd", "."),
+        # The KubeRay operator (its go.mod has a `tool` line for the pinned ray-operator module).
+        Binary("kuberay-operator", HERE / "kuberay", "github.com/ray-project/kuberay/ray-operator"),
+    )
+
+
+def required_version(module_dir: Path, module: str) -> str:
+    """The version a wrapper go.mod requires of `module`."""
+    text = (module_dir / "go.mod").read_text()
+    found = re.search(rf"^\s*(?:require\s+)?{re.escape(module)} (v\S+)", text, re.M)
+    if found is None:
+        raise SystemExit(f"[cluster] {module_dir}/go.mod does not require {module}")
+    return found.group(1)
+
+
+def check_pin(module_dir: Path, module: str, pin: str, value: str) -> None:
+    version = required_version(module_dir, module)
+    if version != value:
+        raise SystemExit(
+            f"[cluster] {module_dir.name}/go.mod requires {module} {version} but {pin}={value}: "
+            f"run `go get {module}@{value}` there"
+        )
 
 
 @dataclass(frozen=True)
@@ -152,17 +207,20 @@ def stamp_of(binary: Binary, go: str) -> str:
         path = binary.module_dir / name
         if path.exists():
             digest.update(path.read_bytes())
+    digest.update("\n".join(binary.ldflags).encode())
     return digest.hexdigest()
 
 
-def build_binaries(cache: Path) -> None:
+def build_binaries(cache: Path, versions: Versions) -> None:
     go = go_version()
-    for binary in BINARIES:
+    check_pin(KUBERNETES, KUBERNETES_MODULE, "KUBERNETES_VERSION", versions.kubernetes)
+    for binary in binaries(versions):
         build_binary(binary, cache / "bin", go)
 
 
 def build_binary(binary: Binary, bin_dir: Path, go: str) -> None:
     """`go build` one binary into bin_dir, unless its stamp says it is up to date."""
+    bin_dir = bin_dir.resolve()  # `go build` runs in the module folder
     bin_dir.mkdir(parents=True, exist_ok=True)
     target, stamp_file = bin_dir / binary.name, bin_dir / f"{binary.name}.stamp"
     stamp = stamp_of(binary, go)
@@ -171,8 +229,9 @@ def build_binary(binary: Binary, bin_dir: Path, go: str) -> None:
         return
     say(f"{binary.name}: building with {go} (the first build takes minutes)")
     partial = bin_dir / f".{binary.name}.partial"
+    ldflags = ["-ldflags", " ".join(binary.ldflags)] if binary.ldflags else []
     run_with_heartbeat(
-        ["go", "build", "-trimpath", "-o", str(partial), binary.package],
+        ["go", "build", "-trimpath", *ldflags, "-o", str(partial), binary.package],
         cwd=binary.module_dir,
         what=f"go build {binary.name}",
     )
@@ -239,11 +298,15 @@ def main(env: Mapping[str, str]) -> int:
     versions = Versions.parse((ROOT / "providers" / "versions.env").read_text())
     cache = cache_dir(env)
     say(f"cache: {cache}; Kubernetes {versions.kubernetes}, etcd {versions.etcd}")
-    build_binaries(cache)
+    build_binaries(cache, versions)
     fetch_crds(cache, versions)
-    from tests.cluster import flux  # noqa: PLC0415 (it imports this module)
+    # They import this module.
+    from tests.cluster import argocd, flux, kwok  # noqa: PLC0415
 
-    flux.build(cache, versions, go_version())
+    go = go_version()
+    flux.build(cache, versions, go)
+    kwok.build(cache, go)
+    argocd.build(cache, versions, go)
     return 0
 
 

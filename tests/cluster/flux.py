@@ -10,12 +10,11 @@ test cluster installs, so that only the Flux tier installs them.
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
 from providers.versions import Versions
-from tests.cluster.build import HERE, Binary, build_binary, module_dir, say
+from tests.cluster.build import HERE, Binary, build_binary, check_pin, module_dir, say
 
 SOURCE = Binary("source-controller", HERE / "flux-source", "github.com/fluxcd/source-controller")
 KUSTOMIZE = Binary(
@@ -31,25 +30,11 @@ def crds_dir(cache: Path) -> Path:
     return cache / "flux" / "crds"
 
 
-def required_version(binary: Binary) -> str:
-    """The version the wrapper go.mod requires of the controller's module."""
-    text = (binary.module_dir / "go.mod").read_text()
-    found = re.search(rf"^\s*(?:require\s+)?{re.escape(binary.package)} (v\S+)", text, re.M)
-    if found is None:
-        raise SystemExit(f"[cluster] {binary.module_dir}/go.mod does not require {binary.package}")
-    return found.group(1)
-
-
 def build(cache: Path, versions: Versions, go: str) -> None:
     pins = versions.as_env()
     bin_dir = cache / "bin"
     for binary, pin in PINS.items():
-        version = required_version(binary)
-        if version != pins[pin]:
-            raise SystemExit(
-                f"[cluster] {binary.module_dir.name}/go.mod requires {binary.package} {version} "
-                f"but {pin}={pins[pin]}: run `go get {binary.package}@{pins[pin]}` there"
-            )
+        check_pin(binary.module_dir, binary.package, pin, pins[pin])
         build_binary(binary, bin_dir, go)
     dest = crds_dir(cache)
     marker = dest / ".complete"

@@ -6,6 +6,7 @@ the tests then install Runway's CRDs and the cached upstream CRDs there and crea
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -26,6 +27,8 @@ from tests.support.cluster import (
     missing_binaries,
     start_cluster,
 )
+from tests.support.live import missing_binaries as missing_live_binaries
+from tests.support.live import start_live_cluster
 from tests.support.webhook import Webhook, start_webhook
 
 
@@ -51,6 +54,22 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             f"e2e tier: {', '.join(missing)} not built in {binaries_dir()}; run `make cluster` (needs Go)"
         )
     started = start_cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture(scope="session")
+def live_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """A second test cluster with a live control plane and fake GPU nodes (tests/support/live.py);
+    the bare `cluster` stays for the tests that need only the API server."""
+    missing = missing_binaries() + missing_live_binaries()
+    if missing:
+        _unavailable(
+            f"live tier: {', '.join(missing)} not built in {binaries_dir()}; run `make cluster`"
+        )
+    started = start_live_cluster(tmp_path_factory.mktemp("live"))
     try:
         yield started
     finally:
@@ -139,9 +158,10 @@ def configurations(url: str) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.fixture(scope="session")
-def registered(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
-    server = start_webhook(tmp_path_factory.mktemp("admission"))
+@contextlib.contextmanager
+def registered_webhook(cluster: Cluster, workdir: Path) -> Iterator[Webhook]:
+    """`runway serve` registered on `cluster` for labelled namespaces, its CA injected."""
+    server = start_webhook(workdir)
     manifests = dump_all(configurations(server.url))
     try:
         cluster.apply_manifests(manifests)
@@ -179,3 +199,18 @@ def registered(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> It
             check=False,
         )
         assert server.stop() == 0
+
+
+@pytest.fixture(scope="session")
+def registered(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webhook]:
+    with registered_webhook(cluster, tmp_path_factory.mktemp("admission")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def live_registered(
+    live_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Webhook]:
+    """The webhook registered on the live cluster (the Argo CD tier syncs through it)."""
+    with registered_webhook(live_cluster, tmp_path_factory.mktemp("live-admission")) as server:
+        yield server

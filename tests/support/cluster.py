@@ -57,7 +57,12 @@ class Cluster:
     server: str
     workdir: Path
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # of the processes, in start order
     logs: list[IO[bytes]] = field(default_factory=list)
+
+    @property
+    def pki(self) -> Path:
+        return self.workdir / "pki"
 
     def api_client(self) -> kubernetes.client.ApiClient:
         return kubernetes.config.new_client_from_config(config_file=str(self.kubeconfig))
@@ -103,15 +108,14 @@ class Cluster:
         )
 
     def stop(self) -> None:
-        for proc in reversed(self.processes):  # apiserver first, then etcd
+        for proc in reversed(self.processes):  # the last started first, etcd last
             terminate(proc, timeout=20)
         for log in self.logs:
             log.close()
 
     def alive(self, name: str) -> bool:
         """True while the named process runs; raises with its log tail once it has exited."""
-        index = {"etcd": 0, "kube-apiserver": 1}[name]
-        code = self.processes[index].poll()
+        code = self.processes[self.names.index(name)].poll()
         if code is not None:
             raise RuntimeError(f"{name} exited with {code}:\n{self.log_tail(name)}")
         return True
@@ -136,13 +140,15 @@ def upstream_crd_files() -> list[Path]:
     return sorted(p for folder in folders for p in folder.glob("*.yaml") if p.is_file())
 
 
-def _spawn(cluster: Cluster, name: str, argv: Sequence[str]) -> None:
+def spawn(cluster: Cluster, name: str, argv: Sequence[str]) -> None:
+    """Start one process of the cluster, logging to <workdir>/<name>.log; stopped with it."""
     log = (cluster.workdir / f"{name}.log").open("wb")
     cluster.logs.append(log)
     proc = subprocess.Popen(
         argv, stdout=log, stderr=subprocess.STDOUT, cwd=cluster.workdir, start_new_session=True
     )
     cluster.processes.append(proc)
+    cluster.names.append(name)
 
 
 def _get(url: str, context: ssl.SSLContext | None = None) -> bool:
@@ -217,15 +223,16 @@ def _kubeconfig(path: Path, server: str, pki: dict[str, Path]) -> None:
     write_atomically(path, yaml.safe_dump(config).encode(), mode=0o600)
 
 
-def start_cluster(workdir: Path) -> Cluster:
-    """etcd + kube-apiserver on loopback, ready, with every CRD installed and Established."""
+def start_cluster(workdir: Path, *, admission: Sequence[str] = ()) -> Cluster:
+    """etcd + kube-apiserver on loopback, ready, with every CRD installed and Established;
+    `admission` names admission plugins to enable beyond the webhooks."""
     bins = binaries_dir()
     etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
     pki = _write_pki(workdir / "pki")
     server = f"https://127.0.0.1:{api_port}"
     cluster = Cluster(workdir / "kubeconfig", server, workdir)
     try:
-        _spawn(
+        spawn(
             cluster,
             "etcd",
             [
@@ -246,7 +253,7 @@ def start_cluster(workdir: Path) -> Cluster:
             timeout=START_TIMEOUT,
             what="etcd /health",
         )
-        _spawn(
+        spawn(
             cluster,
             "kube-apiserver",
             [
@@ -267,7 +274,8 @@ def start_cluster(workdir: Path) -> Cluster:
                 "--service-account-issuer=https://kubernetes.default.svc",
                 "--service-cluster-ip-range=10.96.0.0/24",
                 "--authorization-mode=RBAC",
-                "--enable-admission-plugins=MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
+                "--enable-admission-plugins="
+                + ",".join(("MutatingAdmissionWebhook", "ValidatingAdmissionWebhook", *admission)),
                 "--allow-privileged=true",
                 "--v=1",
             ],

@@ -1,0 +1,545 @@
+"""Real Argo CD in the loop: the application-controller and repo-server (built by `make cluster`
+at ARGOCD_VERSION, with a master gitops-engine: the release's own is not served by the Go module
+proxy) sync what `runway render --push` commits to a Git server on loopback, with server-side
+apply, through the registered webhooks of the test API server.
+
+The shipped entry point kustomize/argocd is applied through a test overlay that only points the
+`runway-models` Application at the loopback server and leaves out what this tier does not run
+(the `runway` Application, which deploys the webhook itself, and the ApplicationSet, which needs
+the applicationset-controller). No argocd-server runs, so Git webhooks are not delivered: a test
+asks for a refresh with the `argocd.argoproj.io/refresh` annotation, which is what the webhook
+handler does. The checks are the Flux tier's (tests/e2e/test_flux.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cli.main import main
+from renderer.schemapack import load_pack
+from renderer.yamlio import dump
+from tests.conftest import EXAMPLES, ROOT
+from tests.e2e.conftest import RUNWAY
+from tests.e2e.test_flux import changed_files, objects_in, ref, rendered_objects, resource
+from tests.e2e.test_gitops import refuses_field
+from tests.support.argocd import ArgoCD, missing_binaries, start_argocd
+from tests.support.builders import external_model_provider
+from tests.support.cluster import Cluster
+from tests.support.drift import missing_from
+from tests.support.gitserver import GitServer, start_git_server
+from tests.support.wait import wait_until
+from tests.support.webhook import Webhook
+
+NAMESPACE = "argocd-models"
+SOURCES = ("vllm-multi-gpu.yaml", "llmd-explicit.yaml", "vllm-direct-explicit.yaml")
+APP = ("application.argoproj.io/runway-models", "-n", "argocd")
+SYNC_TIMEOUT = 120
+REFUSAL_TIMEOUT = 300
+TRACKING = "argocd.argoproj.io/tracking-id"  # Argo CD 3's default: annotation tracking
+READY_CONDITION = {
+    "type": "Ready",
+    "status": "True",
+    "reason": "SetByTheTest",
+    "message": "stands in for the KubeRay operator",
+    "lastTransitionTime": "2026-01-01T00:00:00Z",
+}
+
+
+def until(predicate: Callable[[], dict[str, Any] | None], what: str) -> dict[str, Any]:
+    found = wait_until(predicate, timeout=SYNC_TIMEOUT, interval=0.5, what=what)
+    assert found is not None
+    return found
+
+
+def overlay(directory: Path, url: str) -> Path:
+    """A kustomize overlay of the shipped kustomize/argocd that changes only what this tier needs."""
+    directory.mkdir(parents=True)
+    shipped = os.path.relpath(ROOT / "kustomize" / "argocd", directory)
+    delete = [
+        ("argoproj.io/v1alpha1", "Application", "runway"),
+        ("argoproj.io/v1alpha1", "ApplicationSet", "runway-models-by-namespace"),
+    ]
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [shipped],
+        "patches": [
+            {
+                "target": {"kind": "Application", "name": "runway-models"},
+                "patch": json.dumps(
+                    [{"op": "replace", "path": "/spec/source/repoURL", "value": url}]
+                ),
+            },
+            *(
+                {
+                    "patch": yaml.safe_dump(
+                        {
+                            "apiVersion": api,
+                            "kind": kind,
+                            "metadata": {"name": name, "namespace": "argocd"},
+                            "$patch": "delete",
+                        }
+                    )
+                }
+                for api, kind, name in delete
+            ),
+        ],
+    }
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    return directory
+
+
+def write_sources(directory: Path, names: tuple[str, ...] = SOURCES) -> Path:
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    for name in names:
+        doc = yaml.safe_load((EXAMPLES / name).read_text())
+        doc["metadata"]["namespace"] = NAMESPACE
+        (directory / name).write_text(dump(doc))
+    (directory / "emp.yaml").write_text(dump(external_model_provider("openai", NAMESPACE)))
+    return directory
+
+
+@dataclass
+class GitOps:
+    cluster: Cluster
+    argo: ArgoCD
+    git: GitServer
+    url: str
+    work: Path
+
+    @property
+    def repo(self) -> Path:
+        return self.work / "repo"
+
+    @property
+    def rendered(self) -> Path:
+        return self.repo / "rendered"
+
+    def push(self, sources: Path) -> str:
+        """`runway render --push`; the commit Argo CD will report."""
+        done = subprocess.run(
+            [
+                str(RUNWAY),
+                "render",
+                str(sources),
+                "--repo",
+                str(self.repo),
+                "--gateway",
+                "gateways/inference",
+                "--istio",
+                "--push",
+                self.url,
+                "-o",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return self.git.head("gitops")
+
+    def get(self, *what: str) -> dict[str, Any]:
+        found: dict[str, Any] = json.loads(
+            self.cluster.kubectl("get", *what, "-o", "json", "--show-managed-fields").stdout
+        )
+        return found
+
+    def app(self) -> dict[str, Any]:
+        return self.get(*APP)
+
+    def refreshed(self, kind: str = "normal") -> dict[str, Any]:
+        """Ask for a refresh as Argo CD's Git webhook handler does; the Application after the
+        controller has taken it (it removes the annotation once the refresh is done)."""
+        self.cluster.kubectl("annotate", *APP, f"argocd.argoproj.io/refresh={kind}", "--overwrite")
+
+        def taken() -> dict[str, Any] | None:
+            self.argo.alive()
+            app = self.app()
+            annotations = app["metadata"].get("annotations", {})
+            return app if "argocd.argoproj.io/refresh" not in annotations else None
+
+        return until(taken, f"a {kind} refresh")
+
+    def synced(self, revision: str) -> dict[str, Any]:
+        """The push has landed: a sync of the revision succeeded and the controller compared the
+        cluster with it afterwards. Whether that comparison found it Synced is for the tests to
+        assert (a defaulted field Git lacks leaves it OutOfSync)."""
+        self.refreshed()
+
+        def applied() -> dict[str, Any] | None:
+            self.argo.alive()
+            self.stand_in_for_kuberay()
+            app = self.app()
+            status = app.get("status", {})
+            operation = status.get("operationState", {})
+            done = (
+                status.get("sync", {}).get("revision") == revision
+                and operation.get("phase") == "Succeeded"
+                and operation.get("syncResult", {}).get("revision") == revision
+                and status.get("reconciledAt", "") >= operation.get("finishedAt", "~")
+            )
+            return app if done else None
+
+        return until(applied, f"{revision} synced")
+
+    def stand_in_for_kuberay(self) -> None:
+        """No KubeRay operator runs on this cluster: once the RayService exists, the test reports
+        it Ready, as the operator would (the shipped health Lua reads that condition)."""
+        found = self.cluster.kubectl(
+            "get", "rayservice.ray.io/llama-70b", "-n", NAMESPACE, "-o", "json", check=False
+        )
+        if found.returncode != 0 or "conditions" in json.loads(found.stdout).get("status", {}):
+            return
+        set_status(self, "rayservice.ray.io/llama-70b", {"conditions": [READY_CONDITION]})
+
+
+def live(gitops: GitOps, obj: dict[str, Any]) -> dict[str, Any]:
+    return gitops.get(f"{resource(obj)}/{obj['metadata']['name']}", "-n", NAMESPACE)
+
+
+def exists(gitops: GitOps, obj: dict[str, Any]) -> bool:
+    done = gitops.cluster.kubectl(
+        "get", f"{resource(obj)}/{obj['metadata']['name']}", "-n", NAMESPACE, check=False
+    )
+    if done.returncode == 0:
+        return True
+    assert "NotFound" in done.stderr, done.stderr
+    return False
+
+
+def fingerprint(gitops: GitOps, objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """resourceVersion and managedFields entries of every object (what a no-op must not move)."""
+    out = {}
+    for obj in objects:
+        meta = live(gitops, obj)["metadata"]
+        out[ref(obj)] = (
+            meta["resourceVersion"],
+            [
+                (m["manager"], m["operation"], m.get("subresource", ""))
+                for m in meta["managedFields"]
+            ],
+        )
+    return out
+
+
+def out_of_sync(app: dict[str, Any]) -> dict[str, str]:
+    """The objects the last comparison found OutOfSync: {Kind/name: status}."""
+    return {
+        f"{r['kind']}/{r['name']}": r["status"]
+        for r in app["status"].get("resources", [])
+        if r.get("status") != "Synced"
+    }
+
+
+def sync_result(app: dict[str, Any]) -> dict[str, str]:
+    """What the last sync did to each object: {Kind/namespace/name: status}."""
+    resources = app["status"]["operationState"]["syncResult"]["resources"]
+    return {
+        f"{r['kind']}/{r.get('namespace', '')}/{r['name']}".replace("//", "/"): r["status"]
+        for r in resources
+    }
+
+
+SCHEMA_REFUSAL = ".spec.serveConfigV2: field not declared in schema"
+
+
+def refusals(app: dict[str, Any]) -> list[str]:
+    """Where Argo CD reports a refusal: a ComparisonError condition when its diff already fails
+    against the served schema (auto-sync then waits), else the failed sync's message (automated
+    sync retries it, so the phase may read Running between attempts)."""
+    status = app.get("status", {})
+    conditions = [
+        c["message"]
+        for c in status.get("conditions", [])
+        if c["type"] in ("ComparisonError", "SyncError")
+    ]
+    return [*conditions, status.get("operationState", {}).get("message", "")]
+
+
+def refused_field(app: dict[str, Any], revision: str) -> bool:
+    status = app.get("status", {})
+    target = status.get("operationState", {}).get("operation", {}).get("sync", {}).get("revision")
+    current = revision in (status.get("sync", {}).get("revision"), target)
+    return current and any(SCHEMA_REFUSAL in m for m in refusals(app))
+
+
+def set_status(gitops: GitOps, what: str, status: dict[str, Any]) -> None:
+    gitops.cluster.kubectl(
+        "patch",
+        what,
+        "-n",
+        NAMESPACE,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
+
+
+@pytest.fixture(scope="module")
+def gitops(
+    live_cluster: Cluster, live_registered: Webhook, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GitOps]:
+    """On the live cluster: Argo CD prunes with foreground deletion, which only the
+    controller-manager's garbage collector completes, and Deployments there become healthy."""
+    cluster = live_cluster
+    missing = missing_binaries()
+    if missing:
+        pytest.fail(f"Argo CD tier: {', '.join(missing)} not built; run `make cluster`")
+    work = tmp_path_factory.mktemp("argocd")
+    git = start_git_server(work / "git")
+    argo = start_argocd(cluster, work)
+    try:
+        url = git.create("gitops")
+        cluster.kubectl("create", "namespace", NAMESPACE, check=False)
+        cluster.kubectl(
+            "label", "namespace", NAMESPACE, "runway.test/webhook=enabled", "--overwrite"
+        )
+        env = GitOps(cluster, argo, git, url, work)
+        env.push(write_sources(work / "sources"))
+        cluster.apply_manifests(
+            cluster.kubectl("kustomize", str(overlay(work / "overlay", url))).stdout
+        )
+        yield env
+        # The Application has no resources finalizer: its objects leave with their namespace,
+        # so that later tests on the live cluster get every GPU back.
+        cluster.kubectl("delete", *APP, "--wait=false", check=False)
+        cluster.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+    finally:
+        argo.stop()
+        git.stop()
+
+
+@pytest.fixture
+def baseline(gitops: GitOps) -> Iterator[dict[str, Any]]:
+    """Every test starts from the same commit of the rendered examples, synced."""
+    revision = gitops.push(write_sources(gitops.work / "sources"))
+    yield gitops.synced(revision)
+
+
+def test_push_syncs_every_rendered_object_through_the_webhook_with_zero_drift(
+    gitops: GitOps, baseline: dict[str, Any]
+) -> None:
+    written = rendered_objects(gitops.rendered)
+    stored = {ref(o): live(gitops, o) for o in written}
+
+    assert len(written) == 18  # 3 ModelDeployments, 5 workload objects, 9 gateway objects, 1 EMP
+    # Argo CD compares Git with the live objects itself (client-side diff): a field the API
+    # server defaults and Git lacks makes the object OutOfSync, and self-heal re-applies it.
+    assert out_of_sync(baseline) == {}
+    assert baseline["status"]["sync"]["status"] == "Synced"
+    assert sync_result(baseline) == {ref(o): "Synced" for o in written}
+    drift = {
+        name: missing_from(o, stored[name], "") for name, o in zip(stored, written, strict=True)
+    }
+    assert drift == {name: [] for name in stored}
+    for obj in written:
+        got = stored[ref(obj)]
+        assert got["metadata"].get("labels", {}) == obj["metadata"].get("labels", {}), ref(obj)
+        annotations = dict(got["metadata"].get("annotations", {}))
+        assert annotations.pop(TRACKING).startswith("runway-models:"), ref(obj)
+        if obj["kind"] == "Deployment":  # the deployment controller's own bookkeeping
+            assert annotations.pop("deployment.kubernetes.io/revision") == "1", ref(obj)
+        assert annotations == obj["metadata"].get("annotations", {}), ref(obj)
+        if obj["kind"] == "ModelDeployment":
+            assert got["spec"] == obj["spec"], ref(obj)  # the webhook's stamp is what Git holds
+        appliers = {
+            m["manager"] for m in got["metadata"]["managedFields"] if m["operation"] == "Apply"
+        }
+        assert appliers == {"argocd-controller"}, ref(obj)
+
+
+def test_forced_refreshes_without_a_git_change_are_no_ops(
+    gitops: GitOps, baseline: dict[str, Any]
+) -> None:
+    written = rendered_objects(gitops.rendered)
+    before = fingerprint(gitops, written)
+    started = baseline["status"]["operationState"]["startedAt"]
+
+    runs = [gitops.refreshed("hard") for _ in range(3)]
+
+    assert [r["status"]["sync"]["status"] for r in runs] == ["Synced"] * 3
+    # No new sync operation started: the refreshes only compared Git with the cluster.
+    assert [r["status"]["operationState"]["startedAt"] for r in runs] == [started] * 3
+    assert fingerprint(gitops, written) == before
+
+
+def test_one_changed_model_deployment_is_applied_exactly(
+    gitops: GitOps, baseline: dict[str, Any]
+) -> None:
+    written = rendered_objects(gitops.rendered)
+    before = fingerprint(gitops, written)
+    old = baseline["status"]["sync"]["revision"]
+    sources = write_sources(gitops.work / "changed")
+    doc = yaml.safe_load((sources / "vllm-direct-explicit.yaml").read_text())
+    doc["spec"]["engine"]["args"]["max-num-seqs"] = "32"
+    (sources / "vllm-direct-explicit.yaml").write_text(dump(doc))
+
+    revision = gitops.push(sources)
+    gitops.synced(revision)
+
+    changed = changed_files(gitops.repo, old, revision)
+    assert set(changed.values()) == {"M"}
+    expected = {ref(o) for path in changed for o in objects_in(gitops.repo, revision, path)}
+    assert "ModelDeployment/argocd-models/phi-direct" in expected
+    now = rendered_objects(gitops.rendered)
+    after = fingerprint(gitops, now)
+    assert {k for k in before if before[k] != after[k]} == expected
+    drift = {ref(o): missing_from(o, live(gitops, o), "") for o in now}
+    assert drift == {name: [] for name in drift}
+
+
+def test_a_removed_model_deployment_is_pruned_and_nothing_else(
+    gitops: GitOps, baseline: dict[str, Any]
+) -> None:
+    written = rendered_objects(gitops.rendered)
+    before = fingerprint(gitops, written)
+    old = baseline["status"]["sync"]["revision"]
+    kept = tuple(name for name in SOURCES if name != "llmd-explicit.yaml")
+
+    revision = gitops.push(write_sources(gitops.work / "removed", kept))
+    gitops.synced(revision)
+
+    changed = changed_files(gitops.repo, old, revision)
+    removed = {
+        ref(o)
+        for path, how in changed.items()
+        if how == "D"
+        for o in objects_in(gitops.repo, old, path)
+    }
+    assert "ModelDeployment/argocd-models/mistral-llmd" in removed
+    # Argo CD prunes with foreground deletion: an object goes once the garbage collector has
+    # removed its dependents (a Deployment's ReplicaSets and pods).
+    wait_until(
+        lambda: {ref(o) for o in written if not exists(gitops, o)} >= removed,
+        timeout=SYNC_TIMEOUT,
+        what="the pruned objects gone",
+    )
+    assert {ref(o) for o in written if not exists(gitops, o)} == removed
+    survivors = [o for o in written if ref(o) not in removed]
+    assert fingerprint(gitops, survivors) == {k: v for k, v in before.items() if k not in removed}
+
+
+def health_of(app: dict[str, Any], kind: str, name: str) -> tuple[str, str]:
+    (found,) = [r for r in app["status"]["resources"] if (r["kind"], r["name"]) == (kind, name)]
+    return found["health"]["status"], found["health"].get("message", "")
+
+
+def test_shipped_health_lua_is_evaluated_by_the_application_controller(
+    gitops: GitOps, baseline: dict[str, Any]
+) -> None:
+    what = "rayservice.ray.io/llama-70b"
+    set_status(gitops, what, {"conditions": [{**READY_CONDITION, "status": "False"}]})
+
+    def health(status: str) -> Callable[[], dict[str, Any] | None]:
+        def reported() -> dict[str, Any] | None:
+            gitops.argo.alive()
+            app = gitops.app()
+            return app if health_of(app, "RayService", "llama-70b")[0] == status else None
+
+        return reported
+
+    gitops.refreshed()
+    failing = until(health("Progressing"), "RayService Progressing")
+    set_status(gitops, what, {"conditions": [READY_CONDITION]})
+    gitops.refreshed()
+    recovered = until(health("Healthy"), "RayService Healthy")
+
+    assert health_of(failing, "RayService", "llama-70b") == (
+        "Progressing",
+        "waiting for the RayService",
+    )
+    assert health_of(recovered, "RayService", "llama-70b") == (
+        "Healthy",
+        "stands in for the KubeRay operator",
+    )
+    # No controller writes a ModelDeployment's status on this cluster: the shipped Lua says so.
+    assert health_of(recovered, "ModelDeployment", "llama-70b") == (
+        "Healthy",
+        "no controller reports on it",
+    )
+
+
+def test_a_commit_the_installed_crd_refuses_fails_in_argocd_and_in_runway_apply(
+    gitops: GitOps, baseline: dict[str, Any], tmp_path: Path
+) -> None:
+    (entry,) = [e for e in load_pack() if e.file == "rayservices.ray.io.json"]
+    current = tmp_path / "current-rayservice.yaml"
+    current.write_text(yaml.safe_dump(dict(entry.crd)))
+    crd = copy.deepcopy(dict(entry.crd))
+    for version in crd["spec"]["versions"]:
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"].pop(
+            "serveConfigV2"
+        )
+    older = tmp_path / "older-rayservice.yaml"
+    older.write_text(yaml.safe_dump(crd))
+    sources = write_sources(gitops.work / "refused")
+    doc = yaml.safe_load((sources / "vllm-multi-gpu.yaml").read_text())
+    doc["spec"]["engine"]["args"]["gpu-memory-utilization"] = "0.90"
+    (sources / "vllm-multi-gpu.yaml").write_text(dump(doc))
+    md = "modeldeployment.airunway.ai/llama-70b"
+    service = next(gitops.rendered.rglob("rayservice-*.yaml"))
+    apply_crd = (
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=runway-tests",
+        "-f",
+    )
+    gitops.cluster.kubectl(*apply_crd, str(older))
+    wait_until(
+        lambda: refuses_field(gitops.cluster, service, "spec.serveConfigV2"),
+        timeout=30,
+        what="the older schema",
+    )
+    try:
+        revision = gitops.push(sources)
+        gitops.refreshed()
+
+        def failed() -> dict[str, Any] | None:
+            gitops.argo.alive()
+            app = gitops.app()
+            return app if refused_field(app, revision) else None
+
+        # After a CRD changes, the controller rebuilds its cluster cache first (slow on a busy
+        # machine), hence the longer bound.
+        refused = wait_until(failed, timeout=REFUSAL_TIMEOUT, interval=1, what="the refusal")
+        assert refused is not None
+        code = main(["apply", str(gitops.rendered), "--kubeconfig", str(gitops.cluster.kubeconfig)])
+        after_apply = gitops.get(md, "-n", NAMESPACE)
+    finally:
+        gitops.cluster.kubectl(*apply_crd, str(current))
+        gitops.cluster.wait_established(["rayservices.ray.io"])
+        wait_until(
+            lambda: not refuses_field(gitops.cluster, service, "spec.serveConfigV2"),
+            timeout=30,
+            what="the current schema",
+        )
+    code_after = main(
+        ["apply", str(gitops.rendered), "--kubeconfig", str(gitops.cluster.kubeconfig)]
+    )
+    recovered = gitops.synced(revision)
+
+    assert refused["status"]["sync"]["status"] in ("OutOfSync", "Unknown")
+    # The field IncompatibleUpstream names, in the Application's status.
+    assert [m for m in refusals(refused) if SCHEMA_REFUSAL in m] != []
+    assert code == 1
+    assert after_apply["status"]["phase"] == "Failed"
+    assert "spec.serveConfigV2" in after_apply["status"]["message"]
+    assert code_after == 0
+    assert recovered["status"]["sync"]["revision"] == revision
