@@ -210,6 +210,9 @@ def _workers(
         "replicas": replicas,
         "minReplicas": replicas,
         "maxReplicas": replicas,
+        # The CRD defaults it to 1; written out so that Git holds what the API server stores
+        # (Argo CD's diff otherwise sees a field Git lacks, and self-heal re-applies forever).
+        "numOfHosts": 1,
         "rayStartParams": {},
         "template": {
             "metadata": {"labels": pod_labels(md)},

@@ -19,6 +19,8 @@ from typing import Any
 
 from providers.admission import Admission, admit
 from providers.configs_admission import check_external_provider
+from providers.crds import external_model_provider_spec
+from providers.crdvalidation import apply_defaults
 from providers.errors import FieldError, Reason, describe_exception
 from providers.gateway import GatewayTarget, capabilities_of, is_enabled, render_gateway
 from providers.invariants import check_invariants
@@ -209,10 +211,13 @@ def render_external(obj: Mapping[str, Any]) -> Result:
 
 
 def _source_view(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """The object as a user would commit it: no status and no fields the server owns."""
+    """The object as the API server stores it from a user's commit: no status, no fields the
+    server owns, and its CRD's defaults filled in (`mode: chat`, `key: apiKey`), so that Git and
+    the cluster agree field for field (Argo CD diffs the two)."""
     out = {k: v for k, v in obj.items() if k != "status"}
     metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_FIELDS}
-    return {**out, "metadata": metadata}
+    spec = apply_defaults(out.get("spec"), external_model_provider_spec())
+    return {**out, "metadata": metadata, "spec": spec}
 
 
 def kustomization(resources: Sequence[str]) -> dict[str, Any]:
