@@ -42,11 +42,15 @@ def engine_version() -> str:
 
 
 def build(cache: Path, versions: Versions, go: str) -> None:
-    version = versions.as_env()["ARGOCD_VERSION"]
+    pins = versions.as_env()
+    version = pins["ARGOCD_VERSION"]
     check_pin(HERE / "argocd", MODULE, "ARGOCD_VERSION", version)
     bin_dir = cache / "bin"
     say(f"Argo CD {version} with gitops-engine {engine_version()} (a master commit)")
     build_binary(argocd_binary(version), bin_dir, go)
+    check_pin(
+        KUSTOMIZE.module_dir, KUSTOMIZE.package, "KUSTOMIZE_VERSION", pins["KUSTOMIZE_VERSION"]
+    )
     build_binary(KUSTOMIZE, bin_dir, go)
     wrapper = bin_dir / Path(WRAPPER).name
     marker = bin_dir / f"{wrapper.name}.version"

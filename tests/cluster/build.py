@@ -305,7 +305,7 @@ def main(env: Mapping[str, str]) -> int:
 
     go = go_version()
     flux.build(cache, versions, go)
-    kwok.build(cache, go)
+    kwok.build(cache, versions, go)
     argocd.build(cache, versions, go)
     return 0
 

@@ -13,7 +13,16 @@ from pathlib import Path
 
 import yaml
 
-from tests.cluster.build import HERE, Binary, build_binary, module_dir, required_version, say
+from providers.versions import Versions
+from tests.cluster.build import (
+    HERE,
+    Binary,
+    build_binary,
+    check_pin,
+    module_dir,
+    required_version,
+    say,
+)
 
 MODULE = "sigs.k8s.io/kwok"
 KWOK = Binary("kwok", HERE / "kwok", f"{MODULE}/cmd/kwok")
@@ -32,7 +41,8 @@ def stages_file(cache: Path) -> Path:
     return cache / "kwok" / "stages.yaml"
 
 
-def build(cache: Path, go: str) -> None:
+def build(cache: Path, versions: Versions, go: str) -> None:
+    check_pin(KWOK.module_dir, MODULE, "KWOK_VERSION", versions.as_env()["KWOK_VERSION"])
     build_binary(KWOK, cache / "bin", go)
     version = required_version(KWOK.module_dir, MODULE)
     target = stages_file(cache)

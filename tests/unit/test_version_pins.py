@@ -64,6 +64,8 @@ USES: list[tuple[str, re.Pattern[str], Callable[[str], str]]] = [
         re.compile(r"github\.com/fluxcd/kustomize-controller (v[\w.+-]+)"),
         same,
     ),
+    ("KWOK_VERSION", re.compile(r"sigs\.k8s\.io/kwok (v[\w.+-]+)"), same),
+    ("KUSTOMIZE_VERSION", re.compile(r"sigs\.k8s\.io/kustomize/kustomize/v5 (v[\w.+-]+)"), same),
 ]
 SKIP_DIRS = {
     ".git",
@@ -177,6 +179,8 @@ def test_versions_parse_every_pin() -> None:
         "ARGOCD_VERSION",
         "FLUX_KUSTOMIZE_CONTROLLER_VERSION",
         "FLUX_SOURCE_CONTROLLER_VERSION",
+        "KUSTOMIZE_VERSION",
+        "KWOK_VERSION",
     ]
     assert all(versions.as_env().values())
 
