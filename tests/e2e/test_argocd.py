@@ -177,8 +177,10 @@ class GitOps:
 
     def synced(self, revision: str) -> dict[str, Any]:
         """The push has landed: a sync of the revision succeeded and the controller compared the
-        cluster with it afterwards. Whether that comparison found it Synced is for the tests to
-        assert (a defaulted field Git lacks leaves it OutOfSync)."""
+        cluster with it afterwards, or the revision changed no object Argo CD applies (only the
+        render's record of sources, which no kustomization lists), so the comparison found it
+        Synced and automated sync rightly ran nothing. Whether a synced revision compares Synced
+        is for the tests to assert (a defaulted field Git lacks leaves it OutOfSync)."""
         self.refreshed()
 
         def applied() -> dict[str, Any] | None:
@@ -187,12 +189,17 @@ class GitOps:
             app = self.app()
             status = app.get("status", {})
             operation = status.get("operationState", {})
-            done = (
-                status.get("sync", {}).get("revision") == revision
-                and operation.get("phase") == "Succeeded"
+            sync = status.get("sync", {})
+            ran = (
+                operation.get("phase") == "Succeeded"
                 and operation.get("syncResult", {}).get("revision") == revision
                 and status.get("reconciledAt", "") >= operation.get("finishedAt", "~")
             )
+            nothing_to_apply = sync.get("status") == "Synced" and operation.get("phase") in (
+                None,
+                "Succeeded",
+            )
+            done = sync.get("revision") == revision and (ran or nothing_to_apply)
             return app if done else None
 
         return until(applied, f"{revision} synced")
@@ -412,7 +419,9 @@ def test_a_removed_model_deployment_is_pruned_and_nothing_else(
     old = baseline["status"]["sync"]["revision"]
     kept = tuple(name for name in SOURCES if name != "llmd-explicit.yaml")
 
-    revision = gitops.push(write_sources(gitops.work / "removed", kept))
+    # The same folder, without the file: a render removes only outputs of sources removed from
+    # the folders it is given (renderer/ownership.py), so the sources must be those it rendered.
+    revision = gitops.push(write_sources(gitops.work / "sources", kept))
     gitops.synced(revision)
 
     changed = changed_files(gitops.repo, old, revision)
