@@ -31,7 +31,12 @@ from providers.errors import SourceError
 from providers.model import INFERENCE_PROVIDER_CONFIG
 from providers.registry import ProviderRegistry
 from providers.urls import url_problem
-from renderer.sources import bundled_config_objects, bundled_versions, read_documents
+from renderer.sources import (
+    bundled_config_objects,
+    bundled_flag_catalogs,
+    bundled_versions,
+    read_documents,
+)
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +127,11 @@ def _registry(objects: Sequence[Mapping[str, Any]], dirs: Sequence[str] | None) 
     if dirs:
         objects = _read(dirs)
     configs = [o for o in objects if o.get("kind") == INFERENCE_PROVIDER_CONFIG]
-    return ProviderRegistry.from_objects(configs or bundled_config_objects())
+    # The flag catalogs too: without them the merge admitted engine args that the webhook,
+    # `validate` and `render` deny, and registered the model in LiteLLM.
+    return ProviderRegistry.from_objects(
+        configs or bundled_config_objects(), flags=bundled_flag_catalogs()
+    )
 
 
 def _gateway_url(value: str | None) -> str | None:

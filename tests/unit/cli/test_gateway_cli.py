@@ -118,3 +118,48 @@ def test_an_internal_base_url_is_registered_only_when_the_operator_allows_it(
         2,
         "runway: --allow-destination: 'not a host' is neither a host name nor a CIDR\n",
     )
+
+
+def test_the_plan_refuses_what_validate_refuses_including_engine_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # gateway-plan/gateway-sync built their provider registry without the flag catalogs, so a
+    # Direct vLLM ModelDeployment the webhook and `runway validate` deny was planned and
+    # registered in LiteLLM (issue #19).
+    md = {
+        "apiVersion": "airunway.ai/v1alpha1",
+        "kind": "ModelDeployment",
+        "metadata": {"name": "my-vllm", "namespace": "ml"},
+        "spec": {
+            "model": {"id": "meta-llama/Llama-3.1-8B-Instruct"},
+            "engine": {"type": "vllm", "args": {"port": "9000", "no-such-flag": "1"}},
+            "provider": {"name": "vllm"},
+            "resources": {"gpu": {"count": 1}},
+            "gateway": {"enabled": True},
+        },
+    }
+    (tmp_path / "md.yaml").write_text(yaml.safe_dump(md))
+
+    validated = main(["validate", str(tmp_path / "md.yaml")])
+    denial = [line.strip() for line in capsys.readouterr().out.splitlines()[1:-1]]
+    planned = main(
+        ["gateway-plan", str(tmp_path), "--gateway-url", "http://gw.example.com", "-o", "json"]
+    )
+    plan = json.loads(capsys.readouterr().out)
+
+    assert (validated, planned) == (1, 1)
+    assert denial == [
+        "spec.engine.args[no-such-flag]: Invalid value: --no-such-flag is not a flag of vllm 0.33.0",
+        "spec.engine.args[port]: Forbidden: --port: Runway owns the server port (8000): the "
+        "Service, the probes and the InferencePool target it; it cannot be changed",
+    ]
+    assert plan == {
+        "models": [],
+        "conflicts": [],
+        "skipped": [
+            {
+                "owner": {"kind": "ModelDeployment", "namespace": "ml", "name": "my-vllm"},
+                "reason": "rejected, so not served: " + "; ".join(denial),
+            }
+        ],
+    }
