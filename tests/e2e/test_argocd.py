@@ -195,9 +195,11 @@ class GitOps:
                 and operation.get("syncResult", {}).get("revision") == revision
                 and status.get("reconciledAt", "") >= operation.get("finishedAt", "~")
             )
-            nothing_to_apply = sync.get("status") == "Synced" and operation.get("phase") in (
-                None,
-                "Succeeded",
+            # Compared Synced with no operation running: what Git holds is what runs, whether
+            # a sync of this revision applied it, nothing needed applying, or `runway apply` did
+            # after a refused sync (automated sync does not retry a failed revision).
+            nothing_to_apply = (
+                sync.get("status") == "Synced" and operation.get("phase") != "Running"
             )
             done = sync.get("revision") == revision and (ran or nothing_to_apply)
             return app if done else None
@@ -250,6 +252,14 @@ def out_of_sync(app: dict[str, Any]) -> dict[str, str]:
         f"{r['kind']}/{r['name']}": r["status"]
         for r in app["status"].get("resources", [])
         if r.get("status") != "Synced"
+    }
+
+
+def compared(app: dict[str, Any]) -> dict[str, str]:
+    """How the controller's last comparison found each object: {Kind/namespace/name: status}."""
+    return {
+        f"{r['kind']}/{r.get('namespace', '')}/{r['name']}".replace("//", "/"): r["status"]
+        for r in app["status"].get("resources", [])
     }
 
 
@@ -350,7 +360,11 @@ def test_push_syncs_every_rendered_object_through_the_webhook_with_zero_drift(
     # server defaults and Git lacks makes the object OutOfSync, and self-heal re-applies it.
     assert out_of_sync(baseline) == {}
     assert baseline["status"]["sync"]["status"] == "Synced"
-    assert sync_result(baseline) == {ref(o): "Synced" for o in written}
+    # Every object compared Synced. The last operation may be a self-heal of a few objects that
+    # the controller's cache saw late after the first sync (a busy machine), not all 18: what it
+    # applied must have synced too.
+    assert compared(baseline) == {ref(o): "Synced" for o in written}
+    assert set(sync_result(baseline).values()) == {"Synced"}
     drift = {
         name: missing_from(o, stored[name], "") for name, o in zip(stored, written, strict=True)
     }
