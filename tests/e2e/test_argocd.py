@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ NAMESPACE = "argocd-models"
 SOURCES = ("vllm-multi-gpu.yaml", "llmd-explicit.yaml", "vllm-direct-explicit.yaml")
 APP = ("application.argoproj.io/runway-models", "-n", "argocd")
 SYNC_TIMEOUT = 120
+REFRESH_EVERY = 20  # seconds between refresh requests while waiting for a sync
 REFUSAL_TIMEOUT = 300
 TRACKING = "argocd.argoproj.io/tracking-id"  # Argo CD 3's default: annotation tracking
 READY_CONDITION = {
@@ -182,11 +184,13 @@ class GitOps:
         Synced and automated sync rightly ran nothing. Whether a synced revision compares Synced
         is for the tests to assert (a defaulted field Git lacks leaves it OutOfSync)."""
         self.refreshed()
+        asked = [time.monotonic()]
 
         def applied() -> dict[str, Any] | None:
             self.argo.alive()
             self.stand_in_for_kuberay()
             app = self.app()
+            seen[0] = app
             status = app.get("status", {})
             operation = status.get("operationState", {})
             sync = status.get("sync", {})
@@ -202,9 +206,23 @@ class GitOps:
                 sync.get("status") == "Synced" and operation.get("phase") != "Running"
             )
             done = sync.get("revision") == revision and (ran or nothing_to_apply)
+            if not done and time.monotonic() - asked[0] > REFRESH_EVERY:
+                # What the controller's periodic reconciliation (3 min by default, longer than
+                # this wait) would do: compare again. A comparison taken while the cluster cache
+                # was still catching up with `runway apply` otherwise stands until then.
+                self.cluster.kubectl(
+                    "annotate", *APP, "argocd.argoproj.io/refresh=normal", "--overwrite"
+                )
+                asked[0] = time.monotonic()
             return app if done else None
 
-        return until(applied, f"{revision} synced")
+        seen: list[dict[str, Any]] = [{}]
+        try:
+            return until(applied, f"{revision} synced")
+        except TimeoutError as timeout:
+            raise TimeoutError(
+                f"{timeout}; the Application's last status: {summary(seen[0])}"
+            ) from None
 
     def stand_in_for_kuberay(self) -> None:
         """No KubeRay operator runs on this cluster: once the RayService exists, the test reports
@@ -215,6 +233,22 @@ class GitOps:
         if found.returncode != 0 or "conditions" in json.loads(found.stdout).get("status", {}):
             return
         set_status(self, "rayservice.ray.io/llama-70b", {"conditions": [READY_CONDITION]})
+
+
+def summary(app: dict[str, Any]) -> str:
+    """The parts of an Application's status a failed wait needs: sync, operation, comparison."""
+    status = app.get("status", {})
+    operation = status.get("operationState", {})
+    return json.dumps(
+        {
+            "sync": status.get("sync", {}),
+            "reconciledAt": status.get("reconciledAt"),
+            "operation": {key: operation.get(key) for key in ("phase", "message", "finishedAt")},
+            "operationRevision": operation.get("syncResult", {}).get("revision"),
+            "outOfSync": out_of_sync(app) if status else {},
+        },
+        sort_keys=True,
+    )
 
 
 def live(gitops: GitOps, obj: dict[str, Any]) -> dict[str, Any]:
