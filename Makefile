@@ -54,7 +54,7 @@ manifests: $(STAMP)
 	$(BIN)/runway crds --part gateway > kustomize/gateway/crds.yaml
 	$(BIN)/runway provider-configs > kustomize/providers/provider-configs.yaml
 
-# The schema pack (renderer/schemas/) at the pins of providers/versions.env: Go-module upstreams are
+# The schema pack (renderer/schemas/) at the pins of core/model/versions.env: Go-module upstreams are
 # downloaded, KAITO and Dynamo CRDs are read from UPSTREAM_CRDS (development time only).
 UPSTREAM_CRDS ?= ../shared/upstream-crds
 schemas: $(STAMP)

@@ -12,11 +12,11 @@ from typing import Any
 import yaml
 
 from bench import cel, limits
-from providers.admission import admit
-from providers.cel import activation, evaluate
-from providers.hydrate import hydrate
-from providers.registry import ProviderRegistry
-from renderer.sources import bundled_config_objects
+from core.admission.hydrate import hydrate
+from core.admission.pipeline import admit
+from core.cel.rules import activation, evaluate
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects
 
 ROUNDS = 200
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -40,8 +40,8 @@ def main() -> None:
         for d in yaml.safe_load_all(p.read_text())
         if d
     ]
-    registry = ProviderRegistry.from_objects(configs)
-    load = per_call_us(lambda: ProviderRegistry.from_objects(configs), rounds=20)
+    registry = build_registry(configs, flags={})
+    load = per_call_us(lambda: build_registry(configs, flags={}), rounds=20)
     rules = [r for c in registry.configs.values() for r in c.rules]
     bound = activation(registry.env, hydrate(objects[0], registry=registry).obj["spec"])
     rule_us = statistics.median(per_call_us(functools.partial(evaluate, r, bound)) for r in rules)

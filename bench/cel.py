@@ -15,9 +15,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from providers.admission import admit
-from providers.bounds import MAX_VALUES
-from providers.cel import (
+from core.admission.configs import check_provider_config
+from core.admission.hydrate import hydrate
+from core.admission.pipeline import admit
+from core.cel.regex import MAX_WEIGHT
+from core.cel.rules import (
     CONFIG_COST_LIMIT,
     RULE_COST_LIMIT,
     activation,
@@ -25,14 +27,16 @@ from providers.cel import (
     evaluate,
     new_environment,
 )
-from providers.celregex import MAX_WEIGHT
-from providers.configs_admission import check_provider_config
-from providers.hydrate import hydrate
-from providers.model import ModelDeployment
-from providers.registry import MODULES, ProviderRegistry
-from providers.selection import select_provider
-from renderer.sources import bundled_config_objects
+from core.model.kinds import ModelDeployment
+from core.schema.bounds import MAX_VALUES
+from core.selection.choice import select_provider
+from core.selection.configs import ProviderRegistry
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects
+from providers.modules import plugins
 from tests.support.celbombs import RULE_BOUND_MS, cost_ms, worst_bound
+
+PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMISSION_TARGET_MS = 5.0
@@ -62,7 +66,7 @@ def scale_registry() -> ProviderRegistry:
     in priority order matches), and 50 others (no renderer, so never evaluated)."""
     shipped = {c["metadata"]["name"]: c for c in bundled_config_objects()}
     objects = []
-    for p, name in enumerate(sorted(MODULES)):
+    for p, name in enumerate(sorted(PLUGINS)):
         rules = [
             {
                 "condition": (
@@ -75,7 +79,7 @@ def scale_registry() -> ProviderRegistry:
             }
             for i in range(22)
         ]
-        if name == sorted(MODULES)[-1]:
+        if name == sorted(PLUGINS)[-1]:
             rules[-1] = {"condition": "spec.engine.type == 'vllm'", "priority": 0}
         spec = dict(shipped[name]["spec"], selectionRules=rules)
         objects.append(dict(shipped[name], spec=spec))
@@ -83,7 +87,7 @@ def scale_registry() -> ProviderRegistry:
         other = dict(shipped["vllm"], metadata={"name": f"other-{i:02d}"})
         other["spec"] = dict(other["spec"], selectionRules=[{"condition": "true", "priority": 1}])
         objects.append(other)
-    return ProviderRegistry.from_objects(objects)
+    return build_registry(objects, flags={})
 
 
 def admission_rows() -> None:
@@ -238,9 +242,9 @@ def worst_admission_ms(accepted: list[dict[str, Any]]) -> float:
                     ],
                 },
             }
-            for name in sorted(MODULES)
+            for name in sorted(PLUGINS)
         ]
-        registry = ProviderRegistry.from_objects(objects)
+        registry = build_registry(objects, flags={})
         worst = max(worst, cpu_ms(partial(select_provider, spec, md, registry), rounds=3))
     return worst
 

@@ -11,13 +11,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from core.model.destinations import Destinations
 from gateway.litellm import LiteLLM
 from gateway.merge import plan
 from gateway.secrets import FileSecrets
 from gateway.sync import Syncer
-from providers.destinations import Destinations
-from providers.registry import ProviderRegistry
-from renderer.sources import bundled_config_objects, bundled_versions
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects, bundled_versions
 from tests.support.builders import external_model_provider
 from tests.support.fake_openai import FakeUpstream
 from tests.support.litellm import MASTER_KEY, start_proxy
@@ -36,7 +36,7 @@ LOOPBACK = Destinations.parse(["127.0.0.1"])
 
 
 def main() -> None:
-    registry = ProviderRegistry.from_objects(bundled_config_objects())
+    registry = build_registry(bundled_config_objects(), flags={})
     pins = bundled_versions()
     upstream = FakeUpstream("bench").start()
     with tempfile.TemporaryDirectory() as work:

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from renderer.yamlio import dump_all
+from kubeio.yamlio import dump_all
 from tests.support.builders import model_deployment
 
 RUNWAY = str(Path(sys.executable).parent / "runway")

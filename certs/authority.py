@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -125,17 +122,3 @@ def signing_key_pem() -> tuple[bytes, bytes]:
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
     return private, public
-
-
-def write_atomically(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Write to a temporary file in the same directory, then rename over `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -10,7 +10,8 @@ from typing import Any
 
 import kubernetes
 
-from providers.errors import SourceError
+from cli.exits import Exit
+from core.fields.errors import SourceError
 from renderer.apply import apply_tree, summary
 
 
@@ -39,4 +40,4 @@ def run_apply(args: argparse.Namespace) -> int:
         state = "applied" if result.ok else f"refused: {result.message}"
         print(f"{result.folder}: {result.obj}: {state}")
     print(summary(results))
-    return 0 if all(r.ok for r in results) else 1
+    return Exit.OK if all(r.ok for r in results) else Exit.PARTIAL

@@ -20,23 +20,20 @@ from typing import Any
 import kubernetes
 import urllib3
 
+from core.fields.errors import SourceError
+from core.model.destinations import Destinations
+from core.model.kinds import INFERENCE_PROVIDER_CONFIG
+from core.model.urls import url_problem
+from core.selection.configs import ProviderRegistry
 from gateway.cluster import list_objects, statuses, write_statuses
 from gateway.litellm import LiteLLM, LiteLLMUnavailable
 from gateway.merge import Owner, Plan, plan, split
 from gateway.secrets import ClusterSecrets, FileSecrets, SecretSource
 from gateway.status import ModelResult, Outcome
 from gateway.sync import Syncer
-from providers.destinations import Destinations
-from providers.errors import SourceError
-from providers.model import INFERENCE_PROVIDER_CONFIG
-from providers.registry import ProviderRegistry
-from providers.urls import url_problem
-from renderer.sources import (
-    bundled_config_objects,
-    bundled_flag_catalogs,
-    bundled_versions,
-    read_documents,
-)
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects, bundled_versions
+from kubeio.sources import read_documents
 
 log = logging.getLogger(__name__)
 
@@ -129,9 +126,7 @@ def _registry(objects: Sequence[Mapping[str, Any]], dirs: Sequence[str] | None) 
     configs = [o for o in objects if o.get("kind") == INFERENCE_PROVIDER_CONFIG]
     # The flag catalogs too: without them the merge admitted engine args that the webhook,
     # `validate` and `render` deny, and registered the model in LiteLLM.
-    return ProviderRegistry.from_objects(
-        configs or bundled_config_objects(), flags=bundled_flag_catalogs()
-    )
+    return build_registry(configs or bundled_config_objects())
 
 
 def _gateway_url(value: str | None) -> str | None:

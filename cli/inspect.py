@@ -9,13 +9,14 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
-from providers.admission import Admission, admit, patch_of
-from providers.errors import FieldError, SourceError, describe_exception
-from providers.hydrate import Hydration, hydrate
-from providers.model import API_VERSION, MODEL_DEPLOYMENT, ModelDeployment
-from providers.registry import ProviderRegistry
-from providers.selection import CandidateTrace, Decision, rank_providers, trace_warnings
-from renderer.sources import Document, load_registry, read_documents
+from cli.exits import Exit
+from core.admission.hydrate import Hydration, hydrate
+from core.admission.pipeline import Admission, admit, patch_of
+from core.fields.errors import FieldError, SourceError, describe_exception
+from core.model.kinds import API_VERSION, MODEL_DEPLOYMENT, ModelDeployment
+from core.selection.choice import CandidateTrace, Decision, rank_providers, trace_warnings
+from core.selection.configs import ProviderRegistry
+from kubeio.sources import Document, load_registry, read_documents
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ def run_explain(args: argparse.Namespace) -> int:
     else:
         for result in results:
             _print_explanation(result, sys.stdout)
-    return 0
+    return Exit.OK
 
 
 def explain_one(obj: Mapping[str, Any], *, registry: ProviderRegistry) -> dict[str, Any]:
@@ -197,7 +198,7 @@ def run_validate(args: argparse.Namespace) -> int:
             _print_verdict(result, sys.stdout)
         denied = sum(1 for r in results if not r["allowed"])
         print(f"{len(results) - denied} allowed, {denied} denied", file=sys.stdout)
-    return 0 if all(r["allowed"] for r in results) else 1
+    return Exit.OK if all(r["allowed"] for r in results) else Exit.PARTIAL
 
 
 def _stored_versions(paths: Sequence[str], registry: ProviderRegistry) -> dict[str, dict[str, Any]]:

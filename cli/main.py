@@ -7,11 +7,11 @@ import importlib
 import logging
 import sys
 from collections.abc import Mapping, Sequence
-from enum import IntEnum
 from typing import Any
 
+from cli.exits import Exit
+from core.fields.errors import RunwayError, SourceError
 from gateway.litellm import LiteLLMUnavailable
-from providers.errors import RunwayError, SourceError
 from webhook.settings import SettingsError
 
 # The module that defines each command. Only the module of the command being run is imported,
@@ -29,15 +29,6 @@ COMMANDS: Mapping[str, str] = {
     "gateway-plan": "cli.gateway",
     "gateway-sync": "cli.gateway",
 }
-
-
-class Exit(IntEnum):
-    OK = 0
-    REJECTED = 1  # some objects failed validation; the rest were handled
-    USAGE = 2  # bad flags (argparse's own code) or unusable input
-    DRIFT = 3  # --check found the GitOps tree out of date
-    UNAVAILABLE = 4  # Git or the API server could not be reached
-    INTERRUPTED = 130
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -91,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return Exit.UNAVAILABLE
     except RunwayError as err:
         print(f"runway: {err}", file=sys.stderr)
-        return Exit.REJECTED
+        return Exit.PARTIAL
     except KeyboardInterrupt:
         return Exit.INTERRUPTED
     except Exception as err:  # the CLI's error boundary: only the cluster client's errors map

@@ -11,12 +11,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from providers.errors import RunwayError, SourceError
-from providers.gateway import GatewayTarget
-from providers.model import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
-from providers.registry import ProviderRegistry
-from providers.secrets import credential_kind
-from providers.versions import Versions
+from core.checks.credentials import credential_kind
+from core.fields.errors import RunwayError, SourceError
+from core.model.kinds import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
+from core.model.versions import Versions
+from core.rendering.inferencegateway import GatewayTarget
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects, bundled_versions
+from kubeio.sources import Document, read_documents
 from renderer.gitops import GitError, Repo
 from renderer.incremental import (
     RenderCache,
@@ -40,13 +42,6 @@ from renderer.parsecache import ParsedSources, cached
 from renderer.render import Result
 from renderer.safefs import UnsafePath, plain_parts
 from renderer.schemapack import load_pack
-from renderer.sources import (
-    Document,
-    bundled_config_objects,
-    bundled_flag_catalogs,
-    bundled_versions,
-    read_documents,
-)
 from renderer.strict import Schemas
 
 KINDS = (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG, EXTERNAL_MODEL_PROVIDER)
@@ -253,7 +248,7 @@ def _run_render(args: argparse.Namespace) -> int:
     parsed = ParsedSources(git_dir / SOURCES_CACHE if git_dir.is_dir() else None, fingerprint)
     docs = _sources(args.sources, parsed)
     configs = _config_objects(docs, args.providers)
-    registry = ProviderRegistry.from_objects(configs, flags=bundled_flag_catalogs())
+    registry = build_registry(configs)
     pins = bundled_versions()
     gateway = _gateway(args.gateway, istio=args.istio)
     schema_digest, load_schemas = _schema_source(args)

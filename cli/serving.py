@@ -7,10 +7,10 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-import kubernetes
-
 from certs.bundle import Identity, issue_bundle, rotate_bundle
 from certs.inject import inject_ca_bundle
+from cli.exits import Exit
+from kubeio.client import api_client
 from webhook.server import serve
 from webhook.settings import Settings
 
@@ -114,7 +114,7 @@ def run_serve(args: argparse.Namespace) -> int:
         allow_destinations=tuple(args.allow_destination),
     ).checked()
     serve(settings)
-    return 0
+    return Exit.OK
 
 
 def _now() -> dt.datetime:
@@ -127,7 +127,7 @@ def run_issue(args: argparse.Namespace) -> int:
     print(
         f"issued {args.out}/ca.crt, tls.crt, tls.key for {', '.join(identity.dns_names + identity.ip_addresses)}"
     )
-    return 0
+    return Exit.OK
 
 
 def run_rotate(args: argparse.Namespace) -> int:
@@ -136,20 +136,14 @@ def run_rotate(args: argparse.Namespace) -> int:
         Path(args.out), renew_within=within, days=args.days, ca_days=args.ca_days, now=_now()
     )
     print(f"renewed: {', '.join(renewed)}" if renewed else "nothing to renew")
-    return 0
+    return Exit.OK
 
 
 def run_inject(args: argparse.Namespace) -> int:
-    if args.in_cluster:
-        configuration = kubernetes.client.Configuration()
-        kubernetes.config.load_incluster_config(client_configuration=configuration)
-        client = kubernetes.client.ApiClient(configuration)
-    else:
-        client = kubernetes.config.new_client_from_config(config_file=args.kubeconfig)
-    with client:
+    with api_client(args.kubeconfig, in_cluster=args.in_cluster) as client:
         done = inject_ca_bundle(
             client, Path(args.ca).read_bytes(), mutating=args.mutating, validating=args.validating
         )
     for name in done:
         print(f"caBundle set on {name}")
-    return 0 if done else 2
+    return Exit.OK if done else Exit.USAGE

@@ -9,9 +9,9 @@ from typing import Any
 
 import kubernetes
 
+from core.model.kinds import EMP_GROUP, GROUP, VERSION, dig
 from gateway.merge import Owner, Plan, owner_of
 from gateway.status import ModelResult, invalid_status, provider_status
-from providers.model import EMP_GROUP, GROUP, VERSION, dig
 
 log = logging.getLogger(__name__)
 

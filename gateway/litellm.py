@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from providers.errors import RunwayError
+from core.fields.errors import RunwayError
 
 TIMEOUT = 30.0
 MAX_ANSWER = 64 * 2**20  # bytes of one answer; /model/info of 10,000 entries is about 10 MiB

@@ -18,21 +18,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from providers.admission import admit
-from providers.configs_admission import check_external_provider, requested_by
-from providers.destinations import NO_DESTINATIONS, Destinations
-from providers.errors import Reason
-from providers.gateway import capabilities_of, engine_model_name, is_enabled, served_name
-from providers.model import (
+from core.admission.configs import check_external_provider, requested_by
+from core.admission.pipeline import admit
+from core.fields.errors import Reason
+from core.model.destinations import NO_DESTINATIONS, Destinations
+from core.model.kinds import (
     EXTERNAL_MODEL_PROVIDER,
     MODEL_DEPLOYMENT,
     ExternalModelProvider,
     ModelDeployment,
     dig,
 )
-from providers.registry import MODULES, ProviderRegistry
-from providers.servednames import LITERAL, is_literal
-from providers.versions import Versions
+from core.model.servednames import LITERAL, is_literal
+from core.model.versions import Versions
+from core.rendering.inferencegateway import (
+    capabilities_of,
+    engine_model_name,
+    is_enabled,
+    served_name,
+)
+from core.selection.configs import ProviderRegistry
 
 ID_PREFIX = "runway:"
 KIND_SHORT = {EXTERNAL_MODEL_PROVIDER: "emp", MODEL_DEPLOYMENT: "md"}
@@ -218,13 +223,13 @@ def _deployment_claim(
     md = ModelDeployment(admission.obj)
     name = served_name(md, registry)
     capabilities = capabilities_of(md, registry)
-    if is_enabled(md):
+    if is_enabled(md, registry):
         if not gateway_url:
             reason = "spec.gateway.enabled: its entry points at the Gateway; pass --gateway-url"
             return [_Claim(name, owner, None)], [Skipped(owner, reason, name)]
         model = DesiredModel(name, owner, gateway_url, name)
         return [_Claim(name, owner, model)], []
-    service = _service_url(md, pins)
+    service = _service_url(md, registry, pins)
     if service is None:
         reason = (
             f"provider {md.provider_name} renders no Service of its own; "
@@ -235,10 +240,11 @@ def _deployment_claim(
     return [_Claim(name, owner, model)], []
 
 
-def _service_url(md: ModelDeployment, pins: Versions) -> str | None:
+def _service_url(md: ModelDeployment, registry: ProviderRegistry, pins: Versions) -> str | None:
     """The in-cluster URL of the Service the provider renders (the one named after the
     ModelDeployment first), or None when the provider renders none (its operator makes it)."""
-    services = [o for o in MODULES[md.provider_name].render(md, pins) if o["kind"] == "Service"]
+    rendered = registry.plugins[md.provider_name].render(md, pins)
+    services = [o for o in rendered if o["kind"] == "Service"]
     if not services:
         return None
     service = min(services, key=lambda s: (s["metadata"]["name"] != md.name, s["metadata"]["name"]))

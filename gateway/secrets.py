@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 import kubernetes
 
+from core.model.kinds import dig
 from gateway.merge import SecretRef
-from providers.model import dig
 
 
 class SecretUnavailable(Exception):

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.model.kinds import EXTERNAL_MODEL_PROVIDER
 from gateway.litellm import LiteLLM, WriteFailed
 from gateway.merge import (
     ID_PREFIX,
@@ -35,7 +36,6 @@ from gateway.merge import (
 )
 from gateway.secrets import SecretSource, SecretUnavailable
 from gateway.status import ModelResult, Outcome
-from providers.model import EXTERNAL_MODEL_PROVIDER
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,11 @@
-"""The pure domain core: ModelDeployment model, defaulting, selection, validation, providers.
+"""The five providers, one package each with the same files:
 
-Nothing in this package does I/O, reads the environment or the clock, logs, or imports another
-Runway package. Inputs arrive as arguments; results, reasons and warnings are returned.
+  render.py     the upstream objects for one ModelDeployment
+  overrides.py  layer 2 of spec.provider.overrides (what the upstream object accepts)
+  pods.py       the labels and port of the serving pods its operator creates
+  flags.py      which engine flag catalog its pods run, and the flags it owns
+  config.yaml   its InferenceProviderConfig; flags/*.json its catalogs (`make flags`)
+
+Each package's __init__ is its plug-in (core/model/plugin.py); providers/modules.py lists them.
+A provider imports only core/.
 """

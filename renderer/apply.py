@@ -23,10 +23,10 @@ import kubernetes
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
 
-from providers.upstream import classify_write_error
+from core.schema.upstream import classify_write_error
+from kubeio.sources import parse_documents
 from renderer.render import EXTERNAL_FILE, HYDRATED_FILE
 from renderer.safefs import link_error, read_text
-from renderer.sources import parse_documents
 
 log = logging.getLogger(__name__)
 REASON = "IncompatibleUpstream"

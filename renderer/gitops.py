@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Set
 from dataclasses import dataclass
 from pathlib import Path
 
-from providers.errors import RunwayError
+from core.fields.errors import RunwayError
 from renderer.safefs import Folders, link_error, plain_parts, read_text
 
 GIT_TIMEOUT = 600  # a first commit of 10,000 ModelDeployments stages ~30,000 files

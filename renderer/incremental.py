@@ -31,7 +31,8 @@ from typing import Any
 
 import providers
 import renderer
-from providers.model import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
+from core.model.kinds import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
+from kubeio.sources import parse_documents
 from renderer.gitops import DiskTree, Stat, stat_of
 from renderer.ownership import (
     SOURCES_FILE,
@@ -51,7 +52,6 @@ from renderer.render import (
     render_many,
     tree_folders,
 )
-from renderer.sources import parse_documents
 
 CACHE_FORMAT = 3
 log = logging.getLogger(__name__)

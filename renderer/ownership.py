@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from providers.errors import SourceError
-from providers.model import (
+from core.fields.errors import SourceError
+from core.model.kinds import (
     EXTERNAL_MODEL_PROVIDER,
     INFERENCE_PROVIDER_CONFIG,
     MODEL_DEPLOYMENT,
     ExternalModelProvider,
 )
+from kubeio.sources import Document
 from renderer.render import DEFAULT_NAMESPACE, EXTERNAL_SUFFIX, Result, folder_of
-from renderer.sources import Document
 
 SOURCES_FILE = "runway-sources.json"  # at the top of the tree: folder -> the source it came from
 RECORD_KIND = "RenderSources"  # not a Kubernetes kind: no kustomization lists this file

@@ -10,9 +10,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from providers.errors import SourceError
+from core.fields.errors import SourceError
+from kubeio.sources import Document, parse_documents, yaml_files
 from renderer.incremental import digest, object_digest
-from renderer.sources import Document, parse_documents, yaml_files
 
 log = logging.getLogger(__name__)
 

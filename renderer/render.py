@@ -2,7 +2,7 @@
 
 For each ModelDeployment: the same admission the webhook runs (sticky against the previously
 rendered hydrated object) -> the selected provider's render() -> the cross-object invariants
-(providers/invariants.py) -> the strict upstream check -> one YAML file per object. A ModelDeployment that is rejected or incompatible, whose output would
+(core/rendering/invariants.py) -> the strict upstream check -> one YAML file per object. A ModelDeployment that is rejected or incompatible, whose output would
 carry a credential, or whose rendering raises anything at all, is reported and keeps its previous
 output (nothing else is lost); the others render. Many ModelDeployments render in a pool of
 processes, one per core; the output does not depend on how they were split.
@@ -17,27 +17,30 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from providers.admission import Admission, admit
-from providers.configs_admission import check_external_provider
-from providers.crds import external_model_provider_spec
-from providers.crdvalidation import apply_defaults
-from providers.errors import FieldError, Reason, describe_exception
-from providers.gateway import GatewayTarget, capabilities_of, is_enabled, render_gateway
-from providers.invariants import check_invariants
-from providers.model import (
+from core.admission.configs import check_external_provider
+from core.admission.pipeline import Admission, admit
+from core.checks.credentials import credential_kind, find_credentials
+from core.fields.errors import FieldError, Reason, describe_exception
+from core.model.kinds import (
     EXTERNAL_MODEL_PROVIDER,
     MODEL_DEPLOYMENT,
     ExternalModelProvider,
     ModelDeployment,
 )
-from providers.names import check_model_deployment_names, rendered_name_problems
-from providers.pods import model_port
-from providers.registry import MODULES, ProviderRegistry
-from providers.secrets import credential_kind, find_credentials
-from providers.versions import Versions
+from core.model.names import check_model_deployment_names, rendered_name_problems
+from core.model.versions import Versions
+from core.rendering.assemble import render_model
+from core.rendering.inferencegateway import (
+    GatewayTarget,
+    is_enabled,
+)
+from core.rendering.invariants import check_invariants
+from core.schema.crds import external_model_provider_spec
+from core.schema.rules import apply_defaults
+from core.selection.configs import ProviderRegistry
+from kubeio.yamlio import dump
 from renderer.safefs import NAME_MAX
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
-from renderer.yamlio import dump
 
 DEFAULT_NAMESPACE = "default"
 SERVER_FIELDS = (
@@ -98,14 +101,11 @@ def render_one(
     named = check_model_deployment_names(md)  # admission checks it on CREATE; Git needs it always
     if named:
         return Result(key, error="; ".join(map(str, named)), warnings=admission.warnings)
-    objects = MODULES[md.provider_name].render(md, pins)
-    if is_enabled(md):
-        if gateway is None:
-            error = "spec.gateway.enabled: rendering gateway objects needs the Gateway routes attach to: pass --gateway NAMESPACE/NAME"
-            return Result(key, error=error, warnings=admission.warnings)
-        capabilities = capabilities_of(md, registry)
-        objects += render_gateway(md, capabilities, gateway, pins, port=model_port(md))
-    problems = check_invariants(md, objects) + rendered_name_problems(objects)
+    if is_enabled(md, registry) and gateway is None:
+        error = "spec.gateway.enabled: rendering gateway objects needs the Gateway routes attach to: pass --gateway NAMESPACE/NAME"
+        return Result(key, error=error, warnings=admission.warnings)
+    objects = render_model(md, registry, pins, gateway)
+    problems = check_invariants(md, objects, registry) + rendered_name_problems(objects)
     if problems:  # a Runway bug or an override that broke the fit: never written
         error = "rendered objects do not fit together: " + "; ".join(problems)
         return Result(key, error=error, warnings=admission.warnings)

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from providers.errors import RunwayError
+from core.fields.errors import RunwayError
 
 NAME_MAX = 255  # bytes in one path component (Linux)
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

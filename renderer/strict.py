@@ -19,12 +19,12 @@ import jsonschema
 import kubernetes_validate
 import referencing
 
-from providers.crdvalidation import Node, compile_crd_schema, new_environment, validate
-from providers.errors import FieldError, IncompatibleUpstream, Reason, SourceError
-from providers.fieldpath import FieldPath
-from providers.schema import check_schema
+from core.fields.errors import FieldError, IncompatibleUpstream, Reason, SourceError
+from core.fields.paths import FieldPath
+from core.schema.rules import Node, compile_crd_schema, new_environment, validate
+from core.schema.structural import check_schema
+from kubeio.sources import read_documents
 from renderer.schemapack import PackEntry
-from renderer.sources import read_documents
 
 CRD_KIND = "CustomResourceDefinition"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from providers.registry import ProviderRegistry
+from core.selection.configs import ProviderRegistry
 from tests.support.builders import shipped_registry
 
 ROOT = Path(__file__).resolve().parent.parent

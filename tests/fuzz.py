@@ -42,8 +42,8 @@ from flask.testing import FlaskClient
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from providers.errors import SourceError
-from renderer.sources import parse_documents
+from core.fields.errors import SourceError
+from kubeio.sources import parse_documents
 from tests.fuzzing import Report
 from tests.fuzzing import cel as cel_area
 from tests.fuzzing import crdrules as crdrules_area

@@ -32,14 +32,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-# The image Runway renders for each Dynamo engine (providers/dynamo.py), whose parser a catalog
+# The image Runway renders for each Dynamo engine (providers/dynamo/render.py), whose parser a catalog
 # describes; another spec.engine.image only gets warnings.
 RUNTIMES = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
 NO_VALUE_ACTIONS = {"store_true", "store_false", "store_const", "count", "help", "version"}
 
 
 def pins() -> dict[str, str]:
-    text = (ROOT / "providers" / "versions.env").read_text()
+    text = (ROOT / "core" / "model" / "versions.env").read_text()
     return dict(
         line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#")
     )

@@ -4,7 +4,7 @@ The pack holds one JSON file per upstream CRD Runway renders (or installs next t
 renders): the CRD itself, with every `description` text stripped and everything else kept
 (group, names, scope, served versions, openAPIV3Schema with every `x-kubernetes-*` extension,
 subresources, printer columns), plus where it came from. Versions come from
-providers/versions.env only.
+core/model/versions.env only.
 
 Two kinds of input:
   * upstreams served by the Go module proxy (Gateway API, GAIE, KubeRay, Istio) are downloaded
@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from providers.versions import Versions
+from core.model.versions import Versions
 from tests.cluster.build import module_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +54,7 @@ class ModuleSource:
     """A CRD inside an upstream Go module, at the version pinned by `pin`."""
 
     upstream: str
-    pin: str  # KEY of providers/versions.env
+    pin: str  # KEY of core/model/versions.env
     module: str
     file: str  # path inside the module
     crd: str  # metadata.name of the CRD to keep (files may hold several)
@@ -329,7 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--save-inputs", metavar="DIR", help="also keep the inputs read")
     parser.add_argument("--out", default=str(PACK), metavar="DIR", help=f"default {PACK}")
     parser.add_argument(
-        "--versions", default=str(ROOT / "providers" / "versions.env"), metavar="FILE"
+        "--versions", default=str(ROOT / "core" / "model" / "versions.env"), metavar="FILE"
     )
     return parser
 

@@ -13,12 +13,13 @@ import os
 import time
 from typing import Any
 
-import kubernetes
 from flask import Blueprint, Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from providers.destinations import NO_DESTINATIONS, Destinations
-from renderer.sources import bundled_flag_catalogs, load_registry
+from core.model.destinations import NO_DESTINATIONS, Destinations
+from kubeio.client import api_client
+from kubeio.shipped import bundled_flag_catalogs
+from kubeio.sources import load_registry
 from webhook.handlers import (
     Handler,
     Outcome,
@@ -46,21 +47,12 @@ UNAVAILABLE = 503
 
 def source_for(settings: Settings) -> ProviderSource:
     """Directories or the shipped configs (static), or a watch of the cluster."""
-    if settings.in_cluster:
-        return ClusterSource(_in_cluster_client, flags=bundled_flag_catalogs())
-    if settings.kubeconfig:
-        path = settings.kubeconfig
+    if settings.in_cluster or settings.kubeconfig:
+        path, in_cluster = settings.kubeconfig, settings.in_cluster
         return ClusterSource(
-            lambda: kubernetes.config.new_client_from_config(config_file=path),
-            flags=bundled_flag_catalogs(),
+            lambda: api_client(path, in_cluster=in_cluster), flags=bundled_flag_catalogs()
         )
     return StaticSource(load_registry(settings.providers or None))
-
-
-def _in_cluster_client() -> kubernetes.client.ApiClient:
-    configuration = kubernetes.client.Configuration()
-    kubernetes.config.load_incluster_config(client_configuration=configuration)
-    return kubernetes.client.ApiClient(configuration)
 
 
 def admission_routes(

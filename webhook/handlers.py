@@ -11,18 +11,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from providers.admission import admit
-from providers.configs_admission import check_external_provider, check_provider_config
-from providers.destinations import NO_DESTINATIONS, Destinations
-from providers.hydrate import hydrate
-from providers.model import (
+from core.admission.configs import check_external_provider, check_provider_config
+from core.admission.hydrate import hydrate
+from core.admission.pipeline import admit
+from core.model.destinations import NO_DESTINATIONS, Destinations
+from core.model.kinds import (
     EMP_GROUP,
     EXTERNAL_MODEL_PROVIDER,
     GROUP,
     INFERENCE_PROVIDER_CONFIG,
     MODEL_DEPLOYMENT,
 )
-from providers.registry import ProviderRegistry
+from core.selection.configs import ProviderRegistry
 from webhook.responses import allowed, denied, patched
 from webhook.review import AdmissionRequest, AdmissionResponse
 

@@ -13,7 +13,7 @@ import threading
 from collections import Counter
 from collections.abc import Mapping
 
-from providers.model import (
+from core.model.kinds import (
     EMP_GROUP,
     EXTERNAL_MODEL_PROVIDER,
     GROUP,

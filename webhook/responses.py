@@ -7,8 +7,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from providers.admission import json_patch
-from providers.errors import FieldError
+from core.admission.pipeline import json_patch
+from core.fields.errors import FieldError
 from webhook.review import API_VERSION, AdmissionResponse, AdmissionReview
 
 FORBIDDEN = 403  # a policy denial: the object is understood and refused

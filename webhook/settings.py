@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from providers.destinations import Destinations
-from providers.errors import RunwayError
+from core.fields.errors import RunwayError
+from core.model.destinations import Destinations
 
 
 class SettingsError(RunwayError):

@@ -1,7 +1,7 @@
 """Where the webhook's InferenceProviderConfigs come from: fixed files, or a cluster watch.
 
 Only configs whose status.ready is true take part in automatic selection; a config without a
-status counts as ready (see providers/model.py). A cluster source lists, then watches; on any
+status counts as ready (see core/model/kinds.py). A cluster source lists, then watches; on any
 error it marks itself stale (readyz turns false), waits, and lists again.
 """
 
@@ -15,8 +15,9 @@ from typing import Any, Protocol
 import kubernetes
 import urllib3
 
-from providers.flags import FlagCatalog
-from providers.registry import ProviderRegistry
+from core.checks.flags import FlagCatalog
+from core.selection.configs import ProviderRegistry
+from kubeio.registry import build_registry
 
 log = logging.getLogger(__name__)
 GROUP, VERSION, PLURAL = "airunway.ai", "v1alpha1", "inferenceproviderconfigs"
@@ -132,9 +133,7 @@ class ClusterSource:
             log.info("provider config %s name=%s", kind.lower(), name)
 
     def _publish(self, objects: dict[str, dict[str, Any]], *, stale: bool) -> None:
-        registry = ProviderRegistry.from_objects(
-            (objects[n] for n in sorted(objects)), flags=self._flags
-        )
+        registry = build_registry((objects[n] for n in sorted(objects)), flags=self._flags)
         for problem in registry.problems:
             log.warning("provider config problem: %s", problem)
         with self._lock:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from providers.versions import Versions
+from core.model.versions import Versions
 from tests.cluster.build import HERE, Binary, build_binary, check_pin, module_dir, say
 
 MODULE = "github.com/argoproj/argo-cd/v3"

@@ -12,7 +12,7 @@ The CRDs of the kinds Runway renders are not fetched here: the test cluster inst
 Runway's schema pack (renderer/schemas/, `make schemas`), so the e2e tier tests exactly the
 schemas users get.
 A second run does nothing: each binary carries a stamp of its go.mod, go.sum and Go version, and
-each CRD folder a marker. Versions come from providers/versions.env only.
+each CRD folder a marker. Versions come from core/model/versions.env only.
 
 Exit status: 0 built (or already built); 1 failed. Without Go: 1 when CI=true, else 0 with a
 loud warning (the e2e tier then skips, loudly, on a developer machine only).
@@ -38,7 +38,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from providers.versions import Versions  # noqa: E402  (the project root is on the path only now)
+from core.model.versions import Versions  # noqa: E402  (the project root is on the path only now)
 
 HERE = ROOT / "tests" / "cluster"
 HEARTBEAT_SECONDS = 30
@@ -119,7 +119,7 @@ class Upstream:
 
     name: str
     module: str
-    pin: str  # KEY of providers/versions.env
+    pin: str  # KEY of core/model/versions.env
     files: tuple[str, ...]  # paths inside the module (globs allowed)
 
     def version(self, versions: Versions) -> str:
@@ -295,7 +295,7 @@ def main(env: Mapping[str, str]) -> int:
             file=sys.stderr,
         )
         return 0
-    versions = Versions.parse((ROOT / "providers" / "versions.env").read_text())
+    versions = Versions.parse((ROOT / "core" / "model" / "versions.env").read_text())
     cache = cache_dir(env)
     say(f"cache: {cache}; Kubernetes {versions.kubernetes}, etcd {versions.etcd}")
     build_binaries(cache, versions)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from providers.versions import Versions
+from core.model.versions import Versions
 from tests.cluster.build import HERE, Binary, build_binary, check_pin, module_dir, say
 
 SOURCE = Binary("source-controller", HERE / "flux-source", "github.com/fluxcd/source-controller")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from providers.versions import Versions
+from core.model.versions import Versions
 from tests.cluster.build import (
     HERE,
     Binary,

@@ -19,7 +19,7 @@ from typing import Any
 import kubernetes
 import pytest
 
-from renderer.yamlio import dump_all
+from kubeio.yamlio import dump_all
 from tests.support.cluster import (
     Cluster,
     binaries_dir,

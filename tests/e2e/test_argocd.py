@@ -28,8 +28,8 @@ import pytest
 import yaml
 
 from cli.main import main
+from kubeio.yamlio import dump
 from renderer.schemapack import load_pack
-from renderer.yamlio import dump
 from tests.conftest import EXAMPLES, ROOT
 from tests.e2e.conftest import RUNWAY
 from tests.e2e.test_flux import changed_files, objects_in, ref, rendered_objects, resource

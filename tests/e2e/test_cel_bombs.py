@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from renderer.yamlio import dump_all
+from kubeio.yamlio import dump_all
 from tests.conftest import ROOT
 from tests.e2e.conftest import LABEL
 from tests.integration.test_cel_bombs import BOMB, REFUSAL

@@ -18,9 +18,9 @@ from typing import Any
 import kubernetes
 import pytest
 
-from providers.versions import Versions
+from core.model.versions import Versions
+from kubeio.shipped import bundled_versions
 from renderer.schemapack import load_pack
-from renderer.sources import bundled_versions
 from renderer.strict import Schemas
 from tests.support.cluster import Cluster
 from tests.support.crdcases import Case, cases, format_cases, rule_sites

@@ -26,9 +26,9 @@ import pytest
 import yaml
 
 from cli.main import main
+from kubeio.yamlio import dump
 from renderer.apply import folders
 from renderer.schemapack import load_pack
-from renderer.yamlio import dump
 from tests.conftest import EXAMPLES, ROOT
 from tests.e2e.conftest import RUNWAY
 from tests.e2e.test_gitops import refuses_field

@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from providers.admission import admit
-from providers.model import ModelDeployment
-from providers.registry import MODULES, ProviderRegistry
-from renderer.sources import bundled_versions
+from core.admission.pipeline import admit
+from core.model.kinds import ModelDeployment
+from core.selection.configs import ProviderRegistry
+from kubeio.shipped import bundled_versions
+from providers.modules import plugins
 from tests.conftest import EXAMPLES
 from tests.e2e.conftest import _unavailable
 from tests.support.cluster import Cluster
@@ -31,6 +32,8 @@ from tests.support.kuberay import (
 )
 from tests.support.rayservices import kuberay_cases
 from tests.support.wait import wait_until
+
+PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
 
 PINS = bundled_versions()
 IMAGE = f"rayproject/ray-llm:{PINS.ray}-py311-cu128"
@@ -60,7 +63,7 @@ def rayservice(doc: dict[str, Any], namespace: str, registry: ProviderRegistry) 
     assert admission.errors == ()
     md = ModelDeployment(admission.obj)
     (service,) = [
-        o for o in MODULES[md.provider_name].render(md, PINS) if o["kind"] == "RayService"
+        o for o in PLUGINS[md.provider_name].render(md, PINS) if o["kind"] == "RayService"
     ]
     return service
 

@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from cli.main import main
+from kubeio.yamlio import dump
 from renderer.apply import folders
-from renderer.yamlio import dump
 from tests.conftest import EXAMPLES
 from tests.support.builders import disaggregated
 from tests.support.cluster import Cluster

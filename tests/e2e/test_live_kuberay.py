@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from providers.registry import ProviderRegistry
-from renderer.sources import bundled_versions
+from core.selection.configs import ProviderRegistry
+from kubeio.shipped import bundled_versions
 from tests.conftest import EXAMPLES
 from tests.e2e.test_kuberay_operator import expected_pods, get_json, rayservice
 from tests.support.cluster import Cluster

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from providers.hydrate import hydrate
-from providers.registry import ProviderRegistry
+from core.admission.hydrate import hydrate
+from core.selection.configs import ProviderRegistry
 from tests.conftest import EXAMPLES
 from tests.support.builders import external_model_provider
 from tests.support.cluster import Cluster

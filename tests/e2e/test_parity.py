@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from renderer.yamlio import dump
+from kubeio.yamlio import dump
 from tests.support.builders import model_deployment
 from tests.support.cluster import Cluster
 from tests.support.wait import wait_until

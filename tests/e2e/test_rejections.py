@@ -14,8 +14,8 @@ from typing import Any
 import kubernetes
 import pytest
 
-from providers.errors import IncompatibleUpstream
-from providers.upstream import classify_write_error
+from core.fields.errors import IncompatibleUpstream
+from core.schema.upstream import classify_write_error
 from tests.support.builders import model_deployment
 
 GROUP, VERSION, PLURAL = "airunway.ai", "v1alpha1", "modeldeployments"

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from providers.versions import Versions
+from core.model.versions import Versions
+from kubeio.shipped import bundled_versions
 from renderer.schemapack import load_pack
-from renderer.sources import bundled_versions
 from renderer.strict import Schemas
 from tests.cluster.build import UPSTREAMS, cache_dir
 from tests.support.cluster import Cluster

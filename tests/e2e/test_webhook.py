@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from renderer.yamlio import dump_all
+from kubeio.yamlio import dump_all
 from tests.conftest import ROOT
 from tests.e2e.conftest import LABEL, configurations
 from tests.support.builders import external_model_provider, model_deployment, provider_config

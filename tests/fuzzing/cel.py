@@ -15,10 +15,10 @@ import re2
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from providers.cel import compile_rule, new_environment
-from providers.celregex import check_pattern
-from providers.configs_admission import check_provider_config
-from providers.errors import FieldError, Reason
+from core.admission.configs import check_provider_config
+from core.cel.regex import check_pattern
+from core.cel.rules import compile_rule, new_environment
+from core.fields.errors import FieldError, Reason
 from tests.fuzzing import Report
 from tests.support.builders import provider_config
 from tests.support.celbombs import (

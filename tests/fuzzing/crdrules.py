@@ -14,8 +14,8 @@ import random
 import time
 from typing import Any
 
+from kubeio.shipped import bundled_versions
 from renderer.schemapack import load_pack
-from renderer.sources import bundled_versions
 from renderer.strict import Schemas
 from tests.fuzzing import Report
 from tests.support.crdcases import cases, place

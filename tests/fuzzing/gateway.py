@@ -19,14 +19,14 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from core.admission.configs import check_external_provider
+from core.admission.pipeline import admit
+from core.model.servednames import is_literal
+from core.selection.configs import ProviderRegistry
 from gateway.litellm import LiteLLM, LiteLLMUnavailable
 from gateway.merge import Owner, Plan, Registration, plan, settle
 from gateway.secrets import FileSecrets
 from gateway.sync import Syncer
-from providers.admission import admit
-from providers.configs_admission import check_external_provider
-from providers.registry import ProviderRegistry
-from providers.servednames import is_literal
 from tests.fuzzing import Report
 from tests.support.answers import Answer, AnswerServer
 from tests.support.builders import external_model_provider, model_deployment, shipped_registry

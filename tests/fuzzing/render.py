@@ -2,11 +2,11 @@
 
 Three classes, each checking the rule it protects:
 - names: generated names and namespaces through admission; every admitted one renders objects
-  whose names, namespaces and label values the API server accepts (providers/names.py);
+  whose names, namespaces and label values the API server accepts (core/model/names.py);
 - paths and links: real renders into real Git repositories with hostile names and links planted
   in the tree or the sources; nothing outside the repository changes (renderer/safefs.py);
 - aliases: generated nested-alias documents; refused exactly when they expand past the bound,
-  and the slowest answer is reported (renderer/sources.py).
+  and the slowest answer is reported (kubeio/sources.py).
 """
 
 from __future__ import annotations
@@ -20,15 +20,12 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from providers.admission import admit
-from providers.errors import SourceError
-from providers.registry import ProviderRegistry
-from renderer.sources import (
-    MAX_EXPANDED,
-    bundled_config_objects,
-    bundled_flag_catalogs,
-    parse_documents,
-)
+from core.admission.pipeline import admit
+from core.fields.errors import SourceError
+from core.selection.configs import ProviderRegistry
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects
+from kubeio.sources import MAX_EXPANDED, parse_documents
 from tests.fuzzing import Report
 from tests.support.hostile_render import CASES, laughs, laughs_nodes, outside_changes
 from tests.support.names import NAMES, SHAPES, kubernetes_problems, rendered, shaped
@@ -39,9 +36,7 @@ NAME_CASES = 1_000  # admissions and renders in process (about 10 ms each)
 
 def run(examples: int) -> Report:
     report = Report("render")
-    registry = ProviderRegistry.from_objects(
-        bundled_config_objects(), flags=bundled_flag_catalogs()
-    )
+    registry = build_registry(bundled_config_objects())
     _names(report, min(examples, NAME_CASES), registry)
     _aliases(report, min(examples, NAME_CASES))
     _links(report, max(1, min(examples // 100, RENDER_CASES)))

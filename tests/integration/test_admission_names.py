@@ -1,4 +1,4 @@
-"""The served webhook applies the name rule the renderer applies (providers/names.py)."""
+"""The served webhook applies the name rule the renderer applies (core/model/names.py)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from cli.main import main
-from renderer.sources import bundled_config_objects
+from kubeio.shipped import bundled_config_objects
 from tests.conftest import EXAMPLES
 from tests.support.builders import provider_config
 from tests.support.webhook import Webhook, review, start_webhook

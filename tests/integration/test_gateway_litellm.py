@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from providers.servednames import LITERAL
+from core.model.servednames import LITERAL
 from tests.support.builders import external_model_provider
 from tests.support.fake_openai import FakeUpstream, Hit
 from tests.support.litellm import RUNWAY, Proxy, runway, start_proxy, write_objects

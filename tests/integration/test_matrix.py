@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 import yaml
 
-from providers.admission import admit
-from providers.flags import unknown_flags
-from providers.gateway import GatewayTarget
-from providers.invariants import check_invariants
-from providers.model import ModelDeployment
+from core.admission.pipeline import admit
+from core.checks.flags import unknown_flags
+from core.model.kinds import ModelDeployment
+from core.rendering.inferencegateway import GatewayTarget
+from core.rendering.invariants import check_invariants
+from kubeio.shipped import bundled_flag_catalogs, bundled_versions
 from renderer.render import HYDRATED_FILE, render_one
 from renderer.schemapack import load_pack
-from renderer.sources import bundled_flag_catalogs, bundled_versions
 from renderer.strict import Schemas
 from tests.support.builders import shipped_registry
 from tests.support.matrix import cases, engine_args, launched_catalogs
@@ -73,9 +73,9 @@ def test_every_admitted_case_renders_strictly_and_fits_together(
         if name not in (HYDRATED_FILE, "kustomization.yaml")
     ]
     md = ModelDeployment(yaml.safe_load(result.files[HYDRATED_FILE]))
-    assert check_invariants(md, objects) == []
+    assert check_invariants(md, objects, SHIPPED) == []
     launched = engine_args(objects)
-    if md.is_dynamo_mocker:  # every worker runs the mocker, and nothing else takes flags
+    if SHIPPED.runs_test_backend(md):  # every worker runs the mocker, and nothing else takes flags
         (graph,) = [o for o in objects if o["kind"] == "DynamoGraphDeployment"]
         services = graph["spec"]["services"].values()
         workers = [s for s in services if s["componentType"] == "worker"]

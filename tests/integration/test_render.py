@@ -21,10 +21,10 @@ import pytest
 import yaml
 
 from cli.main import main
-from providers.admission import admit
-from providers.registry import ProviderRegistry
+from core.admission.pipeline import admit
+from core.selection.configs import ProviderRegistry
+from kubeio.yamlio import dump, dump_all
 from renderer.schemapack import load_pack
-from renderer.yamlio import dump, dump_all
 from tests.conftest import EXAMPLES, REJECTED_EXAMPLES
 from tests.support.builders import external_model_provider, model_deployment, provider_config
 

@@ -17,8 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
-from providers.gateway import GatewayTarget
-from providers.registry import ProviderRegistry
+from core.rendering.inferencegateway import GatewayTarget
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects, bundled_versions
+from kubeio.sources import parse_documents
+from kubeio.yamlio import dump_all
 from renderer.incremental import Entry, RenderCache, Rendered, inputs_digest, render_incremental
 from renderer.render import (
     HYDRATED_FILE,
@@ -29,9 +32,7 @@ from renderer.render import (
     tree_files,
 )
 from renderer.schemapack import load_pack
-from renderer.sources import bundled_config_objects, bundled_versions, parse_documents
 from renderer.strict import Schemas
-from renderer.yamlio import dump_all
 from tests.support.builders import model_deployment
 
 NAMES = ("a", "b", "c", "d", "e")
@@ -144,7 +145,7 @@ def test_incremental_render_equals_full_render_after_any_edits(
         objects = list(sources.values())
         config_objects = _configs(configs)
         context: dict[str, Any] = {
-            "registry": ProviderRegistry.from_objects(config_objects),
+            "registry": build_registry(config_objects, flags={}),
             "schemas": schemas,
             "pins": bundled_versions(),
             "gateway": GatewayTarget("inference", "gateways", False) if gateway else None,
@@ -169,7 +170,7 @@ def test_incremental_render_equals_full_render_after_any_edits(
 def test_an_unchanged_tree_renders_nothing_and_one_change_renders_one(schemas: Schemas) -> None:
     objects = [_deployment(n, "team1", ("vllm", 1, 1, False, False, False)) for n in NAMES]
     context = {
-        "registry": ProviderRegistry.from_objects(SHIPPED),
+        "registry": build_registry(SHIPPED, flags={}),
         "schemas": schemas,
         "pins": bundled_versions(),
         "gateway": None,
@@ -229,7 +230,7 @@ def test_a_pool_of_processes_renders_exactly_what_one_process_renders(schemas: S
         for i in range(POOL_MINIMUM + 7)
     ]
     context = {
-        "registry": ProviderRegistry.from_objects(SHIPPED),
+        "registry": build_registry(SHIPPED, flags={}),
         "schemas": schemas,
         "pins": bundled_versions(),
         "gateway": GatewayTarget("inference", "gateways", False),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
-from renderer.yamlio import dump
+from kubeio.yamlio import dump
 from tests.conftest import EXAMPLES
 from tests.support.builders import model_deployment
 

@@ -23,13 +23,13 @@ import pytest
 
 import renderer.render
 from cli.main import main
-from providers.registry import ProviderRegistry
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects, bundled_versions
+from kubeio.yamlio import dump, dump_all
 from renderer.gitops import Repo
 from renderer.render import render_guarded
 from renderer.schemapack import load_pack
-from renderer.sources import bundled_config_objects, bundled_versions
 from renderer.strict import Schemas
-from renderer.yamlio import dump, dump_all
 from tests.support.builders import model_deployment
 
 RUNWAY = str(Path(sys.executable).parent / "runway")
@@ -208,7 +208,7 @@ def test_any_exception_while_rendering_one_object_fails_only_that_object(
 
     monkeypatch.setattr(renderer.render, "render_one", flaky)
     context: dict[str, Any] = {
-        "registry": ProviderRegistry.from_objects(bundled_config_objects()),
+        "registry": build_registry(bundled_config_objects(), flags={}),
         "schemas": Schemas.from_pack(load_pack()),
         "pins": bundled_versions(),
     }

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
+from kubeio.yamlio import dump, dump_all
 from renderer.apply import folders
 from renderer.safefs import UnsafePath
-from renderer.yamlio import dump, dump_all
 from tests.conftest import EXAMPLES, REJECTED_EXAMPLES
 from tests.support.builders import model_deployment
 from tests.support.hostile_render import CASES, Case, laughs, outside_changes

@@ -22,7 +22,7 @@ from typing import IO, Any
 
 import yaml
 
-from renderer.yamlio import dump_all
+from kubeio.yamlio import dump_all
 from tests.support.cluster import ROOT, Cluster, _get, binaries_dir, free_port, terminate
 from tests.support.wait import wait_until
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers.registry import ProviderRegistry
-from renderer.sources import bundled_config_objects, bundled_flag_catalogs
+from core.selection.configs import ProviderRegistry
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects
 
 
 def model_deployment(
@@ -111,8 +112,8 @@ def provider_config(
 
 def shipped_registry() -> ProviderRegistry:
     """The shipped configs and the shipped engine flag catalogs, as the edges load them."""
-    return ProviderRegistry.from_objects(bundled_config_objects(), flags=bundled_flag_catalogs())
+    return build_registry(bundled_config_objects())
 
 
 def registry_of(*configs: dict[str, Any]) -> ProviderRegistry:
-    return ProviderRegistry.from_objects(configs)
+    return build_registry(configs, flags={})

@@ -15,9 +15,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from providers.bounds import MAX_VALUES
-from providers.cel import RULE_COST_LIMIT, Bound, Environment, Rule, activation, evaluate
-from providers.celcost import INPUT_STRING_LIMIT
+from core.cel.cost import INPUT_STRING_LIMIT
+from core.cel.rules import RULE_COST_LIMIT, Bound, Environment, Rule, activation, evaluate
+from core.schema.bounds import MAX_VALUES
 
 RULE_BOUND_MS = RULE_COST_LIMIT * 1e-4  # units of 0.1 µs, in ms
 # The most args an admissible ModelDeployment holds beside its other values (bench/cel.py).

@@ -26,11 +26,12 @@ from typing import IO, Any
 import kubernetes
 import yaml
 
-from certs.authority import issue, new_authority, signing_key_pem, write_atomically
+from certs.authority import issue, new_authority, signing_key_pem
 from cli.manifests import crds_yaml
+from kubeio.files import atomic_write
+from kubeio.shipped import bundled_versions
+from kubeio.yamlio import dump, dump_all
 from renderer.schemapack import load_pack
-from renderer.sources import bundled_versions
-from renderer.yamlio import dump, dump_all
 from tests.cluster.build import UPSTREAMS, cache_dir
 from tests.support.wait import wait_until
 
@@ -192,7 +193,7 @@ def _write_pki(pki: Path) -> dict[str, Path]:
     paths = {}
     for name, (data, mode) in files.items():
         paths[name] = pki / f"{name}.pem"
-        write_atomically(paths[name], data, mode=mode)
+        atomic_write(paths[name], data, mode=mode)
     return paths
 
 
@@ -220,7 +221,7 @@ def _kubeconfig(path: Path, server: str, pki: dict[str, Path]) -> None:
         ],
         "current-context": "runway-test",
     }
-    write_atomically(path, yaml.safe_dump(config).encode(), mode=0o600)
+    atomic_write(path, yaml.safe_dump(config).encode(), mode=0o600)
 
 
 def start_cluster(workdir: Path, *, admission: Sequence[str] = ()) -> Cluster:

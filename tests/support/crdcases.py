@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from providers.fieldpath import FieldPath
+from core.fields.paths import FieldPath
 from renderer.schemapack import load_pack
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "crdrules"

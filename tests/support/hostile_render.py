@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from cli.main import main
-from renderer.yamlio import dump_all
+from kubeio.yamlio import dump_all
 from tests.support.builders import model_deployment
 
 EMP_API = "gateway.tokenfactory.mirantis.com/v1alpha1"

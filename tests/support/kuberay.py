@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from providers.versions import Versions
+from core.model.versions import Versions
 from tests.cluster.build import module_dir
 from tests.support.cluster import Cluster, _get, binaries_dir, free_port, terminate
 from tests.support.wait import wait_until

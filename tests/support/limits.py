@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from providers.bounds import MAX_NESTING, MAX_VALUES
-from providers.secrets import SHAPES
+from core.checks.credentials import SHAPES
+from core.schema.bounds import MAX_NESTING, MAX_VALUES
 from tests.support.builders import external_model_provider, model_deployment, provider_config
 from tests.support.webhook import review
 

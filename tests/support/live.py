@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from renderer.yamlio import dump_all
+from kubeio.yamlio import dump_all
 from tests.cluster.kwok import stages_file
 from tests.support.cluster import (
     Cluster,

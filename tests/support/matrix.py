@@ -7,9 +7,10 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from providers.flags import catalog_name
-from providers.model import ModelDeployment
-from providers.registry import ProviderRegistry
+from core.model.kinds import ModelDeployment
+from core.selection.configs import ProviderRegistry
+from providers import dynamo
+from providers.modules import plugins
 
 MOCKER = {"airunway.ai/dynamo-test-backend": "mocker"}
 STORAGE = [
@@ -121,8 +122,9 @@ def _module_args(argv: list[str]) -> tuple[str, list[str]]:
 def launched_catalogs(md: ModelDeployment) -> set[str]:
     """The catalogs of the entry points `md`'s rendered pods may start with flags: its engine's
     (the mocker's for the Dynamo test backend) and, on Dynamo, the frontend's."""
-    if md.is_dynamo_mocker:
+    if md.provider_name == "dynamo" and dynamo.is_test_backend(md):
         return {"dynamo-mocker", "dynamo-frontend"}
-    engine = catalog_name(md.provider_name, md.engine_type)
+    plugin = {p.NAME: p for p in plugins()}[md.provider_name]
+    engine = plugin.flag_catalog(md.engine_type)
     extra = {"dynamo-frontend"} if md.provider_name == "dynamo" else set()
     return ({engine} if engine else set()) | extra

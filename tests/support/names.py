@@ -9,12 +9,12 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from providers.admission import admit
-from providers.gateway import GatewayTarget, capabilities_of, render_gateway
-from providers.model import ModelDeployment
-from providers.pods import model_port
-from providers.registry import MODULES, ProviderRegistry
-from renderer.sources import bundled_versions
+from core.admission.pipeline import admit
+from core.model.kinds import ModelDeployment
+from core.rendering.assemble import render_model
+from core.rendering.inferencegateway import GatewayTarget
+from core.selection.configs import ProviderRegistry
+from kubeio.shipped import bundled_versions
 from tests.support.builders import model_deployment
 
 LOWER = set(string.ascii_lowercase)
@@ -64,11 +64,7 @@ def rendered(obj: dict[str, Any], registry: ProviderRegistry) -> list[dict[str, 
     assert admission.allowed, admission.errors
     md = ModelDeployment(admission.obj)
     pins = bundled_versions()
-    objects = MODULES[md.provider_name].render(md, pins)
-    if md.spec.get("gateway", {}).get("enabled"):
-        capabilities = capabilities_of(md, registry)
-        objects += render_gateway(md, capabilities, GATEWAY, pins, port=model_port(md))
-    return objects
+    return render_model(md, registry, pins, GATEWAY)
 
 
 # Names near every boundary: the alphabet Kubernetes allows, the characters it refuses, and

@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from providers.admission import admit
-from providers.model import ModelDeployment
+from core.admission.pipeline import admit
+from core.model.kinds import ModelDeployment
 from tests.support.builders import model_deployment, shipped_registry
 
 

@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
-from providers.admission import admit, json_patch
-from providers.errors import Reason, SourceError
-from providers.quantity import parse_quantity, quantity_problem
-from providers.registry import ProviderRegistry
-from renderer.sources import parse_documents
+from core.admission.pipeline import admit, json_patch
+from core.fields.errors import Reason, SourceError
+from core.model.quantity import parse_quantity, quantity_problem
+from core.selection.configs import ProviderRegistry
+from kubeio.sources import parse_documents
 from tests.support import limits
 from tests.support.builders import model_deployment, shipped_registry
 from tests.support.generated import (

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from cli.manifests import provider_configs_yaml
-from providers.cel import compile_problem, new_environment
+from core.cel.rules import compile_problem, new_environment
 from tests.conftest import ROOT
 from webhook.app import ROUTES
 

@@ -1,16 +1,27 @@
-"""The dependency rules of DESIGN.md, checked on the source: providers/ is a pure core."""
+"""The rooms of README "Layout" and what each may import, checked on the source.
+
+core/ is pure and layered (each sub-package imports only those before it); a provider package
+imports only core/ and itself; kubeio/ is the one room every edge may import; no edge
+(webhook/, renderer/, gateway/, certs/) imports another; cli/ sits on top. An import through
+`importlib` counts: a module that imports dynamically has every room path it spells checked as
+an import. And no module outside a provider's package names a provider.
+"""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT
 
-OUR_PACKAGES = {"providers", "cli", "webhook", "renderer", "gateway", "certs"}
-FORBIDDEN_IN_CORE = OUR_PACKAGES - {"providers"} | {
+CORE_ORDER = ("fields", "model", "schema", "cel", "checks", "selection", "rendering", "admission")
+EDGES = ("webhook", "renderer", "gateway", "certs")
+ROOMS = ("core", "providers", "kubeio", *EDGES, "cli")
+PROVIDERS = ("dynamo", "kaito", "kuberay", "llmd", "vllm")
+IO_IN_CORE = {
     "flask",
     "gunicorn",
     "werkzeug",
@@ -29,29 +40,94 @@ FORBIDDEN_IN_CORE = OUR_PACKAGES - {"providers"} | {
     "random",
     "time",
     "datetime",
+    "importlib",
 }
+ROOM_PATH = re.compile(rf"^({'|'.join(ROOMS)})(\.[a-z_]+)*$")
 
 
-def imports_of(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+def imports_of(source: str) -> set[str]:
+    """Every module `source` imports (dotted), including what it names for importlib."""
+    tree = ast.parse(source)
     found: set[str] = set()
+    dynamic = False
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found |= {alias.name.split(".")[0] for alias in node.names}
+            found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module.split(".")[0])
+            found.add(node.module)
+            if node.module in ("core", "providers"):
+                found |= {f"{node.module}.{alias.name}" for alias in node.names}
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            dynamic |= name in ("import_module", "__import__")
+    if dynamic:
+        found |= {
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and ROOM_PATH.match(node.value)
+        }
     return found
 
 
-CORE = sorted((ROOT / "providers").glob("*.py"))
+def room_of(module: str) -> str:
+    """The room a dotted module name belongs to: `core.cel`, `providers.kaito`, `renderer`...;
+    '' for what is not ours."""
+    parts = module.split(".")
+    if parts[0] == "core":
+        return f"core.{parts[1]}" if len(parts) > 1 and parts[1] in CORE_ORDER else "core"
+    if parts[0] == "providers":
+        return f"providers.{parts[1]}" if len(parts) > 1 and parts[1] in PROVIDERS else "providers"
+    return parts[0] if parts[0] in ROOMS else ""
 
 
-@pytest.mark.parametrize("path", CORE, ids=lambda p: p.name)
-def test_core_module_imports_no_edge_and_no_io(path: Path) -> None:
-    assert imports_of(path) & FORBIDDEN_IN_CORE == set()
+def allowed(room: str, target: str) -> bool:
+    """May a module of `room` import one of `target`?"""
+    if target in ("", room):
+        return True
+    if room.startswith("core"):
+        if not target.startswith("core"):
+            return False
+        if target == "core" or room == "core":
+            return room == "core"
+        return CORE_ORDER.index(target[5:]) <= CORE_ORDER.index(room[5:])
+    if room.startswith("providers."):
+        return target.startswith("core")
+    if room == "providers":
+        return target.startswith(("core", "providers"))
+    if room == "kubeio":
+        return target.startswith(("core", "providers"))
+    if room in EDGES:
+        return target.startswith(("core", "providers")) or target == "kubeio"
+    return room == "cli"  # cli may import every room
 
 
-@pytest.mark.parametrize("path", CORE, ids=lambda p: p.name)
+def violations(path: Path, source: str) -> list[str]:
+    module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+    room = room_of(module)
+    out = [
+        f"{module} imports {imported}"
+        for imported in sorted(imports_of(source))
+        if not allowed(room, room_of(imported))
+    ]
+    if room.startswith("core"):
+        top = {name.split(".")[0] for name in imports_of(source)}
+        out += [f"{module} does I/O through {name}" for name in sorted(top & IO_IN_CORE)]
+    return out
+
+
+PRODUCT = sorted(p for room in ROOMS for p in (ROOT / room).rglob("*.py"))
+CORE = [p for p in PRODUCT if p.relative_to(ROOT).parts[0] == "core"]
+
+
+@pytest.mark.parametrize("path", PRODUCT, ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_module_imports_only_what_its_room_may(path: Path) -> None:
+    assert violations(path, path.read_text()) == []
+
+
+@pytest.mark.parametrize("path", CORE, ids=lambda p: str(p.relative_to(ROOT)))
 def test_core_module_imports_only_at_the_top(path: Path) -> None:
     tree = ast.parse(path.read_text())
     nested = [
@@ -64,5 +140,118 @@ def test_core_module_imports_only_at_the_top(path: Path) -> None:
     assert nested == []
 
 
-def test_the_core_is_really_checked() -> None:
-    assert len(CORE) >= 15
+@pytest.mark.parametrize(
+    ("path", "source", "expected"),
+    [
+        (
+            "webhook/x.py",
+            "from renderer.render import render_one\n",
+            ["webhook.x imports renderer.render"],
+        ),
+        ("gateway/x.py", "import certs.bundle\n", ["gateway.x imports certs.bundle"]),
+        (
+            "cli/x.py",
+            "import importlib\nimportlib.import_module('renderer.apply')\n",
+            [],
+        ),
+        (
+            "renderer/x.py",
+            "import importlib\nNAME = 'webhook.app'\nimportlib.import_module(NAME)\n",
+            ["renderer.x imports webhook.app"],
+        ),
+        ("renderer/x.py", "from kubeio.registry import build_registry\n", []),
+        (
+            "providers/kaito/x.py",
+            "from providers.vllm.pods import pool_selector\n",
+            ["providers.kaito.x imports providers.vllm.pods"],
+        ),
+        (
+            "core/model/x.py",
+            "from core.admission.pipeline import admit\n",
+            ["core.model.x imports core.admission.pipeline"],
+        ),
+        (
+            "core/cel/x.py",
+            "from kubeio.shipped import bundled_versions\n",
+            ["core.cel.x imports kubeio.shipped"],
+        ),
+        ("core/cel/x.py", "import os\n", ["core.cel.x does I/O through os"]),
+        ("kubeio/x.py", "from webhook.app import create_app\n", ["kubeio.x imports webhook.app"]),
+    ],
+    ids=lambda v: v if isinstance(v, str) and v.endswith(".py") else "",
+)
+def test_the_rule_catches_each_kind_of_wrong_import(
+    path: str, source: str, expected: list[str]
+) -> None:
+    assert violations(ROOT / path, source) == expected
+
+
+def test_every_room_is_really_checked() -> None:
+    rooms = {room_of(".".join(p.relative_to(ROOT).with_suffix("").parts)) for p in PRODUCT}
+    assert rooms == {
+        *(f"core.{sub}" for sub in CORE_ORDER),
+        "core",
+        "providers",
+        *(f"providers.{name}" for name in PROVIDERS),
+        "kubeio",
+        *EDGES,
+        "cli",
+    }
+
+
+def provider_names_in(path: Path, source: str) -> list[str]:
+    """Where `source` names a provider outside its package: a string that is exactly a
+    provider's name (not an engine's: `vllm` only where compared with a provider), not counting
+    docstrings."""
+    tree = ast.parse(source)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Constant)
+            and node.value in PROVIDERS
+            and node.value != "vllm"
+            and id(node) not in docstrings
+        ):
+            found.append(f"{path.name}:{node.lineno} {node.value!r}")
+        if isinstance(node, ast.Compare) and "provider" in ast.unparse(node):
+            for constant in ast.walk(node):
+                if isinstance(constant, ast.Constant) and constant.value == "vllm":
+                    found.append(f"{path.name}:{node.lineno} compares a provider with 'vllm'")
+    return found
+
+
+OUTSIDE_PROVIDERS = [
+    p
+    for p in PRODUCT
+    if not (p.relative_to(ROOT).parts[0] == "providers" and p.parent.name in PROVIDERS)
+    and p.relative_to(ROOT) != Path("providers/modules.py")
+]
+
+
+@pytest.mark.parametrize("path", OUTSIDE_PROVIDERS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_outside_a_provider_package_names_a_provider(path: Path) -> None:
+    assert provider_names_in(path, path.read_text()) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ('if md.provider_name == "kaito":\n    pass\n', ["x.py:1 'kaito'"]),
+        (
+            'if provider in ("vllm", "llmd"):\n    pass\n',
+            ["x.py:1 'llmd'", "x.py:1 compares a provider with 'vllm'"],
+        ),
+        ('ENGINE = "vllm"\n', []),
+        ('"""Dynamo, KAITO: kaito and dynamo in prose."""\n', []),
+    ],
+)
+def test_the_name_rule_catches_a_switch_on_a_provider(source: str, expected: list[str]) -> None:
+    assert sorted(provider_names_in(ROOT / "x.py", source)) == sorted(expected)

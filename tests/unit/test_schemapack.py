@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from providers.gateway import GatewayTarget
-from providers.registry import ProviderRegistry
+from core.rendering.inferencegateway import GatewayTarget
+from core.selection.configs import ProviderRegistry
+from kubeio.shipped import bundled_versions
 from renderer.render import render_all
 from renderer.schemapack import load_pack
-from renderer.sources import bundled_versions
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas
 from tests.conftest import EXAMPLES, ROOT
 from tools import schemapack
@@ -227,7 +227,7 @@ def test_make_schemas_twice_gives_the_same_bytes(
 def test_a_pin_the_generator_has_no_source_for_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pins = (ROOT / "providers" / "versions.env").read_text()
+    pins = (ROOT / "core" / "model" / "versions.env").read_text()
     bumped = tmp_path / "versions.env"
     bumped.write_text(pins.replace("KAITO_VERSION=0.10.0", "KAITO_VERSION=0.11.0"))
 

@@ -1,4 +1,4 @@
-"""YAML aliases are bounded before anything walks what they expand to (renderer/sources.py)."""
+"""YAML aliases are bounded before anything walks what they expand to (kubeio/sources.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers.errors import SourceError
-from renderer.sources import MAX_EXPANDED, parse_documents
+from core.fields.errors import SourceError
+from kubeio.sources import MAX_EXPANDED, parse_documents
 from tests.support.hostile_render import laughs, laughs_nodes
 
 

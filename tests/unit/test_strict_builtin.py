@@ -7,11 +7,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from providers.model import ModelDeployment
-from providers.registry import MODULES
-from renderer.sources import bundled_versions
+from core.model.kinds import ModelDeployment
+from kubeio.shipped import bundled_versions
+from providers.modules import plugins
 from renderer.strict import BUILTIN_API_VERSIONS, BuiltinSchemas
 from tests.support.builders import model_deployment
+
+PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
 
 PLACES = (("spec",), ("metadata",), ("spec", "template", "spec"), ("spec", "selector"), ())
 
@@ -22,7 +24,7 @@ def _builtin_objects() -> list[dict[str, Any]]:
     out = []
     for provider in ("vllm", "llmd"):
         md = model_deployment("m", "ns", provider=provider, engine={"type": "vllm"})
-        rendered = MODULES[provider].render(ModelDeployment(md), pins)
+        rendered = PLUGINS[provider].render(ModelDeployment(md), pins)
         out += [o for o in rendered if o["apiVersion"] in BUILTIN_API_VERSIONS]
     return out
 

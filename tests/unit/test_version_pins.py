@@ -1,4 +1,4 @@
-"""providers/versions.env is the one source of upstream versions; every use must agree with it."""
+"""core/model/versions.env is the one source of upstream versions; every use must agree with it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from providers.versions import Versions
-from renderer.sources import bundled_versions
+from core.model.versions import Versions
+from kubeio.shipped import bundled_versions
 from tests.conftest import ROOT
 
 
@@ -205,6 +205,6 @@ def test_a_broken_versions_file_is_a_clear_error(text: str, message: str) -> Non
 
 
 def test_extra_pins_are_kept() -> None:
-    text = (ROOT / "providers" / "versions.env").read_text() + "SHIM_VERSION=0.3.0\n"
+    text = (ROOT / "core" / "model" / "versions.env").read_text() + "SHIM_VERSION=0.3.0\n"
 
     assert Versions.parse(text).extra["SHIM_VERSION"] == "0.3.0"

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from providers.destinations import PUBLIC
+from core.model.destinations import PUBLIC
 from tests.support.builders import external_model_provider
 from tests.support.webhook import review
 from webhook.app import create_app

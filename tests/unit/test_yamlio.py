@@ -13,9 +13,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers.errors import SourceError
-from renderer.sources import parse_documents
-from renderer.yamlio import dump, dump_represented
+from core.fields.errors import SourceError
+from kubeio.sources import parse_documents
+from kubeio.yamlio import dump, dump_represented
 
 LEAVES = st.one_of(
     st.none(),

@@ -1,5 +1,5 @@
 // Builds a slim Argo CD (application-controller, repo-server, miniredis; main.go) at
-// ARGOCD_VERSION (providers/versions.env) for the Argo CD e2e tier. A module built as a dependency
+// ARGOCD_VERSION (core/model/versions.env) for the Argo CD e2e tier. A module built as a dependency
 // ignores that module's own replace lines, so Argo CD's are copied here. Its gitops-engine is
 // replaced upstream with the folder ./gitops-engine, which the module zip lacks, and the
 // pseudo-version it requires is not served; the served one (gitops-engine@latest, a master

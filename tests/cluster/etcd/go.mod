@@ -1,4 +1,4 @@
-// The etcd server for the test cluster, at ETCD_VERSION (providers/versions.env).
+// The etcd server for the test cluster, at ETCD_VERSION (core/model/versions.env).
 module runway.local/cluster/etcd
 
 go 1.26.0

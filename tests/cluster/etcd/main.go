@@ -1,5 +1,5 @@
 // Command etcd is the etcd server, built from go.etcd.io/etcd/server/v3 at ETCD_VERSION
-// (providers/versions.env), for the test cluster only.
+// (core/model/versions.env), for the test cluster only.
 package main
 
 import (

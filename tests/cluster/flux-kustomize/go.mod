@@ -1,4 +1,4 @@
-// Builds Flux kustomize-controller at FLUX_KUSTOMIZE_CONTROLLER_VERSION (providers/versions.env)
+// Builds Flux kustomize-controller at FLUX_KUSTOMIZE_CONTROLLER_VERSION (core/model/versions.env)
 // for the GitOps e2e tier. A module built as a dependency ignores that module's own replace
 // lines, so its replaces are copied here. tests/cluster/flux.py checks the pin.
 module runway.local/cluster/flux-kustomize

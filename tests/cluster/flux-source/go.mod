@@ -1,4 +1,4 @@
-// Builds Flux source-controller at FLUX_SOURCE_CONTROLLER_VERSION (providers/versions.env) for the
+// Builds Flux source-controller at FLUX_SOURCE_CONTROLLER_VERSION (core/model/versions.env) for the
 // GitOps e2e tier. A module built as a dependency ignores that module's own replace lines, so its
 // go-digest replace is copied here; github.com/fluxcd/pkg/artifact v0.18.3 (what it requires) is
 // not served by the Go module proxy, v0.18.0 is and builds. tests/cluster/flux.py checks the pin.

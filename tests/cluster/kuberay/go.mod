@@ -1,5 +1,5 @@
 // Builds the KubeRay operator from github.com/ray-project/kuberay/ray-operator at KUBERAY_VERSION
-// (providers/versions.env), for the e2e tier only (tests/e2e/test_kuberay_operator.py).
+// (core/model/versions.env), for the e2e tier only (tests/e2e/test_kuberay_operator.py).
 module runway.local/cluster/kuberay
 
 go 1.26.0

@@ -1,5 +1,5 @@
 // kube-apiserver, kube-controller-manager and kube-scheduler from k8s.io/kubernetes at
-// KUBERNETES_VERSION (providers/versions.env); tests/cluster/build.py checks the pin and stamps
+// KUBERNETES_VERSION (core/model/versions.env); tests/cluster/build.py checks the pin and stamps
 // each binary with it. k8s.io/kubernetes is usable as a module only with every k8s.io staging
 // module replaced by its published v0.X.Y release.
 module runway.local/cluster/kubernetes

@@ -1,4 +1,4 @@
-// Builds KWOK's controller (sigs.k8s.io/kwok/cmd/kwok) at KWOK_VERSION (providers/versions.env):
+// Builds KWOK's controller (sigs.k8s.io/kwok/cmd/kwok) at KWOK_VERSION (core/model/versions.env):
 // fake nodes and pod lifecycles for the live tier (tests/support/live.py), no kubelet.
 module runway.local/cluster/kwok
 

@@ -13,9 +13,10 @@ import jsonpatch
 import pytest
 import yaml
 
+from cli.exits import Exit
 from cli.inspect import guarded
-from cli.main import Exit, main
-from providers.registry import ProviderRegistry
+from cli.main import main
+from core.selection.configs import ProviderRegistry
 from tests.conftest import EXAMPLES, REJECTED_EXAMPLES, ROOT, example_files
 from tests.support.builders import model_deployment, provider_config, shipped_registry
 
@@ -108,7 +109,7 @@ def test_validate_examples_json_has_the_documented_shape(
     code, out, err = run(capsys, "validate", *examples(), "-o", "json")
 
     results = json.loads(out)
-    assert (code, err) == (Exit.REJECTED, "")
+    assert (code, err) == (Exit.PARTIAL, "")
     assert len(results) == len(EXPECTED_SELECTION)
     for result in results:
         assert set(result) == {
@@ -219,7 +220,7 @@ def test_validate_text_reports_and_counts(capsys: pytest.CaptureFixture[str]) ->
         str(REJECTED_EXAMPLES / "kaito-count.yaml"),
     )
 
-    assert code == Exit.REJECTED
+    assert code == Exit.PARTIAL
     assert out.splitlines() == [
         "models/llama-cpu: allowed: engine llamacpp (auto), provider kaito (auto)",
         "  warning: spec.model.servedName is ignored when spec.model.source is custom",
@@ -257,7 +258,7 @@ def test_old_versions_exercise_update_rules(
     code, out, _ = run(capsys, "validate", new, "--old", old, "-o", "json")
 
     results = json.loads(out)
-    assert code == Exit.REJECTED
+    assert code == Exit.PARTIAL
     assert [(r["name"], r["operation"], r["allowed"]) for r in results] == [
         ("llama", "UPDATE", False),
         ("other", "CREATE", True),
@@ -380,7 +381,7 @@ def test_structurally_broken_model_deployment_is_denied_not_unusable(
 
     code, out, _ = run(capsys, "validate", write(tmp_path / "md.yaml", broken), "-o", "json")
 
-    assert code == Exit.REJECTED
+    assert code == Exit.PARTIAL
     assert json.loads(out)[0]["errors"] == [
         {"field": "spec", "message": "Invalid value: must be object, not array"}
     ]

@@ -7,7 +7,7 @@ import yaml
 
 from cli.main import main
 from cli.manifests import crds_yaml
-from providers.crds import model_deployment_spec
+from core.schema.crds import model_deployment_spec
 from tests.conftest import ROOT
 
 

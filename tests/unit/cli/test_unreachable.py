@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cli.main import Exit, main
+from cli.exits import Exit
+from cli.main import main
 from tests.conftest import EXAMPLES
 from tests.support.cluster import free_port
 from tests.support.litellm import RUNWAY

@@ -6,12 +6,18 @@ from typing import Any
 
 import pytest
 
+from core.admission.hydrate import hydrate
+from core.model.kinds import ModelDeployment
+from core.rendering.inferencegateway import (
+    GatewayTarget,
+    capabilities_of,
+    render_gateway,
+    served_name,
+)
+from core.rendering.pods import template_selector
+from core.selection.configs import ProviderRegistry
 from gateway.merge import Conflict, DesiredModel, Owner, Plan, SecretRef, Skipped, plan
-from providers.gateway import GatewayTarget, capabilities_of, render_gateway, served_name
-from providers.hydrate import hydrate
-from providers.model import ModelDeployment
-from providers.registry import ProviderRegistry
-from renderer.sources import bundled_versions
+from kubeio.shipped import bundled_versions
 from tests.support.builders import external_model_provider, model_deployment
 
 PINS = bundled_versions()
@@ -204,7 +210,12 @@ def test_served_name_is_what_the_rendered_route_matches(
     assert served_name(hydrated, shipped) == expected
     if gateway:  # the HTTPRoute the renderer emits (render_one calls exactly this) matches it
         objects = render_gateway(
-            hydrated, capabilities_of(hydrated, shipped), TARGET, PINS, port=8000
+            hydrated,
+            capabilities_of(hydrated, shipped),
+            TARGET,
+            PINS,
+            port=8000,
+            selector=template_selector(hydrated),
         )
         (route,) = [o for o in objects if o["kind"] == "HTTPRoute"]
         (match,) = route["spec"]["rules"][0]["matches"]

@@ -9,9 +9,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.model.servednames import LITERAL
+from core.selection.configs import ProviderRegistry
 from gateway.merge import Conflict, Owner, Plan, Registration, Skipped, plan, settle
-from providers.registry import ProviderRegistry
-from providers.servednames import LITERAL
+from kubeio.registry import build_registry
 from tests.support.builders import external_model_provider
 from tests.unit.gateway.test_merge import EMP, MD, md, provider_model, run
 
@@ -157,7 +158,7 @@ def test_settling_never_deregisters_the_one_established_claimant(
     for owner, name in claims:
         by_owner.setdefault(owner, []).append(name)
     providers = [emp(o.name, *names) for o, names in sorted(by_owner.items())]
-    shipped = ProviderRegistry.from_objects([])
+    shipped = build_registry([], flags={})
     result = plan([], providers, registry=shipped, pins=None)  # type: ignore[arg-type]
     entries = [Registration(n, o, f"id-{i}") for i, (o, n) in enumerate(registered)]
 

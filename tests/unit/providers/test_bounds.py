@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from providers.bounds import MAX_NESTING, MAX_VALUES, size_errors
-from providers.errors import FieldError, Reason
+from core.fields.errors import FieldError, Reason
+from core.schema.bounds import MAX_NESTING, MAX_VALUES, size_errors
 from tests.support.builders import model_deployment
 
 TOO_MANY = FieldError(

@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers.cel import (
+from core.admission.hydrate import hydrate
+from core.cel.cost import INPUT_ENTRY_LIMIT, INPUT_STRING_LIMIT
+from core.cel.rules import (
     CONFIG_COST_LIMIT,
     RULE_COST_LIMIT,
     Outcome,
@@ -18,12 +20,10 @@ from providers.cel import (
     evaluate,
     new_environment,
 )
-from providers.celcost import INPUT_ENTRY_LIMIT, INPUT_STRING_LIMIT
-from providers.hydrate import hydrate
-from providers.model import ModelDeployment
-from providers.numbers import INT64_MAX, INT64_MIN
-from providers.registry import MAX_RULES, ProviderRegistry
-from providers.selection import Decision, rank_providers, select_provider
+from core.model.kinds import ModelDeployment
+from core.model.numbers import INT64_MAX, INT64_MIN
+from core.selection.choice import Decision, rank_providers, select_provider
+from core.selection.configs import MAX_RULES, ProviderRegistry
 from tests.support.builders import model_deployment, provider_config, registry_of
 
 ENV = new_environment()  # immutable after construction; building one costs about 1 ms

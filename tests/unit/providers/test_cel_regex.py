@@ -8,11 +8,11 @@ import re2
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from providers.cel import RULE_COST_LIMIT, Bound, compile_rule, new_environment
-from providers.celregex import MAX_WEIGHT, Verdict, check_pattern
-from providers.configs_admission import check_provider_config
-from providers.errors import FieldError, Reason
-from providers.registry import ProviderRegistry
+from core.admission.configs import check_provider_config
+from core.cel.regex import MAX_WEIGHT, Verdict, check_pattern
+from core.cel.rules import RULE_COST_LIMIT, Bound, compile_rule, new_environment
+from core.fields.errors import FieldError, Reason
+from kubeio.registry import build_registry
 from tests.support.builders import provider_config
 from tests.support.celbombs import (
     PATTERNS,
@@ -120,7 +120,7 @@ def test_a_pattern_computed_from_the_object_is_refused() -> None:
 def test_a_config_loaded_from_files_or_the_cluster_gets_the_same_refusal() -> None:
     config = provider_config("dynamo", rules=[("'a'.matches('\\\\p{Greek}')", 1)])
 
-    registry = ProviderRegistry.from_objects([config])
+    registry = build_registry([config], flags={})
 
     assert registry.problems == (
         f"InferenceProviderConfig dynamo rule 0: line 1, column 13: regular expression "

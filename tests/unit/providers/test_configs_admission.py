@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from providers.configs_admission import check_external_provider, check_provider_config
-from providers.errors import Reason
-from providers.servednames import LITERAL
-from renderer.sources import bundled_config_objects
+from core.admission.configs import check_external_provider, check_provider_config
+from core.fields.errors import Reason
+from core.model.servednames import LITERAL
+from kubeio.shipped import bundled_config_objects
 from tests.support.builders import external_model_provider, provider_config
 
 

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers.crdvalidation import (
+from core.fields.errors import FieldError, Reason
+from core.schema.rules import (
     MAX_EVALUATIONS,
     Node,
     apply_defaults,
@@ -20,7 +21,6 @@ from providers.crdvalidation import (
     rules_of,
     validate,
 )
-from providers.errors import FieldError, Reason
 from renderer.schemapack import load_pack
 from tests.support.crdcases import cases
 

@@ -14,12 +14,12 @@ from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from providers.admission import admit
-from providers.errors import Reason
-from providers.secrets import HINT, find_credentials, redact
+from core.admission.pipeline import admit
+from core.checks.credentials import HINT, find_credentials, redact
+from core.fields.errors import Reason
+from kubeio.shipped import bundled_versions
 from renderer.render import render_one
 from renderer.schemapack import load_pack
-from renderer.sources import bundled_versions
 from renderer.strict import Schemas
 from tests.support.builders import model_deployment, shipped_registry
 from tests.support.hostile_gateway import CREDENTIALS, POSITIONS, plant, rich

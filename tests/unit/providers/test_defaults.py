@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from providers.defaults import with_defaults
+from core.model.defaults import with_defaults
 from tests.support.builders import model_deployment
 
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers.configs_admission import check_external_provider
-from providers.destinations import PUBLIC, Destinations, destination_problem
-from providers.errors import Reason
+from core.admission.configs import check_external_provider
+from core.fields.errors import Reason
+from core.model.destinations import PUBLIC, Destinations, destination_problem
 from tests.support.builders import external_model_provider
 
 LINK_LOCAL = "is a link-local address (cloud metadata services); " + PUBLIC

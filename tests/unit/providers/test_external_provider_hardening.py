@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers.admission import admit
-from providers.configs_admission import REQUESTED_BY, check_external_provider
-from providers.errors import Reason
-from providers.registry import ProviderRegistry
-from providers.servednames import LITERAL
-from providers.urls import url_problem
+from core.admission.configs import REQUESTED_BY, check_external_provider
+from core.admission.pipeline import admit
+from core.fields.errors import Reason
+from core.model.servednames import LITERAL
+from core.model.urls import url_problem
+from core.selection.configs import ProviderRegistry
 from tests.support.builders import external_model_provider, model_deployment
 
 PORT = "port must be a number from 1 to 65535"

@@ -6,12 +6,14 @@ from typing import Any
 
 import pytest
 
-from providers.admission import admit
-from providers.errors import Reason
-from providers.flags import OWNED, Flag, FlagCatalog, catalog_name
-from providers.model import ModelDeployment
-from providers.registry import MODULES, ProviderRegistry
-from renderer.sources import bundled_config_objects, bundled_flag_catalogs, bundled_versions
+from core.admission.pipeline import admit
+from core.checks.flags import Flag, FlagCatalog
+from core.fields.errors import Reason
+from core.model.kinds import ModelDeployment
+from core.selection.configs import ProviderRegistry
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects, bundled_flag_catalogs, bundled_versions
+from providers.modules import plugins
 from tests.support.builders import model_deployment
 from tools.flags import add_argument_flags
 
@@ -21,6 +23,8 @@ PORT_DETAIL = (
     "--port: Runway owns the server port (8000): the Service, the probes and the "
     "InferencePool target it; it cannot be changed"
 )
+
+PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
 
 
 def verdict(obj: dict[str, Any], registry: ProviderRegistry) -> tuple[list[Any], tuple[str, ...]]:
@@ -142,12 +146,22 @@ def test_catalog_parse_reads_what_make_flags_writes() -> None:
 def test_each_provider_engine_maps_to_the_catalog_of_its_entry_point(
     provider: str, engine: str, catalog: str | None
 ) -> None:
-    assert catalog_name(provider, engine) == catalog
+    assert PLUGINS[provider].flag_catalog(engine) == catalog
 
 
 def test_every_owned_flag_is_a_flag_of_its_engine() -> None:
-    for name, owned in OWNED.items():
-        assert [f for f in owned if f not in CATALOGS[name].flags] == [], name
+    owned = {
+        (plugin.NAME, name): plugin.owned_flags(name) for plugin in plugins() for name in CATALOGS
+    }
+    assert {at for at, flags in owned.items() if flags} == {
+        ("dynamo", "dynamo-sglang"),
+        ("dynamo", "dynamo-trtllm"),
+        ("dynamo", "dynamo-vllm"),
+        ("llmd", "vllm"),
+        ("vllm", "vllm"),
+    }
+    for (provider, name), flags in owned.items():
+        assert [f for f in flags if f not in CATALOGS[name].flags] == [], (provider, name)
 
 
 @pytest.mark.parametrize("provider", ["vllm", "llmd"])
@@ -306,7 +320,7 @@ def test_sglang_on_dynamo_refuses_the_vllm_prefix_caching_flag(shipped: Provider
 
 
 def test_a_registry_without_catalogs_checks_no_flags() -> None:
-    registry = ProviderRegistry.from_objects(bundled_config_objects())
+    registry = build_registry(bundled_config_objects(), flags={})
     obj = model_deployment(gpu=1, provider="vllm", engine={"type": "vllm", "extraArgs": ["--nope"]})
 
     assert verdict(obj, registry) == ([], ())
@@ -323,7 +337,7 @@ def test_the_mocker_takes_no_user_flags_and_admission_checks_them_as_dynamo_vllm
     )
     admission = admit(used, registry=shipped)
     assert admission.errors == ()
-    (graph, *_) = MODULES["dynamo"].render(ModelDeployment(admission.obj), PINS)
+    (graph, *_) = PLUGINS["dynamo"].render(ModelDeployment(admission.obj), PINS)
     worker = graph["spec"]["services"]["VllmWorker"]["extraPodSpec"]["mainContainer"]
     assert worker["args"] == [
         "--model-path", "org/model", "--model-name", "org/model", "--speedup-ratio", "1000.0",

@@ -6,11 +6,13 @@ from typing import Any
 
 import pytest
 
-from providers.gateway import GatewayTarget, is_enabled, model_name, render_gateway
-from providers.hydrate import hydrate
-from providers.model import ModelDeployment
-from providers.registry import ProviderRegistry
-from renderer.sources import bundled_versions
+from core.admission.hydrate import hydrate
+from core.model.kinds import ModelDeployment
+from core.rendering.inferencegateway import GatewayTarget, is_enabled, model_name, render_gateway
+from core.rendering.pods import template_selector
+from core.selection.configs import ProviderRegistry
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_versions
 from tests.support.builders import model_deployment
 
 PINS = bundled_versions()
@@ -48,7 +50,7 @@ def test_model_name_resolution(
 
 def test_only_an_explicit_true_enables_the_gateway() -> None:
     assert [
-        is_enabled(ModelDeployment(model_deployment(gateway=g)))
+        is_enabled(ModelDeployment(model_deployment(gateway=g)), build_registry())
         for g in ({"enabled": True}, {"enabled": False}, {})
     ] == [True, False, False]
 
@@ -57,7 +59,12 @@ def test_unmanaged_pool_gets_pool_picker_and_route(shipped: ProviderRegistry) ->
     md = hydrated(shipped, gpu=1, provider="vllm", engine="vllm", gateway={"enabled": True})
 
     objects = render_gateway(
-        md, {}, GatewayTarget("inference", "gateways", istio=True), PINS, port=8000
+        md,
+        {},
+        GatewayTarget("inference", "gateways", istio=True),
+        PINS,
+        port=8000,
+        selector=template_selector(md),
     )
 
     assert kinds(objects) == [
@@ -122,7 +129,9 @@ def test_llmd_supplies_its_own_picker_image_and_config(shipped: ProviderRegistry
     md = hydrated(shipped, gpu=1, provider="llmd", engine="vllm", gateway={"enabled": True})
     capabilities = shipped.configs["llmd"].gateway("vllm")
 
-    objects = render_gateway(md, capabilities, TARGET, PINS, port=8000)
+    objects = render_gateway(
+        md, capabilities, TARGET, PINS, port=8000, selector=template_selector(md)
+    )
     config_map = next(o for o in objects if o["kind"] == "ConfigMap")
     deployment = next(o for o in objects if o["kind"] == "Deployment")
 
@@ -145,7 +154,9 @@ def test_provider_managed_pool_gets_only_a_route_and_a_grant_across_namespaces(
         "inferencePoolNamespace": "dynamo-system",
     }
 
-    objects = render_gateway(md, capabilities, TARGET, PINS, port=8000)
+    objects = render_gateway(
+        md, capabilities, TARGET, PINS, port=8000, selector=template_selector(md)
+    )
 
     assert kinds(objects) == [
         "HTTPRoute/llama@models",
@@ -179,4 +190,7 @@ def test_a_bring_your_own_route_is_not_rendered(shipped: ProviderRegistry) -> No
         gateway={"enabled": True, "httpRouteRef": "mine"},
     )
 
-    assert "HTTPRoute" not in [o["kind"] for o in render_gateway(md, {}, TARGET, PINS, port=8000)]
+    assert "HTTPRoute" not in [
+        o["kind"]
+        for o in render_gateway(md, {}, TARGET, PINS, port=8000, selector=template_selector(md))
+    ]

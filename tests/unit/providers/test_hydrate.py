@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 import yaml
 
-from providers.errors import FieldError, Reason
-from providers.hydrate import STICKY_REASON, hydrate
-from providers.model import Choice
-from providers.registry import ProviderRegistry
-from renderer.yamlio import dump
+from core.admission.hydrate import STICKY_REASON, hydrate
+from core.fields.errors import FieldError, Reason
+from core.model.kinds import Choice
+from core.selection.configs import ProviderRegistry
+from kubeio.yamlio import dump
 from tests.conftest import example_files, example_name
 from tests.support.builders import (
     engine_capability,

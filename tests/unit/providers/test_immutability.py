@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from providers.errors import Reason
-from providers.hydrate import hydrate
-from providers.registry import ProviderRegistry
-from providers.validation import Operation, validate
+from core.admission.hydrate import hydrate
+from core.admission.validation import Operation, validate
+from core.fields.errors import Reason
+from core.selection.configs import ProviderRegistry
 from tests.support.builders import model_deployment
 
 RECREATE = "changing it requires deleting and recreating the ModelDeployment"

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from core.admission.pipeline import admit
+from core.model.kinds import ModelDeployment
+from core.selection.configs import ProviderRegistry
+from kubeio.shipped import bundled_versions
 from providers import kuberay
-from providers.admission import admit
-from providers.model import ModelDeployment
-from providers.registry import ProviderRegistry
-from renderer.sources import bundled_versions
 from tests.support.builders import model_deployment
 
 PINS = bundled_versions()

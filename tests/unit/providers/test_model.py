@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from providers.model import (
+from core.model.kinds import (
     ExternalModelProvider,
     InferenceProviderConfig,
     ModelDeployment,

@@ -1,4 +1,4 @@
-"""The name rule (providers/names.py): what admission admits, Kubernetes accepts once rendered."""
+"""The name rule (core/model/names.py): what admission admits, Kubernetes accepts once rendered."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from providers.admission import admit
-from providers.configs_admission import check_external_provider
-from providers.errors import Reason
-from providers.model import ModelDeployment
-from providers.names import (
+from core.admission.configs import check_external_provider
+from core.admission.pipeline import admit
+from core.fields.errors import Reason
+from core.model.kinds import ModelDeployment
+from core.model.names import (
     LABEL_MAX,
     NameRule,
     child_name,
@@ -20,7 +20,7 @@ from providers.names import (
     label_value_problem,
     name_problem,
 )
-from providers.registry import ProviderRegistry
+from core.selection.configs import ProviderRegistry
 from tests.support.names import (
     NAMES,
     SHAPES,

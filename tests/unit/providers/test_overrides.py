@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
+from core.admission.validation import validate
+from core.checks.overrides import check_global, without_blocked
+from core.fields.errors import FieldError, Reason
+from core.fields.paths import FieldPath
+from core.selection.configs import ProviderRegistry
 from providers import dynamo, kaito, kuberay, llmd, vllm
-from providers.errors import FieldError, Reason
-from providers.fieldpath import FieldPath
-from providers.overrides import check_global, without_blocked
-from providers.registry import ProviderRegistry
-from providers.validation import validate
 from tests.support.builders import model_deployment
 
 AT = FieldPath.root("spec", "provider", "overrides")

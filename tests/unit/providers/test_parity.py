@@ -7,16 +7,19 @@ from typing import Any
 
 import pytest
 
-from providers.admission import admit
-from providers.errors import Reason
-from providers.gateway import GatewayTarget
-from providers.model import ModelDeployment
-from providers.registry import MODULES, ProviderRegistry
+from core.admission.pipeline import admit
+from core.fields.errors import Reason
+from core.model.kinds import ModelDeployment
+from core.rendering.inferencegateway import GatewayTarget
+from core.selection.configs import ProviderRegistry
+from kubeio.shipped import bundled_versions
+from providers.modules import plugins
 from renderer.render import render_all
 from renderer.schemapack import load_pack
-from renderer.sources import bundled_versions
 from renderer.strict import Schemas
 from tests.support.builders import model_deployment
+
+PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
 
 PINS = bundled_versions()
 MOCKER = {"airunway.ai/dynamo-test-backend": "mocker"}
@@ -58,7 +61,7 @@ def problems(
 def render_dgd(obj: dict[str, Any], registry: ProviderRegistry) -> dict[str, Any]:
     admission = admit(obj, registry=registry)
     assert admission.errors == ()
-    (graph,) = MODULES["dynamo"].render(ModelDeployment(admission.obj), PINS)
+    (graph,) = PLUGINS["dynamo"].render(ModelDeployment(admission.obj), PINS)
     return graph
 
 

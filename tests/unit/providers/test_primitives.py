@@ -6,9 +6,9 @@ from decimal import Decimal
 
 import pytest
 
-from providers.errors import FieldError, Reason
-from providers.fieldpath import FieldPath
-from providers.quantity import format_limit, parse_quantity
+from core.fields.errors import FieldError, Reason
+from core.fields.paths import FieldPath
+from core.model.quantity import format_limit, parse_quantity
 
 
 def test_field_paths_use_the_kubernetes_spelling() -> None:

@@ -21,10 +21,10 @@ from pydantic import ValidationError
 from ray.serve._private.config import DeploymentConfig
 from ray.serve.schema import ServeDeploySchema
 
+from core.admission.pipeline import admit
+from core.model.kinds import ModelDeployment
+from kubeio.shipped import bundled_versions
 from providers import kuberay
-from providers.admission import admit
-from providers.model import ModelDeployment
-from renderer.sources import bundled_versions
 from tests.conftest import EXAMPLES
 from tests.support.builders import shipped_registry
 from tests.support.rayservices import kuberay_cases

@@ -2,43 +2,41 @@
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
+from typing import Protocol
 
 import pytest
 
-from providers.registry import MODULES, ProviderRegistry
+from core.model.plugin import ProviderPlugin
+from core.selection.configs import ProviderRegistry
+from providers.modules import plugins
+from tests.conftest import ROOT
 from tests.support.builders import engine_capability, provider_config, registry_of
 
-PUBLIC_NAMES = {"NAME", "OVERRIDE_ROOTS", "check_overrides", "render"}
+PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
+
+# What providers/__init__.py promises: the same files in every provider package, and the same
+# plug-in names (core/model/plugin.py) exported by each package's __init__.
+PACKAGE_FILES = {"__init__.py", "config.yaml", "flags.py", "overrides.py", "pods.py", "render.py"}
+PLUGIN_NAMES = sorted(
+    name for name in dir(ProviderPlugin) if not name.startswith("_") and name not in dir(Protocol)
+)
 
 
 def test_the_five_providers_are_registered_explicitly() -> None:
-    assert list(MODULES) == ["dynamo", "kaito", "kuberay", "llmd", "vllm"]
+    assert list(PLUGINS) == ["dynamo", "kaito", "kuberay", "llmd", "vllm"]
 
 
-def defined_names(path: str) -> set[str]:
-    """The public names a module defines at its top level (imports excluded)."""
-    tree = ast.parse(Path(path).read_text())
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.ClassDef):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)
-    return {n for n in names if not n.startswith("_")}
+@pytest.mark.parametrize("name", sorted(PLUGINS))
+def test_every_provider_package_has_the_same_files_and_plug_in_names(name: str) -> None:
+    module = PLUGINS[name]
+    folder = ROOT / "providers" / name
 
-
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_every_provider_module_has_the_same_public_names(name: str) -> None:
-    module = MODULES[name]
-
-    assert module.__file__ is not None
-    assert defined_names(module.__file__) == PUBLIC_NAMES
+    files = {p.name for p in folder.iterdir() if p.suffix in (".py", ".yaml")}
+    assert files == PACKAGE_FILES
+    assert sorted(vars(module)["__all__"]) == PLUGIN_NAMES
     assert name == module.NAME
     assert isinstance(module.OVERRIDE_ROOTS, frozenset)
+    assert [n for n in PLUGIN_NAMES if not hasattr(module, n)] == []
 
 
 def test_shipped_configs_load_without_problems(shipped: ProviderRegistry) -> None:

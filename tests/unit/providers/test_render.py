@@ -8,12 +8,15 @@ from typing import Any
 import pytest
 import yaml
 
-from providers.admission import admit
-from providers.model import ModelDeployment
-from providers.registry import MODULES, ProviderRegistry
-from renderer.sources import bundled_versions
+from core.admission.pipeline import admit
+from core.model.kinds import ModelDeployment
+from core.selection.configs import ProviderRegistry
+from kubeio.shipped import bundled_versions
+from providers.modules import plugins
 from tests.conftest import EXAMPLES
 from tests.support.builders import disaggregated, model_deployment
+
+PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
 
 PINS = bundled_versions()
 
@@ -22,7 +25,7 @@ def rendered(obj: dict[str, Any], registry: ProviderRegistry) -> list[dict[str, 
     admission = admit(obj, registry=registry)
     assert admission.errors == ()
     md = ModelDeployment(admission.obj)
-    objects: list[dict[str, Any]] = MODULES[md.provider_name].render(md, PINS)
+    objects: list[dict[str, Any]] = PLUGINS[md.provider_name].render(md, PINS)
     return objects
 
 

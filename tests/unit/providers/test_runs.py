@@ -9,19 +9,22 @@ from typing import Any
 import pytest
 import yaml
 
-from providers.admission import admit
-from providers.errors import Reason
-from providers.flags import catalog_name, unknown_flags
-from providers.gateway import GatewayTarget, is_enabled, render_gateway
-from providers.invariants import check_invariants
-from providers.model import ModelDeployment
-from providers.pods import model_port
-from providers.registry import MODULES, ProviderRegistry
-from renderer.sources import bundled_flag_catalogs, bundled_versions
+from core.admission.pipeline import admit
+from core.checks.flags import unknown_flags
+from core.fields.errors import Reason
+from core.model.kinds import ModelDeployment
+from core.rendering.assemble import render_model
+from core.rendering.inferencegateway import GatewayTarget
+from core.rendering.invariants import check_invariants
+from core.selection.configs import ProviderRegistry
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_flag_catalogs, bundled_versions
+from providers import dynamo
 from tests.conftest import EXAMPLES
 from tests.support.builders import disaggregated, model_deployment
 from tests.support.matrix import cases, engine_args, launched_catalogs
 
+SHIPPED = build_registry()
 PINS = bundled_versions()
 CATALOGS = bundled_flag_catalogs()
 TARGET = GatewayTarget("inference", "gateways")
@@ -33,12 +36,7 @@ def render(obj: dict[str, Any], registry: ProviderRegistry) -> tuple[ModelDeploy
     admission = admit(obj, registry=registry)
     assert admission.errors == ()
     md = ModelDeployment(admission.obj)
-    objects: list[dict[str, Any]] = MODULES[md.provider_name].render(md, PINS)
-    if is_enabled(md):
-        config = registry.get(md.provider_name)
-        capabilities = config.gateway(md.engine_type) if config is not None else {}
-        objects += render_gateway(md, capabilities, TARGET, PINS, port=model_port(md))
-    return md, objects
+    return md, render_model(md, registry, PINS, TARGET)
 
 
 def worker_args(graph: dict[str, Any], service: str = "VllmWorker") -> list[str]:
@@ -69,7 +67,7 @@ def test_dynamo_workers_get_only_flags_their_engine_parses(
 ) -> None:
     obj = model_deployment(gpu=gpus, provider="dynamo", engine={"type": engine, **switches})
     _, (graph,) = render(obj, shipped)
-    catalog = CATALOGS[str(catalog_name("dynamo", engine))]
+    catalog = CATALOGS[str(dynamo.flag_catalog(engine))]
 
     assert unknown_flags(worker_args(graph), catalog) == []
 
@@ -117,7 +115,7 @@ def test_dynamo_workers_run_tensor_parallel_on_all_their_gpus(
     md, objects = render(model_deployment(gpu=4, provider="dynamo", engine=engine), shipped)
 
     assert worker_args(objects[0])[-2:] == [flag, "4"]
-    assert check_invariants(md, objects) == []
+    assert check_invariants(md, objects, SHIPPED) == []
 
 
 def test_dynamo_disaggregated_workers_run_tensor_parallel_per_component(
@@ -129,7 +127,7 @@ def test_dynamo_disaggregated_workers_run_tensor_parallel_per_component(
 
     assert "--tensor-parallel-size" in worker_args(objects[0], "VllmPrefillWorker")
     assert "--tensor-parallel-size" not in worker_args(objects[0], "VllmDecodeWorker")
-    assert check_invariants(md, objects) == []
+    assert check_invariants(md, objects, SHIPPED) == []
 
 
 def test_dynamo_sized_volume_with_a_class_is_created_by_the_graph(
@@ -154,7 +152,7 @@ def test_dynamo_sized_volume_with_a_class_is_created_by_the_graph(
             "volumeAccessMode": "ReadWriteMany",
         }
     ]
-    assert check_invariants(md, objects) == []
+    assert check_invariants(md, objects, SHIPPED) == []
 
 
 def test_dynamo_sized_volume_on_the_default_class_gets_a_rendered_claim(
@@ -177,7 +175,7 @@ def test_dynamo_sized_volume_on_the_default_class_gets_a_rendered_claim(
         "resources": {"requests": {"storage": "100Gi"}},
         "volumeMode": "Filesystem",
     }
-    assert check_invariants(md, objects) == []
+    assert check_invariants(md, objects, SHIPPED) == []
 
 
 # --- HF_HOME and claims for every provider that mounts the cache ------------------------------
@@ -199,7 +197,7 @@ def test_hf_home_points_at_the_model_cache_mount(shipped: ProviderRegistry, prov
     else:
         env = objects[0]["spec"]["template"]["spec"]["containers"][0]["env"]
     assert env == [{"name": "HF_HOME", "value": "/hf"}]
-    assert check_invariants(md, objects) == []
+    assert check_invariants(md, objects, SHIPPED) == []
 
 
 def test_a_users_hf_home_wins(shipped: ProviderRegistry) -> None:
@@ -241,7 +239,7 @@ def test_sized_volumes_get_their_claim_rendered(shipped: ProviderRegistry, provi
         "name": "cache",
         "persistentVolumeClaim": {"claimName": "m-cache"},
     }
-    assert check_invariants(md, objects) == []
+    assert check_invariants(md, objects, SHIPPED) == []
 
 
 # --- KAITO ------------------------------------------------------------------------------------
@@ -254,7 +252,7 @@ def test_kaito_pool_selects_the_label_kaito_puts_on_preset_pods(shipped: Provide
 
     assert pool["spec"]["selector"] == {"matchLabels": {"kaito.sh/workspace": "m"}}
     assert pool["spec"]["targetPorts"] == [{"number": 5000}]
-    assert check_invariants(md, objects) == []
+    assert check_invariants(md, objects, SHIPPED) == []
 
 
 def test_kaito_gated_preset_gets_the_model_access_secret(shipped: ProviderRegistry) -> None:
@@ -302,7 +300,7 @@ def test_overrides_still_reach_the_deployment_and_pod_metadata(
     assert deployment["spec"]["template"]["metadata"]["annotations"] == {"team": "ml"}
     assert container["image"] == f"vllm/vllm-openai:{PINS.vllm}"
     assert container["resources"]["limits"] == {"nvidia.com/gpu": "2"}
-    assert check_invariants(md, objects) == []
+    assert check_invariants(md, objects, SHIPPED) == []
 
 
 def test_llmd_serves_the_name_the_gateway_routes(shipped: ProviderRegistry) -> None:
@@ -315,7 +313,7 @@ def test_llmd_serves_the_name_the_gateway_routes(shipped: ProviderRegistry) -> N
 
     assert args[args.index("--served-model-name") + 1] == "chat"
     assert route["spec"]["rules"][0]["matches"][0]["headers"][0]["value"] == "chat"
-    assert check_invariants(md, objects) == []
+    assert check_invariants(md, objects, SHIPPED) == []
 
 
 def test_examples_use_only_catalogued_flags(shipped: ProviderRegistry) -> None:
@@ -349,7 +347,7 @@ def llmd_with_gateway(shipped: ProviderRegistry) -> tuple[ModelDeployment, list[
         model={"id": "org/model", "storage": {"volumes": [dict(CACHE)]}},
     )
     md, objects = render(obj, shipped)
-    assert check_invariants(md, objects) == []
+    assert check_invariants(md, objects, SHIPPED) == []
     return md, objects
 
 
@@ -364,7 +362,7 @@ def test_invariant_ports_name_both_objects(
     _find(objects, "Service")["spec"]["ports"][0]["targetPort"] = 9000
     _find(objects, "InferencePool")["spec"]["targetPorts"] = [{"number": 8080}]
 
-    assert check_invariants(md, objects) == [
+    assert check_invariants(md, objects, SHIPPED) == [
         "Deployment/m spec.template.spec.containers[0].args --port is 8000 but Service/m spec.ports[0].targetPort is 9000",
         "Deployment/m spec.template.spec.containers[0].args --port is 8000 but InferencePool/m spec.targetPorts[0].number is 8080",
     ]
@@ -378,7 +376,7 @@ def test_invariant_pool_selector_must_match_the_pods(
         "matchLabels": {"kaito.sh/workspace": "m"}
     }
 
-    assert check_invariants(md, objects) == [
+    assert check_invariants(md, objects, SHIPPED) == [
         "InferencePool/m spec.selector.matchLabels does not match Deployment/m "
         "spec.template.metadata.labels: kaito.sh/workspace differ"
     ]
@@ -390,7 +388,7 @@ def test_invariant_every_claim_is_rendered_or_declared(
     md, objects = copy.deepcopy(llmd_with_gateway)
     objects = [o for o in objects if o["kind"] != "PersistentVolumeClaim"]
 
-    assert check_invariants(md, objects) == [
+    assert check_invariants(md, objects, SHIPPED) == [
         "Deployment/m spec.template.spec.volumes[0] mounts claim m-cache, which is neither "
         "rendered (PersistentVolumeClaim) nor declared pre-existing"
     ]
@@ -403,7 +401,7 @@ def test_invariant_gpus_equal_tensor_times_pipeline_parallel(
     container = _find(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     container["resources"]["limits"]["nvidia.com/gpu"] = "4"
 
-    assert check_invariants(md, objects) == [
+    assert check_invariants(md, objects, SHIPPED) == [
         "Deployment/m spec.template.spec.containers[0].resources.limits requests 4 GPUs but "
         "Deployment/m spec.template.spec.containers[0].args run tensor parallel 2 x pipeline parallel 1 = 2"
     ]
@@ -415,7 +413,7 @@ def test_invariant_routed_name_is_the_served_name(
     md, objects = copy.deepcopy(llmd_with_gateway)
     _find(objects, "HTTPRoute")["spec"]["rules"][0]["matches"][0]["headers"][0]["value"] = "other"
 
-    assert check_invariants(md, objects) == [
+    assert check_invariants(md, objects, SHIPPED) == [
         "HTTPRoute/m spec.rules[0].matches[0].headers[0].value is other but Deployment/m "
         "spec.template.spec.containers[0].args serve org/model"
     ]
@@ -430,10 +428,10 @@ def test_invariant_dynamo_mounts_must_be_listed_in_pvcs(shipped: ProviderRegistr
         model={"id": "org/model", "storage": {"volumes": [volume]}},
     )
     md, objects = render(obj, shipped)
-    assert check_invariants(md, objects) == []
+    assert check_invariants(md, objects, SHIPPED) == []
     objects[0]["spec"]["pvcs"] = []
 
-    assert check_invariants(md, objects) == [
+    assert check_invariants(md, objects, SHIPPED) == [
         "DynamoGraphDeployment/m spec.services.VllmWorker.volumeMounts[0] names shared, which spec.pvcs does not list"
     ]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers.errors import FieldError, Reason
-from providers.fieldpath import FieldPath
-from providers.schema import check_schema
+from core.fields.errors import FieldError, Reason
+from core.fields.paths import FieldPath
+from core.schema.structural import check_schema
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

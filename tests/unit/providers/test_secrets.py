@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers.errors import FieldError, Reason
-from providers.secrets import HINT, SHAPES, credential_kind, find_credentials
+from core.checks.credentials import HINT, SHAPES, credential_kind, find_credentials
+from core.fields.errors import FieldError, Reason
 
 # Shapes only: generated from the documented prefixes, none of them a real credential.
 TOKENS = {

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from providers.errors import FieldError, Reason
-from providers.hydrate import hydrate
-from providers.model import Choice, ModelDeployment
-from providers.registry import ProviderRegistry
-from providers.selection import CandidateTrace, rank_providers
+from core.admission.hydrate import hydrate
+from core.fields.errors import FieldError, Reason
+from core.model.kinds import Choice, ModelDeployment
+from core.selection.choice import CandidateTrace, rank_providers
+from core.selection.configs import ProviderRegistry
 from tests.support.builders import (
     disaggregated,
     engine_capability,

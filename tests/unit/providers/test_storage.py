@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from providers.errors import Reason
-from providers.registry import ProviderRegistry
-from providers.validation import validate
+from core.admission.validation import validate
+from core.fields.errors import Reason
+from core.selection.configs import ProviderRegistry
 from tests.support.builders import model_deployment
 from tests.unit.providers.test_validation import errors
 
@@ -149,6 +149,6 @@ def test_long_managed_claim_name_is_rejected(shipped: ProviderRegistry) -> None:
 
     assert errors(obj, shipped) == [
         (f"{VOL}[0].name", Reason.TOO_LONG, "the claim name 254 characters long exceeds 253"),
-        # the name rule (providers/names.py) refuses the name itself as well: a label value
+        # the name rule (core/model/names.py) refuses the name itself as well: a label value
         ("metadata.name", Reason.INVALID, "must be at most 63 characters, not 252"),
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from providers.upstream import classify_write_error
+from core.schema.upstream import classify_write_error
 
 CREATE = 'ModelDeployment in version "v1alpha1" cannot be handled as a ModelDeployment: strict decoding error: unknown field "spec.bogus"'
 MERGE = 'ModelDeployment.airunway.ai "m" is invalid: strict decoding error: unknown field "spec.model.revision", unknown field "spec.x"'

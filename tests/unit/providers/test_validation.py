@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from providers.errors import FieldError, Reason
-from providers.hydrate import hydrate
-from providers.registry import ProviderRegistry
-from providers.validation import Operation, Verdict, validate
+from core.admission.hydrate import hydrate
+from core.admission.validation import Operation, Verdict, validate
+from core.fields.errors import FieldError, Reason
+from core.selection.configs import ProviderRegistry
 from tests.support.builders import (
     disaggregated,
     engine_capability,

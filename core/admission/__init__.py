@@ -1,0 +1,1 @@
+"""Hydration, validation and the admission pipeline for the three kinds."""

@@ -1,0 +1,171 @@
+"""Hydration: what the mutating webhook does, as a pure function.
+
+structure check -> defaults -> engine (explicit, sticky, or selected) -> stamp -> provider
+(explicit, sticky, or selected) -> stamp. The result is a new dict; the input is never changed.
+Hydrating a hydrated object changes nothing, so a rendered ModelDeployment applied again gets
+no patch.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from core.fields.errors import FieldError, Reason
+from core.fields.paths import FieldPath
+from core.model.defaults import with_defaults
+from core.model.kinds import (
+    ANNOTATION_ENGINE_REASON,
+    ANNOTATION_ENGINE_SELECTION,
+    ANNOTATION_PROVIDER_REASON,
+    ANNOTATION_PROVIDER_SELECTION,
+    API_VERSION,
+    DEFAULT_GPU_TYPE,
+    MODEL_DEPLOYMENT,
+    Choice,
+    Engine,
+    ModelDeployment,
+)
+from core.model.numbers import number_errors
+from core.schema.bounds import size_errors
+from core.schema.crds import model_deployment_spec
+from core.schema.structural import check_schema
+from core.selection.choice import Decision, select_engine, select_provider
+from core.selection.configs import ProviderRegistry
+
+# The schema is a constant; built once instead of on every admission (it was a third of the
+# structure check). check_schema never changes it.
+_spec_schema = functools.cache(model_deployment_spec)
+STICKY_REASON = "kept from the previous version of this object (selection is sticky)"
+MOCKER_REASON = "auto-selected: the dynamo mocker test backend runs only vllm"
+_ANNOTATIONS = {
+    "engine": (ANNOTATION_ENGINE_SELECTION, ANNOTATION_ENGINE_REASON),
+    "provider": (ANNOTATION_PROVIDER_SELECTION, ANNOTATION_PROVIDER_REASON),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Hydration:
+    """The hydrated object, the decisions, problems. `explain` shows the full rule trace."""
+
+    obj: dict[str, Any]
+    engine: Decision | None
+    provider: Decision | None
+    errors: tuple[FieldError, ...]
+    warnings: tuple[str, ...]
+    structural: bool = False  # the errors are the structure check's: nothing else can run
+
+
+def structure_errors(obj: Mapping[str, Any]) -> list[FieldError]:
+    """What the API server would refuse before any webhook runs (kind, nesting, spec schema),
+    and objects too large to walk (providers.bounds)."""
+    if obj.get("apiVersion") != API_VERSION or obj.get("kind") != MODEL_DEPLOYMENT:
+        got = f"{obj.get('apiVersion')} {obj.get('kind')}"
+        return [
+            FieldError(
+                "kind", Reason.INVALID, f"expected {API_VERSION} {MODEL_DEPLOYMENT}, got {got}"
+            )
+        ]
+    errors = size_errors(obj)
+    if errors:  # nothing below may walk an object this large
+        return errors
+    errors = number_errors(obj, FieldPath())
+    if errors:  # nothing below may compute with a number it cannot hold
+        return errors
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, Mapping):
+        errors.append(FieldError("metadata", Reason.REQUIRED, "metadata must be an object"))
+    else:
+        annotations = metadata.get("annotations")
+        if annotations is not None and not (
+            isinstance(annotations, Mapping)
+            and all(isinstance(v, str) for v in annotations.values())
+        ):
+            errors.append(
+                FieldError("metadata.annotations", Reason.INVALID, "must map strings to strings")
+            )
+    if "spec" not in obj:
+        errors.append(FieldError("spec", Reason.REQUIRED, "required field is missing"))
+    else:
+        errors += check_schema(obj["spec"], _spec_schema(), FieldPath.root("spec"))
+    return errors
+
+
+def hydrate(
+    obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None, registry: ProviderRegistry
+) -> Hydration:
+    """Defaults and selection stamped into a new copy of `obj`; `old` is the stored version."""
+    errors = structure_errors(obj)
+    if errors:
+        return Hydration(dict(obj), None, None, tuple(errors), (), structural=True)
+    out = with_defaults(obj)
+    md = ModelDeployment(out)
+    previous = ModelDeployment(old) if old is not None else None
+    engine: Decision | FieldError | None
+    engine = _recorded(md, "engine", md.engine_type) or _sticky(previous, "engine")
+    if engine is None and registry.runs_test_backend(md):
+        engine = Decision(Engine.VLLM.value, MOCKER_REASON, Choice.AUTO)
+    if engine is None:
+        engine = select_engine(md, registry, explicit_provider=md.provider_name)
+    if isinstance(engine, FieldError):
+        return Hydration(out, None, None, (engine,), ())
+    _stamp(out, "engine", engine)
+    if engine.choice is Choice.AUTO and not md.needs_gpu and engine.value != Engine.LLAMACPP:
+        # Record "no GPU" so that re-admission, which now sees an engine, does not default one.
+        out["spec"].setdefault("resources", {"gpu": {"count": 0, "type": DEFAULT_GPU_TYPE}})
+    warnings: tuple[str, ...] = ()
+    provider: Decision | FieldError | None
+    provider = _recorded(md, "provider", md.provider_name) or _sticky(previous, "provider")
+    if provider is None:
+        choice = select_provider(out["spec"], md, registry)
+        provider, warnings = choice.decision, choice.warnings
+    if isinstance(provider, FieldError):
+        return Hydration(out, engine, None, (provider,), warnings)
+    _stamp(out, "provider", provider)
+    return Hydration(out, engine, provider, (), warnings)
+
+
+def _recorded(md: ModelDeployment, what: str, value: str) -> Decision | None:
+    """The decision already stamped in this object, or an explicit one from its spec."""
+    if not value:
+        return None
+    field = "spec.engine.type" if what == "engine" else "spec.provider.name"
+    return _annotated(md, what, value) or Decision(value, f"set in {field}", Choice.EXPLICIT)
+
+
+def _annotated(md: ModelDeployment, what: str, value: str) -> Decision | None:
+    selection_key, reason_key = _ANNOTATIONS[what]
+    choice, reason = md.annotations.get(selection_key), md.annotations.get(reason_key)
+    if choice in tuple(Choice) and isinstance(reason, str) and reason:
+        return Decision(value, reason, Choice(choice))
+    return None
+
+
+def _sticky(previous: ModelDeployment | None, what: str) -> Decision | None:
+    """On UPDATE, the previous version's decision, kept as it was recorded (selection is sticky)."""
+    if previous is None:
+        return None
+    value = previous.recorded_engine if what == "engine" else previous.recorded_provider
+    if not value:
+        return None
+    return _annotated(previous, what, value) or Decision(value, STICKY_REASON, Choice.AUTO)
+
+
+def _stamp(out: dict[str, Any], what: str, decision: Decision) -> None:
+    spec = out["spec"]
+    if what == "engine":
+        spec.setdefault("engine", {})["type"] = decision.value
+    else:
+        provider = spec.get("provider")
+        if not isinstance(provider, dict):
+            provider = spec["provider"] = {}
+        provider["name"] = decision.value
+    metadata = out.setdefault("metadata", {})
+    annotations = metadata.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = metadata["annotations"] = {}
+    selection_key, reason_key = _ANNOTATIONS[what]
+    annotations[selection_key] = decision.choice.value
+    annotations[reason_key] = decision.reason

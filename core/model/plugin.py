@@ -1,0 +1,77 @@
+"""What a provider package offers the core: the plug-in interface of providers/<name>/.
+
+The core never imports a provider. The edges hand the plug-ins in (through the registry), and
+every question whose answer depends on the provider is a call on its plug-in, never a switch
+on its name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from core.fields.errors import FieldError
+from core.fields.paths import FieldPath
+from core.model.kinds import ModelDeployment
+from core.model.versions import Versions
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroup:
+    """Serving pods an upstream operator creates from one rendered object: where they come from,
+    the labels the operator gives them, and the port they serve on when the operator fixes it
+    (None: the rendered containers say it)."""
+
+    where: str
+    labels: Mapping[str, str]
+    port: int | None = None
+    owner: str = ""  # Kind/name of the object, when the operator fixes the port
+    port_reason: str = ""
+
+
+class ProviderPlugin(Protocol):
+    """A provider package (providers/<name>/__init__.py) as the core sees it."""
+
+    @property
+    def NAME(self) -> str: ...  # noqa: N802 - a module constant
+
+    @property
+    def OVERRIDE_ROOTS(self) -> frozenset[str]: ...  # noqa: N802 - a module constant
+
+    def check_overrides(self, overrides: Mapping[str, Any], at: FieldPath) -> list[FieldError]:
+        """Layer 2 of spec.provider.overrides."""
+        ...
+
+    def render(self, md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
+        """The upstream objects for a hydrated, valid ModelDeployment (primary first)."""
+        ...
+
+    def pool_selector(self, md: ModelDeployment) -> dict[str, str]:
+        """Labels every serving pod of `md` carries once its operator has created it."""
+        ...
+
+    def model_port(self, md: ModelDeployment) -> int:
+        """The port the model server in those pods listens on."""
+        ...
+
+    def operator_pods(self, objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
+        """The serving pods the operator creates from `objects` (not Deployments Runway renders,
+        whose templates say their labels)."""
+        ...
+
+    def flag_catalog(self, engine: str) -> str | None:
+        """The flag catalog of the entry point the pods run for `engine`, if any."""
+        ...
+
+    def owned_flags(self, catalog: str) -> Mapping[str, str]:
+        """{flag: why} for the flags Runway sets itself when the pods run `catalog`."""
+        ...
+
+    def admission_checks(self, md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
+        """(errors, warnings) of the provider's own admission rules for a hydrated object."""
+        ...
+
+    def is_test_backend(self, md: ModelDeployment) -> bool:
+        """The provider's test backend runs instead of an engine (no GPU, no gateway)."""
+        ...

@@ -1,0 +1,328 @@
+"""Gateway objects for a ModelDeployment with spec.gateway.enabled: true (Gateway API Inference
+Extension): an InferencePool over the model's pods with its endpoint picker, an HTTPRoute that
+matches the model-name header, and, when asked, an Istio DestinationRule for the picker. A
+provider that manages its own pool (Dynamo) gets only the route, plus a ReferenceGrant when the
+pool lives in another namespace. Fields the API server would default are written out, so the
+live objects equal what Git holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from core.model.kinds import ModelDeployment, dig
+from core.model.names import PICKER_SUFFIX, child_name
+from core.model.versions import Versions
+from core.rendering.common import object_meta
+from core.selection.configs import ProviderRegistry
+
+POOL_GROUP = "inference.networking.k8s.io"
+ROUTE_HEADER = "X-Gateway-Model-Name"
+EPP_PORT, EPP_HEALTH_PORT = 9002, 9003
+MINIMAL_PICKER_CONFIG = (
+    "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\n"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayTarget:
+    """The Gateway routes attach to, and whether Istio needs a DestinationRule for the picker."""
+
+    name: str
+    namespace: str
+    istio: bool = False
+
+
+def is_enabled(md: ModelDeployment, registry: ProviderRegistry) -> bool:
+    """Only an explicit `spec.gateway.enabled: true` renders gateway objects (never for a
+    provider's test backend, such as Dynamo's mocker, which serves through a standalone Frontend,
+    as in AI Runway)."""
+    return dig(md.spec, "gateway", "enabled") is True and not registry.runs_test_backend(md)
+
+
+def capabilities_of(md: ModelDeployment, registry: ProviderRegistry) -> Mapping[str, Any]:
+    """The gateway capabilities of a hydrated ModelDeployment's provider and engine."""
+    config = registry.get(md.provider_name)
+    return config.gateway(md.engine_type) if config is not None else {}
+
+
+def served_name(md: ModelDeployment, registry: ProviderRegistry) -> str:
+    """The one name clients send in "model" for a hydrated ModelDeployment: what its rendered
+    HTTPRoute matches and its engine serves. The renderer and the gateway merge boundary both
+    resolve names through this function, so they cannot disagree."""
+    return model_name(md, capabilities_of(md, registry))
+
+
+def model_name(md: ModelDeployment, capabilities: Mapping[str, Any]) -> str:
+    """gateway.modelName, else servedName (unless the provider ignores it), else model.id."""
+    explicit = dig(md.spec, "gateway", "modelName")
+    if explicit:
+        return str(explicit)
+    return engine_model_name(md, capabilities)
+
+
+def engine_model_name(md: ModelDeployment, capabilities: Mapping[str, Any]) -> str:
+    """The name the model server itself answers to: servedName (unless the provider ignores it),
+    else model.id."""
+    if md.served_name and not capabilities.get("ignoresServedName"):
+        return md.served_name
+    return md.model_id or md.name
+
+
+def render_gateway(
+    md: ModelDeployment,
+    capabilities: Mapping[str, Any],
+    target: GatewayTarget,
+    pins: Versions,
+    *,
+    port: int,
+    selector: Mapping[str, str],
+) -> list[dict[str, Any]]:
+    """The gateway objects for one hydrated ModelDeployment; `port` is the model server's port
+    and `selector` the labels of its serving pods (the provider's pool_selector)."""
+    namespace = md.namespace
+    if capabilities.get("managesInferencePool"):
+        pool = _pattern(capabilities.get("inferencePoolNamePattern") or "{name}", md)
+        pool_namespace = _pattern(capabilities.get("inferencePoolNamespace") or "{namespace}", md)
+        objects: list[dict[str, Any]] = []
+    else:
+        pool, pool_namespace = md.name, namespace
+        objects = [
+            _pool(md, port, selector),
+            *_picker(md, capabilities, pins),
+            *(_destination_rule(md) if target.istio else []),
+        ]
+    if not dig(md.spec, "gateway", "httpRouteRef"):
+        objects.append(_route(md, capabilities, target, pool, pool_namespace))
+    if pool_namespace != namespace:
+        objects.append(_grant(md, pool, pool_namespace))
+    return objects
+
+
+def _pattern(pattern: str, md: ModelDeployment) -> str:
+    return pattern.replace("{name}", md.name).replace("{namespace}", md.namespace)
+
+
+def _pool(md: ModelDeployment, port: int, selector: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{POOL_GROUP}/v1",
+        "kind": "InferencePool",
+        "metadata": object_meta(md, md.name),
+        "spec": {
+            "selector": {"matchLabels": dict(selector)},
+            "targetPorts": [{"number": port}],
+            "endpointPickerRef": {
+                "group": "",
+                "kind": "Service",
+                "name": child_name(md.name, PICKER_SUFFIX),
+                "port": {"number": EPP_PORT},
+                "failureMode": "FailClose",
+            },
+        },
+    }
+
+
+def _picker(
+    md: ModelDeployment, capabilities: Mapping[str, Any], pins: Versions
+) -> list[dict[str, Any]]:
+    name = child_name(md.name, PICKER_SUFFIX)
+    picker = capabilities.get("endpointPicker") or {}
+    image = (
+        picker.get("image") or f"registry.k8s.io/gateway-api-inference-extension/epp:{pins.gaie}"
+    )
+    labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/instance": md.name}
+    meta = object_meta(md, name, labels=labels)
+    rules = [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+        {
+            "apiGroups": [POOL_GROUP],
+            "resources": ["inferencepools"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {
+            "apiGroups": ["inference.networking.x-k8s.io"],
+            "resources": ["inferenceobjectives", "inferencemodelrewrites"],
+            "verbs": ["get", "list", "watch"],
+        },
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["create", "get", "update"],
+        },
+    ]
+    container = {
+        "name": "epp",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "args": [
+            "--pool-name",
+            md.name,
+            "--pool-namespace",
+            md.namespace,
+            "--zap-encoder",
+            "json",
+            "--config-file",
+            "/config/default-plugins.yaml",
+            "--tracing=false",
+        ],
+        "ports": [
+            {"name": "grpc", "containerPort": EPP_PORT, "protocol": "TCP"},
+            {"name": "grpc-health", "containerPort": EPP_HEALTH_PORT, "protocol": "TCP"},
+        ],
+        "env": [
+            {
+                "name": "NAMESPACE",
+                "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}},
+            },
+            {
+                "name": "POD_NAME",
+                "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}},
+            },
+        ],
+        "livenessProbe": {
+            "grpc": {"port": EPP_HEALTH_PORT, "service": "inference-extension"},
+            "initialDelaySeconds": 30,
+            "periodSeconds": 10,
+            "failureThreshold": 5,
+        },
+        "readinessProbe": {
+            "grpc": {"port": EPP_HEALTH_PORT, "service": "inference-extension"},
+            "initialDelaySeconds": 10,
+            "periodSeconds": 5,
+        },
+        "volumeMounts": [{"name": "config", "mountPath": "/config"}],
+    }
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": meta,
+            "rules": rules,
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": md.namespace}],
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": meta,
+            "data": {"default-plugins.yaml": picker.get("configData") or MINIMAL_PICKER_CONFIG},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": meta,
+            "spec": {
+                "replicas": 1,
+                "strategy": {"type": "Recreate"},
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": name,
+                        "terminationGracePeriodSeconds": 130,
+                        "containers": [container],
+                        "volumes": [{"name": "config", "configMap": {"name": name}}],
+                    },
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": meta,
+            "spec": {
+                "type": "ClusterIP",
+                "selector": labels,
+                "ports": [
+                    {
+                        "name": "grpc-ext-proc",
+                        "port": EPP_PORT,
+                        "targetPort": EPP_PORT,
+                        "protocol": "TCP",
+                        "appProtocol": "kubernetes.io/h2c",
+                    }
+                ],
+            },
+        },
+    ]
+
+
+def _destination_rule(md: ModelDeployment) -> list[dict[str, Any]]:
+    name = child_name(md.name, PICKER_SUFFIX)
+    return [
+        {
+            "apiVersion": "networking.istio.io/v1",
+            "kind": "DestinationRule",
+            "metadata": object_meta(md, name),
+            "spec": {
+                "host": f"{name}.{md.namespace}.svc.cluster.local",
+                "trafficPolicy": {"tls": {"mode": "SIMPLE", "insecureSkipVerify": True}},
+            },
+        }
+    ]
+
+
+def _route(
+    md: ModelDeployment,
+    capabilities: Mapping[str, Any],
+    target: GatewayTarget,
+    pool: str,
+    pool_namespace: str,
+) -> dict[str, Any]:
+    backend: dict[str, Any] = {
+        "group": POOL_GROUP,
+        "kind": "InferencePool",
+        "name": pool,
+        "weight": 1,
+    }
+    if pool_namespace != md.namespace:
+        backend["namespace"] = pool_namespace
+    parent = {
+        "group": "gateway.networking.k8s.io",
+        "kind": "Gateway",
+        "name": target.name,
+        "namespace": target.namespace,
+    }
+    match = {
+        "path": {"type": "PathPrefix", "value": "/"},
+        "headers": [{"type": "Exact", "name": ROUTE_HEADER, "value": model_name(md, capabilities)}],
+    }
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "HTTPRoute",
+        "metadata": object_meta(md, md.name),
+        "spec": {
+            "parentRefs": [parent],
+            "rules": [
+                {"matches": [match], "backendRefs": [backend], "timeouts": {"request": "300s"}}
+            ],
+        },
+    }
+
+
+def _grant(md: ModelDeployment, pool: str, pool_namespace: str) -> dict[str, Any]:
+    meta = object_meta(md, f"{pool}-{md.namespace}")
+    meta["namespace"] = pool_namespace
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1beta1",
+        "kind": "ReferenceGrant",
+        "metadata": meta,
+        "spec": {
+            "from": [
+                {
+                    "group": "gateway.networking.k8s.io",
+                    "kind": "HTTPRoute",
+                    "namespace": md.namespace,
+                }
+            ],
+            "to": [{"group": POOL_GROUP, "kind": "InferencePool", "name": pool}],
+        },
+    }

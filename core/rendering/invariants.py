@@ -1,0 +1,283 @@
+"""Cross-object invariants of one ModelDeployment's rendered objects, checked on every render.
+
+A schema says each object is well formed; these say the objects fit together so the model is
+served. Each failure names both objects and their fields:
+  port      the port the engine listens on = containerPort = the probes' port = the Service
+            targetPort = the InferencePool target port
+  selector  the InferencePool selector matches the labels the operator puts on the pods
+            (each provider's pods.py states its operator's rule)
+  claims    every claim a pod or a DynamoGraphDeployment mounts is rendered, created by the
+            DynamoGraphDeployment, or declared pre-existing (a volume without a size)
+  gpus      GPUs requested = tensor parallel x pipeline parallel, where the engine takes flags
+  name      the model name the HTTPRoute matches = the name the engine serves
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.model.kinds import ModelDeployment, dig
+from core.model.plugin import PodGroup
+from core.rendering.common import HTTP_PORT, claim_name
+from core.selection.configs import ProviderRegistry
+
+_TP = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp")
+_PP = ("--pipeline-parallel-size", "-pp", "--pp-size")
+_SERVED = ("--served-model-name",)
+_MODEL = ("--model", "--model-path")
+_PROBES = ("startupProbe", "livenessProbe", "readinessProbe")
+
+
+def check_invariants(
+    md: ModelDeployment, objects: Sequence[Mapping[str, Any]], registry: ProviderRegistry
+) -> list[str]:
+    """Every broken invariant among `objects` (rendered for `md` by its provider), as messages."""
+    servers = _servers(objects)
+    plugin = registry.plugin(md.provider_name)
+    operated = plugin.operator_pods(objects) if plugin is not None else []
+    problems = _ports(objects, servers, operated) + _selector(objects, servers, operated)
+    problems += _claims(md, objects) + _gpus(servers) + _route_name(objects, servers)
+    return problems
+
+
+@dataclass(frozen=True, slots=True)
+class _Server:
+    """One serving container: the object holding it, its field path there, its pods' labels,
+    and (Dynamo) the DGD service it belongs to."""
+
+    owner: Mapping[str, Any]
+    path: str
+    container: Mapping[str, Any]
+    labels: Mapping[str, str]
+    service: Mapping[str, Any] | None = None
+
+    @property
+    def ref(self) -> str:
+        return ref(self.owner)
+
+    @property
+    def args(self) -> list[str]:
+        return [str(a) for a in self.container.get("args") or ()]
+
+
+def ref(obj: Mapping[str, Any]) -> str:
+    return f"{obj.get('kind')}/{dig(obj, 'metadata', 'name')}"
+
+
+def _servers(objects: Sequence[Mapping[str, Any]]) -> list[_Server]:
+    out: list[_Server] = []
+    for obj in objects:
+        kind = obj.get("kind")
+        if kind == "Deployment":
+            pod = dig(obj, "spec", "template") or {}
+            for i, container in enumerate(dig(pod, "spec", "containers") or ()):
+                if container.get("name") == "vllm":
+                    path = f"spec.template.spec.containers[{i}]"
+                    labels = dig(pod, "metadata", "labels") or {}
+                    out.append(_Server(obj, path, container, labels))
+        elif kind == "DynamoGraphDeployment":
+            for key, service in sorted((dig(obj, "spec", "services") or {}).items()):
+                if service.get("componentType") == "worker":
+                    container = dig(service, "extraPodSpec", "mainContainer") or {}
+                    path = f"spec.services.{key}.extraPodSpec.mainContainer"
+                    out.append(_Server(obj, path, container, {}, service))
+    return out
+
+
+def flag_value(args: Sequence[str], names: Sequence[str]) -> str | None:
+    """The value of the last of `names` in `args` (`--x v` or `--x=v`), or None."""
+    value = None
+    for i, token in enumerate(args):
+        name, eq, inline = token.partition("=")
+        if name in names:
+            value = inline if eq else (args[i + 1] if i + 1 < len(args) else "")
+    return value
+
+
+def _resolve(port: Any, container: Mapping[str, Any]) -> int | None:
+    """A port number, or a named port looked up in the container's ports."""
+    if isinstance(port, int):
+        return port
+    for entry in container.get("ports") or ():
+        if entry.get("name") == port:
+            return int(entry["containerPort"])
+    return None
+
+
+def _ports(
+    objects: Sequence[Mapping[str, Any]],
+    servers: Sequence[_Server],
+    operated: Sequence[PodGroup],
+) -> list[str]:
+    problems: list[str] = []
+    pools = [o for o in objects if o.get("kind") == "InferencePool"]
+    for server in servers:
+        if server.owner.get("kind") != "Deployment":
+            continue
+        listen = int(flag_value(server.args, ("--port",)) or HTTP_PORT)
+        at = f"{server.ref} {server.path}.args --port"
+
+        def differs(what: str, got: int | None, *, at: str = at, listen: int = listen) -> None:
+            if got != listen:
+                problems.append(f"{at} is {listen} but {what} is {got}")
+
+        named = _resolve("http", server.container)
+        differs(f"{server.ref} {server.path}.ports[http].containerPort", named)
+        for probe in _PROBES:
+            port = dig(server.container, probe, "httpGet", "port")
+            if port is not None:
+                differs(
+                    f"{server.ref} {server.path}.{probe}.httpGet.port",
+                    _resolve(port, server.container),
+                )
+        for service in objects:
+            if service.get("kind") == "Service" and dig(service, "spec", "selector") == dig(
+                server.owner, "spec", "selector", "matchLabels"
+            ):
+                for i, port in enumerate(dig(service, "spec", "ports") or ()):
+                    differs(
+                        f"{ref(service)} spec.ports[{i}].targetPort",
+                        _resolve(port.get("targetPort"), server.container),
+                    )
+        for pool in pools:
+            for i, target in enumerate(dig(pool, "spec", "targetPorts") or ()):
+                differs(f"{ref(pool)} spec.targetPorts[{i}].number", target.get("number"))
+    for group in operated:
+        if group.port is None:
+            continue
+        for pool in pools:
+            for i, target in enumerate(dig(pool, "spec", "targetPorts") or ()):
+                if target.get("number") != group.port:
+                    problems.append(
+                        f"{ref(pool)} spec.targetPorts[{i}].number is {target.get('number')} "
+                        f"but {group.owner} serves on {group.port} ({group.port_reason})"
+                    )
+    return problems
+
+
+def _pod_labels(
+    servers: Sequence[_Server], operated: Sequence[PodGroup]
+) -> list[tuple[str, Mapping[str, str]]]:
+    """(where, labels) for every group of serving pods, as their operator will label them."""
+    groups = [
+        (f"{s.ref} spec.template.metadata.labels", s.labels)
+        for s in servers
+        if s.owner.get("kind") == "Deployment"
+    ]
+    groups += [(group.where, group.labels) for group in operated]
+    return groups
+
+
+def _selector(
+    objects: Sequence[Mapping[str, Any]],
+    servers: Sequence[_Server],
+    operated: Sequence[PodGroup],
+) -> list[str]:
+    problems: list[str] = []
+    groups = _pod_labels(servers, operated)
+    for pool in (o for o in objects if o.get("kind") == "InferencePool"):
+        selector: Mapping[str, str] = dig(pool, "spec", "selector", "matchLabels") or {}
+        if not groups:
+            problems.append(f"{ref(pool)} spec.selector selects no rendered serving pods")
+        for where, labels in groups:
+            missing = sorted(k for k, v in selector.items() if labels.get(k) != v)
+            if missing:
+                problems.append(
+                    f"{ref(pool)} spec.selector.matchLabels does not match {where}: "
+                    f"{', '.join(missing)} differ"
+                )
+    return problems
+
+
+def _claims(md: ModelDeployment, objects: Sequence[Mapping[str, Any]]) -> list[str]:
+    declared = {claim_name(md, v) for v in md.volumes if v.get("size") is None}
+    rendered = {
+        str(dig(o, "metadata", "name")) for o in objects if o.get("kind") == "PersistentVolumeClaim"
+    }
+    problems: list[str] = []
+    for obj in objects:
+        if obj.get("kind") == "Deployment":
+            volumes = dig(obj, "spec", "template", "spec", "volumes") or ()
+            for i, volume in enumerate(volumes):
+                claim = dig(volume, "persistentVolumeClaim", "claimName")
+                if claim is not None and claim not in rendered | declared:
+                    problems.append(
+                        f"{ref(obj)} spec.template.spec.volumes[{i}] mounts claim {claim}, which "
+                        "is neither rendered (PersistentVolumeClaim) nor declared pre-existing"
+                    )
+        elif obj.get("kind") == "DynamoGraphDeployment":
+            pvcs = dig(obj, "spec", "pvcs") or ()
+            created = {p["name"] for p in pvcs if p.get("create") is True}
+            listed = {p["name"] for p in pvcs}
+            for i, pvc in enumerate(pvcs):
+                name = pvc["name"]
+                if not pvc.get("create") and name not in rendered | declared:
+                    problems.append(
+                        f"{ref(obj)} spec.pvcs[{i}] refers to claim {name} with create false, "
+                        "which is neither rendered (PersistentVolumeClaim) nor declared pre-existing"
+                    )
+                if name in created and name in rendered:
+                    problems.append(
+                        f"{ref(obj)} spec.pvcs[{i}] creates claim {name} and "
+                        f"PersistentVolumeClaim/{name} is rendered too"
+                    )
+            for key, service in sorted((dig(obj, "spec", "services") or {}).items()):
+                for i, mount in enumerate(service.get("volumeMounts") or ()):
+                    if mount.get("name") not in listed:
+                        problems.append(
+                            f"{ref(obj)} spec.services.{key}.volumeMounts[{i}] names "
+                            f"{mount.get('name')}, which spec.pvcs does not list"
+                        )
+    return problems
+
+
+def _gpu_count(server: _Server) -> int:
+    if server.service is not None:
+        return int(dig(server.service, "resources", "limits", "gpu") or 0)
+    limits = dig(server.container, "resources", "limits") or {}
+    return sum(int(v) for k, v in limits.items() if k.endswith("/gpu"))
+
+
+def _gpus(servers: Sequence[_Server]) -> list[str]:
+    problems: list[str] = []
+    for server in servers:
+        gpus = _gpu_count(server)
+        if gpus == 0:
+            continue  # CPU serving: the engine's parallelism is not GPU-bound
+        tp = int(flag_value(server.args, _TP) or 1)
+        pp = int(flag_value(server.args, _PP) or 1)
+        if gpus != tp * pp:
+            where = (
+                f"{server.ref} {server.path.split('.extraPodSpec', 1)[0]}.resources.limits.gpu"
+                if server.service is not None
+                else f"{server.ref} {server.path}.resources.limits"
+            )
+            problems.append(
+                f"{where} requests {gpus} GPUs but {server.ref} {server.path}.args run "
+                f"tensor parallel {tp} x pipeline parallel {pp} = {tp * pp}"
+            )
+    return problems
+
+
+def served_name(server: _Server) -> str | None:
+    """The model name the engine answers to: --served-model-name, else the model itself."""
+    return flag_value(server.args, _SERVED) or flag_value(server.args, _MODEL)
+
+
+def _route_name(objects: Sequence[Mapping[str, Any]], servers: Sequence[_Server]) -> list[str]:
+    problems: list[str] = []
+    for route in (o for o in objects if o.get("kind") == "HTTPRoute"):
+        for r, rule in enumerate(dig(route, "spec", "rules") or ()):
+            for m, match in enumerate(rule.get("matches") or ()):
+                for h, header in enumerate(match.get("headers") or ()):
+                    at = f"{ref(route)} spec.rules[{r}].matches[{m}].headers[{h}].value"
+                    for server in servers:
+                        name = served_name(server)
+                        if name != header.get("value"):
+                            problems.append(
+                                f"{at} is {header.get('value')} but {server.ref} "
+                                f"{server.path}.args serve {name}"
+                            )
+    return problems

@@ -1,0 +1,1 @@
+"""InferenceProviderConfigs as a registry, and engine and provider selection with its trace."""

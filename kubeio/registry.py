@@ -1,0 +1,24 @@
+"""The one provider-registry builder: webhook, render, validate, explain and gateway-sync all
+build their registry here, so each checks with the same plug-ins and the same flag catalogs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from core.checks.flags import FlagCatalog
+from core.selection.configs import ProviderRegistry
+from kubeio.shipped import bundled_config_objects, bundled_flag_catalogs
+from providers.modules import plugins
+
+
+def build_registry(
+    objects: Iterable[Mapping[str, Any]] | None = None,
+    *,
+    flags: Mapping[str, FlagCatalog] | None = None,
+) -> ProviderRegistry:
+    """The registry of `objects` (InferenceProviderConfigs; the shipped ones when None), with
+    every shipped provider plug-in and the shipped flag catalogs (or `flags`, when given)."""
+    configs = bundled_config_objects() if objects is None else objects
+    catalogs = bundled_flag_catalogs() if flags is None else flags
+    return ProviderRegistry.from_objects(configs, plugins=plugins(), flags=catalogs)

@@ -1,0 +1,47 @@
+"""Runway's shipped data, read from the installed packages: each provider's InferenceProviderConfig
+(providers/<name>/config.yaml), the engine flag catalogs beside them (providers/<name>/flags/),
+and the upstream version pins (core/model/versions.env)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from importlib.resources.abc import Traversable
+from types import ModuleType
+from typing import Any, cast
+
+import yaml
+
+from core.checks.flags import FlagCatalog
+from core.model.versions import Versions
+from providers.modules import plugins
+
+
+def _package(plugin: ModuleType) -> Traversable:
+    return resources.files(plugin.__name__)
+
+
+def bundled_config_objects() -> list[dict[str, Any]]:
+    """The shipped InferenceProviderConfigs, one per provider, in provider name order."""
+    out: list[dict[str, Any]] = []
+    for plugin in sorted(plugins(), key=lambda p: p.NAME):
+        text = _package(cast(ModuleType, plugin)).joinpath("config.yaml").read_text("utf-8")
+        out += [doc for doc in yaml.load_all(text, Loader=yaml.CSafeLoader) if doc is not None]
+    return out
+
+
+def bundled_flag_catalogs() -> dict[str, FlagCatalog]:
+    """The shipped engine flag catalogs by name (`make flags` writes them)."""
+    catalogs: dict[str, FlagCatalog] = {}
+    for plugin in plugins():
+        folder = _package(cast(ModuleType, plugin)).joinpath("flags")
+        if not folder.is_dir():
+            continue
+        for entry in folder.iterdir():
+            if entry.name.endswith(".json"):
+                name = entry.name.removesuffix(".json")
+                catalogs[name] = FlagCatalog.parse(name, entry.read_text("utf-8"))
+    return dict(sorted(catalogs.items()))
+
+
+def bundled_versions() -> Versions:
+    return Versions.parse(resources.files("core.model").joinpath("versions.env").read_text("utf-8"))

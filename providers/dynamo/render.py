@@ -1,0 +1,326 @@
+"""NVIDIA Dynamo: one nvidia.com DynamoGraphDeployment per ModelDeployment."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from core.fields.errors import FieldError, Reason
+from core.model.kinds import Engine, ModelDeployment, dig
+from core.model.versions import Versions
+from core.rendering.common import (
+    DEFAULT_ACCESS_MODE,
+    claim_name,
+    deep_merge,
+    flag,
+    hf_home_env,
+    managed_claims,
+    object_meta,
+    placement,
+    served_model_name,
+    user_args,
+)
+
+_RUNTIME = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
+_WORKERS = {None: "VllmWorker", "prefill": "VllmPrefillWorker", "decode": "VllmDecodeWorker"}
+
+
+# AI Runway's Dynamo test backend: `python3 -m dynamo.mocker` instead of an engine, no GPUs.
+ANNOTATION_TEST_BACKEND = "airunway.ai/dynamo-test-backend"
+MOCKER = "mocker"
+
+
+def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
+    """One DynamoGraphDeployment: a frontend and the worker services. routerMode, frontend and epp
+    are consumed here and never emitted; `spec` overrides are merged into the object's spec."""
+    engine = md.engine_type
+    image = md.image_override or f"nvcr.io/nvidia/ai-dynamo/{_RUNTIME[engine]}:{pins.dynamo}"
+    overrides = md.overrides if isinstance(md.overrides, Mapping) else {}
+    secret = dig(md.spec, "secrets", "huggingFaceToken")
+    frontend: dict[str, Any] = {
+        "componentType": "frontend",
+        "replicas": 1,
+        "resources": {"requests": {"cpu": "2", "memory": "4Gi"}},
+        "extraPodSpec": {"mainContainer": {"image": image}},
+        "envs": [
+            {"name": "DYN_ROUTER_MODE", "value": str(overrides.get("routerMode") or "round-robin")}
+        ],
+    }
+    gateway = dig(md.spec, "gateway", "enabled") is True and not is_test_backend(md)
+    services: dict[str, Any] = (
+        {"Epp": _epp(md, overrides, pins)} if gateway else {"Frontend": frontend}
+    )
+    if md.is_disaggregated:
+        for role in ("prefill", "decode"):
+            part = dig(md.spec, "scaling", role) or {}
+            gpus = int(dig(part, "gpu", "count") or 0)
+            services[_WORKERS[role]] = _worker(
+                md,
+                image,
+                gpus=gpus,
+                replicas=int(part.get("replicas", 1)),
+                memory=part.get("memory"),
+                role=role,
+            )
+    else:
+        replicas = max(int(md.spec.get("scaling", {}).get("replicas", 1)), 1)
+        memory = md.spec.get("resources", {}).get("memory")
+        services[_WORKERS[None]] = _worker(
+            md, image, gpus=md.gpu_count, replicas=replicas, memory=memory, role=None
+        )
+    if gateway:  # each worker serves through a frontend sidecar; Dynamo's picker routes to them
+        for key, service in services.items():
+            if key != "Epp":
+                service["frontendSidecar"] = _sidecar(md, pins, secret)
+    if is_test_backend(md):
+        _as_mocker(md, services, pins)
+    if secret:
+        for service in services.values():
+            service["envFromSecret"] = secret
+    spec: dict[str, Any] = {"backendFramework": engine, "services": services}
+    if md.volumes:
+        spec["pvcs"] = [_pvc(md, v) for v in md.volumes]
+    graph = {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": object_meta(md, md.name),
+        "spec": spec,
+    }
+    if isinstance(overrides.get("spec"), Mapping):
+        graph = deep_merge(graph, {"spec": overrides["spec"]})
+    claims = [c for c in managed_claims(md) if not _creates(md, c["metadata"]["name"])]
+    return [graph, *claims]
+
+
+def _creates(md: ModelDeployment, claim: str) -> bool:
+    """Whether the DGD's `pvcs[].create` makes this managed claim. Its CRD at the pinned version
+    requires size, storageClass and volumeAccessMode for create; a volume that leaves the class
+    to the cluster default has no storageClass, so Runway renders that claim itself."""
+    return any(
+        claim_name(md, v) == claim and v.get("size") is not None and "storageClassName" in v
+        for v in md.volumes
+    )
+
+
+def _pvc(md: ModelDeployment, volume: Mapping[str, Any]) -> dict[str, Any]:
+    name = claim_name(md, volume)
+    if not _creates(md, name):
+        return {"name": name, "create": False}
+    return {
+        "name": name,
+        "create": True,
+        "size": str(volume["size"]),
+        "storageClass": str(volume["storageClassName"] or ""),
+        "volumeAccessMode": str(volume.get("accessMode") or DEFAULT_ACCESS_MODE),
+    }
+
+
+def _worker(
+    md: ModelDeployment,
+    image: str,
+    *,
+    gpus: int,
+    replicas: int,
+    memory: str | None,
+    role: str | None,
+) -> dict[str, Any]:
+    engine = md.engine_type
+    limits = {"gpu": str(gpus)}
+    if memory:
+        limits["memory"] = str(memory)
+    if md.spec.get("resources", {}).get("cpu") and role is None:
+        limits["cpu"] = str(md.spec["resources"]["cpu"])
+    worker: dict[str, Any] = {
+        "componentType": "worker",
+        "replicas": replicas,
+        "resources": {"limits": limits, "requests": {"gpu": str(gpus)}},
+        "extraPodSpec": {
+            "mainContainer": {
+                "image": image,
+                "command": ["python3", "-m", f"dynamo.{engine}"],
+                "args": _args(md, role, gpus),
+            },
+            **placement(md),
+        },
+    }
+    if role is not None:
+        worker["subComponentType"] = role
+    envs = [dict(e) for e in md.spec.get("env") or ()] + hf_home_env(md)
+    if envs:
+        worker["envs"] = envs
+    mounts = [
+        {
+            "name": claim_name(md, v),
+            "mountPoint": v["mountPath"],
+            "useAsCompilationCache": v.get("purpose") == "compilationCache",
+        }
+        for v in md.volumes
+    ]
+    if mounts:
+        worker["volumeMounts"] = mounts
+    return worker
+
+
+# Spec switches per engine, as the worker's parser spells them (providers/flags/dynamo-*.json):
+# (spec field, value that emits the flag, flag). SGLang 0.5.10 caches prefixes unless told
+# --disable-radix-cache and has no --enforce-eager (--disable-cuda-graph is its eager mode);
+# dynamo.trtllm takes none of them as flags.
+_SWITCHES: Mapping[str, tuple[tuple[str, bool, str], ...]] = {
+    "vllm": (
+        ("trustRemoteCode", True, "trust-remote-code"),
+        ("enablePrefixCaching", True, "enable-prefix-caching"),
+        ("enablePrefixCaching", False, "no-enable-prefix-caching"),  # vLLM caches by default
+        ("enforceEager", True, "enforce-eager"),
+    ),
+    "sglang": (
+        ("trustRemoteCode", True, "trust-remote-code"),
+        ("enablePrefixCaching", False, "disable-radix-cache"),
+        ("enforceEager", True, "disable-cuda-graph"),
+    ),
+    "trtllm": (),
+}
+_TENSOR_PARALLEL = {
+    "vllm": "tensor-parallel-size",
+    "sglang": "tp-size",
+    "trtllm": "tensor-parallel-size",
+}
+
+
+def _args(md: ModelDeployment, role: str | None, gpus: int) -> list[str]:
+    engine, spec = md.engine_type, md.engine
+    # dynamo.trtllm names it --model (--model-path is its obsolete alias); SGLang's is --model-path
+    args = flag("model-path" if engine == "sglang" else "model", md.model_id)
+    args += flag("served-model-name", served_model_name(md) or md.model_id)
+    if spec.get("contextLength") and engine != "trtllm":
+        args += flag(
+            "max-model-len" if engine == "vllm" else "context-length", str(spec["contextLength"])
+        )
+    for key, when, name in _SWITCHES[engine]:
+        if bool(spec.get(key, key == "enablePrefixCaching")) is when:
+            args += flag(name)
+    if gpus > 1:  # one worker pod runs on all its GPUs: tensor parallel = GPUs per worker
+        args += flag(_TENSOR_PARALLEL[engine], str(gpus))
+    if role is not None:
+        args += flag("disaggregation-mode", role)
+        if engine == "vllm":
+            args += flag(
+                "kv-transfer-config",
+                json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, sort_keys=True),
+            )
+    return args + user_args(md)
+
+
+def _epp(md: ModelDeployment, overrides: Mapping[str, Any], pins: Versions) -> dict[str, Any]:
+    """Dynamo's endpoint picker: with it, the operator creates and owns the InferencePool."""
+    split = md.is_disaggregated
+    image = (overrides.get("epp") or {}).get(
+        "image"
+    ) or f"nvcr.io/nvidia/ai-dynamo/dynamo-frontend:{pins.dynamo}"
+    plugins = [
+        {"name": "disagg-profile-handler", "type": "disagg-profile-handler"},
+        _label_filter("decode-filter", "decode", allows_no_label=not split),
+        {"name": "picker", "type": "max-score-picker"},
+        {"name": "dyn-decode", "type": "dyn-decode-scorer"},
+    ]
+    profiles = [_profile("decode", "decode-filter", "dyn-decode")]
+    if split:
+        plugins += [
+            _label_filter("prefill-filter", "prefill", allows_no_label=False),
+            {"name": "dyn-prefill", "type": "dyn-prefill-scorer"},
+        ]
+        profiles.insert(0, _profile("prefill", "prefill-filter", "dyn-prefill"))
+    return {
+        "componentType": "epp",
+        "replicas": 1,
+        "extraPodSpec": {"mainContainer": {"image": image}},
+        "envs": [
+            {"name": "DYN_DECODE_FALLBACK", "value": "false" if split else "true"},
+            {"name": "DYN_ENFORCE_DISAGG", "value": "true" if split else "false"},
+        ],
+        "eppConfig": {"config": {"plugins": plugins, "schedulingProfiles": profiles}},
+    }
+
+
+def _label_filter(name: str, role: str, *, allows_no_label: bool) -> dict[str, Any]:
+    parameters = {
+        "label": "nvidia.com/dynamo-sub-component-type",
+        "validValues": [role],
+        "allowsNoLabel": allows_no_label,
+    }
+    return {"name": name, "type": "label-filter", "parameters": parameters}
+
+
+def _profile(name: str, filter_name: str, scorer: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "plugins": [
+            {"pluginRef": filter_name},
+            {"pluginRef": scorer, "weight": 1},
+            {"pluginRef": "picker"},
+        ],
+    }
+
+
+def _sidecar(md: ModelDeployment, pins: Versions, secret: str | None) -> dict[str, Any]:
+    args = ["-m", "dynamo.frontend"] + ([] if md.is_disaggregated else ["--router-mode", "direct"])
+    sidecar: dict[str, Any] = {
+        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{pins.dynamo}",
+        "args": args,
+    }
+    if secret:
+        sidecar["envFromSecret"] = secret
+    return sidecar
+
+
+# AI Runway's Dynamo mocker test backend (the airunway.ai/dynamo-test-backend: mocker annotation):
+# `python3 -m dynamo.mocker` simulates a vLLM worker with no GPU, in the dynamo-planner image.
+_MOCKER_RESOURCES = {"cpu": "100m", "memory": "256Mi"}
+
+
+def _as_mocker(md: ModelDeployment, services: dict[str, Any], pins: Versions) -> None:
+    """Turn the services into the mocker's: the planner image everywhere, a small Frontend, and
+    workers that run the mocker with small CPU and memory requests equal to their limits."""
+    image = f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{pins.dynamo}"
+    for service in services.values():
+        container = service["extraPodSpec"]["mainContainer"]
+        container["image"] = image
+        if service["componentType"] == "frontend":
+            service["resources"] = {"requests": dict(_MOCKER_RESOURCES)}
+            continue
+        role = service.get("subComponentType")
+        container["command"] = ["python3", "-m", "dynamo.mocker"]
+        container["args"] = _mocker_args(md) + (flag("disaggregation-mode", role) if role else [])
+        service["resources"] = {
+            "requests": dict(_MOCKER_RESOURCES),
+            "limits": dict(_MOCKER_RESOURCES),
+        }
+
+
+def _mocker_args(md: ModelDeployment) -> list[str]:
+    args = flag("model-path", md.model_id) + flag("model-name", md.served_name or md.model_id)
+    args += flag("speedup-ratio", "1000.0") + flag("num-gpu-blocks-override", "4096")
+    return args + flag("block-size", "16") + flag("max-num-seqs", "64")
+
+
+def is_test_backend(md: ModelDeployment) -> bool:
+    """The mocker test backend (the annotation): `python3 -m dynamo.mocker` runs instead of an
+    engine, on no GPUs, serving through a standalone Frontend (never the gateway)."""
+    return md.annotations.get(ANNOTATION_TEST_BACKEND) == MOCKER
+
+
+def admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
+    """Dynamo's own rules: the mocker test backend simulates vLLM only, and serves through a
+    standalone Frontend, so a gateway asked for is ignored."""
+    if not is_test_backend(md):
+        return [], []
+    errors, warnings = [], []
+    if md.engine_type and md.engine_type != Engine.VLLM:
+        detail = "the dynamo mocker test backend only supports the vllm engine"
+        errors.append(FieldError("spec.engine.type", Reason.UNSUPPORTED, detail))
+    if dig(md.spec, "gateway", "enabled") is True:
+        warnings.append(
+            "spec.gateway.enabled is ignored by the dynamo mocker test backend: it serves through "
+            "a standalone Frontend, with no endpoint picker and no gateway objects"
+        )
+    return errors, warnings

@@ -1,0 +1,74 @@
+"""KAITO: one kaito.sh Workspace per ModelDeployment."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.fields.errors import FieldError
+from core.model.kinds import Engine, ModelDeployment, ModelSource, dig
+from core.model.versions import Versions
+from core.rendering.common import deep_merge, env, object_meta, placement, pod_labels
+from providers.kaito.overrides import OVERRIDE_ROOTS
+from providers.kaito.pods import PORT as KAITO_PORT
+
+_API_VERSION = "kaito.sh/v1beta1"
+
+
+def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
+    """One Workspace: `resource` and `inference` at the object root, overrides merged there."""
+    match = {"kubernetes.io/os": "linux", **dict(md.spec.get("nodeSelector") or {})}
+    if md.gpu_count > 0:
+        match["nvidia.com/gpu.present"] = "true"
+    workspace: dict[str, Any] = {
+        "apiVersion": _API_VERSION,
+        "kind": "Workspace",
+        "metadata": object_meta(md, md.name),
+        "resource": {
+            "count": max(int(md.spec.get("scaling", {}).get("replicas", 1)), 1),
+            "labelSelector": {"matchLabels": match},
+        },
+        "inference": _inference(md),
+    }
+    overrides = md.overrides if isinstance(md.overrides, Mapping) else {}
+    accepted = {k: v for k, v in overrides.items() if k in OVERRIDE_ROOTS}
+    return [deep_merge(workspace, accepted)]
+
+
+def _inference(md: ModelDeployment) -> dict[str, Any]:
+    if md.engine_type != Engine.LLAMACPP:  # KAITO manages the vLLM image and its flags
+        preset: dict[str, Any] = {"name": md.model_id}
+        secret = dig(md.spec, "secrets", "huggingFaceToken")
+        if secret:  # KAITO's webhook refuses a gated preset without it; the key is HF_TOKEN
+            preset["presetOptions"] = {"modelAccessSecret": str(secret)}
+        return {"preset": preset}
+    args = (
+        []
+        if md.model_source == ModelSource.CUSTOM
+        else [str((md.engine.get("args") or {}).get("ggufUrl") or f"huggingface://{md.model_id}")]
+    )
+    resources = md.spec.get("resources") or {}
+    container: dict[str, Any] = {
+        "name": "model",
+        "image": md.image_override,
+        "args": [*args, f"--address=:{KAITO_PORT}"],
+        "ports": [{"containerPort": KAITO_PORT, "protocol": "TCP"}],
+        "env": env(md),
+    }
+    requests = {k: str(resources[k]) for k in ("cpu", "memory") if resources.get(k)}
+    if requests:
+        container["resources"] = {"requests": requests}
+    return {
+        "template": {
+            "metadata": {"labels": pod_labels(md)},
+            "spec": {"containers": [container], **placement(md)},
+        }
+    }
+
+
+def is_test_backend(md: ModelDeployment) -> bool:
+    return False  # no test backend: the engine always runs
+
+
+def admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
+    return [], []  # no rules of its own beyond layer 2 of the overrides

@@ -1,0 +1,35 @@
+"""KubeRay (v1.3.0, ray-operator/controllers/ray/common/pod.go labelPod) gives each pod its
+group template's labels plus ray.io/node-type, ray.io/group, ray.io/cluster (which the template
+cannot override) and a few more; Ray Serve's HTTP proxy on the head listens on 8000, so the pool
+selects the head's labels."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from core.model.kinds import ModelDeployment, dig
+from core.model.plugin import PodGroup
+from core.rendering.invariants import ref
+from core.rendering.pods import template_port, template_selector
+
+HEAD_LABELS = {"ray.io/node-type": "head", "ray.io/is-ray-node": "yes"}
+
+
+def pool_selector(md: ModelDeployment) -> dict[str, str]:
+    return template_selector(md)
+
+
+def model_port(md: ModelDeployment) -> int:
+    return template_port(md)
+
+
+def operator_pods(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
+    groups = []
+    for obj in objects:
+        if obj.get("kind") == "RayService":
+            head = dig(obj, "spec", "rayClusterConfig", "headGroupSpec", "template") or {}
+            labels = {**(dig(head, "metadata", "labels") or {}), **HEAD_LABELS}
+            where = f"{ref(obj)} head pods (template labels and KubeRay's ray.io labels)"
+            groups.append(PodGroup(where, labels))
+    return groups

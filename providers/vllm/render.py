@@ -1,0 +1,79 @@
+"""Direct vLLM: apps/v1 Deployment and v1 Service running the vLLM OpenAI server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.fields.errors import FieldError
+from core.model.kinds import ModelDeployment
+from core.model.versions import Versions
+from core.rendering.common import (
+    HTTP_PORT,
+    claim_volumes,
+    container_resources,
+    deployment_and_service,
+    env,
+    gpu_type,
+    hf_home_env,
+    http_port,
+    managed_claims,
+    spec_overrides,
+    vllm_args,
+)
+
+_SHM = {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "20Gi"}}
+
+
+def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
+    """Deployment (primary) and Service, from spec.engine.image or the pinned vLLM image, and a
+    PersistentVolumeClaim per volume with a size."""
+    gpus = md.gpu_count
+    volumes, mounts = claim_volumes(md)
+    if gpus > 1:  # tensor parallelism shares memory between ranks through /dev/shm
+        volumes.append(dict(_SHM))
+        mounts.append({"name": "shm", "mountPath": "/dev/shm"})
+    probe = {"httpGet": {"path": "/health", "port": "http"}}
+    container: dict[str, Any] = {
+        "name": "vllm",
+        "image": md.image_override or f"vllm/vllm-openai:{pins.vllm}",
+        "args": [
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(HTTP_PORT),
+            *vllm_args(md, gpus=gpus, skip=frozenset({"host", "port"})),
+        ],
+        "ports": http_port(),
+        "resources": container_resources(
+            gpus=gpus,
+            gpu_type=gpu_type(md),
+            memory=md.spec.get("resources", {}).get("memory"),
+            cpu=md.spec.get("resources", {}).get("cpu"),
+        ),
+        "startupProbe": {**probe, "periodSeconds": 10, "failureThreshold": 60},
+        "livenessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
+        "readinessProbe": {**probe, "periodSeconds": 5, "failureThreshold": 3},
+    }
+    variables = env(md, extra=hf_home_env(md))
+    if variables:  # an empty list is dropped by the API server (omitempty): no drift
+        container["env"] = variables
+    if mounts:
+        container["volumeMounts"] = mounts
+    replicas = int(md.spec.get("scaling", {}).get("replicas", 1))
+    objects = deployment_and_service(
+        md,
+        md.name,
+        container,
+        replicas=replicas,
+        volumes=volumes,
+        spec_overrides=spec_overrides(md),
+    )
+    return objects + managed_claims(md)
+
+
+def is_test_backend(md: ModelDeployment) -> bool:
+    return False  # no test backend: the engine always runs
+
+
+def admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
+    return [], []  # no rules of its own beyond layer 2 of the overrides
