@@ -17,7 +17,7 @@ from typing import Any
 from core.checks.credentials import credential_kind
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
-from core.model.kinds import ModelDeployment
+from core.model.kinds import Engine, ModelDeployment
 from core.model.plugin import ProviderPlugin
 
 ARGS = FieldPath.root("spec", "engine", "args")
@@ -134,6 +134,19 @@ VLLM_SERVER_OWNED: Mapping[str, str] = {
     "--port": PORT_OWNED,
     "--uds": PORT_OWNED,
 }
+
+
+# The catalog of the vLLM OpenAI server, which the pods of every provider that renders its own
+# vLLM Deployments run (Direct vLLM, llm-d).
+VLLM_SERVER_CATALOG = "vllm"
+
+
+def vllm_server_catalog(engine: str) -> str | None:
+    return VLLM_SERVER_CATALOG if engine == Engine.VLLM else None
+
+
+def vllm_server_owned(catalog: str) -> Mapping[str, str]:
+    return VLLM_SERVER_OWNED if catalog == VLLM_SERVER_CATALOG else {}
 
 
 def user_flags(

@@ -30,6 +30,25 @@ class PodGroup:
     port_reason: str = ""
 
 
+def no_test_backend(md: ModelDeployment) -> bool:
+    """For a provider without a test backend: the engine always runs."""
+    return False
+
+
+def no_admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
+    """For a provider with no admission rules of its own beyond layer 2 of the overrides."""
+    return [], []
+
+
+def no_flag_catalog(engine: str) -> str | None:
+    """For a provider whose pods take no command-line flags from the spec."""
+    return None
+
+
+def no_owned_flags(catalog: str) -> Mapping[str, str]:
+    return {}
+
+
 class ProviderPlugin(Protocol):
     """A provider package (providers/<name>/__init__.py) as the core sees it."""
 

@@ -5,7 +5,11 @@ providers/<name>/pods.py; an operator that labels its pods itself says so there.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from core.model.kinds import ModelDeployment
+from core.model.plugin import PodGroup
 from core.rendering.common import HTTP_PORT, LABEL_MODEL_DEPLOYMENT
 
 
@@ -17,3 +21,9 @@ def template_selector(md: ModelDeployment) -> dict[str, str]:
 def template_port(md: ModelDeployment) -> int:
     """The port the model server in Runway's own pod templates listens on."""
     return HTTP_PORT
+
+
+def no_operator_pods(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
+    """For a provider whose serving pods are Runway's own Deployments (their templates say the
+    labels), or whose operator selects its pods itself."""
+    return []

@@ -4,21 +4,14 @@ The plug-in (core/model/plugin.py): what this package's files offer, under the n
 calls.
 """
 
-from providers.dynamo.flags import flag_catalog, owned_flags
-from providers.dynamo.overrides import NAME, OVERRIDE_ROOTS, check_overrides
-from providers.dynamo.pods import model_port, operator_pods, pool_selector
-from providers.dynamo.render import admission_checks, is_test_backend, render
-
-__all__ = [
-    "NAME",
-    "OVERRIDE_ROOTS",
-    "admission_checks",
-    "check_overrides",
-    "flag_catalog",
-    "is_test_backend",
-    "model_port",
-    "operator_pods",
-    "owned_flags",
-    "pool_selector",
-    "render",
-]
+from providers.dynamo.flags import flag_catalog as flag_catalog
+from providers.dynamo.flags import owned_flags as owned_flags
+from providers.dynamo.overrides import NAME as NAME
+from providers.dynamo.overrides import OVERRIDE_ROOTS as OVERRIDE_ROOTS
+from providers.dynamo.overrides import check_overrides as check_overrides
+from providers.dynamo.pods import model_port as model_port
+from providers.dynamo.pods import operator_pods as operator_pods
+from providers.dynamo.pods import pool_selector as pool_selector
+from providers.dynamo.render import admission_checks as admission_checks
+from providers.dynamo.render import is_test_backend as is_test_backend
+from providers.dynamo.render import render as render

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from core.fields.errors import FieldError
 from core.model.kinds import Engine, ModelDeployment, ModelSource, dig
 from core.model.versions import Versions
 from core.rendering.common import deep_merge, env, object_meta, placement, pod_labels
@@ -64,11 +63,3 @@ def _inference(md: ModelDeployment) -> dict[str, Any]:
             "spec": {"containers": [container], **placement(md)},
         }
     }
-
-
-def is_test_backend(md: ModelDeployment) -> bool:
-    return False  # no test backend: the engine always runs
-
-
-def admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
-    return [], []  # no rules of its own beyond layer 2 of the overrides

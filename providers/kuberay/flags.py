@@ -1,13 +1,6 @@
 """KubeRay: no flag catalog. Ray Serve LLM takes engine kwargs, not command-line flags."""
 
-from __future__ import annotations
+from core.model.plugin import no_flag_catalog, no_owned_flags
 
-from collections.abc import Mapping
-
-
-def flag_catalog(engine: str) -> str | None:
-    return None
-
-
-def owned_flags(catalog: str) -> Mapping[str, str]:
-    return {}
+flag_catalog = no_flag_catalog
+owned_flags = no_owned_flags

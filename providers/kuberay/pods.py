@@ -8,20 +8,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.model.kinds import ModelDeployment, dig
+from core.model.kinds import dig
 from core.model.plugin import PodGroup
 from core.rendering.invariants import ref
 from core.rendering.pods import template_port, template_selector
 
 HEAD_LABELS = {"ray.io/node-type": "head", "ray.io/is-ray-node": "yes"}
-
-
-def pool_selector(md: ModelDeployment) -> dict[str, str]:
-    return template_selector(md)
-
-
-def model_port(md: ModelDeployment) -> int:
-    return template_port(md)
+pool_selector = template_selector
+model_port = template_port
 
 
 def operator_pods(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:

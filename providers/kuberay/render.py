@@ -7,7 +7,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from core.fields.errors import FieldError
 from core.model.kinds import ModelDeployment, dig
 from core.model.versions import Versions
 from core.rendering.common import (
@@ -206,11 +205,3 @@ def _workers(
             "spec": {"containers": [container], **placement(md)},
         },
     }
-
-
-def is_test_backend(md: ModelDeployment) -> bool:
-    return False  # no test backend: the engine always runs
-
-
-def admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
-    return [], []  # no rules of its own beyond layer 2 of the overrides

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.fields.errors import FieldError
 from core.model.kinds import ModelDeployment, dig
 from core.model.names import ROLE_SUFFIXES, child_name
 from core.model.versions import Versions
@@ -90,11 +89,3 @@ def _pair(
         component=role or "server",
         spec_overrides=spec_overrides(md),
     )
-
-
-def is_test_backend(md: ModelDeployment) -> bool:
-    return False  # no test backend: the engine always runs
-
-
-def admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
-    return [], []  # no rules of its own beyond layer 2 of the overrides

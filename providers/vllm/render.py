@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.fields.errors import FieldError
 from core.model.kinds import ModelDeployment
 from core.model.versions import Versions
 from core.rendering.common import (
@@ -69,11 +68,3 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
         spec_overrides=spec_overrides(md),
     )
     return objects + managed_claims(md)
-
-
-def is_test_backend(md: ModelDeployment) -> bool:
-    return False  # no test backend: the engine always runs
-
-
-def admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
-    return [], []  # no rules of its own beyond layer 2 of the overrides
