@@ -100,7 +100,7 @@ def test_provider_config_and_external_provider_kinds_are_served(
     cluster: Cluster, namespace: str
 ) -> None:
     shipped_config = yaml.safe_load(
-        (Path(__file__).parents[2] / "providers" / "configs" / "kaito.yaml").read_text()
+        (Path(__file__).parents[2] / "providers" / "kaito" / "config.yaml").read_text()
     )
     emp = external_model_provider("openai", namespace, credentialsSecretRef={"name": "openai-key"})
 
