@@ -21,8 +21,8 @@ from kubeio.client import api_client
 from kubeio.shipped import bundled_flag_catalogs
 from kubeio.sources import load_registry
 from webhook.handlers import (
+    Answer,
     Handler,
-    Outcome,
     mutate_model_deployment,
     validate_external_provider,
     validate_model_deployment,
@@ -73,10 +73,10 @@ def admission_routes(
                 if decoded.uid is None:
                     return _error(BAD_REQUEST, decoded.message)
                 return jsonify(review(denied(decoded.uid, decoded.message, code=BAD_REQUEST)))
-            outcome = _answer(decoded, handler, source)
+            answer = _answer(decoded, handler, source)
             seconds = time.perf_counter() - started
-            _account(decoded, outcome, metrics, seconds)
-            return jsonify(review(outcome.response))
+            _account(decoded, answer, metrics, seconds)
+            return jsonify(review(answer.response))
 
         admit_view.__name__ = f"admit_{path.strip('/').replace('-', '_')}"
         return admit_view
@@ -86,10 +86,10 @@ def admission_routes(
     return routes
 
 
-def _answer(req: AdmissionRequest, handler: Handler, source: ProviderSource) -> Outcome:
+def _answer(req: AdmissionRequest, handler: Handler, source: ProviderSource) -> Answer:
     registry = source.current()
     if registry is None:
-        return Outcome(
+        return Answer(
             denied(
                 req["uid"], "provider configurations are not loaded yet; retry", code=UNAVAILABLE
             )
@@ -100,11 +100,11 @@ def _answer(req: AdmissionRequest, handler: Handler, source: ProviderSource) -> 
     # closed) and the user a message, never a stack trace; the traceback goes to the log.
     except Exception:
         log.exception("admission failed uid=%s", field(req["uid"]))
-        return Outcome(denied(req["uid"], "internal error; see webhook logs", code=500))
+        return Answer(denied(req["uid"], "internal error; see webhook logs", code=500))
 
 
-def _account(req: AdmissionRequest, outcome: Outcome, metrics: Metrics, seconds: float) -> None:
-    response = outcome.response
+def _account(req: AdmissionRequest, answer: Answer, metrics: Metrics, seconds: float) -> None:
+    response = answer.response
     kind, op = req["kind"]["kind"], req["operation"]
     metrics.observe(
         group=req["kind"]["group"],
@@ -113,8 +113,8 @@ def _account(req: AdmissionRequest, outcome: Outcome, metrics: Metrics, seconds:
         allowed=response["allowed"],
         seconds=seconds,
     )
-    if outcome.provider and outcome.selection and not req.get("dryRun"):
-        metrics.selected(provider=outcome.provider, how=outcome.selection)
+    if answer.provider and answer.selection and not req.get("dryRun"):
+        metrics.selected(provider=answer.provider, how=answer.selection)
     obj = req.get("object") or {}
     metadata = obj.get("metadata")
     meta: dict[str, Any] = metadata if isinstance(metadata, dict) else {}

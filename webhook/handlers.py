@@ -1,4 +1,4 @@
-"""Admission handlers: an AdmissionRequest in, an Outcome (the AdmissionResponse) out; no HTTP.
+"""Admission handlers: an AdmissionRequest in, an Answer (the AdmissionResponse) out; no HTTP.
 
 Every decision comes from `providers`, the same code `runway validate` runs. Requests for other
 kinds, other operations or a subresource are allowed untouched. dryRun changes nothing: no
@@ -28,7 +28,7 @@ from webhook.review import AdmissionRequest, AdmissionResponse
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class Answer:
     """A handler's answer, plus the provider it stamped (for the selection metric)."""
 
     response: AdmissionResponse
@@ -36,7 +36,7 @@ class Outcome:
     selection: str | None = None  # "explicit" or "auto"
 
 
-Handler = Callable[[AdmissionRequest, ProviderRegistry], Outcome]
+Handler = Callable[[AdmissionRequest, ProviderRegistry], Answer]
 
 
 def _applies(req: AdmissionRequest, group: str, kind: str) -> bool:
@@ -52,36 +52,36 @@ def _old(req: AdmissionRequest) -> dict[str, Any] | None:
     return req.get("oldObject") if req["operation"] == "UPDATE" else None
 
 
-def mutate_model_deployment(req: AdmissionRequest, registry: ProviderRegistry) -> Outcome:
+def mutate_model_deployment(req: AdmissionRequest, registry: ProviderRegistry) -> Answer:
     """Defaults and selection stamped in, as a JSONPatch."""
     if not _applies(req, GROUP, MODEL_DEPLOYMENT):
-        return Outcome(allowed(req["uid"]))
+        return Answer(allowed(req["uid"]))
     before = req["object"]
     result = hydrate(before, old=_old(req), registry=registry)
     if result.errors or result.provider is None:
         # Denied here, the validating webhook never runs: report every error, not only selection's.
         every = admit(before, old=_old(req), registry=registry).errors
-        return Outcome(denied(req["uid"], every, warnings=result.warnings))
+        return Answer(denied(req["uid"], every, warnings=result.warnings))
     response = patched(req["uid"], before, result.obj, warnings=result.warnings)
-    return Outcome(response, result.provider.value, result.provider.choice.value)
+    return Answer(response, result.provider.value, result.provider.choice.value)
 
 
-def validate_model_deployment(req: AdmissionRequest, registry: ProviderRegistry) -> Outcome:
+def validate_model_deployment(req: AdmissionRequest, registry: ProviderRegistry) -> Answer:
     """Every rule; hydrating again first makes this safe even if the mutating webhook was skipped."""
     if not _applies(req, GROUP, MODEL_DEPLOYMENT):
-        return Outcome(allowed(req["uid"]))
+        return Answer(allowed(req["uid"]))
     admission = admit(req["object"], old=_old(req), registry=registry)
     if not admission.allowed:
-        return Outcome(denied(req["uid"], admission.errors, warnings=admission.validation_warnings))
-    return Outcome(allowed(req["uid"], admission.validation_warnings))
+        return Answer(denied(req["uid"], admission.errors, warnings=admission.validation_warnings))
+    return Answer(allowed(req["uid"], admission.validation_warnings))
 
 
-def validate_provider_config(req: AdmissionRequest, registry: ProviderRegistry) -> Outcome:
+def validate_provider_config(req: AdmissionRequest, registry: ProviderRegistry) -> Answer:
     """Schema, rule size, and every selection rule must compile."""
     if not _applies(req, GROUP, INFERENCE_PROVIDER_CONFIG):
-        return Outcome(allowed(req["uid"]))
+        return Answer(allowed(req["uid"]))
     errors = check_provider_config(req["object"])
-    return Outcome(denied(req["uid"], errors) if errors else allowed(req["uid"]))
+    return Answer(denied(req["uid"], errors) if errors else allowed(req["uid"]))
 
 
 def validate_external_provider(
@@ -89,11 +89,11 @@ def validate_external_provider(
     registry: ProviderRegistry,
     *,
     destinations: Destinations = NO_DESTINATIONS,
-) -> Outcome:
+) -> Answer:
     """Base URL at a public destination (or one of `destinations`), a Secret key reference
     (never an inline key), unique served names; the requested-by annotation cannot change
     after create."""
     if not _applies(req, EMP_GROUP, EXTERNAL_MODEL_PROVIDER):
-        return Outcome(allowed(req["uid"]))
+        return Answer(allowed(req["uid"]))
     errors = check_external_provider(req["object"], old=_old(req), destinations=destinations)
-    return Outcome(denied(req["uid"], errors) if errors else allowed(req["uid"]))
+    return Answer(denied(req["uid"], errors) if errors else allowed(req["uid"]))

@@ -66,7 +66,6 @@ class ClusterSource:
         self._watch_seconds = watch_seconds
         self._retry_seconds = retry_seconds
         self._lock = threading.Lock()
-        self._objects: dict[str, dict[str, Any]] = {}
         self._registry: ProviderRegistry | None = None
         self._stale = True
         self._stopping = threading.Event()
@@ -137,6 +136,5 @@ class ClusterSource:
         for problem in registry.problems:
             log.warning("provider config problem: %s", problem)
         with self._lock:
-            self._objects = dict(objects)
             self._registry = registry
             self._stale = stale

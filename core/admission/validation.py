@@ -13,7 +13,6 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from core.admission.hydrate import structure_errors
 from core.checks.flags import ARG_KEY, check_engine_flags
 from core.checks.immutability import check_immutable
 from core.checks.overrides import check_global, without_blocked
@@ -46,25 +45,11 @@ class Verdict:
     warnings: tuple[str, ...]
 
 
-def validate(
+def check_spec(
     obj: Mapping[str, Any],
     *,
     old: Mapping[str, Any] | None = None,
     operation: Operation = Operation.CREATE,
-    registry: ProviderRegistry,
-) -> Verdict:
-    """Every rule for a (hydrated) ModelDeployment; `old` is the stored version on UPDATE."""
-    structural = structure_errors(obj)
-    if structural:
-        return Verdict(tuple(structural), ())
-    return check_spec(obj, old=old, operation=operation, registry=registry)
-
-
-def check_spec(
-    obj: Mapping[str, Any],
-    *,
-    old: Mapping[str, Any] | None,
-    operation: Operation,
     registry: ProviderRegistry,
 ) -> Verdict:
     """The rules after the structure check; only for objects that passed `structure_errors`."""

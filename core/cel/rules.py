@@ -67,7 +67,7 @@ class Rule:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class RuleResult:
     """A rule's result for one object: True, False, or an error (which is a non-match)."""
 
     matched: bool
@@ -202,26 +202,26 @@ def activation(
     return Bound(env.Activation({"spec": clean}), problems)
 
 
-def evaluate(rule: Rule, bound: Bound) -> Outcome:
+def evaluate(rule: Rule, bound: Bound) -> RuleResult:
     """Run one rule. Errors and non-bool results are non-matches that say why."""
     if rule.program is None:
-        return Outcome(False, f"does not compile: {rule.compile_error}")
+        return RuleResult(False, f"does not compile: {rule.compile_error}")
     problem = bound.problem_for(rule)
     if problem is not None:
-        return Outcome(False, f"spec cannot be given to CEL: {problem}")
+        return RuleResult(False, f"spec cannot be given to CEL: {problem}")
     try:
         value = rule.program.eval(bound.activation)
     # The rule is user-supplied code run by a third-party runtime: whatever it raises (budget
     # overruns are RuntimeError), the rule is a non-match with the reason recorded, and the
     # other rules and providers go on.
     except Exception as err:
-        return Outcome(False, _runtime_message(str(err)))
+        return RuleResult(False, _runtime_message(str(err)))
     kind = value.type()
     if kind == cel.Type.ERROR:
-        return Outcome(False, _runtime_message(str(value.value())))
+        return RuleResult(False, _runtime_message(str(value.value())))
     if kind != cel.Type.BOOL:
-        return Outcome(False, f"evaluated to {kind.name().lower()}, not a bool")
-    return Outcome(bool(value.value()))
+        return RuleResult(False, f"evaluated to {kind.name().lower()}, not a bool")
+    return RuleResult(bool(value.value()))
 
 
 def input_problem(spec: Mapping[str, Any]) -> str | None:

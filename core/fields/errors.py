@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -34,14 +33,6 @@ class FieldError:
 
 class RunwayError(Exception):
     """Root of the errors the edges catch by type; bad input is FieldErrors, not exceptions."""
-
-
-class Rejected(RunwayError):
-    """An object failed validation; carries every field error."""
-
-    def __init__(self, errors: Sequence[FieldError]) -> None:
-        self.errors = list(errors)
-        super().__init__("; ".join(str(e) for e in self.errors))
 
 
 class SourceError(RunwayError):

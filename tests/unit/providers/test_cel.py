@@ -14,7 +14,7 @@ from core.cel.cost import INPUT_ENTRY_LIMIT, INPUT_STRING_LIMIT
 from core.cel.rules import (
     CONFIG_COST_LIMIT,
     RULE_COST_LIMIT,
-    Outcome,
+    RuleResult,
     activation,
     compile_rule,
     evaluate,
@@ -30,7 +30,7 @@ ENV = new_environment()  # immutable after construction; building one costs abou
 L10 = "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]"
 
 
-def outcome(condition: str, spec: dict[str, Any]) -> Outcome:
+def outcome(condition: str, spec: dict[str, Any]) -> RuleResult:
     rule = compile_rule(ENV, condition, 0)
     return evaluate(rule, activation(ENV, spec))
 
@@ -40,21 +40,21 @@ def outcome(condition: str, spec: dict[str, Any]) -> Outcome:
 
 def test_has_on_a_missing_parent_is_an_error_not_false() -> None:
     # cel-python answered false; cel-go and cel-expr-python raise "no such key".
-    assert outcome("has(spec.resources.gpu)", {}) == Outcome(
+    assert outcome("has(spec.resources.gpu)", {}) == RuleResult(
         False, 'NOT_FOUND: Key not found in map : "resources"'
     )
-    assert outcome("has(spec.resources.gpu)", {"resources": {}}) == Outcome(False)
+    assert outcome("has(spec.resources.gpu)", {"resources": {}}) == RuleResult(False)
 
 
 def test_guarded_has_means_the_same_as_before() -> None:
     rule = "!has(spec.resources) || !has(spec.resources.gpu) || spec.resources.gpu.count == 0"
-    assert outcome(rule, {}) == Outcome(True)
-    assert outcome(rule, {"resources": {"gpu": {"count": 1}}}) == Outcome(False)
+    assert outcome(rule, {}) == RuleResult(True)
+    assert outcome(rule, {"resources": {"gpu": {"count": 1}}}) == RuleResult(False)
 
 
 def test_int_compared_with_a_double_is_compared_not_an_error() -> None:
     # cel-python: "no matching overload" error; cel-go/Kubernetes compare numerically.
-    assert outcome("spec.n > 1.5", {"n": 2}) == Outcome(True)
+    assert outcome("spec.n > 1.5", {"n": 2}) == RuleResult(True)
 
 
 def test_undeclared_names_and_static_type_errors_are_refused_when_compiled() -> None:
@@ -69,12 +69,12 @@ def test_undeclared_names_and_static_type_errors_are_refused_when_compiled() -> 
 
 
 def test_runtime_errors_and_budget_overruns_are_non_matches_with_a_reason() -> None:
-    assert outcome("1 / spec.n == 1", {"n": 0}) == Outcome(
+    assert outcome("1 / spec.n == 1", {"n": 0}) == RuleResult(
         False, "INVALID_ARGUMENT: divide by zero"
     )
     # Four levels over ten items estimate under the limit (accepted) but run 11,110 steps.
     deep = f"{L10}.all(a, {L10}.all(b, {L10}.all(c, {L10}.all(d, true))))"
-    assert outcome(deep, {}) == Outcome(
+    assert outcome(deep, {}) == RuleResult(
         False, "iteration budget exceeded (the runtime stops a rule after 10,000 loop steps)"
     )
 
@@ -106,17 +106,17 @@ def test_a_spec_cel_cannot_hold_makes_rules_that_read_it_errors_with_the_field(
     # 10**5000 crashed the process inside cel-expr-python (segmentation fault) if passed on.
     (field,) = spec
     obj = {"engine": {"type": "vllm"}} | spec
-    error = Outcome(False, f"spec cannot be given to CEL: {reason}")
+    error = RuleResult(False, f"spec cannot be given to CEL: {reason}")
 
     assert outcome(f"has(spec.{field})", obj) == error
     assert outcome("size(spec) == 2", obj) == error  # reads all of spec
-    assert outcome("spec.engine.type == 'vllm'", obj) == Outcome(True)  # the field is not read
-    assert outcome("true", obj) == Outcome(True)  # a rule that does not read spec still runs
+    assert outcome("spec.engine.type == 'vllm'", obj) == RuleResult(True)  # the field is not read
+    assert outcome("true", obj) == RuleResult(True)  # a rule that does not read spec still runs
 
 
 def test_input_at_the_limits_is_accepted() -> None:
     spec = {"n": INT64_MAX, "m": INT64_MIN, "s": "x" * INPUT_STRING_LIMIT, "l": [0] * 10}
-    assert outcome("spec.n > 0 && spec.m < 0 && size(spec.s) == 65536", spec) == Outcome(True)
+    assert outcome("spec.n > 0 && spec.m < 0 && size(spec.s) == 65536", spec) == RuleResult(True)
 
 
 _json = st.recursive(

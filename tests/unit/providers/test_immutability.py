@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from core.admission.hydrate import hydrate
-from core.admission.validation import Operation, validate
+from core.admission.validation import Operation, check_spec
 from core.fields.errors import Reason
 from core.selection.configs import ProviderRegistry
 from tests.support.builders import model_deployment
@@ -22,7 +22,7 @@ def update(
     stored = hydrate(old, registry=registry).obj
     incoming = hydrate(new, old=stored, registry=registry)
     assert incoming.errors == ()
-    verdict = validate(incoming.obj, old=stored, operation=Operation.UPDATE, registry=registry)
+    verdict = check_spec(incoming.obj, old=stored, operation=Operation.UPDATE, registry=registry)
     return [(e.path, e.reason, e.detail) for e in verdict.errors]
 
 
@@ -130,7 +130,7 @@ def test_provider_recorded_only_in_ai_runway_status_cannot_be_switched(
         model_deployment(gpu=1, engine="vllm", provider="kuberay"), old=stored, registry=shipped
     )
 
-    verdict = validate(new.obj, old=stored, operation=Operation.UPDATE, registry=shipped)
+    verdict = check_spec(new.obj, old=stored, operation=Operation.UPDATE, registry=shipped)
 
     assert [(e.path, e.reason) for e in verdict.errors] == [
         ("spec.provider.name", Reason.IMMUTABLE)

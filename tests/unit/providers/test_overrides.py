@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from core.admission.validation import validate
+from core.admission.validation import check_spec
 from core.checks.overrides import check_global, without_blocked
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
@@ -141,7 +141,7 @@ def test_messages_never_echo_override_values(shipped: ProviderRegistry) -> None:
     overrides = {"routerMode": secret, "epp": {"image": 7, "token": secret}, "env": secret}
     obj = model_deployment(gpu=1, provider="dynamo", overrides=overrides)
 
-    errors = validate(obj, registry=shipped).errors
+    errors = check_spec(obj, registry=shipped).errors
 
     assert len(errors) == 4
     assert all(secret not in str(e) for e in errors)
@@ -243,7 +243,7 @@ def test_kuberay_accepts_and_ignores_what_passes_layer1_with_a_warning(
 ) -> None:
     obj = model_deployment(gpu=2, provider="kuberay", overrides={"anything": {"goes": 1}})
 
-    verdict = validate(obj, registry=shipped)
+    verdict = check_spec(obj, registry=shipped)
 
     assert layer2(kuberay, {"anything": 1}) == []
     assert verdict.errors == ()
@@ -253,7 +253,7 @@ def test_kuberay_accepts_and_ignores_what_passes_layer1_with_a_warning(
 def test_kuberay_overrides_still_pass_through_layer1(shipped: ProviderRegistry) -> None:
     obj = model_deployment(gpu=2, provider="kuberay", overrides={"head": {"hostNetwork": True}})
 
-    assert validate(obj, registry=shipped).errors == (
+    assert check_spec(obj, registry=shipped).errors == (
         FieldError(
             "spec.provider.overrides.head.hostNetwork",
             Reason.FORBIDDEN,
@@ -266,7 +266,7 @@ def test_layer1_and_layer2_errors_come_together(shipped: ProviderRegistry) -> No
     overrides = {"resource": {"count": 3}, "spec": {"template": {"spec": {"hostIPC": True}}}}
     obj = model_deployment(gpu=1, provider="kaito", overrides=overrides)
 
-    assert [e.path for e in validate(obj, registry=shipped).errors] == [
+    assert [e.path for e in check_spec(obj, registry=shipped).errors] == [
         "spec.provider.overrides.spec.template.spec.hostIPC",
         "spec.provider.overrides.spec",
         "spec.provider.overrides.resource.count",
@@ -277,4 +277,4 @@ def test_null_overrides_are_no_overrides(shipped: ProviderRegistry) -> None:
     obj = model_deployment(gpu=1, provider="kaito")
     obj["spec"]["provider"]["overrides"] = None
 
-    assert validate(obj, registry=shipped).errors == ()
+    assert check_spec(obj, registry=shipped).errors == ()

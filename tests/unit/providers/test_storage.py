@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from core.admission.validation import validate
+from core.admission.pipeline import admit
 from core.fields.errors import Reason
 from core.selection.configs import ProviderRegistry
 from tests.support.builders import model_deployment
@@ -139,7 +139,7 @@ def test_a_duplicate_volume_name_is_reported_on_its_name(shipped: ProviderRegist
         {"name": "a", "claimName": "y", "mountPath": "/y"},
     )
 
-    assert [(e.path, e.reason, e.detail) for e in validate(obj, registry=shipped).errors] == [
+    assert [(e.path, e.reason, e.detail) for e in admit(obj, registry=shipped).errors] == [
         (f"{VOL}[1].name", Reason.DUPLICATE, '"a"')
     ]
 

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from core.admission.hydrate import hydrate
-from core.admission.validation import Operation, Verdict, validate
+from core.admission.pipeline import admit
+from core.admission.validation import Operation, Verdict, check_spec
 from core.fields.errors import FieldError, Reason
 from core.selection.configs import ProviderRegistry
 from tests.support.builders import (
@@ -23,7 +24,7 @@ def check(obj: dict[str, Any], registry: ProviderRegistry, **kw: Any) -> Verdict
     """Validate what the mutating webhook would have stored, as the API server does."""
     hydrated = hydrate(obj, registry=registry)
     assert hydrated.errors == ()
-    return validate(hydrated.obj, registry=registry, **kw)
+    return check_spec(hydrated.obj, registry=registry, **kw)
 
 
 def errors(
@@ -151,7 +152,7 @@ def test_explicit_provider_must_exist(shipped: ProviderRegistry) -> None:
 def test_explicit_provider_must_support_engine_mode_and_placement(
     obj: dict[str, Any], expected: tuple[str, str], shipped: ProviderRegistry
 ) -> None:
-    assert [(e.path, e.detail) for e in validate(obj, registry=shipped).errors] == [expected]
+    assert [(e.path, e.detail) for e in check_spec(obj, registry=shipped).errors] == [expected]
 
 
 def test_explicit_provider_on_gpu_only_where_it_declares_gpu_support() -> None:
@@ -161,7 +162,7 @@ def test_explicit_provider_on_gpu_only_where_it_declares_gpu_support() -> None:
 
     obj = model_deployment(engine="llamacpp", gpu=1, provider="kaito")
 
-    assert [(e.path, e.detail) for e in validate(obj, registry=registry).errors] == [
+    assert [(e.path, e.detail) for e in check_spec(obj, registry=registry).errors] == [
         ("spec.resources.gpu.count", "provider kaito does not run engine llamacpp on GPUs")
     ]
 
@@ -171,7 +172,7 @@ def test_configured_provider_without_renderer_is_rejected() -> None:
 
     obj = model_deployment(engine="vllm", gpu=1, provider="acme")
 
-    assert [(e.path, e.reason) for e in validate(obj, registry=registry).errors] == [
+    assert [(e.path, e.reason) for e in check_spec(obj, registry=registry).errors] == [
         ("spec.provider.name", Reason.UNSUPPORTED)
     ]
 
@@ -211,7 +212,7 @@ def test_disaggregated_rules_report_every_problem(shipped: ProviderRegistry) -> 
 def test_disaggregated_without_scaling_is_rejected(shipped: ProviderRegistry) -> None:
     obj = model_deployment(mode="disaggregated", engine="vllm", provider="dynamo")
 
-    assert [(e.path, e.reason) for e in validate(obj, registry=shipped).errors] == [
+    assert [(e.path, e.reason) for e in check_spec(obj, registry=shipped).errors] == [
         ("spec.scaling", Reason.REQUIRED)
     ]
 
@@ -340,7 +341,7 @@ def test_every_error_is_reported_at_once_in_check_order(shipped: ProviderRegistr
         overrides={"resource": {"count": 2}},
     )
 
-    assert [e.path for e in validate(obj, registry=shipped).errors] == [
+    assert [e.path for e in check_spec(obj, registry=shipped).errors] == [
         "spec.engine.image",
         "spec.model.id",
         "spec.provider.overrides.resource.count",
@@ -349,9 +350,12 @@ def test_every_error_is_reported_at_once_in_check_order(shipped: ProviderRegistr
     ]
 
 
-def test_validate_reports_structure_errors_first_and_alone(shipped: ProviderRegistry) -> None:
+def test_admission_reports_structure_errors_first_and_alone(shipped: ProviderRegistry) -> None:
     obj = model_deployment(gpu=1, resources={"gpu": {"count": "one"}})
+    admission = admit(obj, registry=shipped)
 
-    assert validate(obj, registry=shipped) == Verdict(
-        (FieldError("spec.resources.gpu.count", Reason.INVALID, "must be integer, not string"),), ()
+    assert (admission.allowed, admission.errors, admission.warnings) == (
+        False,
+        (FieldError("spec.resources.gpu.count", Reason.INVALID, "must be integer, not string"),),
+        (),
     )
