@@ -12,15 +12,16 @@ from typing import Any, TextIO
 from cli.exits import Exit
 from core.admission.hydrate import Hydration, hydrate
 from core.admission.pipeline import Admission, admit, patch_of
-from core.fields.errors import FieldError, SourceError, describe_exception
+from core.fields.errors import FieldError, SourceError
 from core.model.kinds import API_VERSION, MODEL_DEPLOYMENT, ModelDeployment
 from core.selection.choice import CandidateTrace, Decision, rank_providers, trace_warnings
 from core.selection.configs import ProviderRegistry
-from kubeio.sources import Document, load_registry, read_documents
+from kubeio.guard import per_object
+from kubeio.objects import DEFAULT_NAMESPACE, object_key
+from kubeio.registry import load_registry
+from kubeio.sources import Document, read_documents
 
 log = logging.getLogger(__name__)
-
-DEFAULT_NAMESPACE = "default"
 
 
 def add_commands(commands: Any) -> None:
@@ -81,7 +82,7 @@ def _registry(args: argparse.Namespace) -> ProviderRegistry:
 
 def key_of(obj: Mapping[str, Any]) -> str:
     md = ModelDeployment(obj)
-    return f"{md.namespace or DEFAULT_NAMESPACE}/{md.name}"
+    return object_key(md.namespace, md.name)
 
 
 # -- explain ---------------------------------------------------------------------------------
@@ -220,30 +221,43 @@ def guarded(
 ) -> dict[str, Any]:
     """`check` for one object, where any exception at all is that object's one error (the
     traceback goes to the debug log, -vv): one object never takes down the others."""
-    try:
-        return check(obj, registry=registry, **kwargs)
-    except Exception as err:  # the point: whatever one object raises stays with it
-        md = ModelDeployment(obj)
-        log.debug("checking %s/%s raised", md.namespace, md.name, exc_info=True)
-        detail = f"could not be checked: {describe_exception(err)} (details: -vv)"
-        name = md.name if isinstance(md.name, str) else str(md.name)
-        base = {"name": name, "namespace": md.namespace or DEFAULT_NAMESPACE}
-        if check is explain_one:
-            return base | {
-                "engine": None,
-                "provider": None,
-                "candidates": [],
-                "error": detail,
-                "warnings": [],
-            }
+    md = ModelDeployment(obj)
+    name = md.name if isinstance(md.name, str) else str(md.name)
+    return per_object(
+        object_key(md.namespace, name),
+        "checked",
+        lambda: check(obj, registry=registry, **kwargs),
+        lambda detail: _failed(check, obj, name, md.namespace, detail, kwargs),
+        log,
+    )
+
+
+def _failed(  # noqa: PLR0917
+    check: Callable[..., dict[str, Any]],
+    obj: Mapping[str, Any],
+    name: str,
+    namespace: str,
+    detail: str,
+    kwargs: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The one error of an object whose check raised, in the shape `check` answers in."""
+    base = {"name": name, "namespace": namespace or DEFAULT_NAMESPACE}
+    if check is explain_one:
         return base | {
-            "operation": "UPDATE" if kwargs.get("old") is not None else "CREATE",
-            "allowed": False,
-            "errors": [{"field": "", "message": detail}],
+            "engine": None,
+            "provider": None,
+            "candidates": [],
+            "error": detail,
             "warnings": [],
-            "patch": [],
-            "object": dict(obj),
         }
+    return base | {
+        "operation": "UPDATE" if kwargs.get("old") is not None else "CREATE",
+        "allowed": False,
+        "errors": [{"field": "", "message": detail}],
+        "warnings": [],
+        "patch": [],
+        "object": dict(obj),
+    }
 
 
 def validate_one(

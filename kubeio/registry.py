@@ -3,12 +3,14 @@ build their registry here, so each checks with the same plug-ins and the same fl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from core.checks.flags import FlagCatalog
+from core.fields.errors import SourceError
 from core.selection.configs import ProviderRegistry
 from kubeio.shipped import bundled_config_objects, bundled_flag_catalogs
+from kubeio.sources import read_documents
 from providers.modules import plugins
 
 
@@ -22,3 +24,14 @@ def build_registry(
     configs = bundled_config_objects() if objects is None else objects
     catalogs = bundled_flag_catalogs() if flags is None else flags
     return ProviderRegistry.from_objects(configs, plugins=plugins(), flags=catalogs)
+
+
+def load_registry(directories: Sequence[str] | None) -> ProviderRegistry:
+    """The registry from the given directories of InferenceProviderConfigs, else the shipped one."""
+    if not directories:
+        return build_registry()
+    docs = read_documents(directories)
+    for doc in docs:
+        if doc.obj.get("kind") != "InferenceProviderConfig":
+            raise SourceError(doc.where, f"expected an InferenceProviderConfig, got {doc.kind}")
+    return build_registry(doc.obj for doc in docs)

@@ -9,10 +9,9 @@ from importlib.resources.abc import Traversable
 from types import ModuleType
 from typing import Any, cast
 
-import yaml
-
 from core.checks.flags import FlagCatalog
 from core.model.versions import Versions
+from kubeio.sources import parse_documents
 from providers.modules import plugins
 
 
@@ -25,7 +24,7 @@ def bundled_config_objects() -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for plugin in sorted(plugins(), key=lambda p: p.NAME):
         text = _package(cast(ModuleType, plugin)).joinpath("config.yaml").read_text("utf-8")
-        out += [doc for doc in yaml.load_all(text, Loader=yaml.CSafeLoader) if doc is not None]
+        out += [doc.obj for doc in parse_documents(text, f"{plugin.NAME}/config.yaml")]
     return out
 
 

@@ -14,8 +14,6 @@ from typing import Any
 import yaml
 
 from core.fields.errors import SourceError
-from core.selection.configs import ProviderRegistry
-from kubeio.registry import build_registry
 from kubeio.yamlio import FastResolve
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -209,14 +207,3 @@ def _read(path: Path) -> str:
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
         raise SourceError(str(path), f"cannot read: {reason}") from None
-
-
-def load_registry(directories: Sequence[str] | None) -> ProviderRegistry:
-    """The registry from the given directories of InferenceProviderConfigs, else the shipped one."""
-    if not directories:
-        return build_registry()
-    docs = read_documents(directories)
-    for doc in docs:
-        if doc.obj.get("kind") != "InferenceProviderConfig":
-            raise SourceError(doc.where, f"expected an InferenceProviderConfig, got {doc.kind}")
-    return build_registry(doc.obj for doc in docs)

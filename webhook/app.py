@@ -18,8 +18,8 @@ from werkzeug.exceptions import HTTPException
 
 from core.model.destinations import NO_DESTINATIONS, Destinations
 from kubeio.client import api_client
+from kubeio.registry import load_registry
 from kubeio.shipped import bundled_flag_catalogs
-from kubeio.sources import load_registry
 from webhook.handlers import (
     Answer,
     Handler,

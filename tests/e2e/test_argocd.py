@@ -16,8 +16,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,32 +28,35 @@ import yaml
 from cli.main import main
 from kubeio.yamlio import dump
 from renderer.schemapack import load_pack
-from tests.conftest import EXAMPLES, ROOT
-from tests.e2e.conftest import RUNWAY
-from tests.e2e.test_flux import changed_files, objects_in, ref, rendered_objects, resource
+from tests.conftest import ROOT
 from tests.e2e.test_gitops import refuses_field
 from tests.support.argocd import ArgoCD, missing_binaries, start_argocd
-from tests.support.builders import external_model_provider
 from tests.support.cluster import Cluster
 from tests.support.drift import missing_from
-from tests.support.gitserver import GitServer, start_git_server
+from tests.support.gitops_tier import (
+    READY_CONDITION,
+    SOURCES,
+    Tier,
+    changed_files,
+    exists,
+    fingerprint,
+    live,
+    objects_in,
+    ref,
+    rendered_objects,
+    set_status,
+    write_sources,
+)
+from tests.support.gitserver import start_git_server
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook
 
 NAMESPACE = "argocd-models"
-SOURCES = ("vllm-multi-gpu.yaml", "llmd-explicit.yaml", "vllm-direct-explicit.yaml")
 APP = ("application.argoproj.io/runway-models", "-n", "argocd")
 SYNC_TIMEOUT = 120
 REFRESH_EVERY = 20  # seconds between refresh requests while waiting for a sync
 REFUSAL_TIMEOUT = 300
 TRACKING = "argocd.argoproj.io/tracking-id"  # Argo CD 3's default: annotation tracking
-READY_CONDITION = {
-    "type": "Ready",
-    "status": "True",
-    "reason": "SetByTheTest",
-    "message": "stands in for the KubeRay operator",
-    "lastTransitionTime": "2026-01-01T00:00:00Z",
-}
 
 
 def until(predicate: Callable[[], dict[str, Any] | None], what: str) -> dict[str, Any]:
@@ -102,64 +103,13 @@ def overlay(directory: Path, url: str) -> Path:
     return directory
 
 
-def write_sources(directory: Path, names: tuple[str, ...] = SOURCES) -> Path:
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    for name in names:
-        doc = yaml.safe_load((EXAMPLES / name).read_text())
-        doc["metadata"]["namespace"] = NAMESPACE
-        (directory / name).write_text(dump(doc))
-    (directory / "emp.yaml").write_text(dump(external_model_provider("openai", NAMESPACE)))
-    return directory
-
-
 @dataclass
-class GitOps:
-    cluster: Cluster
+class GitOps(Tier):
     argo: ArgoCD
-    git: GitServer
-    url: str
-    work: Path
-
-    @property
-    def repo(self) -> Path:
-        return self.work / "repo"
-
-    @property
-    def rendered(self) -> Path:
-        return self.repo / "rendered"
 
     def push(self, sources: Path) -> str:
-        """`runway render --push`; the commit Argo CD will report."""
-        done = subprocess.run(
-            [
-                str(RUNWAY),
-                "render",
-                str(sources),
-                "--repo",
-                str(self.repo),
-                "--gateway",
-                "gateways/inference",
-                "--istio",
-                "--push",
-                self.url,
-                "-o",
-                "json",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        return self.git.head("gitops")
-
-    def get(self, *what: str) -> dict[str, Any]:
-        found: dict[str, Any] = json.loads(
-            self.cluster.kubectl("get", *what, "-o", "json", "--show-managed-fields").stdout
-        )
-        return found
+        """`runway render --push`; the revision Argo CD will report for the pushed head."""
+        return self.render_and_push(sources)
 
     def app(self) -> dict[str, Any]:
         return self.get(*APP)
@@ -224,16 +174,6 @@ class GitOps:
                 f"{timeout}; the Application's last status: {summary(seen[0])}"
             ) from None
 
-    def stand_in_for_kuberay(self) -> None:
-        """No KubeRay operator runs on this cluster: once the RayService exists, the test reports
-        it Ready, as the operator would (the shipped health Lua reads that condition)."""
-        found = self.cluster.kubectl(
-            "get", "rayservice.ray.io/llama-70b", "-n", NAMESPACE, "-o", "json", check=False
-        )
-        if found.returncode != 0 or "conditions" in json.loads(found.stdout).get("status", {}):
-            return
-        set_status(self, "rayservice.ray.io/llama-70b", {"conditions": [READY_CONDITION]})
-
 
 def summary(app: dict[str, Any]) -> str:
     """The parts of an Application's status a failed wait needs: sync, operation, comparison."""
@@ -249,35 +189,6 @@ def summary(app: dict[str, Any]) -> str:
         },
         sort_keys=True,
     )
-
-
-def live(gitops: GitOps, obj: dict[str, Any]) -> dict[str, Any]:
-    return gitops.get(f"{resource(obj)}/{obj['metadata']['name']}", "-n", NAMESPACE)
-
-
-def exists(gitops: GitOps, obj: dict[str, Any]) -> bool:
-    done = gitops.cluster.kubectl(
-        "get", f"{resource(obj)}/{obj['metadata']['name']}", "-n", NAMESPACE, check=False
-    )
-    if done.returncode == 0:
-        return True
-    assert "NotFound" in done.stderr, done.stderr
-    return False
-
-
-def fingerprint(gitops: GitOps, objects: list[dict[str, Any]]) -> dict[str, Any]:
-    """resourceVersion and managedFields entries of every object (what a no-op must not move)."""
-    out = {}
-    for obj in objects:
-        meta = live(gitops, obj)["metadata"]
-        out[ref(obj)] = (
-            meta["resourceVersion"],
-            [
-                (m["manager"], m["operation"], m.get("subresource", ""))
-                for m in meta["managedFields"]
-            ],
-        )
-    return out
 
 
 def out_of_sync(app: dict[str, Any]) -> dict[str, str]:
@@ -329,19 +240,6 @@ def refused_field(app: dict[str, Any], revision: str) -> bool:
     return current and any(SCHEMA_REFUSAL in m for m in refusals(app))
 
 
-def set_status(gitops: GitOps, what: str, status: dict[str, Any]) -> None:
-    gitops.cluster.kubectl(
-        "patch",
-        what,
-        "-n",
-        NAMESPACE,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps({"status": status}),
-    )
-
-
 @pytest.fixture(scope="module")
 def gitops(
     live_cluster: Cluster, live_registered: Webhook, tmp_path_factory: pytest.TempPathFactory
@@ -361,8 +259,8 @@ def gitops(
         cluster.kubectl(
             "label", "namespace", NAMESPACE, "runway.test/webhook=enabled", "--overwrite"
         )
-        env = GitOps(cluster, argo, git, url, work)
-        env.push(write_sources(work / "sources"))
+        env = GitOps(cluster, git, url, work, NAMESPACE, argo)
+        env.push(write_sources(work / "sources", NAMESPACE))
         cluster.apply_manifests(
             cluster.kubectl("kustomize", str(overlay(work / "overlay", url))).stdout
         )
@@ -379,7 +277,7 @@ def gitops(
 @pytest.fixture
 def baseline(gitops: GitOps) -> Iterator[dict[str, Any]]:
     """Every test starts from the same commit of the rendered examples, synced."""
-    revision = gitops.push(write_sources(gitops.work / "sources"))
+    revision = gitops.push(write_sources(gitops.work / "sources", NAMESPACE))
     yield gitops.synced(revision)
 
 
@@ -440,7 +338,7 @@ def test_one_changed_model_deployment_is_applied_exactly(
     written = rendered_objects(gitops.rendered)
     before = fingerprint(gitops, written)
     old = baseline["status"]["sync"]["revision"]
-    sources = write_sources(gitops.work / "changed")
+    sources = write_sources(gitops.work / "changed", NAMESPACE)
     doc = yaml.safe_load((sources / "vllm-direct-explicit.yaml").read_text())
     doc["spec"]["engine"]["args"]["max-num-seqs"] = "32"
     (sources / "vllm-direct-explicit.yaml").write_text(dump(doc))
@@ -469,7 +367,7 @@ def test_a_removed_model_deployment_is_pruned_and_nothing_else(
 
     # The same folder, without the file: a render removes only outputs of sources removed from
     # the folders it is given (renderer/ownership.py), so the sources must be those it rendered.
-    revision = gitops.push(write_sources(gitops.work / "sources", kept))
+    revision = gitops.push(write_sources(gitops.work / "sources", NAMESPACE, kept))
     gitops.synced(revision)
 
     changed = changed_files(gitops.repo, old, revision)
@@ -545,7 +443,7 @@ def test_a_commit_the_installed_crd_refuses_fails_in_argocd_and_in_runway_apply(
         )
     older = tmp_path / "older-rayservice.yaml"
     older.write_text(yaml.safe_dump(crd))
-    sources = write_sources(gitops.work / "refused")
+    sources = write_sources(gitops.work / "refused", NAMESPACE)
     doc = yaml.safe_load((sources / "vllm-multi-gpu.yaml").read_text())
     doc["spec"]["engine"]["args"]["gpu-memory-utilization"] = "0.90"
     (sources / "vllm-multi-gpu.yaml").write_text(dump(doc))

@@ -15,7 +15,6 @@ import copy
 import json
 import os
 import shutil
-import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,31 +26,34 @@ import yaml
 
 from cli.main import main
 from kubeio.yamlio import dump
-from renderer.apply import folders
 from renderer.schemapack import load_pack
-from tests.conftest import EXAMPLES, ROOT
-from tests.e2e.conftest import RUNWAY
+from tests.conftest import ROOT
 from tests.e2e.test_gitops import refuses_field
-from tests.support.builders import external_model_provider
 from tests.support.cluster import Cluster
 from tests.support.drift import missing_from
 from tests.support.flux import Flux, missing_controllers, start_flux
-from tests.support.gitserver import GitServer, start_git_server
+from tests.support.gitops_tier import (
+    READY_CONDITION,
+    SOURCES,
+    Tier,
+    changed_files,
+    exists,
+    fingerprint,
+    live,
+    objects_in,
+    ref,
+    rendered_objects,
+    set_status,
+    write_sources,
+)
+from tests.support.gitserver import start_git_server
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook
 
 NAMESPACE = "flux-models"
-SOURCES = ("vllm-multi-gpu.yaml", "llmd-explicit.yaml", "vllm-direct-explicit.yaml")
 KS = ("kustomization.kustomize.toolkit.fluxcd.io/runway-models", "-n", "flux-system")
 GITREPO = ("gitrepository.source.toolkit.fluxcd.io/runway-gitops", "-n", "flux-system")
 SYNC_TIMEOUT = 120
-READY_CONDITION = {
-    "type": "Ready",
-    "status": "True",
-    "reason": "SetByTheTest",
-    "message": "stands in for the KubeRay operator",
-    "lastTransitionTime": "2026-01-01T00:00:00Z",
-}
 # Labels kustomize-controller adds to every object it applies (its inventory).
 FLUX_LABELS = {
     "kustomize.toolkit.fluxcd.io/name": "runway-models",
@@ -110,65 +112,13 @@ def overlay(directory: Path, url: str) -> Path:
     return directory
 
 
-def write_sources(directory: Path, names: tuple[str, ...] = SOURCES) -> Path:
-    """The examples, moved to NAMESPACE, plus one ExternalModelProvider."""
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    for name in names:
-        doc = yaml.safe_load((EXAMPLES / name).read_text())
-        doc["metadata"]["namespace"] = NAMESPACE
-        (directory / name).write_text(dump(doc))
-    (directory / "emp.yaml").write_text(dump(external_model_provider("openai", NAMESPACE)))
-    return directory
-
-
 @dataclass
-class GitOps:
-    cluster: Cluster
+class GitOps(Tier):
     flux: Flux
-    git: GitServer
-    url: str
-    work: Path
-
-    @property
-    def repo(self) -> Path:
-        return self.work / "repo"
-
-    @property
-    def rendered(self) -> Path:
-        return self.repo / "rendered"
 
     def push(self, sources: Path) -> str:
         """`runway render --push`; the revision Flux will report for the pushed head."""
-        done = subprocess.run(
-            [
-                str(RUNWAY),
-                "render",
-                str(sources),
-                "--repo",
-                str(self.repo),
-                "--gateway",
-                "gateways/inference",
-                "--istio",
-                "--push",
-                self.url,
-                "-o",
-                "json",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        return f"main@sha1:{self.git.head('gitops')}"
-
-    def get(self, *what: str) -> dict[str, Any]:
-        found: dict[str, Any] = json.loads(
-            self.cluster.kubectl("get", *what, "-o", "json", "--show-managed-fields").stdout
-        )
-        return found
+        return f"main@sha1:{self.render_and_push(sources)}"
 
     def kustomization(self) -> dict[str, Any]:
         return self.get(*KS)
@@ -209,20 +159,6 @@ class GitOps:
 
         return until(applied, f"{revision} applied")
 
-    def stand_in_for_kuberay(self) -> None:
-        """No KubeRay operator runs here: once the RayService exists, the test reports it Ready,
-        as the operator would (the shipped health check expression reads that condition)."""
-        found = self.cluster.kubectl(
-            "get", "rayservice.ray.io/llama-70b", "-n", NAMESPACE, "-o", "json", check=False
-        )
-        if found.returncode != 0 or "conditions" in json.loads(found.stdout).get("status", {}):
-            return
-        set_status(
-            self,
-            "rayservice.ray.io/llama-70b",
-            {"conditions": [READY_CONDITION]},
-        )
-
     def reconciled(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """Force one reconcile of the Kustomization without a Git change; the Kustomization
         afterwards and the controller's log lines for that reconcile."""
@@ -248,50 +184,6 @@ class GitOps:
         )
 
 
-def rendered_objects(root: Path) -> list[dict[str, Any]]:
-    return [obj for _, objects in folders(root) for obj in objects]
-
-
-def ref(obj: dict[str, Any]) -> str:
-    """How kustomize-controller names an object in its change set: Kind/namespace/name."""
-    meta = obj["metadata"]
-    return f"{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}".replace("//", "/")
-
-
-def resource(obj: dict[str, Any]) -> str:
-    group = obj["apiVersion"].rpartition("/")[0]
-    return f"{obj['kind'].lower()}.{group}".rstrip(".")
-
-
-def live(gitops: GitOps, obj: dict[str, Any]) -> dict[str, Any]:
-    return gitops.get(f"{resource(obj)}/{obj['metadata']['name']}", "-n", NAMESPACE)
-
-
-def exists(gitops: GitOps, obj: dict[str, Any]) -> bool:
-    done = gitops.cluster.kubectl(
-        "get", f"{resource(obj)}/{obj['metadata']['name']}", "-n", NAMESPACE, check=False
-    )
-    if done.returncode == 0:
-        return True
-    assert "NotFound" in done.stderr, done.stderr
-    return False
-
-
-def fingerprint(gitops: GitOps, objects: list[dict[str, Any]]) -> dict[str, Any]:
-    """resourceVersion and managedFields entries of every object (what a no-op must not move)."""
-    out = {}
-    for obj in objects:
-        meta = live(gitops, obj)["metadata"]
-        out[ref(obj)] = (
-            meta["resourceVersion"],
-            [
-                (m["manager"], m["operation"], m.get("subresource", ""))
-                for m in meta["managedFields"]
-            ],
-        )
-    return out
-
-
 def apply_outputs(lines: list[dict[str, Any]]) -> list[dict[str, str]]:
     return [line["output"] for line in lines if line.get("msg") == "server-side apply completed"]
 
@@ -312,8 +204,8 @@ def gitops(
         cluster.kubectl(
             "label", "namespace", NAMESPACE, "runway.test/webhook=enabled", "--overwrite"
         )
-        env = GitOps(cluster, flux, git, url, work)
-        env.push(write_sources(work / "sources"))
+        env = GitOps(cluster, git, url, work, NAMESPACE, flux)
+        env.push(write_sources(work / "sources", NAMESPACE))
         cluster.apply_manifests(
             cluster.kubectl("kustomize", str(overlay(work / "overlay", url))).stdout
         )
@@ -331,7 +223,7 @@ def gitops(
 @pytest.fixture
 def baseline(gitops: GitOps) -> Iterator[dict[str, Any]]:
     """Every test starts from the same commit of the rendered examples, synced and healthy."""
-    revision = gitops.push(write_sources(gitops.work / "sources"))
+    revision = gitops.push(write_sources(gitops.work / "sources", NAMESPACE))
     yield gitops.synced(revision)
 
 
@@ -379,29 +271,6 @@ def test_forced_reconciles_without_a_git_change_are_no_ops(
     assert [m for _, m, _ in new_events if not m.startswith("Reconciliation finished in ")] == []
 
 
-def changed_files(repo: Path, older: str, newer: str) -> dict[str, str]:
-    """Files of the rendered tree that changed between two revisions: {path: A|M|D}."""
-    done = subprocess.run(
-        ["git", "-C", str(repo), "diff", "--name-status", older, newer, "--", "rendered"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return {line.split("\t")[1]: line.split("\t")[0] for line in done.stdout.splitlines()}
-
-
-def objects_in(repo: Path, revision: str, path: str) -> list[dict[str, Any]]:
-    text = subprocess.run(
-        ["git", "-C", str(repo), "show", f"{revision}:{path}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    ).stdout
-    return [d for d in yaml.safe_load_all(text) if isinstance(d, dict) and "metadata" in d]
-
-
 def sha(revision: str) -> str:
     return revision.rpartition(":")[2]
 
@@ -411,7 +280,7 @@ def test_one_changed_model_deployment_is_applied_exactly(
 ) -> None:
     written = rendered_objects(gitops.rendered)
     before = fingerprint(gitops, written)
-    sources = write_sources(gitops.work / "changed")
+    sources = write_sources(gitops.work / "changed", NAMESPACE)
     doc = yaml.safe_load((sources / "vllm-direct-explicit.yaml").read_text())
     doc["spec"]["engine"]["args"]["max-num-seqs"] = "32"
     (sources / "vllm-direct-explicit.yaml").write_text(dump(doc))
@@ -450,7 +319,7 @@ def test_a_removed_model_deployment_is_pruned_and_nothing_else(
 
     # The same folder, without the file: a render removes only outputs of sources removed from
     # the folders it is given (renderer/ownership.py), so the sources must be those it rendered.
-    revision = gitops.push(write_sources(gitops.work / "sources", kept))
+    revision = gitops.push(write_sources(gitops.work / "sources", NAMESPACE, kept))
     gitops.synced(revision)
 
     changed = changed_files(
@@ -473,19 +342,6 @@ def test_a_removed_model_deployment_is_pruned_and_nothing_else(
     assert {ref(o) for o in written if not exists(gitops, o)} == removed
     survivors = [o for o in written if ref(o) not in removed]
     assert fingerprint(gitops, survivors) == {k: v for k, v in before.items() if k not in removed}
-
-
-def set_status(gitops: GitOps, what: str, status: dict[str, Any]) -> None:
-    gitops.cluster.kubectl(
-        "patch",
-        what,
-        "-n",
-        NAMESPACE,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps({"status": status}),
-    )
 
 
 def test_shipped_health_check_exprs_are_evaluated_by_kustomize_controller(
@@ -521,7 +377,7 @@ def test_a_commit_the_installed_crd_refuses_fails_in_flux_and_in_runway_apply(
         )
     older = tmp_path / "older-rayservice.yaml"
     older.write_text(yaml.safe_dump(crd))
-    sources = write_sources(gitops.work / "refused")
+    sources = write_sources(gitops.work / "refused", NAMESPACE)
     doc = yaml.safe_load((sources / "vllm-multi-gpu.yaml").read_text())
     doc["spec"]["engine"]["args"]["gpu-memory-utilization"] = "0.90"
     (sources / "vllm-multi-gpu.yaml").write_text(dump(doc))
