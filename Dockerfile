@@ -3,7 +3,9 @@
 FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY core ./core
 COPY providers ./providers
+COPY kubeio ./kubeio
 COPY cli ./cli
 COPY webhook ./webhook
 COPY renderer ./renderer

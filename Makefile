@@ -60,7 +60,7 @@ UPSTREAM_CRDS ?= ../shared/upstream-crds
 schemas: $(STAMP)
 	$(BIN)/python -m tools.schemapack --upstream-crds $(UPSTREAM_CRDS) --save-inputs .cache/schemas/inputs
 
-# Engine flag catalogs (providers/flags/*.json) from the pinned engines' own argument
+# Engine flag catalogs (providers/<name>/catalogs/*.json) from the pinned engines' own argument
 # definitions: downloads the pinned wheels from PyPI and reads them statically (no torch).
 flags: $(STAMP)
 	$(BIN)/python -m tools.flags

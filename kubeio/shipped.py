@@ -1,5 +1,5 @@
 """Runway's shipped data, read from the installed packages: each provider's InferenceProviderConfig
-(providers/<name>/config.yaml), the engine flag catalogs beside them (providers/<name>/flags/),
+(providers/<name>/config.yaml), the engine flag catalogs beside them (providers/<name>/catalogs/),
 and the upstream version pins (core/model/versions.env)."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def bundled_flag_catalogs() -> dict[str, FlagCatalog]:
     """The shipped engine flag catalogs by name (`make flags` writes them)."""
     catalogs: dict[str, FlagCatalog] = {}
     for plugin in plugins():
-        folder = _package(cast(ModuleType, plugin)).joinpath("flags")
+        folder = _package(cast(ModuleType, plugin)).joinpath("catalogs")
         if not folder.is_dir():
             continue
         for entry in folder.iterdir():

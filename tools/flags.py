@@ -1,4 +1,4 @@
-"""`make flags`: regenerate the engine flag catalogs in providers/flags/ from the engines' own
+"""`make flags`: regenerate the engine flag catalogs in providers/<name>/catalogs/ from the engines' own
 argument definitions at the pinned versions.
 
 Method: `pip download --no-deps` of each pinned wheel (PyPI serves all of them), then a static
@@ -14,7 +14,7 @@ read of the argument definitions with `ast` (nothing is imported, so no torch an
   dynamo-mocker  ai-dynamo (dynamo/mocker/args.py parse_args): the mocker test backend's workers
   dynamo-frontend  ai-dynamo (dynamo.frontend's FrontendArgGroup with the KV router and AIC perf
                  groups it adds): the frontend sidecar Runway gives each worker behind a gateway
-Run with the project's Python: `python -m tools.flags [--out providers/flags] [--cache DIR]`.
+Run with the project's Python: `python -m tools.flags [--out DIR] [--cache DIR]`.
 """
 
 from __future__ import annotations
@@ -383,15 +383,24 @@ def build(work: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def home(catalog: str) -> Path:
+    """Where a catalog ships: beside the provider whose pods run it (`vllm` with Direct vLLM,
+    which llm-d shares; `dynamo-<module>` with Dynamo)."""
+    provider = "dynamo" if catalog.startswith("dynamo-") else catalog
+    return ROOT / "providers" / provider / "catalogs"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", default=str(ROOT / "providers" / "flags"))
+    parser.add_argument(
+        "--out", help="write every catalog here (default: beside its provider, see home())"
+    )
     parser.add_argument("--cache", help="keep downloaded wheels here (default: a temporary folder)")
     args = parser.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as temporary:
         for name, data in build(Path(args.cache or temporary)).items():
+            out = Path(args.out) if args.out else home(name)
+            out.mkdir(parents=True, exist_ok=True)
             (out / f"{name}.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
             print(f"{name}: {len(data['flags'])} flags, {data['version']}")
     return 0

@@ -1,5 +1,5 @@
 """Engine flag catalogs (generated from the pinned engines' own argument definitions by
-`make flags`, shipped beside each provider in providers/<name>/flags/) and the admission check of user flags against them.
+`make flags`, shipped beside each provider in providers/<name>/catalogs/) and the admission check of user flags against them.
 
 The edges read the catalog files and pass the parsed catalogs in (through the provider
 registry); nothing here reads a file.
@@ -50,7 +50,7 @@ class FlagCatalog:
 
     @classmethod
     def parse(cls, name: str, text: str) -> FlagCatalog:
-        """A catalog from the text of providers/flags/<name>.json."""
+        """A catalog from the text of providers/<name>/catalogs/<name>.json."""
         data: Mapping[str, Any] = json.loads(text)
         flags = {
             flag: Flag(flag, str(entry["value"]), str(entry["type"]))

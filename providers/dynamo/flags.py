@@ -1,6 +1,6 @@
 """NVIDIA Dynamo: the flag catalog of each engine's worker entry point, and the flags Runway owns.
 
-The catalogs are providers/dynamo/flags/dynamo-<engine>.json (`make flags`).
+The catalogs are providers/dynamo/catalogs/dynamo-<engine>.json (`make flags`).
 """
 
 from __future__ import annotations

@@ -162,7 +162,7 @@ def _worker(
     return worker
 
 
-# Spec switches per engine, as the worker's parser spells them (providers/flags/dynamo-*.json):
+# Spec switches per engine, as the worker's parser spells them (providers/dynamo/catalogs/dynamo-*.json):
 # (spec field, value that emits the flag, flag). SGLang 0.5.10 caches prefixes unless told
 # --disable-radix-cache and has no --enforce-eager (--disable-cuda-graph is its eager mode);
 # dynamo.trtllm takes none of them as flags.
