@@ -210,7 +210,7 @@ def test_two_provider_configs_of_one_name_are_unusable_input(
 ) -> None:
     src = tmp_path / "src"
     src.mkdir()
-    config = (Path(__file__).parents[2] / "providers/configs/vllm.yaml").read_text()
+    config = (Path(__file__).parents[2] / "providers/vllm/config.yaml").read_text()
     (src / "a.yaml").write_text(config)
     (src / "b.yaml").write_text(config)
     (src / "md.yaml").write_text(dump(vllm("m")))
