@@ -12,9 +12,9 @@ from typing import Any
 from cli.exits import Exit
 from core.fields.errors import SourceError
 from core.rendering.inferencegateway import GatewayTarget
+from renderer import pipeline
 from renderer.ownership import DEFAULT_MAX_REMOVALS
 from renderer.pipeline import ClusterCrds, RenderReport, RenderSettings
-from renderer.pipeline import run_render as render
 
 
 def add_commands(commands: Any) -> None:
@@ -135,7 +135,7 @@ def run_render(args: argparse.Namespace) -> int:
     if settings.crds_from_cluster:
         # renderer.apply imports the kubernetes client (0.8 s): only when the cluster is asked
         reader = importlib.import_module("renderer.apply").cluster_crds
-    report = render(
+    report = pipeline.run_render(
         settings, cluster_crds=reader, progress=_progress if sys.stderr.isatty() else None
     )
     _report(report, args.output)
