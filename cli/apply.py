@@ -8,10 +8,9 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-import kubernetes
-
 from cli.exits import Exit
 from core.fields.errors import SourceError
+from kubeio.client import api_client
 from renderer.apply import apply_tree, summary
 
 
@@ -32,7 +31,7 @@ def run_apply(args: argparse.Namespace) -> int:
     root = Path(args.path)
     if not root.is_dir():
         raise SourceError(args.path, "not a rendered tree (no such directory)")
-    with kubernetes.config.new_client_from_config(config_file=args.kubeconfig) as client:
+    with api_client(args.kubeconfig) as client:
         results = apply_tree(
             client, root, field_manager=args.field_manager, now=dt.datetime.now(dt.UTC)
         )

@@ -12,6 +12,7 @@ from typing import Any
 from cli.exits import Exit
 from core.fields.errors import RunwayError, SourceError
 from gateway.litellm import LiteLLMUnavailable
+from renderer.gitops import GitError
 from webhook.settings import SettingsError
 
 # The module that defines each command. Only the module of the command being run is imported,
@@ -77,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as err:
         print(f"runway: {describe(err)}", file=sys.stderr)
         return Exit.UNAVAILABLE
-    except LiteLLMUnavailable as err:
+    except (LiteLLMUnavailable, GitError) as err:
         print(f"runway: {err}", file=sys.stderr)
         return Exit.UNAVAILABLE
     except RunwayError as err:

@@ -1,55 +1,20 @@
-"""`runway render`: ModelDeployments in, a committed GitOps tree out."""
+"""`runway render`: ModelDeployments in, a committed GitOps tree out (renderer.pipeline)."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import json
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-from core.checks.credentials import credential_kind
-from core.fields.errors import RunwayError, SourceError
-from core.model.kinds import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
-from core.model.versions import Versions
+from cli.exits import Exit
+from core.fields.errors import SourceError
 from core.rendering.inferencegateway import GatewayTarget
-from kubeio.registry import build_registry
-from kubeio.shipped import bundled_config_objects, bundled_versions
-from kubeio.sources import Document, read_documents
-from renderer.gitops import GitError, Repo
-from renderer.incremental import (
-    RenderCache,
-    Rendered,
-    Tree,
-    canonical,
-    digest,
-    files_digest,
-    inputs_digest,
-    render_incremental,
-    runway_fingerprint,
-)
-from renderer.ownership import (
-    DEFAULT_MAX_REMOVALS,
-    Ownership,
-    duplicates,
-    origins_of,
-    roots_of,
-)
-from renderer.parsecache import ParsedSources, cached
-from renderer.render import Result
-from renderer.safefs import UnsafePath, plain_parts
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas
-
-KINDS = (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG, EXTERNAL_MODEL_PROVIDER)
-# `render --check` follows `kubectl diff`: 0 no differences, 1 differences, above 1 an error.
-CHECK_OUT_OF_DATE = 1
-CHECK_REJECTED = 3  # a ModelDeployment was not rendered (2 stays "unusable input", 4 "Git failed")
-SOURCES_CACHE = "runway-sources"  # in .git: parsed source files, by content
-EXIT_GIT = 4  # cli.main.Exit.UNAVAILABLE (not imported: cli.main imports this module)
+from renderer import pipeline
+from renderer.ownership import DEFAULT_MAX_REMOVALS
+from renderer.pipeline import ClusterCrds, RenderReport, RenderSettings
 
 
 def add_commands(commands: Any) -> None:
@@ -148,204 +113,41 @@ def _count(value: str) -> int:
     return int(value)
 
 
-def _checked_path(value: str) -> str:
-    """--path: a plain folder inside the work tree, never .git or above it."""
-    try:
-        parts = plain_parts(value.strip("/") if not value.startswith("/") else "/")
-    except UnsafePath:
-        parts = []
-    if not parts or ".git" in parts:
-        raise SourceError("--path", f"expected a folder inside the repository, got {value!r}")
-    return "/".join(parts)
-
-
-def _ownership(docs: Sequence[Document], args: argparse.Namespace, work: Path) -> Ownership:
-    """What this render owns: the sources given, where each output comes from, duplicates."""
-    return Ownership(
-        origins_of(docs, work), roots_of(args.sources, work), duplicates(docs), args.max_removals
-    )
-
-
-def _sources(paths: Sequence[str], parsed: ParsedSources) -> list[Document]:
-    docs = parsed.read(paths)
-    for doc in docs:
-        if doc.obj.get("kind") not in KINDS:
-            raise SourceError(
-                doc.where,
-                f"{doc.kind} is not a ModelDeployment, InferenceProviderConfig or ExternalModelProvider",
-            )
-    if not any(d.obj.get("kind") == MODEL_DEPLOYMENT for d in docs):
-        raise SourceError(", ".join(paths), "no ModelDeployment objects found")
-    return docs
-
-
-def _config_objects(
-    docs: Sequence[Document], providers: Sequence[str] | None
-) -> list[dict[str, Any]]:
-    """The InferenceProviderConfigs in force: --providers, else the sources', else the shipped."""
-    if providers:
-        docs = read_documents(providers)
-        for doc in docs:
-            if doc.obj.get("kind") != INFERENCE_PROVIDER_CONFIG:
-                raise SourceError(doc.where, f"expected an InferenceProviderConfig, got {doc.kind}")
-        return [d.obj for d in docs]
-    configs = [d.obj for d in docs if d.obj.get("kind") == INFERENCE_PROVIDER_CONFIG]
-    return configs or bundled_config_objects()
-
-
-def _schema_source(args: argparse.Namespace) -> tuple[str, Callable[[], Schemas]]:
-    """The digest of the schemas in force, and how to parse them (only when something renders):
-    the schema pack (part of Runway's fingerprint), overridden kind by kind by --crds or
-    --crds-from-cluster."""
-    if args.crds_from_cluster:
-        # renderer.apply imports the kubernetes client (0.8 s): only when the cluster is asked
-        crds = importlib.import_module("renderer.apply").cluster_crds(args.kubeconfig)
-        return canonical(crds), lambda: Schemas.from_pack(load_pack()).overridden_by(
-            Schemas.from_crds(crds)
-        )
-    if args.crds:
-        for directory in args.crds:
-            if not Path(directory).is_dir():
-                raise SourceError(directory, "CRD directory does not exist")
-        directories = list(args.crds)
-        return files_digest([Path(d) for d in directories]), lambda: Schemas.from_pack(
-            load_pack()
-        ).overridden_by(Schemas.from_directories(directories))
-    return "schema pack", lambda: Schemas.from_pack(load_pack())
-
-
-def _shared_inputs(
-    fingerprint: str,
-    configs: Sequence[Mapping[str, Any]],
-    schemas: str,
-    pins: Versions,
-    gateway: GatewayTarget | None,
-) -> dict[str, bytes | str]:
-    """Everything rendering reads besides the object and its previous output, by name; an
-    input missing here would let an incremental render keep stale output."""
-    return {
-        "runway": fingerprint,  # our version, code and data (incl. flag catalogs)
-        "configs": canonical(list(configs)),
-        "pins": repr(pins),
-        "schemas": schemas,
-        "builtin-schemas": importlib.metadata.version("kubernetes-validate"),
-        "gateway": repr(gateway),
-    }
-
-
 def run_render(args: argparse.Namespace) -> int:
-    """`render`, with Git failures as exit status 4 as --help promises."""
-    try:
-        return _run_render(args)
-    except (GitError, UnsafePath) as err:
-        print(f"runway: {err}", file=sys.stderr)
-        return EXIT_GIT
+    """`render`: the settings from the flags, the pipeline, the report, the exit status."""
+    settings = RenderSettings(
+        sources=tuple(args.sources),
+        repo=args.repo,
+        path=args.path,
+        commit=args.commit,
+        push=args.push,
+        branch=args.branch,
+        check=args.check,
+        providers=tuple(args.providers or ()),
+        crds=tuple(args.crds or ()),
+        crds_from_cluster=args.crds_from_cluster,
+        kubeconfig=args.kubeconfig,
+        gateway=_gateway(args.gateway, istio=args.istio),
+        full=args.full,
+        max_removals=args.max_removals,
+    )
+    reader: ClusterCrds | None = None
+    if settings.crds_from_cluster:
+        # renderer.apply imports the kubernetes client (0.8 s): only when the cluster is asked
+        reader = importlib.import_module("renderer.apply").cluster_crds
+    report = pipeline.run_render(
+        settings, cluster_crds=reader, progress=_progress if sys.stderr.isatty() else None
+    )
+    _report(report, args.output)
+    if settings.check:  # as kubectl diff: 0 no differences, 1 differences, above 1 an error
+        if report.failed:
+            return Exit.CHECK_REJECTED
+        return Exit.PARTIAL if report.out_of_date else Exit.OK
+    return Exit.PARTIAL if report.failed else Exit.OK
 
 
-def _run_render(args: argparse.Namespace) -> int:
-    fingerprint = runway_fingerprint()
-    git_dir = Path(args.repo) / ".git"
-    parsed = ParsedSources(git_dir / SOURCES_CACHE if git_dir.is_dir() else None, fingerprint)
-    docs = _sources(args.sources, parsed)
-    configs = _config_objects(docs, args.providers)
-    registry = build_registry(configs)
-    pins = bundled_versions()
-    gateway = _gateway(args.gateway, istio=args.istio)
-    schema_digest, load_schemas = _schema_source(args)
-    shared = inputs_digest(_shared_inputs(fingerprint, configs, schema_digest, pins, gateway))
-    objects = [d.obj for d in docs]
-    subdir = _checked_path(args.path)
-    repo = Repo.open_or_init(args.repo)
-    ownership = _ownership(docs, args, repo.work)
-    schema_key = digest(fingerprint, schema_digest)[:16]
-    cache_path = repo.git_dir / f"runway-render-cache-{digest(args.path)[:12]}.pickle"
-
-    def context() -> dict[str, Any]:
-        # Parsed upstream schemas, kept per content: parsing the CRDs is most of a small render.
-        for stale in repo.git_dir.glob("runway-schemas-*.pickle"):
-            if stale.name != f"runway-schemas-{schema_key}.pickle":
-                stale.unlink(missing_ok=True)
-        schemas = cached(repo.git_dir / f"runway-schemas-{schema_key}.pickle", load_schemas)
-        return {"registry": registry, "schemas": schemas, "pins": pins, "gateway": gateway}
-
-    def render_into_tree() -> tuple[Rendered, Mapping[str, str]]:
-        current = repo.scan(subdir)
-        if sys.stderr.isatty():
-            count = sum(1 for o in objects if o.get("kind") == MODEL_DEPLOYMENT)
-            print(f"rendering {count} ModelDeployments ...", file=sys.stderr)
-        cache = None if args.full else RenderCache.load(cache_path)
-        done = render_incremental(
-            objects,
-            current=current,
-            cache=cache,
-            shared=shared,
-            context=context,
-            digests=parsed.digests,
-            stats=None if args.full else current.stats,  # --full: every file compared by content
-            ownership=ownership,
-        )
-        return done, current
-
-    def store(done: Rendered, current: Mapping[str, str]) -> int:
-        _refuse_credentials(done.files, current)
-        written = repo.write_tree(subdir, done.files, current, done.files.unchanged)
-        done.cache.record_stats(repo.work / subdir)
-        done.cache.save(cache_path)
-        return len(written)
-
-    if args.check:
-        return _check(render_into_tree, args.output)
-    with repo.locked():
-        repo.recover(subdir)
-        done, current = render_into_tree()
-        changes = _changes(current, done.files)
-        written = store(done, current)
-        parsed.finish(repo.git_dir / SOURCES_CACHE)
-        committed = None
-        if args.commit or args.push:
-            committed = repo.commit(subdir, written, done.files.written)
-        if args.push:
-
-            def rerender() -> None:
-                nonlocal done, changes
-                done, current = render_into_tree()
-                changes = _changes(current, done.files)
-                repo.commit(subdir, store(done, current), done.files.written)
-
-            repo.push(args.push, args.branch, rerender=rerender)
-    _report(done, changes, args.output, committed=committed)
-    return 1 if _failed(done) else 0
-
-
-def _check(render: Callable[[], tuple[Rendered, Mapping[str, str]]], output: str) -> int:
-    """--check: render in memory and answer as kubectl diff does."""
-    done, current = render()
-    changes = _changes(current, done.files)
-    _report(done, changes, output, committed=None)
-    if _failed(done):
-        return CHECK_REJECTED
-    return CHECK_OUT_OF_DATE if any(changes.values()) else 0
-
-
-def _failed(done: Rendered) -> bool:
-    """Some object was not rendered, or a removal was withheld."""
-    return any(r.error is not None for r in done.results) or bool(done.removals.withheld)
-
-
-def _refuse_credentials(files: Tree, current: Mapping[str, str]) -> None:
-    """The last guard before Git: no file about to be written may hold a credential. Rendering
-    scans every file of a ModelDeployment and refuses the object (files.scanned); this scans
-    every other file to be written."""
-    for path in files:
-        if path in files.unchanged or path in files.scanned:
-            continue
-        text = files[path]
-        if current.get(path) != text:
-            kind = credential_kind(text)
-            if kind is not None:
-                raise RunwayError(
-                    f"{path}: looks like {kind}; refusing to write it into Git (use a Secret)"
-                )
+def _progress(count: int) -> None:
+    print(f"rendering {count} ModelDeployments ...", file=sys.stderr)
 
 
 def _gateway(value: str | None, *, istio: bool) -> GatewayTarget | None:
@@ -357,23 +159,8 @@ def _gateway(value: str | None, *, istio: bool) -> GatewayTarget | None:
     return GatewayTarget(name, namespace, istio)
 
 
-def _changes(before: Mapping[str, str], after: Tree) -> dict[str, list[str]]:
-    both = (set(after) & set(before)) - after.unchanged
-    return {
-        "added": sorted(set(after) - set(before)),
-        "changed": sorted(p for p in both if after[p] != before[p]),
-        "removed": sorted(set(before) - set(after)),
-    }
-
-
-def _report(
-    done: Rendered,
-    changes: Mapping[str, list[str]],
-    output: str,
-    *,
-    committed: str | None,
-) -> None:
-    results = done.results
+def _report(report: RenderReport, output: str) -> None:
+    results = report.results
     if output == "json":
         payload = {
             "results": [
@@ -389,16 +176,16 @@ def _report(
                 }
                 for r in results
             ],
-            "changes": changes,
-            "commit": committed,
+            "changes": report.changes,
+            "commit": report.committed,
             "removals": {
-                "removed": list(done.removals.removed),
-                "withheld": list(done.removals.withheld),
-                "reason": done.removals.reason,
-                "outside": done.removals.outside,
+                "removed": list(report.removals.removed),
+                "withheld": list(report.removals.withheld),
+                "reason": report.removals.reason,
+                "outside": report.removals.outside,
             },
-            "reused": len(results) - done.rendered,
-            "schemas": _schema_sources(results),
+            "reused": report.reused,
+            "schemas": report.schema_sources,
         }
         sys.stdout.write(_json_report(payload))
         return
@@ -409,20 +196,21 @@ def _report(
             print(f"{r.key}: not rendered (previous output kept): {r.error}")
         for warning in r.warnings:
             print(f"  warning: {warning}")
-    _report_removals(done)
-    for kind, origin in _schema_sources(results).items():
+    _report_removals(report)
+    for kind, origin in report.schema_sources.items():
         print(f"schema {kind}: {origin}")
     failed = sum(1 for r in results if r.error is not None)
-    summary = ", ".join(f"{len(v)} {k}" for k, v in changes.items())
+    summary = ", ".join(f"{len(v)} {k}" for k, v in report.changes.items())
+    committed = report.committed
     print(
-        f"{len(results) - failed} rendered, {failed} failed ({len(results) - done.rendered} unchanged since the last render); files: {summary}"
+        f"{len(results) - failed} rendered, {failed} failed ({report.reused} unchanged since the last render); files: {summary}"
         + (f"; commit {committed[:12]}" if committed else "")
     )
 
 
-def _report_removals(done: Rendered) -> None:
+def _report_removals(report: RenderReport) -> None:
     """Each folder removed, or each one withheld and why, and the count left alone."""
-    removals = done.removals
+    removals = report.removals
     for key in removals.removed:
         print(f"{key}: removed (its source is no longer among the SOURCEs given)")
     if removals.withheld:
@@ -447,8 +235,3 @@ def _json_report(payload: Mapping[str, Any]) -> str:
             text = json.dumps(value, sort_keys=True)
         parts.append(f"  {json.dumps(key)}: {text}")
     return "{\n" + ",\n".join(parts) + "\n}\n"
-
-
-def _schema_sources(results: Sequence[Result]) -> dict[str, str]:
-    """`apiVersion Kind` -> where its schema came from, for every kind these results checked."""
-    return dict(sorted({k: v for r in results for k, v in r.schemas}.items()))

@@ -24,6 +24,8 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
 
 from core.schema.upstream import classify_write_error
+from kubeio.client import api_client
+from kubeio.objects import condition
 from kubeio.sources import parse_documents
 from renderer.render import EXTERNAL_FILE, HYDRATED_FILE
 from renderer.safefs import link_error, read_text
@@ -135,8 +137,8 @@ def _set_status(
             "phase": "Deploying",
             "message": "upstream objects applied",
             "conditions": [
-                _condition(
-                    "ResourceCreated", "True", "ResourceCreated", "upstream objects applied", stamp
+                condition(
+                    "ResourceCreated", True, "ResourceCreated", "upstream objects applied", stamp
                 )
             ],
         }
@@ -152,8 +154,8 @@ def _set_status(
             "phase": "Failed",
             "message": message,
             "conditions": [
-                _condition("ResourceCreated", "False", REASON, message, stamp),
-                _condition("Ready", "False", REASON, message, stamp),
+                condition("ResourceCreated", False, REASON, message, stamp),
+                condition("Ready", False, REASON, message, stamp),
             ],
         }
     body = {
@@ -171,16 +173,6 @@ def _set_status(
     )
 
 
-def _condition(kind: str, status: str, reason: str, message: str, stamp: str) -> dict[str, str]:
-    return {
-        "type": kind,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": stamp,
-    }
-
-
 def summary(results: Sequence[Applied]) -> str:
     failed = sum(1 for r in results if not r.ok)
     return f"{len(results) - failed} applied, {failed} refused"
@@ -189,7 +181,7 @@ def summary(results: Sequence[Applied]) -> str:
 def cluster_crds(kubeconfig: str | None) -> list[tuple[str, dict[str, Any]]]:
     """The CRDs installed in the cluster (what its API server will accept, exactly), each with
     where it came from."""
-    with kubernetes.config.new_client_from_config(config_file=kubeconfig) as client:
+    with api_client(kubeconfig) as client:
         listed = kubernetes.client.ApiextensionsV1Api(client).list_custom_resource_definition()
         crds: list[dict[str, Any]] = client.sanitize_for_serialization(listed)["items"]
         server = client.configuration.host

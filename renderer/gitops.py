@@ -157,10 +157,6 @@ class Repo:
     def _scratch(self) -> Path:
         return self.git_dir / "runway-tmp"
 
-    def read_files(self, subdir: str) -> dict[str, str]:
-        """The current rendered tree: path relative to `subdir` -> text, in path order."""
-        return dict(self.scan(subdir).items())
-
     def scan(self, subdir: str) -> DiskTree:
         """The current rendered tree, its texts read only when asked for. A symbolic link (or
         anything but a regular file or folder) in it, or on the way to it, is refused."""
@@ -214,9 +210,6 @@ class Repo:
                 touched.append(relative)
         shutil.rmtree(scratch, ignore_errors=True)
         return touched
-
-    def replace_tree(self, subdir: str, files: Mapping[str, str]) -> None:
-        self.write_tree(subdir, files, self.read_files(subdir))
 
     def commit(
         self, subdir: str, written: int = 0, texts: Mapping[str, str] | None = None

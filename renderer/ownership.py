@@ -27,10 +27,9 @@ from core.model.kinds import (
     EXTERNAL_MODEL_PROVIDER,
     INFERENCE_PROVIDER_CONFIG,
     MODEL_DEPLOYMENT,
-    ExternalModelProvider,
 )
 from kubeio.sources import Document
-from renderer.render import DEFAULT_NAMESPACE, EXTERNAL_SUFFIX, Result, folder_of
+from renderer.render import Result, external_folder_of, folder_of
 
 SOURCES_FILE = "runway-sources.json"  # at the top of the tree: folder -> the source it came from
 RECORD_KIND = "RenderSources"  # not a Kubernetes kind: no kustomization lists this file
@@ -64,8 +63,7 @@ def output_key(obj: Mapping[str, Any]) -> str | None:
     if obj.get("kind") == MODEL_DEPLOYMENT:
         return folder_of(obj)
     if obj.get("kind") == EXTERNAL_MODEL_PROVIDER:
-        emp = ExternalModelProvider(obj)
-        return f"{emp.namespace or DEFAULT_NAMESPACE}/{emp.name}{EXTERNAL_SUFFIX}"
+        return external_folder_of(obj)
     return None
 
 

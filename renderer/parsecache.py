@@ -4,15 +4,15 @@ whose digest names the entry (the parsed upstream schemas)."""
 from __future__ import annotations
 
 import logging
-import os
 import pickle
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from core.fields.errors import SourceError
+from kubeio.files import atomic_write
 from kubeio.sources import Document, parse_documents, yaml_files
-from renderer.incremental import digest, object_digest
+from renderer.digests import digest, object_digest
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +66,7 @@ class ParsedSources:
 
     def _store(self, entry: Path, value: Any) -> None:
         try:
-            entry.parent.mkdir(exist_ok=True)
-            temporary = entry.with_name(f"{entry.name}.{os.getpid()}.tmp")
-            with temporary.open("wb") as handle:
-                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(temporary, entry)
+            atomic_write(entry, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         except (OSError, pickle.PicklingError, RecursionError):
             log.debug("not caching %s", entry, exc_info=True)
 
@@ -98,10 +94,7 @@ def cached(path: Path, build: Callable[[], Any]) -> Any:
         log.debug("ignoring unreadable %s", path, exc_info=True)
     value = build()
     try:
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with temporary.open("wb") as handle:
-            pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temporary, path)
+        atomic_write(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
     except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
         log.debug("not caching %s", path, exc_info=True)
     return value

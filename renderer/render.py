@@ -13,20 +13,15 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.admission.configs import check_external_provider
 from core.admission.pipeline import Admission, admit
 from core.checks.credentials import credential_kind, find_credentials
-from core.fields.errors import FieldError, Reason, describe_exception
-from core.model.kinds import (
-    EXTERNAL_MODEL_PROVIDER,
-    MODEL_DEPLOYMENT,
-    ExternalModelProvider,
-    ModelDeployment,
-)
+from core.fields.errors import FieldError, Reason
+from core.model.kinds import ExternalModelProvider, ModelDeployment
 from core.model.names import check_model_deployment_names, rendered_name_problems
 from core.model.versions import Versions
 from core.rendering.assemble import render_model
@@ -38,11 +33,12 @@ from core.rendering.invariants import check_invariants
 from core.schema.crds import external_model_provider_spec
 from core.schema.rules import apply_defaults
 from core.selection.configs import ProviderRegistry
+from kubeio.guard import per_object
+from kubeio.objects import object_key
 from kubeio.yamlio import dump
 from renderer.safefs import NAME_MAX
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
 
-DEFAULT_NAMESPACE = "default"
 SERVER_FIELDS = (
     "resourceVersion",
     "uid",
@@ -74,12 +70,28 @@ class Result:
     settled: bool = False
     # (`apiVersion Kind`, where its schema came from) of every object the strict check consulted
     schemas: tuple[tuple[str, str], ...] = ()
-    scanned: bool = False  # every file was found free of credentials (providers.secrets)
+    scanned: bool = False  # every file was found free of credentials (core.checks.credentials)
+
+
+@dataclass(frozen=True, slots=True)
+class RenderContext:
+    """What every ModelDeployment of one render is rendered with."""
+
+    registry: ProviderRegistry
+    schemas: Schemas
+    pins: Versions
+    gateway: GatewayTarget | None = None
 
 
 def folder_of(obj: Mapping[str, Any]) -> str:
     md = ModelDeployment(obj)
-    return f"{md.namespace or DEFAULT_NAMESPACE}/{md.name}"
+    return object_key(md.namespace, md.name)
+
+
+def external_folder_of(obj: Mapping[str, Any]) -> str:
+    """The folder of an ExternalModelProvider: its name with EXTERNAL_SUFFIX."""
+    emp = ExternalModelProvider(obj)
+    return object_key(emp.namespace, f"{emp.name}{EXTERNAL_SUFFIX}")
 
 
 def render_one(
@@ -182,21 +194,23 @@ def render_guarded(
 ) -> Result:
     """render_one, where any exception at all becomes this object's one-line error (the
     traceback goes to the debug log): one bad object never takes down the others."""
-    try:
-        return render_one(
+    key = folder_of(obj)
+    return per_object(
+        key,
+        "rendered",
+        lambda: render_one(
             obj, previous=previous, registry=registry, schemas=schemas, pins=pins, gateway=gateway
-        )
-    except Exception as err:  # the point: whatever one object raises stays with it
-        key = folder_of(obj)
-        log.debug("rendering %s raised", key, exc_info=True)
-        return Result(key, error=f"could not be rendered: {describe_exception(err)} (details: -vv)")
+        ),
+        lambda error: Result(key, error=error),
+        log,
+    )
 
 
 def render_external(obj: Mapping[str, Any]) -> Result:
     """An ExternalModelProvider, validated as admission would (an inline key is refused and never
     written), in a folder of its own."""
     emp = ExternalModelProvider(obj)
-    key = f"{emp.namespace or DEFAULT_NAMESPACE}/{emp.name}{EXTERNAL_SUFFIX}"
+    key = external_folder_of(obj)
     errors = check_external_provider(obj)
     if not errors and len(f"{emp.name}{EXTERNAL_SUFFIX}".encode()) > NAME_MAX:
         detail = f"must be at most {NAME_MAX - len(EXTERNAL_SUFFIX)} characters: its folder {emp.name[:8]}...{EXTERNAL_SUFFIX} is a file name"
@@ -228,44 +242,17 @@ def kustomization(resources: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def render_all(
-    objects: Sequence[Mapping[str, Any]],
-    *,
-    previous: Mapping[str, Mapping[str, Any]],
-    registry: ProviderRegistry,
-    schemas: Schemas,
-    pins: Versions,
-    gateway: GatewayTarget | None = None,
-) -> list[Result]:
-    """Every ModelDeployment among `objects`, in folder order."""
-    deployments = sorted((o for o in objects if o.get("kind") == MODEL_DEPLOYMENT), key=folder_of)
-    externals = [
-        render_external_guarded(o) for o in objects if o.get("kind") == EXTERNAL_MODEL_PROVIDER
-    ]
-    rendered = render_many(
-        deployments,
-        previous=previous,
-        registry=registry,
-        schemas=schemas,
-        pins=pins,
-        gateway=gateway,
-    )
-    return sorted(rendered + externals, key=lambda r: r.key)
-
-
 def render_external_guarded(obj: Mapping[str, Any]) -> Result:
-    try:
-        return render_external(obj)
-    except Exception as err:  # as in render_guarded
-        emp = ExternalModelProvider(obj)
-        key = f"{emp.namespace or DEFAULT_NAMESPACE}/{emp.name}{EXTERNAL_SUFFIX}"
-        log.debug("rendering %s raised", key, exc_info=True)
-        return Result(key, error=f"could not be rendered: {describe_exception(err)} (details: -vv)")
+    """render_external, guarded as render_guarded is."""
+    key = external_folder_of(obj)
+    return per_object(
+        key, "rendered", lambda: render_external(obj), lambda error: Result(key, error=error), log
+    )
 
 
 # What the pool's forked workers render: set just before the fork, so the objects, the registry
 # and the parsed schemas reach the workers by copy-on-write instead of by pickling.
-_WORK: tuple[Sequence[Mapping[str, Any]], Mapping[str, Mapping[str, Any]], dict[str, Any]] | None
+_WORK: tuple[Sequence[Mapping[str, Any]], Mapping[str, Mapping[str, Any]], RenderContext] | None
 _WORK = None
 
 
@@ -273,22 +260,18 @@ def render_many(
     deployments: Sequence[Mapping[str, Any]],
     *,
     previous: Mapping[str, Mapping[str, Any]],
+    context: RenderContext,
     workers: int | None = None,
-    **context: Any,
 ) -> list[Result]:
     """render_guarded over `deployments` (in their order), in a pool of `workers` processes
     (default: the usable cores) when there are enough of them to pay for one."""
     global _WORK  # noqa: PLW0603 - see _WORK
     count = workers if workers is not None else len(os.sched_getaffinity(0))
     if count <= 1 or len(deployments) < POOL_MINIMUM:
-        return [
-            render_guarded(o, previous=previous.get(folder_of(o)), **context) for o in deployments
-        ]
+        return [_render_in(context, o, previous) for o in deployments]
     # The first one renders here: it builds what every render reuses (validators of built-in
     # kinds, compiled rules) once, before the fork, instead of once per worker.
-    first = render_guarded(
-        deployments[0], previous=previous.get(folder_of(deployments[0])), **context
-    )
+    first = _render_in(context, deployments[0], previous)
     _WORK = (deployments, previous, context)
     try:
         bounds = [(i, min(i + CHUNK, len(deployments))) for i in range(1, len(deployments), CHUNK)]
@@ -302,42 +285,17 @@ def render_many(
 def _render_range(bounds: tuple[int, int]) -> list[Result]:
     assert _WORK is not None
     deployments, previous, context = _WORK
-    return [
-        render_guarded(o, previous=previous.get(folder_of(o)), **context)
-        for o in deployments[bounds[0] : bounds[1]]
-    ]
+    return [_render_in(context, o, previous) for o in deployments[bounds[0] : bounds[1]]]
 
 
-def tree_folders(
-    results: Sequence[Result], kept: Mapping[str, Mapping[str, str]]
-) -> dict[str, Mapping[str, str]]:
-    """Each folder of the tree, name -> text: the rendered one, or for a failed object the kept
-    previous one (if any)."""
-    folders: dict[str, Mapping[str, str]] = {}
-    for result in results:
-        if result.error is None:
-            folders[result.key] = result.files
-        elif result.key in kept:
-            folders[result.key] = kept[result.key]
-    return folders
-
-
-def namespace_files(folders: Iterable[str]) -> dict[str, str]:
-    """The kustomizations per namespace and at the top, so `kubectl kustomize` builds all."""
-    namespaces: dict[str, list[str]] = {}
-    for key in sorted(folders):
-        namespace, name = key.split("/", 1)
-        namespaces.setdefault(namespace, []).append(name)
-    files = {
-        f"{ns}/kustomization.yaml": dump(kustomization(names)) for ns, names in namespaces.items()
-    }
-    files["kustomization.yaml"] = dump(kustomization(sorted(namespaces)))
-    return files
-
-
-def tree_files(results: Sequence[Result], kept: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
-    """The whole tree: tree_folders plus namespace_files."""
-    folders = tree_folders(results, kept)
-    files = {f"{key}/{name}": text for key, held in folders.items() for name, text in held.items()}
-    files.update(namespace_files(folders))
-    return dict(sorted(files.items()))
+def _render_in(
+    context: RenderContext, obj: Mapping[str, Any], previous: Mapping[str, Mapping[str, Any]]
+) -> Result:
+    return render_guarded(
+        obj,
+        previous=previous.get(folder_of(obj)),
+        registry=context.registry,
+        schemas=context.schemas,
+        pins=context.pins,
+        gateway=context.gateway,
+    )

@@ -67,10 +67,6 @@ class Schemas:
         return cls(by_kind, origin)
 
     @classmethod
-    def from_directory(cls, directory: str | Path) -> Schemas:
-        return cls.from_directories([directory])
-
-    @classmethod
     def from_directories(cls, directories: Iterable[str | Path]) -> Schemas:
         """CRDs found anywhere under the directories (later ones win for the same kind)."""
         paths = [Path(d) for d in directories]

@@ -65,7 +65,7 @@ def test_a_small_change_writes_and_commits_only_its_files(tmp_path: Path) -> Non
     after["team00/m00000/deployment-m00000.yaml"] = "kind: Deployment\nname: changed\n"
     after["team00/m00300/modeldeployment.yaml"] = "kind: ModelDeployment\n"
 
-    written = repo.write_tree("rendered", after, repo.read_files("rendered"))
+    written = repo.write_tree("rendered", after, dict(repo.scan("rendered")))
     repo.commit("rendered")
 
     assert written == [
@@ -85,7 +85,7 @@ def test_a_small_change_writes_and_commits_only_its_files(tmp_path: Path) -> Non
         "D team02/m00002/kustomization.yaml\n"
         "D team02/m00002/modeldeployment.yaml\n\n"  # git log adds a blank line after %B
     )
-    assert repo.read_files("rendered") == dict(sorted(after.items()))
+    assert dict(repo.scan("rendered")) == dict(sorted(after.items()))
 
 
 def test_a_tree_left_staged_by_a_failed_commit_is_committed_by_the_next(tmp_path: Path) -> None:
@@ -142,7 +142,7 @@ def test_the_bulk_commit_is_the_commit_git_add_makes(tmp_path: Path, staged_by_h
     for step in range(3):
         heads = []
         for repo, written in ((by_add, 0), (by_import, BULK)):
-            repo.write_tree("rendered", _trees(step), repo.read_files("rendered"))
+            repo.write_tree("rendered", _trees(step), dict(repo.scan("rendered")))
             heads.append(repo.commit("rendered", written))
         assert None not in heads
         assert [git(r.work, "rev-parse", "HEAD^{tree}") for r in (by_add, by_import)] == [

@@ -17,22 +17,27 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
+from core.model.kinds import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
 from core.rendering.inferencegateway import GatewayTarget
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import parse_documents
 from kubeio.yamlio import dump_all
-from renderer.incremental import Entry, RenderCache, Rendered, inputs_digest, render_incremental
+from renderer.digests import inputs_digest
+from renderer.incremental import Rendered, render_incremental
 from renderer.render import (
     HYDRATED_FILE,
     POOL_MINIMUM,
+    RenderContext,
     Result,
-    render_all,
+    folder_of,
+    render_external_guarded,
     render_many,
-    tree_files,
 )
+from renderer.rendercache import Entry, RenderCache
 from renderer.schemapack import load_pack
 from renderer.strict import Schemas
+from renderer.tree import namespace_files, tree_folders
 from tests.support.builders import model_deployment
 
 NAMES = ("a", "b", "c", "d", "e")
@@ -101,7 +106,7 @@ def _report(results: list[Result]) -> list[tuple[Any, ...]]:
 
 
 def _full(
-    objects: list[dict[str, Any]], current: dict[str, str], context: dict[str, Any]
+    objects: list[dict[str, Any]], current: dict[str, str], context: RenderContext
 ) -> tuple[list[Result], dict[str, str]]:
     """What `render` did before incremental rendering: every object, previous from the tree."""
     folders: dict[str, dict[str, str]] = {}
@@ -113,8 +118,25 @@ def _full(
             if parts[2] == HYDRATED_FILE:
                 for doc in parse_documents(text, path):
                     hydrated["/".join(parts[:2])] = doc.obj
-    results = render_all(objects, previous=hydrated, **context)
-    return results, tree_files(results, folders)
+    deployments = sorted((o for o in objects if o.get("kind") == MODEL_DEPLOYMENT), key=folder_of)
+    externals = [
+        render_external_guarded(o) for o in objects if o.get("kind") == EXTERNAL_MODEL_PROVIDER
+    ]
+    rendered = render_many(deployments, previous=hydrated, context=context)
+    results = sorted(rendered + externals, key=lambda r: r.key)
+    kept = tree_folders(results, folders)
+    files = {f"{key}/{name}": text for key, held in kept.items() for name, text in held.items()}
+    files.update(namespace_files(kept))
+    return results, dict(sorted(files.items()))
+
+
+def _given(context: RenderContext) -> RenderContext:
+    return context
+
+
+def _unused() -> RenderContext:
+    """The context of a render that must render nothing."""
+    raise AssertionError("nothing should have been rendered")
 
 
 @settings(
@@ -144,23 +166,23 @@ def test_incremental_render_equals_full_render_after_any_edits(
             current = {**current, path: current[path] + "# edited by hand\n"}
         objects = list(sources.values())
         config_objects = _configs(configs)
-        context: dict[str, Any] = {
-            "registry": build_registry(config_objects, flags={}),
-            "schemas": schemas,
-            "pins": bundled_versions(),
-            "gateway": GatewayTarget("inference", "gateways", False) if gateway else None,
-        }
+        context = RenderContext(
+            build_registry(config_objects, flags={}),
+            schemas,
+            bundled_versions(),
+            GatewayTarget("inference", "gateways", False) if gateway else None,
+        )
         shared = inputs_digest({"configs": repr(config_objects), "gateway": repr(gateway)})
 
         incremental = render_incremental(
-            objects, current=current, cache=cache, shared=shared, context=partial(dict, context)
+            objects, current=current, cache=cache, shared=shared, context=partial(_given, context)
         )
         full_results, full_files = _full(objects, current, context)
 
         assert dict(incremental.files) == full_files
         assert _report(incremental.results) == _report(full_results)
         again: Rendered = render_incremental(
-            objects, current=full_files, cache=incremental.cache, shared=shared, context=dict
+            objects, current=full_files, cache=incremental.cache, shared=shared, context=_unused
         )
         assert (again.rendered, dict(again.files)) == (0, full_files)
         assert _report(again.results) == _report(full_results)
@@ -169,12 +191,7 @@ def test_incremental_render_equals_full_render_after_any_edits(
 
 def test_an_unchanged_tree_renders_nothing_and_one_change_renders_one(schemas: Schemas) -> None:
     objects = [_deployment(n, "team1", ("vllm", 1, 1, False, False, False)) for n in NAMES]
-    context = {
-        "registry": build_registry(SHIPPED, flags={}),
-        "schemas": schemas,
-        "pins": bundled_versions(),
-        "gateway": None,
-    }
+    context = RenderContext(build_registry(SHIPPED, flags={}), schemas, bundled_versions())
     first = render_incremental(
         objects, current={}, cache=RenderCache(), shared="s", context=lambda: context
     )
@@ -229,15 +246,15 @@ def test_a_pool_of_processes_renders_exactly_what_one_process_renders(schemas: S
         _deployment(f"m{i:03}", NAMESPACES[i % 2], shapes[i % len(shapes)])
         for i in range(POOL_MINIMUM + 7)
     ]
-    context = {
-        "registry": build_registry(SHIPPED, flags={}),
-        "schemas": schemas,
-        "pins": bundled_versions(),
-        "gateway": GatewayTarget("inference", "gateways", False),
-    }
+    context = RenderContext(
+        build_registry(SHIPPED, flags={}),
+        schemas,
+        bundled_versions(),
+        GatewayTarget("inference", "gateways", False),
+    )
 
-    pooled = render_many(objects, previous={}, workers=2, **context)
-    serial = render_many(objects, previous={}, workers=1, **context)
+    pooled = render_many(objects, previous={}, context=context, workers=2)
+    serial = render_many(objects, previous={}, context=context, workers=1)
 
     assert pooled == serial
     assert [r.key for r in pooled] == [f"{NAMESPACES[i % 2]}/m{i:03}" for i in range(len(objects))]

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 import renderer.render
+import renderer.tree
 from cli.main import main
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
@@ -283,6 +284,7 @@ def test_the_last_guard_refuses_a_credential_in_any_file_about_to_be_written(
     # Rendering refuses such objects itself; to reach the guard behind it, one render leaks.
     src, repo = sources(tmp_path / "src", 1), tmp_path / "gitops"
     monkeypatch.setattr(renderer.render, "dump", lambda obj: dump(obj) + f"# {TOKEN}\n")
+    monkeypatch.setattr(renderer.tree, "dump", lambda obj: dump(obj) + f"# {TOKEN}\n")
 
     code = main(["render", str(src), "--repo", str(repo), "--commit"])
 

@@ -14,7 +14,7 @@ import yaml
 from core.rendering.inferencegateway import GatewayTarget
 from core.selection.configs import ProviderRegistry
 from kubeio.shipped import bundled_versions
-from renderer.render import render_all
+from renderer.render import RenderContext, render_many
 from renderer.schemapack import load_pack
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas
 from tests.conftest import EXAMPLES, ROOT
@@ -249,13 +249,10 @@ def test_every_example_renders_strictly_against_the_shipped_pack(shipped: Provid
     objects = admitted_examples()
     objects += [with_gateway(o) for o in objects]
 
-    results = render_all(
+    results = render_many(
         objects,
         previous={},
-        registry=shipped,
-        schemas=schemas,
-        pins=bundled_versions(),
-        gateway=GATEWAY,
+        context=RenderContext(shipped, schemas, bundled_versions(), GATEWAY),
     )
 
     assert {r.key: r.error for r in results} == {r.key: None for r in results}
@@ -303,12 +300,10 @@ def test_a_field_removed_from_a_pack_schema_is_named_by_the_check(
         "RayService": "vllm-multi-gpu.yaml",
     }[kind]
 
-    (result,) = render_all(
+    (result,) = render_many(
         [yaml.safe_load((EXAMPLES / example).read_text())],
         previous={},
-        registry=shipped,
-        schemas=schemas,
-        pins=bundled_versions(),
+        context=RenderContext(shipped, schemas, bundled_versions()),
     )
 
     assert result.error is not None

@@ -14,7 +14,7 @@ from core.rendering.inferencegateway import GatewayTarget
 from core.selection.configs import ProviderRegistry
 from kubeio.shipped import bundled_versions
 from providers.modules import plugins
-from renderer.render import render_all
+from renderer.render import RenderContext, render_many
 from renderer.schemapack import load_pack
 from renderer.strict import Schemas
 from tests.support.builders import model_deployment
@@ -180,13 +180,10 @@ def test_mocker_with_the_gateway_renders_no_gateway_objects_and_warns(
     obj = mocker(gateway={"enabled": True})
     schemas = Schemas.from_pack(load_pack())
 
-    (result,) = render_all(
+    (result,) = render_many(
         [obj],
         previous={},
-        registry=shipped,
-        schemas=schemas,
-        pins=PINS,
-        gateway=GatewayTarget("gw", "gateways"),
+        context=RenderContext(shipped, schemas, PINS, GatewayTarget("gw", "gateways")),
     )
 
     assert result.error is None
@@ -257,8 +254,8 @@ def test_an_empty_quantity_string_is_never_rendered(
         "e", "models", gpu=1, engine="vllm", provider=provider, resources=resources
     )
 
-    (result,) = render_all(
-        [obj], previous={}, registry=shipped, schemas=Schemas.from_pack(load_pack()), pins=PINS
+    (result,) = render_many(
+        [obj], previous={}, context=RenderContext(shipped, Schemas.from_pack(load_pack()), PINS)
     )
 
     assert result.error is None

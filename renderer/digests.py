@@ -1,0 +1,121 @@
+"""The digests incremental rendering keys on: of inputs, of objects, of files and of Runway itself.
+
+A ModelDeployment's output is a function of its source object, its previously rendered hydrated
+object (stickiness) and inputs shared by every object: Runway itself, the provider configs, the
+pins, the schemas, the gateway settings. `inputs_digest` folds the shared inputs, named, into one
+digest; `render_key` adds the per-object ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import core
+import kubeio
+import providers
+import renderer
+
+# The packages whose code and data rendering runs (cli/ only parses and prints): a change to any
+# file in them must invalidate every cached output.
+RENDERING_PACKAGES: tuple[ModuleType, ...] = (core, providers, kubeio, renderer)
+
+
+def digest(*parts: bytes | str) -> str:
+    """One digest of several byte strings (length-prefixed, so boundaries cannot shift)."""
+    h = hashlib.blake2b(digest_size=20)
+    for part in parts:
+        data = part.encode("utf-8") if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def canonical(obj: Any) -> str:
+    """A stable text of a YAML-loaded object; types JSON lacks keep their type name."""
+    return json.dumps(
+        obj,
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=lambda v: f"<{type(v).__name__}>{v!r}",
+    )
+
+
+def inputs_digest(inputs: Mapping[str, bytes | str]) -> str:
+    """The shared inputs of rendering, by name: adding an input is one more entry."""
+    return digest(*(part for name in sorted(inputs) for part in (name, inputs[name])))
+
+
+def files_digest(paths: Path | Sequence[Path]) -> str:
+    """The bytes of the files (or of every file under a folder), by relative path."""
+    roots = [paths] if isinstance(paths, Path) else paths
+    parts: list[bytes | str] = []
+    for root in roots:
+        found = [root]
+        if root.is_dir():
+            found = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix != ".pyc")
+        for path in found:
+            parts += [
+                str(path.relative_to(root)) if root.is_dir() else path.name,
+                path.read_bytes(),
+            ]
+    return digest(*parts)
+
+
+def source_fingerprint(packages: Sequence[Path], version: str) -> str:
+    """Runway's own version: the package version and the bytes of its code and data."""
+    return digest(version, files_digest(packages))
+
+
+def rendering_folders() -> list[Path]:
+    """The folders of RENDERING_PACKAGES."""
+    return [Path(str(package.__file__)).parent for package in RENDERING_PACKAGES]
+
+
+def runway_fingerprint() -> str:
+    """Runway's own version: the package version and the bytes of the code and data that
+    rendering runs (core/, providers/ with their configs and catalogs, kubeio/ with the pins it
+    loads, and renderer/ with its schema pack)."""
+    try:
+        version = importlib.metadata.version("runway")
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    return source_fingerprint(rendering_folders(), version)
+
+
+def object_digest(obj: Any) -> str | None:
+    try:
+        return digest(canonical(obj))
+    except (ValueError, TypeError, RecursionError):
+        return None
+
+
+def render_key(
+    shared: str, obj: Mapping[str, Any], previous_hydrated: str | None, known: str | None = None
+) -> str | None:
+    """The key of one ModelDeployment's output, from the digest of its previous hydrated file
+    (text_digest; `known`: the object's digest, if computed already); None if the object cannot
+    be keyed (then it is always rendered, and rendering reports what is wrong with it)."""
+    source = known or object_digest(obj)
+    if source is None:
+        return None
+    return digest(shared, source, "\0" if previous_hydrated is None else "1" + previous_hydrated)
+
+
+def text_digest(text: str | None) -> str | None:
+    return None if text is None else digest(text)
+
+
+def folder_digest(files: Mapping[str, str] | None) -> str:
+    """The files of one output folder, by name."""
+    h = hashlib.blake2b(digest_size=20)
+    for name, text in sorted((files or {}).items()):
+        # Names and YAML text hold no NUL, so NUL separates them unambiguously.
+        h.update(f"{name}\0{text}\0".encode())
+    return h.hexdigest()

@@ -1,0 +1,346 @@
+"""The render pipeline, one entry point: sources -> render -> check -> write -> commit -> push.
+
+`run_render(settings)` reads the sources and the provider configs, renders the ModelDeployments
+whose inputs changed (renderer.incremental), and with `check` answers from memory; otherwise,
+under the repository's lock, writes only the files whose bytes change, commits and pushes
+(re-rendering after a rejected push). It returns a RenderReport; `runway render` prints it and
+maps it to an exit status. A Git failure, another render holding the repository, or a link in
+the tree raises GitError.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.checks.credentials import credential_kind
+from core.fields.errors import RunwayError, SourceError
+from core.model.kinds import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
+from core.model.versions import Versions
+from core.rendering.inferencegateway import GatewayTarget
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects, bundled_versions
+from kubeio.sources import Document, read_documents
+from renderer.digests import canonical, digest, files_digest, inputs_digest, runway_fingerprint
+from renderer.gitops import GitError, Repo
+from renderer.incremental import Rendered, render_incremental
+from renderer.ownership import (
+    DEFAULT_MAX_REMOVALS,
+    Ownership,
+    Removals,
+    duplicates,
+    origins_of,
+    roots_of,
+)
+from renderer.parsecache import ParsedSources, cached
+from renderer.render import RenderContext, Result
+from renderer.rendercache import RenderCache
+from renderer.safefs import UnsafePath, plain_parts
+from renderer.schemapack import load_pack
+from renderer.strict import Schemas
+from renderer.tree import Tree
+
+KINDS = (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG, EXTERNAL_MODEL_PROVIDER)
+SOURCES_CACHE = "runway-sources"  # in .git: parsed source files, by content
+# Reads the CRDs a live cluster serves (renderer.apply.cluster_crds): handed in by the caller,
+# so that a render without --crds-from-cluster never imports the kubernetes client.
+ClusterCrds = Callable[[str | None], list[tuple[str, dict[str, Any]]]]
+
+
+@dataclass(frozen=True, slots=True)
+class RenderSettings:
+    """One render, as `runway render` is asked for it (README "Rendering")."""
+
+    sources: tuple[str, ...]  # files or directories of ModelDeployments (SOURCE...)
+    repo: str  # the Git work tree, created if missing
+    path: str = "rendered"  # the folder in the repository
+    commit: bool = False
+    push: str | None = None  # the remote to push to (implies commit)
+    branch: str = "main"  # the branch to push
+    check: bool = False  # render in memory and compare; write nothing
+    providers: tuple[str, ...] = ()  # InferenceProviderConfigs (else the sources', else shipped)
+    crds: tuple[str, ...] = ()  # CRD directories that override the schema pack kind by kind
+    crds_from_cluster: bool = False  # the cluster's CRDs override the schema pack
+    kubeconfig: str | None = None  # for crds_from_cluster
+    gateway: GatewayTarget | None = None  # the Gateway HTTPRoutes attach to (and --istio)
+    full: bool = False  # render every ModelDeployment, ignoring the render cache
+    max_removals: int = DEFAULT_MAX_REMOVALS
+
+
+@dataclass(frozen=True, slots=True)
+class RenderReport:
+    """What one render did: every object's result, the files changed, the removals."""
+
+    results: Sequence[Result]
+    changes: Mapping[str, Sequence[str]]  # "added", "changed", "removed" -> paths, sorted
+    removals: Removals
+    reused: int  # results taken from the last render (unchanged since)
+    committed: str | None = None  # the commit made, if any
+
+    @property
+    def failed(self) -> bool:
+        """Some object was not rendered, or a removal was withheld."""
+        return any(r.error is not None for r in self.results) or bool(self.removals.withheld)
+
+    @property
+    def out_of_date(self) -> bool:
+        return any(self.changes.values())
+
+    @property
+    def schema_sources(self) -> dict[str, str]:
+        """`apiVersion Kind` -> where its schema came from, for every kind the results checked."""
+        return dict(sorted({k: v for r in self.results for k, v in r.schemas}.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """A render, prepared: its inputs read, its repository open."""
+
+    settings: RenderSettings
+    repo: Repo
+    subdir: str
+    parsed: ParsedSources
+    objects: list[dict[str, Any]]
+    shared: str  # inputs_digest of every input besides the objects
+    ownership: Ownership
+    context: Callable[[], RenderContext]
+    cache_path: Path
+    progress: Callable[[int], None] | None
+
+
+def run_render(
+    settings: RenderSettings,
+    *,
+    cluster_crds: ClusterCrds | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> RenderReport:
+    """One render (see the module's text). `cluster_crds` reads the cluster's CRDs (needed with
+    `settings.crds_from_cluster`); `progress` is told how many ModelDeployments each pass
+    considers, before it renders."""
+    try:
+        job = _prepare(settings, cluster_crds, progress)
+        if settings.check:
+            done, current = _render(job, _cache(job))
+            return _report(done, current, committed=None)
+        with job.repo.locked():
+            return _write(job)
+    except UnsafePath as err:  # a link in the tree: the repository cannot be used as it is
+        raise GitError(str(err)) from None
+
+
+def _prepare(
+    settings: RenderSettings,
+    cluster_crds: ClusterCrds | None,
+    progress: Callable[[int], None] | None,
+) -> _Job:
+    fingerprint = runway_fingerprint()
+    git_dir = Path(settings.repo) / ".git"
+    parsed = ParsedSources(git_dir / SOURCES_CACHE if git_dir.is_dir() else None, fingerprint)
+    docs = _sources(settings.sources, parsed)
+    configs = _config_objects(docs, settings.providers)
+    registry = build_registry(configs)
+    pins = bundled_versions()
+    schema_digest, load_schemas = _schema_source(settings, cluster_crds)
+    shared = _shared_inputs(fingerprint, configs, schema_digest, pins, settings.gateway)
+    subdir = _checked_path(settings.path)
+    repo = Repo.open_or_init(settings.repo)
+    ownership = Ownership(
+        origins_of(docs, repo.work),
+        roots_of(settings.sources, repo.work),
+        duplicates(docs),
+        settings.max_removals,
+    )
+    schema_key = digest(fingerprint, schema_digest)[:16]
+
+    def context() -> RenderContext:
+        # Parsed upstream schemas, kept per content: parsing the CRDs is most of a small render.
+        for stale in repo.git_dir.glob("runway-schemas-*.pickle"):
+            if stale.name != f"runway-schemas-{schema_key}.pickle":
+                stale.unlink(missing_ok=True)
+        schemas = cached(repo.git_dir / f"runway-schemas-{schema_key}.pickle", load_schemas)
+        return RenderContext(registry, schemas, pins, settings.gateway)
+
+    return _Job(
+        settings,
+        repo,
+        subdir,
+        parsed,
+        [d.obj for d in docs],
+        inputs_digest(shared),
+        ownership,
+        context,
+        repo.git_dir / f"runway-render-cache-{digest(settings.path)[:12]}.pickle",
+        progress,
+    )
+
+
+def _write(job: _Job) -> RenderReport:
+    """Under the lock: recover, render, write, commit, push; the render cache is saved once, at
+    the end (also when Git fails after the tree was written)."""
+    repo, subdir, settings = job.repo, job.subdir, job.settings
+    repo.recover(subdir)
+    done, current = _render(job, _cache(job))
+    changes = _changes(current, done.files)
+    written = _store(job, done, current)
+    try:
+        job.parsed.finish(repo.git_dir / SOURCES_CACHE)
+        committed = None
+        if settings.commit or settings.push:
+            committed = repo.commit(subdir, written, done.files.written)
+        if settings.push:
+
+            def rerender() -> None:
+                nonlocal done, changes
+                done, current = _render(job, None if settings.full else done.cache)
+                changes = _changes(current, done.files)
+                repo.commit(subdir, _store(job, done, current), done.files.written)
+
+            repo.push(settings.push, settings.branch, rerender=rerender)
+    finally:
+        done.cache.save(job.cache_path)
+    return RenderReport(
+        done.results, changes, done.removals, len(done.results) - done.rendered, committed
+    )
+
+
+def _cache(job: _Job) -> RenderCache | None:
+    return None if job.settings.full else RenderCache.load(job.cache_path)
+
+
+def _render(job: _Job, cache: RenderCache | None) -> tuple[Rendered, Mapping[str, str]]:
+    """One pass against the tree on disk now; `cache` None renders everything (--full)."""
+    current = job.repo.scan(job.subdir)
+    if job.progress is not None:
+        job.progress(sum(1 for o in job.objects if o.get("kind") == MODEL_DEPLOYMENT))
+    done = render_incremental(
+        job.objects,
+        current=current,
+        cache=cache,
+        shared=job.shared,
+        context=job.context,
+        digests=job.parsed.digests,
+        stats=None if job.settings.full else current.stats,  # --full: compared by content
+        ownership=job.ownership,
+    )
+    return done, current
+
+
+def _store(job: _Job, done: Rendered, current: Mapping[str, str]) -> int:
+    """Write the tree (only files whose bytes change); the count of files written or removed."""
+    _refuse_credentials(done.files, current)
+    written = job.repo.write_tree(job.subdir, done.files, current, done.files.unchanged)
+    done.cache.record_stats(job.repo.work / job.subdir)
+    return len(written)
+
+
+def _report(done: Rendered, current: Mapping[str, str], *, committed: str | None) -> RenderReport:
+    changes = _changes(current, done.files)
+    reused = len(done.results) - done.rendered
+    return RenderReport(done.results, changes, done.removals, reused, committed)
+
+
+def _checked_path(value: str) -> str:
+    """--path: a plain folder inside the work tree, never .git or above it."""
+    try:
+        parts = plain_parts(value.strip("/") if not value.startswith("/") else "/")
+    except UnsafePath:
+        parts = []
+    if not parts or ".git" in parts:
+        raise SourceError("--path", f"expected a folder inside the repository, got {value!r}")
+    return "/".join(parts)
+
+
+def _sources(paths: Sequence[str], parsed: ParsedSources) -> list[Document]:
+    docs = parsed.read(paths)
+    for doc in docs:
+        if doc.obj.get("kind") not in KINDS:
+            raise SourceError(
+                doc.where,
+                f"{doc.kind} is not a ModelDeployment, InferenceProviderConfig or ExternalModelProvider",
+            )
+    if not any(d.obj.get("kind") == MODEL_DEPLOYMENT for d in docs):
+        raise SourceError(", ".join(paths), "no ModelDeployment objects found")
+    return docs
+
+
+def _config_objects(docs: Sequence[Document], providers: Sequence[str]) -> list[dict[str, Any]]:
+    """The InferenceProviderConfigs in force: --providers, else the sources', else the shipped."""
+    if providers:
+        docs = read_documents(providers)
+        for doc in docs:
+            if doc.obj.get("kind") != INFERENCE_PROVIDER_CONFIG:
+                raise SourceError(doc.where, f"expected an InferenceProviderConfig, got {doc.kind}")
+        return [d.obj for d in docs]
+    configs = [d.obj for d in docs if d.obj.get("kind") == INFERENCE_PROVIDER_CONFIG]
+    return configs or bundled_config_objects()
+
+
+def _schema_source(
+    settings: RenderSettings, cluster_crds: ClusterCrds | None
+) -> tuple[str, Callable[[], Schemas]]:
+    """The digest of the schemas in force, and how to parse them (only when something renders):
+    the schema pack (part of Runway's fingerprint), overridden kind by kind by --crds or
+    --crds-from-cluster."""
+    if settings.crds_from_cluster:
+        if cluster_crds is None:
+            raise ValueError("crds_from_cluster needs cluster_crds, the reader of the cluster")
+        crds = cluster_crds(settings.kubeconfig)
+        return canonical(crds), lambda: Schemas.from_pack(load_pack()).overridden_by(
+            Schemas.from_crds(crds)
+        )
+    if settings.crds:
+        for directory in settings.crds:
+            if not Path(directory).is_dir():
+                raise SourceError(directory, "CRD directory does not exist")
+        directories = list(settings.crds)
+        return files_digest([Path(d) for d in directories]), lambda: Schemas.from_pack(
+            load_pack()
+        ).overridden_by(Schemas.from_directories(directories))
+    return "schema pack", lambda: Schemas.from_pack(load_pack())
+
+
+def _shared_inputs(
+    fingerprint: str,
+    configs: Sequence[Mapping[str, Any]],
+    schemas: str,
+    pins: Versions,
+    gateway: GatewayTarget | None,
+) -> dict[str, bytes | str]:
+    """Everything rendering reads besides the object and its previous output, by name; an
+    input missing here would let an incremental render keep stale output."""
+    return {
+        "runway": fingerprint,  # our version, code and data (incl. flag catalogs)
+        "configs": canonical(list(configs)),
+        "pins": repr(pins),
+        "schemas": schemas,
+        "builtin-schemas": importlib.metadata.version("kubernetes-validate"),
+        "gateway": repr(gateway),
+    }
+
+
+def _refuse_credentials(files: Tree, current: Mapping[str, str]) -> None:
+    """The last guard before Git: no file about to be written may hold a credential. Rendering
+    scans every file of a ModelDeployment and refuses the object (files.scanned); this scans
+    every other file to be written."""
+    for path in files:
+        if path in files.unchanged or path in files.scanned:
+            continue
+        text = files[path]
+        if current.get(path) != text:
+            kind = credential_kind(text)
+            if kind is not None:
+                raise RunwayError(
+                    f"{path}: looks like {kind}; refusing to write it into Git (use a Secret)"
+                )
+
+
+def _changes(before: Mapping[str, str], after: Tree) -> dict[str, list[str]]:
+    both = (set(after) & set(before)) - after.unchanged
+    return {
+        "added": sorted(set(after) - set(before)),
+        "changed": sorted(p for p in both if after[p] != before[p]),
+        "removed": sorted(set(before) - set(after)),
+    }

@@ -1,0 +1,96 @@
+"""The render cache: per output folder, what it was last rendered from and what that reported.
+
+The cache (in .git, never committed) remembers, per folder, the key its output was rendered under
+(renderer.digests.render_key), a digest of the files it wrote, the report, and the files' Stats
+(inode, size, mtime, ctime) after writing. Anything unreadable in it is treated as absent: the
+worst case is a full render. A render loads it once and writes it once, at the end.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from kubeio.files import atomic_write
+from renderer.gitops import Stat, stat_of
+
+CACHE_FORMAT = 3
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What one folder was last rendered from, and what that render reported."""
+
+    key: str
+    files: str | None  # folder_digest of the files written; None when the object failed
+    error: str | None
+    warnings: tuple[str, ...]
+    engine: str | None
+    provider: str | None
+    schemas: tuple[tuple[str, str], ...] = ()  # Result.schemas of that render
+    hydrated: str | None = None  # text_digest of the folder's hydrated file, as `stats` saw it
+    stats: tuple[tuple[str, Stat], ...] | None = None  # the folder's files after writing
+
+
+class RenderCache:
+    """Entries by folder (namespace/name), read from and written to one file in .git (pickled
+    tuples of plain values: loading 10,000 entries takes milliseconds)."""
+
+    def __init__(
+        self, entries: dict[str, Entry] | None = None, loaded: dict[str, Entry] | None = None
+    ) -> None:
+        self.entries = entries or {}
+        self.loaded = loaded  # the entries in the file now: saving the same again is skipped
+
+    @classmethod
+    def load(cls, path: Path) -> RenderCache:
+        try:
+            with path.open("rb") as handle:
+                raw = pickle.load(handle)
+            if raw[0] != CACHE_FORMAT:
+                return cls()
+            entries = {folder: Entry(*fields) for folder, fields in raw[1].items()}
+        except Exception:  # unreadable or of another shape: as if absent (a full render)
+            log.debug("ignoring unreadable %s", path, exc_info=True)
+            return cls()
+        return cls(entries, loaded=dict(entries))
+
+    def record_stats(self, root: Path) -> None:
+        """The Stats of each folder rendered this time, after writing (see the module's text)."""
+        for folder, entry in self.entries.items():
+            if entry.stats is None:
+                self.entries[folder] = replace(entry, stats=_folder_stats(root / folder))
+
+    def save(self, path: Path) -> None:
+        """Written atomically (kubeio.files): a killed render leaves the old cache or the new.
+        Nothing is written when the file holds these entries already."""
+        if self.loaded == self.entries:
+            return
+        entries = {
+            folder: (
+                e.key,
+                e.files,
+                e.error,
+                e.warnings,
+                e.engine,
+                e.provider,
+                e.schemas,
+                e.hydrated,
+                e.stats,
+            )
+            for folder, e in sorted(self.entries.items())
+        }
+        atomic_write(path, pickle.dumps((CACHE_FORMAT, entries), protocol=pickle.HIGHEST_PROTOCOL))
+        self.loaded = dict(self.entries)
+
+
+def _folder_stats(folder: Path) -> tuple[tuple[str, Stat], ...] | None:
+    try:
+        names = sorted(e.name for e in os.scandir(folder) if e.is_file(follow_symlinks=False))
+        return tuple((name, stat_of(folder / name)) for name in names)
+    except OSError:
+        return None  # no folder (a failed object that never rendered): read next time
