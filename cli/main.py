@@ -69,28 +69,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.verbose)
     try:
         return int(args.run(args))
-    except SourceError as err:
-        print(f"runway: {err}", file=sys.stderr)
-        return Exit.USAGE
-    except SettingsError as err:
-        print(f"runway: {err}", file=sys.stderr)
-        return Exit.USAGE
-    except OSError as err:
-        print(f"runway: {describe(err)}", file=sys.stderr)
-        return Exit.UNAVAILABLE
-    except (LiteLLMUnavailable, GitError) as err:
-        print(f"runway: {err}", file=sys.stderr)
-        return Exit.UNAVAILABLE
-    except RunwayError as err:
-        print(f"runway: {err}", file=sys.stderr)
-        return Exit.PARTIAL
     except KeyboardInterrupt:
         return Exit.INTERRUPTED
-    except Exception as err:  # the CLI's error boundary: only the cluster client's errors map
-        if not is_cluster_error(err):
+    except Exception as err:  # the CLI's one error boundary: only the errors of ERRORS map
+        code = exit_for(err)
+        if code is None:
             raise
-        print(f"runway: {describe(err)}", file=sys.stderr)
-        return Exit.UNAVAILABLE
+        print(f"runway: {err if isinstance(err, RunwayError) else describe(err)}", file=sys.stderr)
+        return code
+
+
+# What each error a command lets through means, first match wins (README "Exit status").
+ERRORS: tuple[tuple[tuple[type[Exception], ...], Exit], ...] = (
+    ((SourceError, SettingsError), Exit.USAGE),
+    ((OSError, LiteLLMUnavailable, GitError), Exit.UNAVAILABLE),
+    ((RunwayError,), Exit.PARTIAL),
+)
+
+
+def exit_for(err: Exception) -> Exit | None:
+    """The exit status of an error a command raised; None for a bug (it propagates)."""
+    for types, code in ERRORS:
+        if isinstance(err, types):
+            return code
+    return Exit.UNAVAILABLE if is_cluster_error(err) else None
 
 
 def is_cluster_error(err: BaseException) -> bool:
