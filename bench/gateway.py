@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 from core.model.destinations import Destinations
+from gateway.apikeys import FileSecrets
 from gateway.litellm import LiteLLM
 from gateway.merge import plan
-from gateway.secrets import FileSecrets
 from gateway.sync import Syncer
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions

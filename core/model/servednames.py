@@ -1,4 +1,9 @@
-"""Served names are literal: the one rule for every name a client sends in "model".
+"""The name a client sends in "model" for a ModelDeployment, and the rule every such name obeys.
+
+`served_name` is the one function that says which name that is: the renderer's HTTPRoute matches
+it and the gateway merge registers it in LiteLLM. Admission checks the fields it reads.
+
+Served names are literal.
 
 LiteLLM treats a model_name holding `*` as a pattern (`*` alone is a catch-all, `openai/*` every
 name under a prefix), so a wildcard name would take every request no other entry matches. A name
@@ -11,6 +16,8 @@ ModelDeployment servedName and gateway.modelName, and every name the gateway mer
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
@@ -25,6 +32,30 @@ LITERAL = (
 )
 
 
+# The fields a client's name is read from, in the order `served_name` reads them (after them:
+# spec.model.id, then metadata.name).
+MODEL_NAME = FieldPath.root("spec", "gateway", "modelName")
+SERVED = FieldPath.root("spec", "model", "servedName")
+
+
+def served_name(md: ModelDeployment, capabilities: Mapping[str, Any]) -> str:
+    """The one name clients send in "model" for a hydrated ModelDeployment (`capabilities`: its
+    provider's gateway capabilities for its engine): spec.gateway.modelName, else the name the
+    engine answers to."""
+    explicit = dig(md.spec, "gateway", "modelName")
+    if explicit:
+        return str(explicit)
+    return engine_model_name(md, capabilities)
+
+
+def engine_model_name(md: ModelDeployment, capabilities: Mapping[str, Any]) -> str:
+    """The name the model server itself answers to: spec.model.servedName (unless the provider
+    ignores it), else spec.model.id, else the ModelDeployment's name."""
+    if md.served_name and not capabilities.get("ignoresServedName"):
+        return md.served_name
+    return md.model_id or md.name
+
+
 def is_literal(name: object) -> bool:
     """Whether `name` is a literal served name (never a pattern LiteLLM would expand)."""
     return isinstance(name, str) and SERVED_NAME.fullmatch(name) is not None
@@ -34,8 +65,8 @@ def check_served_names(md: ModelDeployment) -> list[FieldError]:
     """spec.model.servedName and spec.gateway.modelName, when set, are literal names."""
     errors = []
     for at, value in (
-        (FieldPath.root("spec", "model", "servedName"), dig(md.spec, "model", "servedName")),
-        (FieldPath.root("spec", "gateway", "modelName"), dig(md.spec, "gateway", "modelName")),
+        (SERVED, dig(md.spec, "model", "servedName")),
+        (MODEL_NAME, dig(md.spec, "gateway", "modelName")),
     ):
         if isinstance(value, str) and value and not is_literal(value):
             errors.append(FieldError(str(at), Reason.INVALID, LITERAL))

@@ -8,12 +8,8 @@ import pytest
 
 from core.admission.hydrate import hydrate
 from core.model.kinds import ModelDeployment
-from core.rendering.inferencegateway import (
-    GatewayTarget,
-    capabilities_of,
-    render_gateway,
-    served_name,
-)
+from core.model.servednames import served_name
+from core.rendering.inferencegateway import GatewayTarget, capabilities_of, render_gateway
 from core.rendering.pods import template_selector
 from core.selection.configs import ProviderRegistry
 from gateway.merge import Conflict, DesiredModel, Owner, Plan, SecretRef, Skipped, plan
@@ -207,7 +203,7 @@ def test_served_name_is_what_the_rendered_route_matches(
     )
     hydrated = ModelDeployment(hydrate(obj, registry=shipped).obj)
 
-    assert served_name(hydrated, shipped) == expected
+    assert served_name(hydrated, capabilities_of(hydrated, shipped)) == expected
     if gateway:  # the HTTPRoute the renderer emits (render_one calls exactly this) matches it
         objects = render_gateway(
             hydrated,
