@@ -18,8 +18,8 @@ from gateway.merge import plan
 from gateway.sync import Syncer
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
+from tests.support.answers import FakeUpstream
 from tests.support.builders import external_model_provider
-from tests.support.fake_openai import FakeUpstream
 from tests.support.litellm import MASTER_KEY, start_proxy
 
 SIZES = (1, 10, 50)
