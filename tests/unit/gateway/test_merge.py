@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from core.admission.hydrate import hydrate
+from core.admission.pipeline import admit
 from core.model.kinds import ModelDeployment
-from core.model.servednames import served_name
+from core.model.servednames import LITERAL, served_name
 from core.rendering.inferencegateway import GatewayTarget, capabilities_of, render_gateway
 from core.rendering.pods import template_selector
 from core.selection.configs import ProviderRegistry
@@ -218,3 +219,38 @@ def test_served_name_is_what_the_rendered_route_matches(
         assert match["headers"] == [
             {"type": "Exact", "name": "X-Gateway-Model-Name", "value": expected}
         ]
+
+
+def test_a_model_id_that_is_not_literal_is_routed_but_never_registered(
+    shipped: ProviderRegistry,
+) -> None:
+    # Where the served-name variants disagree (issue #19): with neither gateway.modelName nor
+    # servedName, the name a client sends is spec.model.id, which admission does not hold to
+    # the literal rule. The webhook admits it and the renderer's HTTPRoute matches it exactly
+    # (no pattern there); the merge, which holds every name it registers to the rule, never
+    # registers it in LiteLLM, where "*" would be a catch-all.
+    obj = model_deployment(
+        "wild", "models", model={"id": "*"}, gpu=1, provider="vllm", gateway={"enabled": True}
+    )
+    admitted = admit(obj, old=None, registry=shipped)
+    hydrated = ModelDeployment(admitted.obj)
+    objects = render_gateway(
+        hydrated,
+        capabilities_of(hydrated, shipped),
+        TARGET,
+        PINS,
+        port=8000,
+        selector=template_selector(hydrated),
+    )
+    (route,) = [o for o in objects if o["kind"] == "HTTPRoute"]
+
+    assert (admitted.allowed, served_name(hydrated, capabilities_of(hydrated, shipped))) == (
+        True,
+        "*",
+    )
+    assert route["spec"]["rules"][0]["matches"][0]["headers"] == [
+        {"type": "Exact", "name": "X-Gateway-Model-Name", "value": "*"}
+    ]
+    assert run(shipped, [obj]) == Plan(
+        skipped=(Skipped(Owner(MD, "models", "wild"), f"name '*' {LITERAL}", "*"),)
+    )
