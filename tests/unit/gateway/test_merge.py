@@ -45,6 +45,20 @@ def run(shipped: ProviderRegistry, deployments: Any = (), providers: Any = ()) -
     return plan(deployments, providers, registry=shipped, pins=PINS, gateway_url=GATEWAY_URL)
 
 
+def routed(hydrated: ModelDeployment, shipped: ProviderRegistry) -> dict[str, Any]:
+    """The HTTPRoute the renderer emits for `hydrated` (render_model calls exactly this)."""
+    objects = render_gateway(
+        hydrated,
+        capabilities_of(hydrated, shipped),
+        TARGET,
+        PINS,
+        port=8000,
+        selector=template_selector(hydrated),
+    )
+    (route,) = [o for o in objects if o["kind"] == "HTTPRoute"]
+    return route
+
+
 def provider_model(name: str, served: str, **kw: Any) -> DesiredModel:
     return DesiredModel(
         served,
@@ -205,17 +219,8 @@ def test_served_name_is_what_the_rendered_route_matches(
     hydrated = ModelDeployment(hydrate(obj, registry=shipped).obj)
 
     assert served_name(hydrated, capabilities_of(hydrated, shipped)) == expected
-    if gateway:  # the HTTPRoute the renderer emits (render_one calls exactly this) matches it
-        objects = render_gateway(
-            hydrated,
-            capabilities_of(hydrated, shipped),
-            TARGET,
-            PINS,
-            port=8000,
-            selector=template_selector(hydrated),
-        )
-        (route,) = [o for o in objects if o["kind"] == "HTTPRoute"]
-        (match,) = route["spec"]["rules"][0]["matches"]
+    if gateway:  # the HTTPRoute the renderer emits matches it
+        (match,) = routed(hydrated, shipped)["spec"]["rules"][0]["matches"]
         assert match["headers"] == [
             {"type": "Exact", "name": "X-Gateway-Model-Name", "value": expected}
         ]
@@ -234,15 +239,7 @@ def test_a_model_id_that_is_not_literal_is_routed_but_never_registered(
     )
     admitted = admit(obj, old=None, registry=shipped)
     hydrated = ModelDeployment(admitted.obj)
-    objects = render_gateway(
-        hydrated,
-        capabilities_of(hydrated, shipped),
-        TARGET,
-        PINS,
-        port=8000,
-        selector=template_selector(hydrated),
-    )
-    (route,) = [o for o in objects if o["kind"] == "HTTPRoute"]
+    route = routed(hydrated, shipped)
 
     assert (admitted.allowed, served_name(hydrated, capabilities_of(hydrated, shipped))) == (
         True,
