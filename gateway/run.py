@@ -63,7 +63,7 @@ class SyncSettings:
 
     litellm_url: str
     master_key: str = field(repr=False)
-    planning: PlanSettings = PlanSettings()
+    planning: PlanSettings = field(default_factory=PlanSettings)
     sources: tuple[str, ...] = ()  # files instead of the cluster
     secrets_dir: str | None = None  # Secret manifests, with sources
     kubeconfig: str | None = None  # None: in-cluster, else ~/.kube/config
@@ -85,7 +85,7 @@ class SyncReport:
         return registered and self.plan.is_clean
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Connection:
     """What passes of one sync share: the Syncer (its memory of keys sent) and the API client
     (None: objects come from files)."""
