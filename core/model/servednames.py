@@ -1,11 +1,11 @@
-"""The name a client sends in "model" for a ModelDeployment, and the rule every such name obeys.
+"""The name a client sends in "model" for a ModelDeployment, and the rule such names obey.
 
 `served_name` is the one function that says which name that is: the renderer's HTTPRoute matches
-it and the gateway merge registers it in LiteLLM. Admission checks the fields it reads.
+it and the gateway merge registers it in LiteLLM; admission holds the two fields it reads first
+(gateway.modelName, servedName) to the rule below. Its last resort, spec.model.id, is not held
+to it at admission (nor in the route, which matches exactly); the merge refuses it there.
 
-Served names are literal.
-
-LiteLLM treats a model_name holding `*` as a pattern (`*` alone is a catch-all, `openai/*` every
+Served names are literal. LiteLLM treats a model_name holding `*` as a pattern (`*` alone is a catch-all, `openai/*` every
 name under a prefix), so a wildcard name would take every request no other entry matches. A name
 here is letters, digits and `. _ : / -`, starting with a letter or digit, at most 253 characters:
 nothing LiteLLM or a route matcher reads as a pattern. ExternalModelProvider servedNames,
@@ -30,12 +30,9 @@ LITERAL = (
     "must be a literal model name: letters, digits and . _ : / - (starting with a letter or "
     f"digit, at most {MAX_SERVED_NAME} characters); wildcards and patterns are refused"
 )
-
-
-# The fields a client's name is read from, in the order `served_name` reads them (after them:
-# spec.model.id, then metadata.name).
-MODEL_NAME = FieldPath.root("spec", "gateway", "modelName")
-SERVED = FieldPath.root("spec", "model", "servedName")
+# The fields `served_name` reads before spec.model.id and metadata.name, which admission checks.
+GATEWAY_MODEL_NAME_AT = FieldPath.root("spec", "gateway", "modelName")
+SERVED_NAME_AT = FieldPath.root("spec", "model", "servedName")
 
 
 def served_name(md: ModelDeployment, capabilities: Mapping[str, Any]) -> str:
@@ -65,8 +62,8 @@ def check_served_names(md: ModelDeployment) -> list[FieldError]:
     """spec.model.servedName and spec.gateway.modelName, when set, are literal names."""
     errors = []
     for at, value in (
-        (SERVED, dig(md.spec, "model", "servedName")),
-        (MODEL_NAME, dig(md.spec, "gateway", "modelName")),
+        (SERVED_NAME_AT, dig(md.spec, "model", "servedName")),
+        (GATEWAY_MODEL_NAME_AT, dig(md.spec, "gateway", "modelName")),
     ):
         if isinstance(value, str) and value and not is_literal(value):
             errors.append(FieldError(str(at), Reason.INVALID, LITERAL))
