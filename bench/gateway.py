@@ -12,14 +12,14 @@ import time
 from pathlib import Path
 
 from core.model.destinations import Destinations
+from gateway.apikeys import FileSecrets
 from gateway.litellm import LiteLLM
 from gateway.merge import plan
-from gateway.secrets import FileSecrets
 from gateway.sync import Syncer
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
+from tests.support.answers import FakeUpstream
 from tests.support.builders import external_model_provider
-from tests.support.fake_openai import FakeUpstream
 from tests.support.litellm import MASTER_KEY, start_proxy
 
 SIZES = (1, 10, 50)

@@ -1,12 +1,12 @@
 """`runway gateway-plan` (offline preview of the desired LiteLLM model list and every ambiguous
 servedName) and `runway gateway-sync` (register it in LiteLLM and write ExternalModelProvider
-status). Neither prints a key: plans hold Secret references only, and the sync's output names
-models, owners and outcomes."""
+status): their arguments, settings, output and exit status. The flow is gateway/run.py. Neither
+prints a key: plans hold Secret references only, and the sync's output names models, owners and
+outcomes."""
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import logging
 import os
@@ -17,27 +17,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import kubernetes
-import urllib3
-
+from cli.exits import Exit
 from core.fields.errors import SourceError
 from core.model.destinations import Destinations
-from core.model.kinds import INFERENCE_PROVIDER_CONFIG
 from core.model.urls import url_problem
-from core.selection.configs import ProviderRegistry
-from gateway.cluster import list_objects, statuses, write_statuses
-from gateway.litellm import LiteLLM, LiteLLMUnavailable
-from gateway.merge import Owner, Plan, plan, split
-from gateway.secrets import ClusterSecrets, FileSecrets, SecretSource
-from gateway.status import ModelResult, Outcome
-from gateway.sync import Syncer
-from kubeio.registry import build_registry
-from kubeio.shipped import bundled_config_objects, bundled_versions
-from kubeio.sources import read_documents
+from gateway.merge import Owner, Plan
+from gateway.run import PlanSettings, SyncReport, SyncSettings, plan_sources, sync_loop, sync_once
+from gateway.status import ModelResult
 
 log = logging.getLogger(__name__)
 
-KINDS = ("ModelDeployment", "ExternalModelProvider", INFERENCE_PROVIDER_CONFIG, "Secret")
 MASTER_KEY_ENV = "LITELLM_MASTER_KEY"
 
 
@@ -111,24 +100,6 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _read(paths: Sequence[str]) -> list[dict[str, Any]]:
-    objects = []
-    for doc in read_documents(paths):
-        if doc.obj.get("kind") not in KINDS:
-            raise SourceError(doc.where, f"{doc.kind} is not one of {', '.join(KINDS)}")
-        objects.append(doc.obj)
-    return objects
-
-
-def _registry(objects: Sequence[Mapping[str, Any]], dirs: Sequence[str] | None) -> ProviderRegistry:
-    if dirs:
-        objects = _read(dirs)
-    configs = [o for o in objects if o.get("kind") == INFERENCE_PROVIDER_CONFIG]
-    # The flag catalogs too: without them the merge admitted engine args that the webhook,
-    # `validate` and `render` deny, and registered the model in LiteLLM.
-    return build_registry(configs or bundled_config_objects())
-
-
 def _gateway_url(value: str | None) -> str | None:
     problem = url_problem(value) if value is not None else None
     if problem is not None:
@@ -143,13 +114,9 @@ def _destinations(values: Sequence[str]) -> Destinations:
         raise SourceError("--allow-destination", str(err)) from None
 
 
-def _plan(objects: Sequence[Mapping[str, Any]], args: argparse.Namespace) -> Plan:
-    deployments, providers = split(objects)
-    return plan(
-        deployments,
-        providers,
-        registry=_registry(objects, args.providers),
-        pins=bundled_versions(),
+def _planning(args: argparse.Namespace) -> PlanSettings:
+    return PlanSettings(
+        providers=tuple(args.providers or ()),
         gateway_url=_gateway_url(args.gateway_url),
         destinations=_destinations(args.allow_destination),
     )
@@ -200,14 +167,12 @@ def _print_plan(result: Plan) -> None:
         print(f"skipped   {name}{s.owner}: {s.reason}")
 
 
-def _exit(result: Plan) -> int:
-    invalid = [s for s in result.skipped if s.served_name is None]
-    return 1 if result.conflicts or invalid else 0
+def _plan_exit(result: Plan) -> Exit:
+    return Exit.OK if result.is_clean else Exit.PARTIAL
 
 
-def run_plan(args: argparse.Namespace) -> int:
-    objects = _read(args.sources)
-    result = _plan(objects, args)
+def run_plan(args: argparse.Namespace) -> Exit:
+    result = plan_sources(args.sources, _planning(args))
     for c in result.conflicts:
         log.warning(
             "gateway-plan conflict served=%s claimants=%s",
@@ -218,7 +183,7 @@ def run_plan(args: argparse.Namespace) -> int:
         print(json.dumps(plan_json(result), indent=2, sort_keys=True))
     else:
         _print_plan(result)
-    return _exit(result)
+    return _plan_exit(result)
 
 
 def _master_key(args: argparse.Namespace, env: Mapping[str, str]) -> str:
@@ -229,21 +194,6 @@ def _master_key(args: argparse.Namespace, env: Mapping[str, str]) -> str:
     if not key:
         raise SourceError("--master-key-file", f"no LiteLLM master key (set ${MASTER_KEY_ENV})")
     return key
-
-
-def _api(args: argparse.Namespace) -> kubernetes.client.ApiClient:
-    if args.kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ:
-        configuration = kubernetes.client.Configuration()
-        kubernetes.config.load_incluster_config(client_configuration=configuration)
-        return kubernetes.client.ApiClient(configuration)
-    client: kubernetes.client.ApiClient = kubernetes.config.new_client_from_config(
-        config_file=args.kubeconfig
-    )
-    return client
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def _results_json(results: Sequence[ModelResult], result: Plan) -> dict[str, Any]:
@@ -273,37 +223,6 @@ def _print_results(results: Sequence[ModelResult], result: Plan) -> None:
         print(f"{'Skipped':<18} {name}{s.owner}: {s.reason}")
 
 
-def _pass(args: argparse.Namespace, syncer: Syncer, api: kubernetes.client.ApiClient | None) -> int:
-    objects: list[Mapping[str, Any]] = list(
-        _read(args.sources) if api is None else list_objects(api)
-    )
-    if api is None:  # files are read again every pass, Secrets included (rotation)
-        syncer.secrets = _file_secrets(args.secrets_dir)
-    providers = split(objects)[1]
-    result = _plan(objects, args)
-    results = syncer.reconcile(result)
-    if api is not None:
-        write_statuses(api, statuses(result, results, providers, now=_now()), providers)
-    if args.output == "json":
-        print(json.dumps(_results_json(results, result), indent=2, sort_keys=True))
-    else:
-        _print_results(results, result)
-    sys.stdout.flush()
-    ready = all(r.outcome == Outcome.REGISTERED for r in results)
-    return 0 if ready and _exit(result) == 0 else 1
-
-
-def _file_secrets(directory: str | None) -> FileSecrets:
-    docs = read_documents([directory]) if directory else []
-    return FileSecrets([d.obj for d in docs])
-
-
-def _first_line(err: BaseException) -> str:
-    if isinstance(err, kubernetes.client.ApiException):
-        return f"API server answered {err.status} {err.reason}"
-    return (str(err).splitlines() or [type(err).__name__])[0]
-
-
 def _litellm_url(value: str) -> str:
     problem = url_problem(value)
     if problem is not None:
@@ -314,32 +233,40 @@ def _litellm_url(value: str) -> str:
     return value
 
 
-def run_sync(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
-    url = _litellm_url(args.litellm_url)
-    litellm = LiteLLM(url, _master_key(args, os.environ if env is None else env))
-    if args.sources:
-        secrets: SecretSource = _file_secrets(args.secrets_dir)
-        api = None
+def _print_report(report: SyncReport, output: str) -> None:
+    if output == "json":
+        print(json.dumps(_results_json(report.results, report.plan), indent=2, sort_keys=True))
     else:
-        api = _api(args)
-        secrets = ClusterSecrets(api)
-    syncer = Syncer(litellm, secrets, confirm_timeout=args.confirm_timeout)
+        _print_results(report.results, report.plan)
+    sys.stdout.flush()
+
+
+def _sync_exit(report: SyncReport | None) -> Exit:
+    if report is None:  # the last pass of a loop failed: LiteLLM or the API server unreachable
+        return Exit.UNAVAILABLE
+    return Exit.OK if report.is_ready else Exit.PARTIAL
+
+
+def _settings(args: argparse.Namespace, env: Mapping[str, str]) -> SyncSettings:
+    return SyncSettings(
+        litellm_url=_litellm_url(args.litellm_url),
+        master_key=_master_key(args, env),
+        planning=_planning(args),
+        sources=tuple(args.sources or ()),
+        secrets_dir=args.secrets_dir,
+        kubeconfig=args.kubeconfig,
+        confirm_timeout=args.confirm_timeout,
+        interval=args.interval,
+    )
+
+
+def run_sync(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Exit:
+    settings = _settings(args, os.environ if env is None else env)
     if args.once:
-        return _pass(args, syncer, api)
+        report = sync_once(settings)
+        _print_report(report, args.output)
+        return _sync_exit(report)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    code = 0
-    while not stop.is_set():
-        try:
-            code = _pass(args, syncer, api)
-        except (
-            LiteLLMUnavailable,
-            kubernetes.client.ApiException,
-            urllib3.exceptions.HTTPError,
-            OSError,
-        ) as err:
-            # The loop outlives an outage of LiteLLM or the API server; the next pass retries.
-            log.warning("gateway-sync pass failed: %s", _first_line(err))
-            code = 4
-        stop.wait(args.interval)
-    return code
+    last = sync_loop(settings, stop=stop, report=lambda r: _print_report(r, args.output))
+    return _sync_exit(last)

@@ -9,15 +9,22 @@ from typing import Any
 
 import kubernetes
 
-from core.model.kinds import EMP_GROUP, GROUP, VERSION, dig
+from core.model.kinds import (
+    EMP_GROUP,
+    EXTERNAL_MODEL_PROVIDER,
+    EXTERNAL_MODEL_PROVIDER_PLURAL,
+    GROUP,
+    INFERENCE_PROVIDER_CONFIG,
+    INFERENCE_PROVIDER_CONFIG_PLURAL,
+    MODEL_DEPLOYMENT,
+    MODEL_DEPLOYMENT_PLURAL,
+    VERSION,
+    dig,
+)
 from gateway.merge import Owner, Plan, owner_of
 from gateway.status import ModelResult, invalid_status, provider_status
 
 log = logging.getLogger(__name__)
-
-EMP_PLURAL = "externalmodelproviders"
-MD_PLURAL = "modeldeployments"
-CONFIG_PLURAL = "inferenceproviderconfigs"
 
 
 def list_objects(api: kubernetes.client.ApiClient) -> list[dict[str, Any]]:
@@ -26,14 +33,14 @@ def list_objects(api: kubernetes.client.ApiClient) -> list[dict[str, Any]]:
     custom = kubernetes.client.CustomObjectsApi(api)
     objects: list[dict[str, Any]] = []
     for group, plural, kind in (
-        (GROUP, MD_PLURAL, "ModelDeployment"),
-        (EMP_GROUP, EMP_PLURAL, "ExternalModelProvider"),
-        (GROUP, CONFIG_PLURAL, "InferenceProviderConfig"),
+        (GROUP, MODEL_DEPLOYMENT_PLURAL, MODEL_DEPLOYMENT),
+        (EMP_GROUP, EXTERNAL_MODEL_PROVIDER_PLURAL, EXTERNAL_MODEL_PROVIDER),
+        (GROUP, INFERENCE_PROVIDER_CONFIG_PLURAL, INFERENCE_PROVIDER_CONFIG),
     ):
         try:
             listed: Any = custom.list_cluster_custom_object(group, VERSION, plural)
         except kubernetes.client.ApiException as err:
-            if err.status == 404 and kind != "ExternalModelProvider":
+            if err.status == 404 and kind != EXTERNAL_MODEL_PROVIDER:
                 # The gateway part installs without the runtime part: no such CRD, no objects.
                 log.info("gateway-sync: no %s CRD in this cluster", kind)
                 continue
@@ -89,7 +96,7 @@ def write_statuses(
                 EMP_GROUP,
                 VERSION,
                 owner.namespace,
-                EMP_PLURAL,
+                EXTERNAL_MODEL_PROVIDER_PLURAL,
                 owner.name,
                 {"status": dict(new[owner])},
             )

@@ -29,19 +29,14 @@ from core.model.kinds import (
     ModelDeployment,
     dig,
 )
-from core.model.servednames import LITERAL, is_literal
+from core.model.servednames import LITERAL, engine_model_name, is_literal, served_name
 from core.model.versions import Versions
-from core.rendering.inferencegateway import (
-    capabilities_of,
-    engine_model_name,
-    is_enabled,
-    served_name,
-)
+from core.rendering.inferencegateway import capabilities_of, is_enabled
 from core.selection.configs import ProviderRegistry
+from kubeio.objects import DEFAULT_NAMESPACE
 
 ID_PREFIX = "runway:"
 KIND_SHORT = {EXTERNAL_MODEL_PROVIDER: "emp", MODEL_DEPLOYMENT: "md"}
-DEFAULT_NAMESPACE = "default"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -115,8 +110,11 @@ class Plan:
     providers: tuple[Owner, ...] = field(default=())  # every ExternalModelProvider seen
     contested: tuple[DesiredModel, ...] = ()  # the routable claims of names in conflicts
 
-    def conflict_of(self, served: str) -> Conflict | None:
-        return next((c for c in self.conflicts if c.served_name == served), None)
+    @property
+    def is_clean(self) -> bool:
+        """No servedName in conflict and no object refused as invalid (a name skipped only
+        because it cannot be routed here is not a failure)."""
+        return not self.conflicts and all(s.served_name is not None for s in self.skipped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,8 +219,8 @@ def _deployment_claim(
         detail = "; ".join(str(e) for e in admission.errors)
         return [], [Skipped(owner, f"rejected, so not served: {detail}")]
     md = ModelDeployment(admission.obj)
-    name = served_name(md, registry)
     capabilities = capabilities_of(md, registry)
+    name = served_name(md, capabilities)
     if is_enabled(md, registry):
         if not gateway_url:
             reason = "spec.gateway.enabled: its entry points at the Gateway; pass --gateway-url"

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from gateway.merge import Owner
+from kubeio.objects import condition
 
 
 class Phase(StrEnum):
@@ -24,8 +25,8 @@ class Phase(StrEnum):
     DEGRADED = "Degraded"  # reserved (seed 004): nothing produces it yet
 
 
-class Outcome(StrEnum):
-    """Why a model is or is not registered."""
+class RegistrationOutcome(StrEnum):
+    """Why a model is or is not registered in LiteLLM (its `reason` in the status)."""
 
     REGISTERED = "Registered"
     CONFLICT = "Conflict"
@@ -35,7 +36,11 @@ class Outcome(StrEnum):
     INVALID = "Invalid"
 
 
-FAILURES = (Outcome.SECRET_UNAVAILABLE, Outcome.REGISTRATION_FAILED, Outcome.INVALID)
+FAILURES = (
+    RegistrationOutcome.SECRET_UNAVAILABLE,
+    RegistrationOutcome.REGISTRATION_FAILED,
+    RegistrationOutcome.INVALID,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,23 +48,23 @@ class ModelResult:
     served_name: str
     owner: Owner
     id: str
-    outcome: Outcome
+    outcome: RegistrationOutcome
     message: str = ""
     claimants: tuple[Owner, ...] = ()
     requested_by: str | None = None
 
     @property
     def registered(self) -> bool:
-        return self.outcome == Outcome.REGISTERED
+        return self.outcome == RegistrationOutcome.REGISTERED
 
 
 def phase_of(results: Sequence[ModelResult]) -> Phase:
     outcomes = {r.outcome for r in results}
-    if Outcome.CONFLICT in outcomes:
+    if RegistrationOutcome.CONFLICT in outcomes:
         return Phase.CONFLICT
     if outcomes & set(FAILURES):
         return Phase.FAILED
-    if results and outcomes == {Outcome.REGISTERED}:
+    if results and outcomes == {RegistrationOutcome.REGISTERED}:
         return Phase.READY
     return Phase.PENDING
 
@@ -78,25 +83,25 @@ def provider_status(
     message = "; ".join(r.message for r in problems) or (
         f"{len(results)} model(s) registered and confirmed in LiteLLM"
     )
-    conflicts = [r for r in results if r.outcome == Outcome.CONFLICT]
+    conflicts = [r for r in results if r.outcome == RegistrationOutcome.CONFLICT]
     conditions = [
-        _condition(
+        condition(
             "Ready",
             phase == Phase.READY,
-            Outcome.REGISTERED if phase == Phase.READY else problems[0].outcome,
+            RegistrationOutcome.REGISTERED if phase == Phase.READY else problems[0].outcome,
             message,
-            generation,
-            previous,
             now,
+            generation=generation,
+            previous=previous,
         ),
-        _condition(
+        condition(
             "ServedNamesUnique",
             not conflicts,
             "Unique" if not conflicts else "Conflict",
             "; ".join(r.message for r in conflicts) or "no servedName is claimed elsewhere",
-            generation,
-            previous,
             now,
+            generation=generation,
+            previous=previous,
         ),
     ]
     status: dict[str, Any] = {
@@ -122,32 +127,6 @@ def _model(result: ModelResult) -> dict[str, Any]:
     return out
 
 
-def _condition(  # noqa: PLR0917  (a private helper; each call names the condition first)
-    kind: str,
-    ok: bool,
-    reason: str,
-    message: str,
-    generation: int | None,
-    previous: Mapping[str, Any] | None,
-    now: str,
-) -> dict[str, Any]:
-    status = "True" if ok else "False"
-    since = now
-    for old in (previous or {}).get("conditions") or ():
-        if isinstance(old, Mapping) and old.get("type") == kind and old.get("status") == status:
-            since = str(old.get("lastTransitionTime") or now)
-    condition: dict[str, Any] = {
-        "type": kind,
-        "status": status,
-        "reason": str(reason),
-        "message": message,
-        "lastTransitionTime": since,
-    }
-    if generation is not None:
-        condition["observedGeneration"] = generation
-    return condition
-
-
 def invalid_status(
     reason: str, *, generation: int | None, previous: Mapping[str, Any] | None, now: str
 ) -> dict[str, Any]:
@@ -157,7 +136,15 @@ def invalid_status(
         "phase": str(Phase.FAILED),
         "message": message,
         "conditions": [
-            _condition("Ready", False, Outcome.INVALID, message, generation, previous, now)
+            condition(
+                "Ready",
+                False,
+                RegistrationOutcome.INVALID,
+                message,
+                now,
+                generation=generation,
+                previous=previous,
+            )
         ],
         "models": [],
     }

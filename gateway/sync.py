@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.model.kinds import EXTERNAL_MODEL_PROVIDER
+from gateway.apikeys import SecretSource, SecretUnavailable
 from gateway.litellm import LiteLLM, WriteFailed
 from gateway.merge import (
     ID_PREFIX,
@@ -34,8 +35,7 @@ from gateway.merge import (
     model_id,
     settle,
 )
-from gateway.secrets import SecretSource, SecretUnavailable
-from gateway.status import ModelResult, Outcome
+from gateway.status import ModelResult, RegistrationOutcome
 
 log = logging.getLogger(__name__)
 
@@ -134,11 +134,11 @@ class Syncer:
             try:
                 key = self.secrets.value(model.secret) if model.secret else None
             except SecretUnavailable as err:
-                results.append(_result(model, Outcome.SECRET_UNAVAILABLE, str(err)))
+                results.append(_result(model, RegistrationOutcome.SECRET_UNAVAILABLE, str(err)))
                 continue
             if model.id in foreign:
                 reason = f"LiteLLM already has an entry {model.id} that runway did not create"
-                results.append(_result(model, Outcome.REGISTRATION_FAILED, reason))
+                results.append(_result(model, RegistrationOutcome.REGISTRATION_FAILED, reason))
                 continue
             bodies[model.id] = entry(model, key)
         for stale in sorted(set(current) - set(bodies)):
@@ -223,7 +223,7 @@ class Syncer:
             time.sleep(CONFIRM_INTERVAL)
 
 
-def _result(model: DesiredModel, outcome: Outcome, message: str) -> ModelResult:
+def _result(model: DesiredModel, outcome: RegistrationOutcome, message: str) -> ModelResult:
     return ModelResult(
         model.served_name,
         model.owner,
@@ -238,11 +238,13 @@ def _written_result(
     model: DesiredModel, confirmed: bool, failure: WriteFailed | None
 ) -> ModelResult:
     if confirmed:
-        return _result(model, Outcome.REGISTERED, "registered and confirmed in LiteLLM")
+        return _result(model, RegistrationOutcome.REGISTERED, "registered and confirmed in LiteLLM")
     if failure is not None:
         why = f"{failure}, and the model is not in LiteLLM's /model/info"
-        return _result(model, Outcome.REGISTRATION_FAILED, why)
-    return _result(model, Outcome.NOT_CONFIRMED, "written, not yet confirmed in /model/info")
+        return _result(model, RegistrationOutcome.REGISTRATION_FAILED, why)
+    return _result(
+        model, RegistrationOutcome.NOT_CONFIRMED, "written, not yet confirmed in /model/info"
+    )
 
 
 def _conflict_message(conflict: Conflict, owner: Owner) -> str:
@@ -277,16 +279,9 @@ def _conflict_results(plan: Plan) -> list[ModelResult]:
                     conflict.served_name,
                     owner,
                     model_id(owner, conflict.served_name),
-                    Outcome.CONFLICT,
+                    RegistrationOutcome.CONFLICT,
                     message,
                     conflict.claimants,
                 )
             )
     return results
-
-
-def results_by_owner(results: Sequence[ModelResult]) -> dict[Any, list[ModelResult]]:
-    grouped: dict[Any, list[ModelResult]] = {}
-    for result in results:
-        grouped.setdefault(result.owner, []).append(result)
-    return grouped

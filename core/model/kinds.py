@@ -19,6 +19,10 @@ INFERENCE_PROVIDER_CONFIG = "InferenceProviderConfig"
 EMP_GROUP = "gateway.tokenfactory.mirantis.com"
 EMP_API_VERSION = f"{EMP_GROUP}/{VERSION}"
 EXTERNAL_MODEL_PROVIDER = "ExternalModelProvider"
+# The resource names of the three kinds in the API server's paths (all served at VERSION).
+MODEL_DEPLOYMENT_PLURAL = "modeldeployments"
+INFERENCE_PROVIDER_CONFIG_PLURAL = "inferenceproviderconfigs"
+EXTERNAL_MODEL_PROVIDER_PLURAL = "externalmodelproviders"
 DEFAULT_GPU_TYPE = "nvidia.com/gpu"
 
 # Where the selection is stamped (status would be dropped at admission; see DESIGN.md).

@@ -14,6 +14,7 @@ from typing import Any
 
 from core.model.kinds import ModelDeployment, dig
 from core.model.names import PICKER_SUFFIX, child_name
+from core.model.servednames import served_name
 from core.model.versions import Versions
 from core.rendering.common import object_meta
 from core.selection.configs import ProviderRegistry
@@ -46,29 +47,6 @@ def capabilities_of(md: ModelDeployment, registry: ProviderRegistry) -> Mapping[
     """The gateway capabilities of a hydrated ModelDeployment's provider and engine."""
     config = registry.get(md.provider_name)
     return config.gateway(md.engine_type) if config is not None else {}
-
-
-def served_name(md: ModelDeployment, registry: ProviderRegistry) -> str:
-    """The one name clients send in "model" for a hydrated ModelDeployment: what its rendered
-    HTTPRoute matches and its engine serves. The renderer and the gateway merge boundary both
-    resolve names through this function, so they cannot disagree."""
-    return model_name(md, capabilities_of(md, registry))
-
-
-def model_name(md: ModelDeployment, capabilities: Mapping[str, Any]) -> str:
-    """gateway.modelName, else servedName (unless the provider ignores it), else model.id."""
-    explicit = dig(md.spec, "gateway", "modelName")
-    if explicit:
-        return str(explicit)
-    return engine_model_name(md, capabilities)
-
-
-def engine_model_name(md: ModelDeployment, capabilities: Mapping[str, Any]) -> str:
-    """The name the model server itself answers to: servedName (unless the provider ignores it),
-    else model.id."""
-    if md.served_name and not capabilities.get("ignoresServedName"):
-        return md.served_name
-    return md.model_id or md.name
 
 
 def render_gateway(
@@ -293,7 +271,9 @@ def _route(
     }
     match = {
         "path": {"type": "PathPrefix", "value": "/"},
-        "headers": [{"type": "Exact", "name": ROUTE_HEADER, "value": model_name(md, capabilities)}],
+        "headers": [
+            {"type": "Exact", "name": ROUTE_HEADER, "value": served_name(md, capabilities)}
+        ],
     }
     return {
         "apiVersion": "gateway.networking.k8s.io/v1",

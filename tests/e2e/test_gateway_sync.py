@@ -15,13 +15,13 @@ from typing import Any
 import kubernetes
 import pytest
 
+from core.model.kinds import EMP_GROUP, EXTERNAL_MODEL_PROVIDER_PLURAL, VERSION
+from tests.support.answers import FakeUpstream
 from tests.support.builders import external_model_provider, model_deployment
 from tests.support.cluster import Cluster
-from tests.support.fake_openai import FakeUpstream
 from tests.support.litellm import MASTER_KEY, ROOT, Proxy, runway, start_proxy
 from tests.support.webhook import Webhook
 
-GROUP, VERSION, PLURAL = "gateway.tokenfactory.mirantis.com", "v1alpha1", "externalmodelproviders"
 REQUESTED_BY = "gateway.tokenfactory.mirantis.com/requested-by"
 KEY = "sk-e2e-provider-key-0123456789"
 
@@ -56,7 +56,9 @@ def create(cluster: Cluster, obj: dict[str, Any]) -> None:
 
 def status_of(api: kubernetes.client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
     custom = kubernetes.client.CustomObjectsApi(api)
-    obj: Any = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+    obj: Any = custom.get_namespaced_custom_object(
+        EMP_GROUP, VERSION, namespace, EXTERNAL_MODEL_PROVIDER_PLURAL, name
+    )
     return dict(obj.get("status") or {})
 
 

@@ -23,9 +23,9 @@ from core.admission.configs import check_external_provider
 from core.admission.pipeline import admit
 from core.model.servednames import is_literal
 from core.selection.configs import ProviderRegistry
+from gateway.apikeys import FileSecrets
 from gateway.litellm import LiteLLM, LiteLLMUnavailable
 from gateway.merge import Owner, Plan, Registration, plan, settle
-from gateway.secrets import FileSecrets
 from gateway.sync import Syncer
 from tests.fuzzing import Report
 from tests.support.answers import Answer, AnswerServer

@@ -12,7 +12,7 @@ those three routes with handlers that keep their request/response contract (same
 same auth dependency, same answers and error codes) and apply the write to the proxy's own
 in-memory router with Router.upsert_deployment / Router.delete_deployment, which is what LiteLLM
 does after its database write. The provider is a small OpenAI-compatible server on loopback
-(tests/support/fake_openai.py), standing in for a real provider the tests cannot reach.
+(FakeUpstream in tests/support/answers.py), standing in for a real provider the tests cannot reach.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 
 from core.model.servednames import LITERAL
+from tests.support.answers import FakeUpstream, Hit
 from tests.support.builders import external_model_provider
-from tests.support.fake_openai import FakeUpstream, Hit
 from tests.support.litellm import RUNWAY, Proxy, runway, start_proxy, write_objects
 from tests.support.wait import wait_until
 

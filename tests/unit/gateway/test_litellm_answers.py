@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
+from gateway.apikeys import FileSecrets
 from gateway.litellm import LiteLLM, LiteLLMUnavailable
 from gateway.merge import Conflict, DesiredModel, Owner, Plan
-from gateway.secrets import FileSecrets
-from gateway.status import Outcome, provider_status
+from gateway.status import RegistrationOutcome, provider_status
 from gateway.sync import MANAGED_BY, Syncer
 from tests.support.answers import Answer, AnswerServer
 from tests.support.hostile_gateway import DEEP, LITELLM_INFO, LITELLM_MODELS, MODEL, OURS
@@ -106,7 +106,7 @@ def test_odd_entries_are_read_as_what_they_can_be(server: AnswerServer) -> None:
     # The entry with model_name 7 and our id is ours: replaced (deleted, created) as different.
     assert [(r.outcome, r.message) for r in results] == [
         (
-            Outcome.CONFLICT,
+            RegistrationOutcome.CONFLICT,
             'servedName "m" is already registered in LiteLLM by LiteLLM entry (no id) (not '
             "created by runway), which keeps it; this claim is refused",
         )
@@ -167,7 +167,7 @@ def test_the_loop_reports_each_failed_pass_and_keeps_going(
         loop.send_signal(signal.SIGTERM)
         _, err = loop.communicate(timeout=60)
 
-    failed = f"WARNING cli.gateway gateway-sync pass failed: {server.url}/model/info: the answer is not JSON"
+    failed = f"WARNING gateway.run gateway-sync pass failed: {server.url}/model/info: the answer is not JSON"
     lines = err.splitlines()
     assert (loop.returncode, set(lines)) == (4, {failed})
     assert len(lines) >= 3
@@ -240,8 +240,8 @@ def test_a_refused_newcomer_gets_a_conflict_status_naming_the_holder(
 
     refused = 'servedName "gpt-4o" is already registered in LiteLLM by ExternalModelProvider/gw/platform, which keeps it; this claim is refused'
     assert [(r.owner, r.outcome) for r in results] == [
-        (platform, Outcome.REGISTERED),
-        (tenant, Outcome.CONFLICT),
+        (platform, RegistrationOutcome.REGISTERED),
+        (tenant, RegistrationOutcome.CONFLICT),
     ]
     status = provider_status(
         [r for r in results if r.owner == tenant], generation=1, previous=None, now="t"

@@ -7,13 +7,10 @@ from typing import Any
 import pytest
 
 from core.admission.hydrate import hydrate
+from core.admission.pipeline import admit
 from core.model.kinds import ModelDeployment
-from core.rendering.inferencegateway import (
-    GatewayTarget,
-    capabilities_of,
-    render_gateway,
-    served_name,
-)
+from core.model.servednames import LITERAL, served_name
+from core.rendering.inferencegateway import GatewayTarget, capabilities_of, render_gateway
 from core.rendering.pods import template_selector
 from core.selection.configs import ProviderRegistry
 from gateway.merge import Conflict, DesiredModel, Owner, Plan, SecretRef, Skipped, plan
@@ -46,6 +43,20 @@ def emp(name: str, *served: str, namespace: str = "gw", **meta: Any) -> dict[str
 
 def run(shipped: ProviderRegistry, deployments: Any = (), providers: Any = ()) -> Plan:
     return plan(deployments, providers, registry=shipped, pins=PINS, gateway_url=GATEWAY_URL)
+
+
+def routed(hydrated: ModelDeployment, shipped: ProviderRegistry) -> dict[str, Any]:
+    """The HTTPRoute the renderer emits for `hydrated` (render_model calls exactly this)."""
+    objects = render_gateway(
+        hydrated,
+        capabilities_of(hydrated, shipped),
+        TARGET,
+        PINS,
+        port=8000,
+        selector=template_selector(hydrated),
+    )
+    (route,) = [o for o in objects if o["kind"] == "HTTPRoute"]
+    return route
 
 
 def provider_model(name: str, served: str, **kw: Any) -> DesiredModel:
@@ -207,18 +218,36 @@ def test_served_name_is_what_the_rendered_route_matches(
     )
     hydrated = ModelDeployment(hydrate(obj, registry=shipped).obj)
 
-    assert served_name(hydrated, shipped) == expected
-    if gateway:  # the HTTPRoute the renderer emits (render_one calls exactly this) matches it
-        objects = render_gateway(
-            hydrated,
-            capabilities_of(hydrated, shipped),
-            TARGET,
-            PINS,
-            port=8000,
-            selector=template_selector(hydrated),
-        )
-        (route,) = [o for o in objects if o["kind"] == "HTTPRoute"]
-        (match,) = route["spec"]["rules"][0]["matches"]
+    assert served_name(hydrated, capabilities_of(hydrated, shipped)) == expected
+    if gateway:  # the HTTPRoute the renderer emits matches it
+        (match,) = routed(hydrated, shipped)["spec"]["rules"][0]["matches"]
         assert match["headers"] == [
             {"type": "Exact", "name": "X-Gateway-Model-Name", "value": expected}
         ]
+
+
+def test_a_model_id_that_is_not_literal_is_routed_but_never_registered(
+    shipped: ProviderRegistry,
+) -> None:
+    # Where the served-name variants disagree (issue #19): with neither gateway.modelName nor
+    # servedName, the name a client sends is spec.model.id, which admission does not hold to
+    # the literal rule. The webhook admits it and the renderer's HTTPRoute matches it exactly
+    # (no pattern there); the merge, which holds every name it registers to the rule, never
+    # registers it in LiteLLM, where "*" would be a catch-all.
+    obj = model_deployment(
+        "wild", "models", model={"id": "*"}, gpu=1, provider="vllm", gateway={"enabled": True}
+    )
+    admitted = admit(obj, old=None, registry=shipped)
+    hydrated = ModelDeployment(admitted.obj)
+    route = routed(hydrated, shipped)
+
+    assert (admitted.allowed, served_name(hydrated, capabilities_of(hydrated, shipped))) == (
+        True,
+        "*",
+    )
+    assert route["spec"]["rules"][0]["matches"][0]["headers"] == [
+        {"type": "Exact", "name": "X-Gateway-Model-Name", "value": "*"}
+    ]
+    assert run(shipped, [obj]) == Plan(
+        skipped=(Skipped(Owner(MD, "models", "wild"), f"name '*' {LITERAL}", "*"),)
+    )

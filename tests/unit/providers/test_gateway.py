@@ -8,7 +8,8 @@ import pytest
 
 from core.admission.hydrate import hydrate
 from core.model.kinds import ModelDeployment
-from core.rendering.inferencegateway import GatewayTarget, is_enabled, model_name, render_gateway
+from core.model.servednames import served_name
+from core.rendering.inferencegateway import GatewayTarget, is_enabled, render_gateway
 from core.rendering.pods import template_selector
 from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
@@ -43,7 +44,7 @@ def test_model_name_resolution(
     model = {"id": "org/model", **({"servedName": served} if served else {})}
 
     assert (
-        model_name(ModelDeployment(model_deployment(gateway=gateway, model=model)), capabilities)
+        served_name(ModelDeployment(model_deployment(gateway=gateway, model=model)), capabilities)
         == expected
     )
 

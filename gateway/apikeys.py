@@ -1,4 +1,4 @@
-"""Where provider keys come from: the Secrets ExternalModelProviders reference, read through the
+"""Where provider API keys come from: the Secrets ExternalModelProviders reference, read through the
 API server or (for local runs) from a directory of Secret manifests. Values are returned to the
 sync and nowhere else; errors name the Secret and key, never a value."""
 
@@ -14,6 +14,7 @@ import kubernetes
 
 from core.model.kinds import dig
 from gateway.merge import SecretRef
+from kubeio.objects import object_key
 
 
 class SecretUnavailable(Exception):
@@ -25,7 +26,7 @@ class SecretSource(Protocol):
 
 
 def _where(ref: SecretRef) -> str:
-    return f"Secret {ref.namespace}/{ref.name}"
+    return f"Secret {object_key(ref.namespace, ref.name)}"
 
 
 def _decode(ref: SecretRef, data: Mapping[str, Any], string_data: Mapping[str, Any]) -> str:
@@ -64,16 +65,19 @@ class FileSecrets:
     """Secret manifests (kind: Secret, data or stringData) from files, for local runs and tests."""
 
     objects: Iterable[Mapping[str, Any]]
-    _index: dict[tuple[str, str], Mapping[str, Any]] = field(init=False, default_factory=dict)
+    _index: dict[str, Mapping[str, Any]] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         for obj in self.objects:
             if obj.get("kind") == "Secret":
-                namespace = str(dig(obj, "metadata", "namespace") or "default")
-                self._index[(namespace, str(dig(obj, "metadata", "name")))] = obj
+                namespace = dig(obj, "metadata", "namespace")
+                key = object_key(
+                    str(namespace) if namespace else None, str(dig(obj, "metadata", "name"))
+                )
+                self._index[key] = obj
 
     def value(self, ref: SecretRef) -> str:
-        secret = self._index.get((ref.namespace, ref.name))
+        secret = self._index.get(object_key(ref.namespace, ref.name))
         if secret is None:
             raise SecretUnavailable(f"{_where(ref)} not found")
         data = secret.get("data")

@@ -1,0 +1,198 @@
+"""The entry points of the gateway flow: `plan_sources` (gateway-plan: the desired LiteLLM model
+list from files, offline), `sync_once` (one gateway-sync pass) and `sync_loop` (a pass every
+interval until stopped, outliving an outage of LiteLLM or the API server).
+
+One pass: read the objects (the cluster, or files with Secrets from a directory, read again every
+pass so a rotated key is seen) -> plan (the merge, with the one provider registry) -> reconcile
+into LiteLLM -> write ExternalModelProvider status (cluster only). The CLI builds the settings,
+prints the reports and maps them to exit codes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import kubernetes
+import urllib3
+
+from core.fields.errors import SourceError
+from core.model.destinations import NO_DESTINATIONS, Destinations
+from core.model.kinds import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
+from core.selection.configs import ProviderRegistry
+from gateway.apikeys import ClusterSecrets, FileSecrets, SecretSource
+from gateway.cluster import list_objects, statuses, write_statuses
+from gateway.litellm import LiteLLM, LiteLLMUnavailable
+from gateway.merge import Plan, plan, split
+from gateway.status import ModelResult, RegistrationOutcome
+from gateway.sync import Syncer
+from kubeio.client import api_client
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_versions
+from kubeio.sources import read_documents
+
+log = logging.getLogger(__name__)
+
+KINDS = (MODEL_DEPLOYMENT, EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, "Secret")
+# What a loop pass may meet and survive: LiteLLM or the API server unreachable or answering
+# errors. The next pass retries.
+PASS_FAILURES = (
+    LiteLLMUnavailable,
+    kubernetes.client.ApiException,
+    urllib3.exceptions.HTTPError,
+    OSError,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSettings:
+    """What the merge needs besides the objects."""
+
+    providers: tuple[str, ...] = ()  # directories of InferenceProviderConfigs (else the objects')
+    gateway_url: str | None = None  # for ModelDeployments with spec.gateway.enabled
+    destinations: Destinations = NO_DESTINATIONS  # internal hosts base URLs may name anyway
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSettings:
+    """One gateway-sync: where LiteLLM is, where the objects come from, how long to wait."""
+
+    litellm_url: str
+    master_key: str = field(repr=False)
+    planning: PlanSettings = field(default_factory=PlanSettings)
+    sources: tuple[str, ...] = ()  # files instead of the cluster
+    secrets_dir: str | None = None  # Secret manifests, with sources
+    kubeconfig: str | None = None  # None: in-cluster, else ~/.kube/config
+    confirm_timeout: float = 10.0
+    interval: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    """One pass: the plan it reconciled and the outcome of every model and conflicting claim."""
+
+    plan: Plan
+    results: tuple[ModelResult, ...]
+
+    @property
+    def is_ready(self) -> bool:
+        """Every model Ready, no conflict and no invalid object."""
+        registered = all(r.outcome == RegistrationOutcome.REGISTERED for r in self.results)
+        return registered and self.plan.is_clean
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """What passes of one sync share: the Syncer (its memory of keys sent) and the API client
+    (None: objects come from files)."""
+
+    syncer: Syncer
+    api: kubernetes.client.ApiClient | None
+
+
+def read_objects(paths: Sequence[str]) -> list[dict[str, Any]]:
+    """The objects in files and directories; a kind the gateway flow does not read is an error."""
+    objects = []
+    for doc in read_documents(paths):
+        if doc.obj.get("kind") not in KINDS:
+            raise SourceError(doc.where, f"{doc.kind} is not one of {', '.join(KINDS)}")
+        objects.append(doc.obj)
+    return objects
+
+
+def plan_objects(objects: Sequence[Mapping[str, Any]], settings: PlanSettings) -> Plan:
+    """The desired model list of `objects`, with the one registry builder's registry."""
+    deployments, providers = split(objects)
+    return plan(
+        deployments,
+        providers,
+        registry=_registry(objects, settings.providers),
+        pins=bundled_versions(),
+        gateway_url=settings.gateway_url,
+        destinations=settings.destinations,
+    )
+
+
+def plan_sources(sources: Sequence[str], settings: PlanSettings) -> Plan:
+    """gateway-plan: the plan of the objects in files (no cluster, no LiteLLM)."""
+    return plan_objects(read_objects(sources), settings)
+
+
+def _registry(objects: Sequence[Mapping[str, Any]], dirs: Sequence[str]) -> ProviderRegistry:
+    """The InferenceProviderConfigs of `dirs`, else those among `objects`, else the shipped ones,
+    with the flag catalogs (without them the merge admitted engine args that the webhook,
+    `validate` and `render` deny, and registered the model in LiteLLM)."""
+    if dirs:
+        objects = read_objects(dirs)
+    configs = [o for o in objects if o.get("kind") == INFERENCE_PROVIDER_CONFIG]
+    return build_registry(configs or None)
+
+
+def connect(settings: SyncSettings) -> Connection:
+    """The LiteLLM client, and the API client unless the objects come from files."""
+    litellm = LiteLLM(settings.litellm_url, settings.master_key)
+    if settings.sources:
+        api = None
+        secrets: SecretSource = _file_secrets(settings.secrets_dir)
+    else:
+        api = api_client(settings.kubeconfig)
+        secrets = ClusterSecrets(api)
+    return Connection(Syncer(litellm, secrets, confirm_timeout=settings.confirm_timeout), api)
+
+
+def sync_once(settings: SyncSettings, connection: Connection | None = None) -> SyncReport:
+    """One pass (over `connection`, kept across the passes of a loop; a new one by default)."""
+    connection = connection or connect(settings)
+    api = connection.api
+    if api is None:  # files are read again every pass, Secrets included (rotation)
+        objects: list[dict[str, Any]] = read_objects(settings.sources)
+        connection.syncer.secrets = _file_secrets(settings.secrets_dir)
+    else:
+        objects = list_objects(api)
+    result = plan_objects(objects, settings.planning)
+    results = connection.syncer.reconcile(result)
+    if api is not None:
+        providers = split(objects)[1]
+        write_statuses(api, statuses(result, results, providers, now=_now()), providers)
+    return SyncReport(result, tuple(results))
+
+
+def sync_loop(
+    settings: SyncSettings,
+    *,
+    stop: threading.Event,
+    report: Callable[[SyncReport], None],
+) -> SyncReport | None:
+    """A pass every `settings.interval` seconds until `stop` is set, each report handed to
+    `report`; the last pass's report, or None when the last pass failed. A failed pass (see
+    PASS_FAILURES) is logged in one line and retried at the next."""
+    connection = connect(settings)
+    last: SyncReport | None = None
+    while not stop.is_set():
+        try:
+            last = sync_once(settings, connection)
+            report(last)  # inside: a failed write of the report is a failed pass, as ever
+        except PASS_FAILURES as err:
+            log.warning("gateway-sync pass failed: %s", _first_line(err))
+            last = None
+        stop.wait(settings.interval)
+    return last
+
+
+def _file_secrets(directory: str | None) -> FileSecrets:
+    docs = read_documents([directory]) if directory else []
+    return FileSecrets([d.obj for d in docs])
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _first_line(err: BaseException) -> str:
+    if isinstance(err, kubernetes.client.ApiException):
+        return f"API server answered {err.status} {err.reason}"
+    return (str(err).splitlines() or [type(err).__name__])[0]
