@@ -22,7 +22,15 @@ from core.fields.errors import SourceError
 from core.model.destinations import Destinations
 from core.model.urls import url_problem
 from gateway.merge import Owner, Plan
-from gateway.run import PlanSettings, SyncReport, SyncSettings, plan_sources, sync_loop, sync_once
+from gateway.run import (
+    FailedPass,
+    PlanSettings,
+    SyncReport,
+    SyncSettings,
+    plan_sources,
+    sync_loop,
+    sync_once,
+)
 from gateway.status import ModelResult
 
 log = logging.getLogger(__name__)
@@ -241,8 +249,10 @@ def _print_report(report: SyncReport, output: str) -> None:
     sys.stdout.flush()
 
 
-def _sync_exit(report: SyncReport | None) -> Exit:
-    if report is None:  # the last pass of a loop failed: LiteLLM or the API server unreachable
+def _sync_exit(report: SyncReport | FailedPass | None) -> Exit:
+    if report is None:  # stopped before the loop's first pass
+        return Exit.OK
+    if isinstance(report, FailedPass):  # LiteLLM or the API server unreachable
         return Exit.UNAVAILABLE
     return Exit.OK if report.is_ready else Exit.PARTIAL
 

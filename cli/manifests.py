@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from cli.exits import Exit
+from core.model.kinds import EMP_GROUP
 from core.schema.crds import custom_resource_definitions
 from kubeio.shipped import bundled_config_objects
 from kubeio.yamlio import dump_all
@@ -33,7 +34,6 @@ def add_commands(commands: Any) -> None:
 
 
 PARTS = ("all", "runtime", "gateway")
-GATEWAY_GROUP = "gateway.tokenfactory.mirantis.com"
 
 
 def crds_yaml(part: str = "all") -> str:
@@ -42,7 +42,7 @@ def crds_yaml(part: str = "all") -> str:
     crds = [
         crd
         for crd in custom_resource_definitions()
-        if part == "all" or (crd["spec"]["group"] == GATEWAY_GROUP) == (part == "gateway")
+        if part == "all" or (crd["spec"]["group"] == EMP_GROUP) == (part == "gateway")
     ]
     header = (
         HEADER.replace("`runway crds`", f"`runway crds --part {part}`") if part != "all" else HEADER

@@ -161,24 +161,32 @@ def sync_once(settings: SyncSettings, connection: Connection | None = None) -> S
     return SyncReport(result, tuple(results))
 
 
+@dataclass(frozen=True, slots=True)
+class FailedPass:
+    """A pass of the loop that could not finish (LiteLLM or the API server unreachable)."""
+
+    reason: str
+
+
 def sync_loop(
     settings: SyncSettings,
     *,
     stop: threading.Event,
     report: Callable[[SyncReport], None],
-) -> SyncReport | None:
+) -> SyncReport | FailedPass | None:
     """A pass every `settings.interval` seconds until `stop` is set, each report handed to
-    `report`; the last pass's report, or None when the last pass failed. A failed pass (see
-    PASS_FAILURES) is logged in one line and retried at the next."""
+    `report`; the last pass's report, FailedPass when the last pass failed, None when stopped
+    before any pass ran. A failed pass (see PASS_FAILURES) is logged in one line and retried at
+    the next."""
     connection = connect(settings)
-    last: SyncReport | None = None
+    last: SyncReport | FailedPass | None = None
     while not stop.is_set():
         try:
             last = sync_once(settings, connection)
             report(last)  # inside: a failed write of the report is a failed pass, as ever
         except PASS_FAILURES as err:
             log.warning("gateway-sync pass failed: %s", _first_line(err))
-            last = None
+            last = FailedPass(_first_line(err))
         stop.wait(settings.interval)
     return last
 

@@ -16,11 +16,11 @@ import kubernetes
 import urllib3
 
 from core.checks.flags import FlagCatalog
+from core.model.kinds import GROUP, INFERENCE_PROVIDER_CONFIG_PLURAL, VERSION
 from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
 
 log = logging.getLogger(__name__)
-GROUP, VERSION, PLURAL = "airunway.ai", "v1alpha1", "inferenceproviderconfigs"
 
 
 class ProviderSource(Protocol):
@@ -103,7 +103,9 @@ class ClusterSource:
             self._stopping.wait(self._retry_seconds)
 
     def _sync(self, api: kubernetes.client.CustomObjectsApi) -> None:
-        listed: dict[str, Any] = api.list_cluster_custom_object(GROUP, VERSION, PLURAL)  # type: ignore[assignment]  # the client's stubs say object; it returns the decoded JSON dict
+        listed: dict[str, Any] = api.list_cluster_custom_object(
+            GROUP, VERSION, INFERENCE_PROVIDER_CONFIG_PLURAL
+        )  # type: ignore[assignment]  # the client's stubs say object; it returns the decoded JSON dict
         objects = {item["metadata"]["name"]: item for item in listed.get("items", [])}
         self._publish(objects, stale=False)
         log.info("provider configs listed count=%d", len(objects))
@@ -112,7 +114,7 @@ class ClusterSource:
             api.list_cluster_custom_object,
             GROUP,
             VERSION,
-            PLURAL,
+            INFERENCE_PROVIDER_CONFIG_PLURAL,
             resource_version=listed["metadata"]["resourceVersion"],
             timeout_seconds=self._watch_seconds,
         ):

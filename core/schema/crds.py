@@ -9,6 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.model.kinds import (
+    EMP_GROUP,
+    EXTERNAL_MODEL_PROVIDER,
+    EXTERNAL_MODEL_PROVIDER_PLURAL,
+    GROUP,
+    INFERENCE_PROVIDER_CONFIG,
+    INFERENCE_PROVIDER_CONFIG_PLURAL,
+    MODEL_DEPLOYMENT,
+    MODEL_DEPLOYMENT_PLURAL,
+    VERSION,
+)
+
 Schema = dict[str, Any]
 
 DNS_LABEL = r"^[a-z0-9]([a-z0-9\-]*[a-z0-9])?$"
@@ -360,7 +372,7 @@ def _crd(
         required=("spec",),
     )
     version = {
-        "name": "v1alpha1",
+        "name": VERSION,
         "served": True,
         "storage": True,
         "schema": {"openAPIV3Schema": root},
@@ -382,9 +394,9 @@ def custom_resource_definitions() -> list[dict[str, Any]]:
     """The three CRDs Runway ships, in install order."""
     return [
         _crd(
-            "airunway.ai",
-            "ModelDeployment",
-            "modeldeployments",
+            GROUP,
+            MODEL_DEPLOYMENT,
+            MODEL_DEPLOYMENT_PLURAL,
             scope="Namespaced",
             spec=model_deployment_spec(),
             status=model_deployment_status(),
@@ -395,18 +407,18 @@ def custom_resource_definitions() -> list[dict[str, Any]]:
             ],
         ),
         _crd(
-            "airunway.ai",
-            "InferenceProviderConfig",
-            "inferenceproviderconfigs",
+            GROUP,
+            INFERENCE_PROVIDER_CONFIG,
+            INFERENCE_PROVIDER_CONFIG_PLURAL,
             scope="Cluster",
             spec=inference_provider_config_spec(),
             status=inference_provider_config_status(),
             columns=[{"name": "Ready", "type": "boolean", "jsonPath": ".status.ready"}],
         ),
         _crd(
-            "gateway.tokenfactory.mirantis.com",
-            "ExternalModelProvider",
-            "externalmodelproviders",
+            EMP_GROUP,
+            EXTERNAL_MODEL_PROVIDER,
+            EXTERNAL_MODEL_PROVIDER_PLURAL,
             scope="Namespaced",
             spec=external_model_provider_spec(),
             status=external_model_provider_status(),
