@@ -28,6 +28,10 @@ class PodGroup:
     port: int | None = None
     owner: str = ""  # Kind/name of the object, when the operator fixes the port
     port_reason: str = ""
+    # The model names the pods answer to, when the operator's config (not container args) says
+    # them, and the field that does.
+    serves: tuple[str, ...] = ()
+    serves_at: str = ""
 
 
 def no_test_backend(md: ModelDeployment) -> bool:

@@ -38,7 +38,7 @@ def check_invariants(
     plugin = registry.plugin(md.provider_name)
     operated = plugin.operator_pods(objects) if plugin is not None else []
     problems = _ports(objects, servers, operated) + _selector(objects, servers, operated)
-    problems += _claims(md, objects) + _gpus(servers) + _route_name(objects, servers)
+    problems += _claims(md, objects) + _gpus(servers) + _route_name(objects, servers, operated)
     return problems
 
 
@@ -266,7 +266,11 @@ def served_name(server: _Server) -> str | None:
     return flag_value(server.args, _SERVED) or flag_value(server.args, _MODEL)
 
 
-def _route_name(objects: Sequence[Mapping[str, Any]], servers: Sequence[_Server]) -> list[str]:
+def _route_name(
+    objects: Sequence[Mapping[str, Any]],
+    servers: Sequence[_Server],
+    operated: Sequence[PodGroup],
+) -> list[str]:
     problems: list[str] = []
     for route in (o for o in objects if o.get("kind") == "HTTPRoute"):
         for r, rule in enumerate(dig(route, "spec", "rules") or ()):
@@ -280,4 +284,10 @@ def _route_name(objects: Sequence[Mapping[str, Any]], servers: Sequence[_Server]
                                 f"{at} is {header.get('value')} but {server.ref} "
                                 f"{server.path}.args serve {name}"
                             )
+                    for group in operated:
+                        problems += [
+                            f"{at} is {header.get('value')} but {group.serves_at} serves {name}"
+                            for name in group.serves
+                            if name != header.get("value")
+                        ]
     return problems

@@ -5,6 +5,7 @@ selects the head's labels."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,27 @@ pool_selector = template_selector
 model_port = template_port
 
 
+def _model_ids(service: Mapping[str, Any]) -> list[str]:
+    """The model_id of every LLM config in the RayService's Ray Serve config."""
+    try:
+        config = json.loads(dig(service, "spec", "serveConfigV2") or "{}")
+    except (TypeError, ValueError):
+        return []  # not JSON: the schema and Ray's own checks speak for it
+    ids = []
+    for app in config.get("applications") or () if isinstance(config, dict) else ():
+        args = app.get("args") if isinstance(app, dict) else None
+        if not isinstance(args, dict):
+            continue
+        llm = args.get("llm_configs") or [v for v in args.values() if isinstance(v, dict)]
+        for entry in llm if isinstance(llm, list) else ():
+            model_id = (
+                dig(entry, "model_loading_config", "model_id") if isinstance(entry, dict) else None
+            )
+            if isinstance(model_id, str):
+                ids.append(model_id)
+    return ids
+
+
 def operator_pods(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
     groups = []
     for obj in objects:
@@ -25,5 +47,7 @@ def operator_pods(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
             head = dig(obj, "spec", "rayClusterConfig", "headGroupSpec", "template") or {}
             labels = {**(dig(head, "metadata", "labels") or {}), **HEAD_LABELS}
             where = f"{ref(obj)} head pods (template labels and KubeRay's ray.io labels)"
-            groups.append(PodGroup(where, labels))
+            serves = tuple(sorted(set(_model_ids(obj))))
+            at = f"{ref(obj)} spec.serveConfigV2 model_id"
+            groups.append(PodGroup(where, labels, serves=serves, serves_at=at))
     return groups

@@ -16,6 +16,7 @@ from core.rendering.common import (
     object_meta,
     placement,
     pod_labels,
+    served_model_name,
 )
 
 _RAY_IMAGE = "rayproject/ray-llm:{version}-py311-cu128"
@@ -149,7 +150,7 @@ def _llm_config(
         engine["kv_transfer_config"] = dict(_KV_TRANSFER)
     return {
         "model_loading_config": {
-            "model_id": md.served_name or md.model_id,
+            "model_id": served_model_name(md) or md.model_id,
             "model_source": md.model_id,
         },
         "engine_kwargs": engine,

@@ -137,3 +137,25 @@ def test_a_bare_enforce_eager_keeps_enforce_eager_on(shipped: ProviderRegistry) 
         "trust_remote_code": True,
         "enforce_eager": True,
     }
+
+
+@pytest.mark.parametrize(
+    ("gateway", "served", "expected"),
+    [
+        ({"enabled": True, "modelName": "route-me"}, None, "route-me"),
+        ({"enabled": True, "modelName": "route-me"}, "served", "route-me"),
+        ({"enabled": True}, "served", "served"),
+        ({"enabled": False, "modelName": "route-me"}, None, "org/model"),
+        ({}, None, "org/model"),
+    ],
+)
+def test_ray_serve_answers_to_the_name_the_route_matches(
+    shipped: ProviderRegistry, gateway: dict[str, Any], served: str | None, expected: str
+) -> None:
+    """The HTTPRoute matches spec.gateway.modelName; Ray Serve's OpenAI app answers only to its
+    model_id, so that is the same name (as vLLM's --served-model-name is)."""
+    model = {"id": "org/model", **({"servedName": served} if served else {})}
+    obj = model_deployment(gpu=1, provider="kuberay", engine="vllm", gateway=gateway, model=model)
+    (app,) = serve_config(obj, shipped)["applications"]
+
+    assert [c["model_loading_config"]["model_id"] for c in app["args"]["llm_configs"]] == [expected]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -455,3 +456,22 @@ def test_every_flag_runway_emits_is_catalogued_across_the_matrix(shipped: Provid
         "dynamo-mocker": 3,
         "dynamo-frontend": 14,
     }
+
+
+def test_invariant_the_route_name_must_be_the_ray_serve_model_id(
+    shipped: ProviderRegistry,
+) -> None:
+    obj = model_deployment(
+        gpu=1, provider="kuberay", engine="vllm", gateway={"enabled": True, "modelName": "route-me"}
+    )
+    md, objects = render(obj, shipped)
+    assert check_invariants(md, objects, SHIPPED) == []
+    (service,) = by_kind(objects, "RayService")
+    config = yaml.safe_load(service["spec"]["serveConfigV2"])
+    config["applications"][0]["args"]["llm_configs"][0]["model_loading_config"]["model_id"] = "x"
+    service["spec"]["serveConfigV2"] = json.dumps(config)
+
+    assert check_invariants(md, objects, SHIPPED) == [
+        "HTTPRoute/m spec.rules[0].matches[0].headers[0].value is route-me but "
+        "RayService/m spec.serveConfigV2 model_id serves x"
+    ]
