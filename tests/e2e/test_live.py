@@ -14,6 +14,7 @@ their pods are never made here; their renders keep the static invariants (tests/
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,8 +39,10 @@ from tests.support.rollout import (
     serving_pods,
     wait_rolled_out,
 )
+from tests.support.wait import wait_until
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+ENDPOINTS_TIMEOUT = 60  # seconds for the EndpointSlice controller to follow pod readiness
 
 
 def example(name: str) -> dict[str, Any]:
@@ -232,6 +235,14 @@ def test_each_service_lists_exactly_the_ready_pods_of_its_deployment(
         name = service["metadata"]["name"]
         owned = {p.pod: True for p in rolled_out.pods if p.deployment == name}
         assert owned, f"no Deployment named like Service {name}"
+
+        def listed(name: str = name, owned: dict[str, bool] = owned) -> bool:
+            return endpoint_pods(rolled_out.cluster, rolled_out.namespace, name) == owned
+
+        # The EndpointSlice controller follows a pod's readiness a moment after the rollout
+        # sees it: wait (bounded) for it to catch up, then assert the whole answer.
+        with contextlib.suppress(TimeoutError):
+            wait_until(listed, timeout=ENDPOINTS_TIMEOUT, interval=0.5, what=f"{name}'s endpoints")
         assert endpoint_pods(rolled_out.cluster, rolled_out.namespace, name) == owned, name
 
 
