@@ -2,7 +2,7 @@
 
 Order: each folder's hydrated ModelDeployment first, then its upstream objects (a ModelDeployment
 must exist before its status can report on them). A refusal is classified by message
-(providers.upstream); IncompatibleUpstream marks the ModelDeployment Failed with the conditions
+(core.schema.upstream); IncompatibleUpstream marks the ModelDeployment Failed with the conditions
 ResourceCreated=False and Ready=False (reason IncompatibleUpstream). For built-in kinds the API
 server names one arbitrary unknown field per call, so the stored message is a stable summary and
 the field goes to the log. A later clean apply clears the failure: applying again after the

@@ -110,7 +110,7 @@ class Schemas:
         return errors + validate(obj, self._rules(key, schema), old=old)
 
     def _rules(self, key: tuple[str, str], schema: Mapping[str, Any]) -> Node | None:
-        """The compiled rules and formats of one kind (see providers.crdvalidation)."""
+        """The compiled rules and formats of one kind (see core.schema.rules)."""
         if key not in self.rules:
             if not self.environment:
                 self.environment.append(new_environment())

@@ -60,7 +60,7 @@ class Hydration:
 
 def structure_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     """What the API server would refuse before any webhook runs (kind, nesting, spec schema),
-    and objects too large to walk (providers.bounds)."""
+    and objects too large to walk (core.schema.bounds)."""
     if obj.get("apiVersion") != API_VERSION or obj.get("kind") != MODEL_DEPLOYMENT:
         got = f"{obj.get('apiVersion')} {obj.get('kind')}"
         return [

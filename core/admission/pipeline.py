@@ -32,7 +32,7 @@ def admit(
     obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None, registry: ProviderRegistry
 ) -> Admission:
     """Mutate then validate, as the API server calls the two webhooks; `old` means UPDATE. No
-    error or warning repeats a credential found in the object (secrets.redact)."""
+    error or warning repeats a credential found in the object (core.checks.credentials.redact)."""
     admission = _admit(obj, old=old, registry=registry)
     if admission.allowed:
         return admission

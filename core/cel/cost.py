@@ -8,7 +8,7 @@ cel-expr-python differs from cel-go (measured: `make bench`, "CEL cost calibrati
 - a comprehension that builds a list (`map`, `filter`) copies its accumulator on every step,
   so its cost is quadratic in the number of iterations;
 - `matches` compiles its regular expression on every call, constant or not, and RE2's work
-  grows with its program (providers.celregex bounds it from the pattern, which must be a
+  grows with its program (core.cel.regex bounds it from the pattern, which must be a
   constant): compiling costs REGEX_COMPILE plus REGEX_INSTRUCTION per instruction, matching
   REGEX_STEP per character of text and instruction (RE2 falls back to its NFA, which visits
   every instruction for every character, when the DFA's cache thrashes);
@@ -186,7 +186,7 @@ _CONSTANT_TIME = frozenset(
 def _matches(text: Size, pattern: Expr) -> int:
     """Compiling the pattern, then every character of the text through every instruction.
 
-    A pattern that is not a constant, or not accepted (providers.cel refuses both), is taken
+    A pattern that is not a constant, or not accepted (core.cel.rules refuses both), is taken
     at the largest program an accepted pattern can have."""
     weight = MAX_WEIGHT
     if isinstance(pattern, Const) and isinstance(pattern.value, str):

@@ -7,7 +7,7 @@ is missing; the shipped rules guard every level (README, "CEL semantics").
 
 A rule is refused (compile_error set; it never matches) when it does not compile, is longer than
 MAX_RULE_LENGTH, calls `matches` with a pattern that is not a literal of the regex subset
-providers.celregex bounds, or its estimated cost (providers.celcost) exceeds RULE_COST_LIMIT.
+core.cel.regex bounds, or its estimated cost (core.cel.cost) exceeds RULE_COST_LIMIT.
 At evaluation the runtime's own iteration budget (10,000 steps) stops anything the estimate
 missed.
 """
@@ -126,7 +126,7 @@ def compile_rule(env: Environment, condition: str, priority: int) -> Rule:
 
 def regex_problem(ast: Expr, condition: str) -> str | None:
     """Why a `matches` in the rule is refused: its pattern is not a string literal, or not one
-    whose RE2 program providers.celregex can bound; located in the condition and the pattern."""
+    whose RE2 program core.cel.regex can bound; located in the condition and the pattern."""
     calls = [n for n in walk(ast) if isinstance(n, Call) and n.function == "matches" and n.args]
     for call in sorted(calls, key=lambda c: c.offset):
         pattern = call.args[-1]

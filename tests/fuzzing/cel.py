@@ -1,7 +1,7 @@
 """`make fuzz` area: generated adversarial CEL rules, regex bombs included (issue #18, item 8).
 
 Each case is one InferenceProviderConfig with one generated rule, through the admission check
-(providers.configs_admission). The rule it protects: a refused config names the rule's field
+(core.admission.configs). The rule it protects: a refused config names the rule's field
 path; an admitted rule's evaluation over a spec at CEL's input limits stays under the per-rule
 bound (README "Security and limits"). As many generated patterns again check that an accepted
 pattern's bound covers the program RE2 (google-re2) compiles for it. 2,000 cases (and 2,000
