@@ -15,7 +15,7 @@ cel-expr-python differs from cel-go (measured: `make bench`, "CEL cost calibrati
 - `size` of a string counts its code points: linear in its length;
 - the runtime stops any evaluation after ITERATION_LIMIT iterations, so no one comprehension is
   counted for more.
-Values read from `spec` have unknown sizes; they are taken at the limits that `providers.cel`
+Values read from `spec` have unknown sizes; they are taken at the limits that `core.cel.rules`
 enforces on the input (INPUT_ENTRY_LIMIT, INPUT_STRING_LIMIT) and the admission body size.
 One unit is about 0.1 µs of evaluation on the reference machine (2 cores).
 """
@@ -30,7 +30,7 @@ from core.cel.checked import Call, Comprehension, Const, Expr, Ident, ListExpr, 
 from core.cel.regex import MAX_WEIGHT, check_pattern
 
 ITERATION_LIMIT = 10_000  # cel-expr-python's fixed iteration budget per evaluation
-INPUT_STRING_LIMIT = 65_536  # longest string in `spec` a rule may read (enforced by providers.cel)
+INPUT_STRING_LIMIT = 65_536  # longest string in `spec` a rule may read (enforced by core.cel.rules)
 INPUT_ENTRY_LIMIT = 10_000  # most entries of one list or map in `spec` (enforced likewise)
 INPUT_TOTAL_LIMIT = 3 * 1024 * 1024  # a whole spec subtree: the API server's request size limit
 
