@@ -20,7 +20,7 @@ YAML_SUFFIXES = (".yaml", ".yml")
 STR_TAG = "tag:yaml.org,2002:str"
 MERGE_TAG = "tag:yaml.org,2002:merge"
 # Nodes of one document with its aliases written out. A ModelDeployment or ExternalModelProvider
-# may hold 10,000 values (providers.bounds), an InferenceProviderConfig 128 KiB.
+# may hold 10,000 values (core.schema.bounds), an InferenceProviderConfig 128 KiB.
 MAX_EXPANDED = 100_000
 
 
