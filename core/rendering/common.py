@@ -211,6 +211,22 @@ def placement(md: ModelDeployment) -> dict[str, Any]:
     return out
 
 
+SHM_VOLUME = {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "20Gi"}}
+
+
+def pod_volumes(
+    md: ModelDeployment, *, gpus: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(pod volumes, container mounts) of a vLLM pod Runway renders: the claims, and /dev/shm
+    in memory when tensor parallelism spans more than one GPU (its ranks share memory there;
+    the container runtime's 64 MiB default makes NCCL fail or hang at start)."""
+    volumes, mounts = claim_volumes(md)
+    if gpus > 1:
+        volumes.append(dict(SHM_VOLUME))
+        mounts.append({"name": "shm", "mountPath": "/dev/shm"})
+    return volumes, mounts
+
+
 def claim_volumes(md: ModelDeployment) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(pod volumes, container mounts) for spec.model.storage.volumes, as PVC references."""
     volumes, mounts = [], []

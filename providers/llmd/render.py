@@ -10,7 +10,6 @@ from core.model.names import ROLE_SUFFIXES, child_name
 from core.model.versions import Versions
 from core.rendering.common import (
     HTTP_PORT,
-    claim_volumes,
     container_resources,
     deployment_and_service,
     env,
@@ -18,6 +17,7 @@ from core.rendering.common import (
     hf_home_env,
     http_port,
     managed_claims,
+    pod_volumes,
     spec_overrides,
     vllm_args,
 )
@@ -61,7 +61,7 @@ def _pair(
             "--kv-transfer-config",
             json.dumps({"kv_connector": "NixlConnector", "kv_role": kv_role}, sort_keys=True),
         ]
-    volumes, mounts = claim_volumes(md)
+    volumes, mounts = pod_volumes(md, gpus=gpus)
     container: dict[str, Any] = {
         "name": "vllm",
         "image": md.image_override or f"vllm/vllm-openai:{pins.vllm}",

@@ -8,7 +8,6 @@ from core.model.kinds import ModelDeployment
 from core.model.versions import Versions
 from core.rendering.common import (
     HTTP_PORT,
-    claim_volumes,
     container_resources,
     deployment_and_service,
     env,
@@ -16,21 +15,17 @@ from core.rendering.common import (
     hf_home_env,
     http_port,
     managed_claims,
+    pod_volumes,
     spec_overrides,
     vllm_args,
 )
-
-_SHM = {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "20Gi"}}
 
 
 def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
     """Deployment (primary) and Service, from spec.engine.image or the pinned vLLM image, and a
     PersistentVolumeClaim per volume with a size."""
     gpus = md.gpu_count
-    volumes, mounts = claim_volumes(md)
-    if gpus > 1:  # tensor parallelism shares memory between ranks through /dev/shm
-        volumes.append(dict(_SHM))
-        mounts.append({"name": "shm", "mountPath": "/dev/shm"})
+    volumes, mounts = pod_volumes(md, gpus=gpus)
     probe = {"httpGet": {"path": "/health", "port": "http"}}
     container: dict[str, Any] = {
         "name": "vllm",

@@ -475,3 +475,38 @@ def test_invariant_the_route_name_must_be_the_ray_serve_model_id(
         "HTTPRoute/m spec.rules[0].matches[0].headers[0].value is route-me but "
         "RayService/m spec.serveConfigV2 model_id serves x"
     ]
+
+
+@pytest.mark.parametrize("provider", ["vllm", "llmd"])
+@pytest.mark.parametrize("gpus", [1, 2, 4])
+def test_tensor_parallel_pods_get_shared_memory(
+    shipped: ProviderRegistry, provider: str, gpus: int
+) -> None:
+    """vLLM's tensor-parallel ranks share memory through /dev/shm; the container runtime's
+    64 MiB default makes NCCL fail or hang, so a pod on more than one GPU mounts it in memory."""
+    _, objects = render(model_deployment(gpu=gpus, provider=provider, engine="vllm"), shipped)
+    (deployment,) = by_kind(objects, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    shm = [v for v in pod.get("volumes", []) if v["name"] == "shm"]
+    (container,) = pod["containers"]
+    mounts = [m for m in container.get("volumeMounts", []) if m["name"] == "shm"]
+
+    expected = gpus > 1
+    assert shm == (
+        [{"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "20Gi"}}] if expected else []
+    )
+    assert mounts == ([{"name": "shm", "mountPath": "/dev/shm"}] if expected else [])
+
+
+def test_disaggregated_llmd_parts_get_shared_memory_by_their_own_gpus(
+    shipped: ProviderRegistry,
+) -> None:
+    obj = disaggregated("m", prefill_gpu=1, decode_gpu=2)
+    obj["spec"]["provider"] = {"name": "llmd"}
+    obj["spec"]["engine"] = {"type": "vllm"}
+    _, objects = render(obj, shipped)
+
+    assert {
+        d["metadata"]["name"]: [v["name"] for v in d["spec"]["template"]["spec"].get("volumes", [])]
+        for d in by_kind(objects, "Deployment")
+    } == {"m-decode": ["shm"], "m-prefill": []}
