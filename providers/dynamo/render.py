@@ -203,12 +203,25 @@ def _args(md: ModelDeployment, role: str | None, gpus: int) -> list[str]:
         args += flag(_TENSOR_PARALLEL[engine], str(gpus))
     if role is not None:
         args += flag("disaggregation-mode", role)
+        if engine == "sglang" and not _user_sets(md, SGLANG_TRANSFER_BACKEND):
+            # SGLang 0.5.10.post1 defaults to mooncake, which needs RDMA; NIXL is what Dynamo's
+            # own disaggregated SGLang examples pass, and it runs over TCP as well.
+            args += flag(SGLANG_TRANSFER_BACKEND.removeprefix("--"), "nixl")
         if engine == "vllm":
             args += flag(
                 "kv-transfer-config",
                 json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, sort_keys=True),
             )
     return args + user_args(md)
+
+
+SGLANG_TRANSFER_BACKEND = "--disaggregation-transfer-backend"
+
+
+def _user_sets(md: ModelDeployment, name: str) -> bool:
+    """spec.engine.args gives flag `name` (then Runway's default stays out; the workers' args
+    are the derived flags then spec.engine.args, see user_args)."""
+    return name.removeprefix("--") in (md.engine.get("args") or {})
 
 
 def _epp(md: ModelDeployment, overrides: Mapping[str, Any], pins: Versions) -> dict[str, Any]:

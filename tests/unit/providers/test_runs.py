@@ -510,3 +510,37 @@ def test_disaggregated_llmd_parts_get_shared_memory_by_their_own_gpus(
         d["metadata"]["name"]: [v["name"] for v in d["spec"]["template"]["spec"].get("volumes", [])]
         for d in by_kind(objects, "Deployment")
     } == {"m-decode": ["shm"], "m-prefill": []}
+
+
+@pytest.mark.parametrize(
+    ("user", "expected"),
+    [
+        ({}, ["--disaggregation-transfer-backend", "nixl"]),
+        (
+            {"args": {"disaggregation-transfer-backend": "mooncake"}},
+            ["--disaggregation-transfer-backend", "mooncake"],
+        ),
+    ],
+    ids=["default", "args"],
+)
+def test_dynamo_sglang_disaggregated_workers_transfer_kv_over_nixl_unless_told(
+    shipped: ProviderRegistry, user: dict[str, Any], expected: list[str]
+) -> None:
+    """SGLang 0.5.10.post1 defaults --disaggregation-transfer-backend to mooncake, which needs
+    RDMA; Runway passes nixl (Dynamo's disaggregated SGLang examples) unless the user chose."""
+    obj = disaggregated("m", prefill_gpu=1, decode_gpu=1)
+    obj["spec"]["provider"] = {"name": "dynamo"}
+    obj["spec"]["engine"] = {"type": "sglang", **user}
+    _, (graph, *_) = render(obj, shipped)
+    catalog = CATALOGS["dynamo-sglang"]
+
+    for service in ("VllmPrefillWorker", "VllmDecodeWorker"):  # Dynamo's service names
+        args = worker_args(graph, service)
+        backend = [
+            a
+            for i, a in enumerate(args)
+            if a.startswith("--disaggregation-transfer-backend")
+            or (i and args[i - 1] == "--disaggregation-transfer-backend")
+        ]
+        assert backend == expected, service
+        assert unknown_flags(args, catalog) == []
