@@ -7,7 +7,15 @@ from typing import Any
 
 from core.model.kinds import Engine, ModelDeployment, ModelSource, dig
 from core.model.versions import Versions
-from core.rendering.common import deep_merge, env, object_meta, placement, pod_labels
+from core.rendering.common import (
+    container_resources,
+    deep_merge,
+    env,
+    gpu_type,
+    object_meta,
+    placement,
+    pod_labels,
+)
 from providers.kaito.overrides import OVERRIDE_ROOTS
 from providers.kaito.pods import PORT as KAITO_PORT
 
@@ -54,9 +62,17 @@ def _inference(md: ModelDeployment) -> dict[str, Any]:
         "ports": [{"containerPort": KAITO_PORT, "protocol": "TCP"}],
         "env": env(md),
     }
-    requests = {k: str(resources[k]) for k in ("cpu", "memory") if resources.get(k)}
-    if requests:
-        container["resources"] = {"requests": requests}
+    if md.gpu_count > 0:  # KAITO copies the template unchanged: the GPU must be asked for here
+        container["resources"] = container_resources(
+            gpus=md.gpu_count,
+            gpu_type=gpu_type(md),
+            memory=resources.get("memory"),
+            cpu=resources.get("cpu"),
+        )
+    else:
+        requests = {k: str(resources[k]) for k in ("cpu", "memory") if resources.get(k)}
+        if requests:
+            container["resources"] = {"requests": requests}
     return {
         "template": {
             "metadata": {"labels": pod_labels(md)},

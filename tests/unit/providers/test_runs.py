@@ -544,3 +544,33 @@ def test_dynamo_sglang_disaggregated_workers_transfer_kv_over_nixl_unless_told(
         ]
         assert backend == expected, service
         assert unknown_flags(args, catalog) == []
+
+
+@pytest.mark.parametrize(
+    ("gpus", "expected"),
+    [
+        (0, {"requests": {"cpu": "4", "memory": "8Gi"}}),
+        (
+            2,
+            {
+                "limits": {"nvidia.com/gpu": "2", "memory": "8Gi"},
+                "requests": {"nvidia.com/gpu": "2", "memory": "8Gi", "cpu": "4"},
+            },
+        ),
+    ],
+)
+def test_kaito_llamacpp_template_requests_the_gpus_it_runs_on(
+    shipped: ProviderRegistry, gpus: int, expected: dict[str, Any]
+) -> None:
+    """KAITO copies a template Workspace's pod unchanged (template_inference.go at v0.10.0): a
+    llama.cpp pod meant for GPUs gets them only when its container asks."""
+    obj = model_deployment(
+        gpu=gpus,
+        provider="kaito",
+        engine={"type": "llamacpp", "image": "ghcr.io/ggml-org/llama.cpp:server"},
+        resources={"gpu": {"count": gpus}, "cpu": "4", "memory": "8Gi"},
+    )
+    _, (workspace,) = render(obj, shipped)
+    (container,) = workspace["inference"]["template"]["spec"]["containers"]
+
+    assert container["resources"] == expected
