@@ -7,7 +7,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.model.kinds import DEFAULT_GPU_TYPE, ModelDeployment, VolumePurpose, dig
+from core.model.kinds import DEFAULT_GPU_TYPE, Engine, ModelDeployment, VolumePurpose, dig
 
 MANAGED_BY = "runway"
 LABEL_MODEL_DEPLOYMENT = "airunway.ai/model-deployment"
@@ -84,6 +84,27 @@ def hf_home_env(md: ModelDeployment) -> list[dict[str, Any]]:
     if cache is None or not cache.get("mountPath"):
         return []
     return [{"name": HF_HOME_KEY, "value": str(cache["mountPath"])}]
+
+
+VLLM_CACHE_ROOT_KEY = "VLLM_CACHE_ROOT"
+
+
+def cache_env(md: ModelDeployment) -> list[dict[str, Any]]:
+    """The cache variables of a pod that runs vLLM: HF_HOME at the model cache (hf_home_env)
+    and VLLM_CACHE_ROOT at the compilation cache, where vLLM keeps its torch.compile and CUDA
+    graph artifacts (vllm/envs.py; default ~/.cache/vllm, lost with the pod). A user's own
+    variable of either name in spec.env wins."""
+    out = hf_home_env(md)
+    if md.engine_type != Engine.VLLM or any(
+        e.get("name") == VLLM_CACHE_ROOT_KEY for e in md.spec.get("env") or ()
+    ):
+        return out
+    cache = next(
+        (v for v in md.volumes if v.get("purpose") == VolumePurpose.COMPILATION_CACHE), None
+    )
+    if cache is not None and cache.get("mountPath"):
+        out.append({"name": VLLM_CACHE_ROOT_KEY, "value": str(cache["mountPath"])})
+    return out
 
 
 def served_model_name(md: ModelDeployment) -> str:

@@ -10,11 +10,11 @@ from core.model.names import ROLE_SUFFIXES, child_name
 from core.model.versions import Versions
 from core.rendering.common import (
     HTTP_PORT,
+    cache_env,
     container_resources,
     deployment_and_service,
     env,
     gpu_type,
-    hf_home_env,
     http_port,
     managed_claims,
     pod_volumes,
@@ -75,7 +75,7 @@ def _pair(
         ),
         "readinessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 5},
     }
-    variables = env(md, extra=hf_home_env(md))
+    variables = env(md, extra=cache_env(md))
     if variables:  # an empty list is dropped by the API server (omitempty): no drift
         container["env"] = variables
     if mounts:

@@ -8,11 +8,11 @@ from core.model.kinds import ModelDeployment
 from core.model.versions import Versions
 from core.rendering.common import (
     HTTP_PORT,
+    cache_env,
     container_resources,
     deployment_and_service,
     env,
     gpu_type,
-    hf_home_env,
     http_port,
     managed_claims,
     pod_volumes,
@@ -48,7 +48,7 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
         "livenessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
         "readinessProbe": {**probe, "periodSeconds": 5, "failureThreshold": 3},
     }
-    variables = env(md, extra=hf_home_env(md))
+    variables = env(md, extra=cache_env(md))
     if variables:  # an empty list is dropped by the API server (omitempty): no drift
         container["env"] = variables
     if mounts:

@@ -574,3 +574,60 @@ def test_kaito_llamacpp_template_requests_the_gpus_it_runs_on(
     (container,) = workspace["inference"]["template"]["spec"]["containers"]
 
     assert container["resources"] == expected
+
+
+def _container_env(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    (first, *_) = objects
+    if first["kind"] == "Deployment":
+        env: list[dict[str, Any]] = first["spec"]["template"]["spec"]["containers"][0].get(
+            "env", []
+        )
+        return env
+    (worker,) = [
+        s for s in first["spec"]["services"].values() if s.get("componentType") == "worker"
+    ]
+    env = worker["extraPodSpec"]["mainContainer"].get("env", [])
+    return env
+
+
+COMPILE = {
+    "name": "compile",
+    "purpose": "compilationCache",
+    "size": "10Gi",
+    "mountPath": "/compile",
+}
+
+
+@pytest.mark.parametrize(
+    ("provider", "engine", "user_env", "expected"),
+    [
+        ("vllm", "vllm", [], [{"name": "VLLM_CACHE_ROOT", "value": "/compile"}]),
+        ("llmd", "vllm", [], [{"name": "VLLM_CACHE_ROOT", "value": "/compile"}]),
+        # Dynamo marks the volume useAsCompilationCache and leaves the rest to its operator
+        ("dynamo", "vllm", [], []),
+        (
+            "vllm",
+            "vllm",
+            [{"name": "VLLM_CACHE_ROOT", "value": "/mine"}],
+            [{"name": "VLLM_CACHE_ROOT", "value": "/mine"}],
+        ),
+    ],
+    ids=["vllm", "llmd", "dynamo", "user-wins"],
+)
+def test_a_compilation_cache_is_where_vllm_keeps_its_compile_cache(
+    shipped: ProviderRegistry,
+    provider: str,
+    engine: str,
+    user_env: list[dict[str, Any]],
+    expected: list[dict[str, Any]],
+) -> None:
+    obj = model_deployment(
+        gpu=1,
+        provider=provider,
+        engine=engine,
+        model={"id": "org/model", "storage": {"volumes": [COMPILE]}},
+        env=user_env,
+    )
+    _, objects = render(obj, shipped)
+
+    assert [e for e in _container_env(objects) if e["name"] == "VLLM_CACHE_ROOT"] == expected
