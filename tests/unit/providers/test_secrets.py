@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from core.checks.credentials import HINT, SHAPES, credential_kind, find_credentials
 from core.fields.errors import FieldError, Reason
+from core.fields.paths import FieldPath
 
 # Shapes only: generated from the documented prefixes, none of them a real credential.
 TOKENS = {
@@ -168,3 +169,67 @@ def test_every_shape_but_the_url_starts_with_its_literal_then_looks_behind() -> 
         assert lead is not None and all(lit.startswith(lead.group()) for lit in literals), name
         if name != "a private key (PEM)":  # "-----BEGIN " cannot sit inside a word
             assert "(?<!" in pattern, name
+
+
+def _unfiltered_kind(value: str) -> str | None:
+    """credential_kind without its literal pre-filter: every shape searched."""
+    found = [
+        (match.start(), index)
+        for index, (_, _, pattern) in enumerate(SHAPES)
+        if (match := re.search(pattern, value)) is not None
+    ]
+    return SHAPES[min(found)[1]][0] if found else None
+
+
+# Pieces of every shape, the AWS name in cases and in the characters IGNORECASE folds to it
+# (U+017F long s, U+212A Kelvin), so that the generated values come near every shape.
+_PIECES = st.sampled_from(
+    [lit for _, literals, _ in SHAPES for lit in literals]
+    + [
+        "SECRET_ACCESS_KEY=",
+        "secret-access-key: ",
+        "Secret_Acce\u017f\u017f_Key=",
+        "secret_access_\u212aey=",
+        "A" * 40,
+        "aB3/" * 10,
+        "a1B2" * 9,
+        "://u:p@",
+        "-",
+        "_",
+        " ",
+        "x",
+    ]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(_PIECES, max_size=12))
+def test_the_literal_prefilter_never_hides_a_credential(parts: list[str]) -> None:
+    value = "".join(parts)
+
+    assert credential_kind(value) == _unfiltered_kind(value)
+
+
+def test_each_string_of_an_object_is_searched_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 3 MiB value holding a token was searched twice per walk (1.5 s at the input limits);
+    the walk that names fields only looks up what the first walk found."""
+    from core.checks import credentials  # noqa: PLC0415
+
+    searched: list[str] = []
+    real = credentials.credential_kind
+
+    def counted(value: str) -> str | None:
+        searched.append(value)
+        return real(value)
+
+    monkeypatch.setattr(credentials, "credential_kind", counted)
+    token = TOKENS["github"]
+    obj = {"env": [{"name": "HF", "value": token}], "notes": token + " x", token: "k"}
+
+    errors = credentials.find_credentials(obj, FieldPath.root("spec"))
+
+    # The token is one string object, met as a value and as a key: searched once.
+    assert sorted(searched) == sorted(
+        ["env", "name", "HF", "value", token, "notes", token + " x", "k"]
+    )
+    assert [e.path for e in errors] == ["spec[<credential>]", "spec.env[0].value", "spec.notes"]
