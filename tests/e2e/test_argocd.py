@@ -186,6 +186,10 @@ def summary(app: dict[str, Any]) -> str:
             "operation": {key: operation.get(key) for key in ("phase", "message", "finishedAt")},
             "operationRevision": operation.get("syncResult", {}).get("revision"),
             "outOfSync": out_of_sync(app) if status else {},
+            "conditions": [
+                f"{c.get('type')}: {c.get('message', '')[:300]}"
+                for c in status.get("conditions", [])
+            ],
         },
         sort_keys=True,
     )
@@ -218,6 +222,30 @@ def sync_result(app: dict[str, Any]) -> dict[str, str]:
 
 
 SCHEMA_REFUSAL = ".spec.serveConfigV2: field not declared in schema"
+
+
+def schema_reloaded(cluster: Cluster, *, serve_config: bool) -> None:
+    """Make the controller diff against the RayService schema the API server now serves.
+
+    Argo CD reloads the OpenAPI schema its diff uses (/openapi/v2) on every CRD event, but the
+    API server publishes a changed CRD's schema there a moment after the change: a reload on the
+    change's own events may read the previous schema and keep it until the next CRD event (the
+    last stop's CI saw every comparison Unknown for two minutes after the restore). So: wait
+    until /openapi/v2 shows the change, then touch the CRD, whose event makes the controller
+    reload what is now published."""
+
+    def published() -> bool:
+        doc = json.loads(cluster.kubectl("get", "--raw", "/openapi/v2").stdout)
+        spec = doc["definitions"]["io.ray.v1.RayService"]["properties"]["spec"]["properties"]
+        return ("serveConfigV2" in spec) == serve_config
+
+    wait_until(published, timeout=60, interval=0.5, what="the schema in /openapi/v2")
+    cluster.kubectl(
+        "annotate",
+        "crd/rayservices.ray.io",
+        f"runway-tests/serve-config-v2={'declared' if serve_config else 'removed'}",
+        "--overwrite",
+    )
 
 
 def refusals(app: dict[str, Any]) -> list[str]:
@@ -462,6 +490,7 @@ def test_a_commit_the_installed_crd_refuses_fails_in_argocd_and_in_runway_apply(
         timeout=30,
         what="the older schema",
     )
+    schema_reloaded(gitops.cluster, serve_config=False)
     try:
         revision = gitops.push(sources)
         gitops.refreshed()
@@ -485,6 +514,7 @@ def test_a_commit_the_installed_crd_refuses_fails_in_argocd_and_in_runway_apply(
             timeout=30,
             what="the current schema",
         )
+        schema_reloaded(gitops.cluster, serve_config=True)
     code_after = main(
         ["apply", str(gitops.rendered), "--kubeconfig", str(gitops.cluster.kubeconfig)]
     )
