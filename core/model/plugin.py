@@ -44,6 +44,16 @@ def no_admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str
     return [], []
 
 
+def configured_picker(md: ModelDeployment, configured: str | None) -> str | None:
+    """For a provider whose pool's picker runs what its InferenceProviderConfig says."""
+    return configured
+
+
+def no_invariants(md: ModelDeployment, objects: Sequence[Mapping[str, Any]]) -> list[str]:
+    """For a provider with no cross-object invariants beyond core/rendering/invariants.py's."""
+    return []
+
+
 def no_flag_catalog(engine: str) -> str | None:
     """For a provider whose pods take no command-line flags from the spec."""
     return None
@@ -93,6 +103,15 @@ class ProviderPlugin(Protocol):
 
     def admission_checks(self, md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
         """(errors, warnings) of the provider's own admission rules for a hydrated object."""
+        ...
+
+    def picker_config(self, md: ModelDeployment, configured: str | None) -> str | None:
+        """The EndpointPickerConfig the picker of `md`'s pool runs; `configured` is the
+        configData of its InferenceProviderConfig (None: the picker's built-in default)."""
+        ...
+
+    def invariants(self, md: ModelDeployment, objects: Sequence[Mapping[str, Any]]) -> list[str]:
+        """Broken invariants of the provider's own wiring among `objects`, as messages."""
         ...
 
     def is_test_backend(self, md: ModelDeployment) -> bool:

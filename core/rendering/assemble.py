@@ -10,6 +10,7 @@ from core.model.versions import Versions
 from core.rendering.inferencegateway import (
     GatewayTarget,
     capabilities_of,
+    configured_picker_config,
     is_enabled,
     render_gateway,
 )
@@ -27,12 +28,14 @@ def render_model(
     plugin = registry.plugins[md.provider_name]
     objects = plugin.render(md, pins)
     if is_enabled(md, registry) and gateway is not None:
+        capabilities = capabilities_of(md, registry)
         objects += render_gateway(
             md,
-            capabilities_of(md, registry),
+            capabilities,
             gateway,
             pins,
             port=plugin.model_port(md),
             selector=plugin.pool_selector(md),
+            picker_config=plugin.picker_config(md, configured_picker_config(capabilities)),
         )
     return objects

@@ -283,15 +283,21 @@ def deployment_and_service(
     volumes: Sequence[Mapping[str, Any]] = (),
     component: str = "server",
     spec_overrides: Mapping[str, Any] | None = None,
+    init_containers: Sequence[Mapping[str, Any]] = (),
+    labels: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """An apps/v1 Deployment serving `container` on port 8000, and its ClusterIP Service.
-    `spec_overrides` (a provider's accepted `spec` root) is merged into the Deployment spec."""
+    """An apps/v1 Deployment serving `container` on port 8000 (or the native sidecar in
+    `init_containers` whose port is named http), and its ClusterIP Service. `labels` go on the
+    pods besides the selector's; `spec_overrides` (a provider's accepted `spec` root) is merged
+    into the Deployment spec."""
     selector = {LABEL_MODEL_DEPLOYMENT: md.name, "app.kubernetes.io/component": component}
     pod_spec: dict[str, Any] = {"containers": [dict(container)], **placement(md)}
+    if init_containers:
+        pod_spec["initContainers"] = [dict(c) for c in init_containers]
     if volumes:
         pod_spec["volumes"] = [dict(v) for v in volumes]
     template: dict[str, Any] = {
-        "metadata": {"labels": pod_labels(md, **selector)},
+        "metadata": {"labels": pod_labels(md, **dict(labels or {}), **selector)},
         "spec": pod_spec,
     }
     if pod_annotations(md):

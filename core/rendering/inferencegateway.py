@@ -57,9 +57,12 @@ def render_gateway(
     *,
     port: int,
     selector: Mapping[str, str],
+    picker_config: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The gateway objects for one hydrated ModelDeployment; `port` is the model server's port
-    and `selector` the labels of its serving pods (the provider's pool_selector)."""
+    """The gateway objects for one hydrated ModelDeployment; `port` is the model server's port,
+    `selector` the labels of its serving pods (the provider's pool_selector) and
+    `picker_config` the picker's EndpointPickerConfig when the provider chooses it (its
+    picker_config hook), else the capabilities' configData."""
     namespace = md.namespace
     if capabilities.get("managesInferencePool"):
         pool = _pattern(capabilities.get("inferencePoolNamePattern") or "{name}", md)
@@ -69,7 +72,7 @@ def render_gateway(
         pool, pool_namespace = md.name, namespace
         objects = [
             _pool(md, port, selector),
-            *_picker(md, capabilities, pins),
+            *_picker(md, capabilities, pins, picker_config),
             *(_destination_rule(md) if target.istio else []),
         ]
     if not dig(md.spec, "gateway", "httpRouteRef"):
@@ -102,8 +105,17 @@ def _pool(md: ModelDeployment, port: int, selector: Mapping[str, str]) -> dict[s
     }
 
 
+def configured_picker_config(capabilities: Mapping[str, Any]) -> str | None:
+    """The configData of the capabilities' endpointPicker, if any."""
+    value = (capabilities.get("endpointPicker") or {}).get("configData")
+    return str(value) if value else None
+
+
 def _picker(
-    md: ModelDeployment, capabilities: Mapping[str, Any], pins: Versions
+    md: ModelDeployment,
+    capabilities: Mapping[str, Any],
+    pins: Versions,
+    config: str | None,
 ) -> list[dict[str, Any]]:
     name = child_name(md.name, PICKER_SUFFIX)
     picker = capabilities.get("endpointPicker") or {}
@@ -191,7 +203,11 @@ def _picker(
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": meta,
-            "data": {"default-plugins.yaml": picker.get("configData") or MINIMAL_PICKER_CONFIG},
+            "data": {
+                "default-plugins.yaml": config
+                or configured_picker_config(capabilities)
+                or MINIMAL_PICKER_CONFIG
+            },
         },
         {
             "apiVersion": "apps/v1",

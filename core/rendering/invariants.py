@@ -3,7 +3,9 @@
 A schema says each object is well formed; these say the objects fit together so the model is
 served. Each failure names both objects and their fields:
   port      the port the engine listens on = containerPort = the probes' port = the Service
-            targetPort = the InferencePool target port
+            targetPort = the InferencePool target port (or, when a native sidecar owns the
+            pod's http port, as llm-d's routing sidecar does, the Service and the pool reach
+            the sidecar's port, and the provider's invariants say it forwards to the engine)
   selector  the InferencePool selector matches the labels the operator puts on the pods
             (each provider's pods.py states its operator's rule)
   claims    every claim a pod or a DynamoGraphDeployment mounts is rendered, created by the
@@ -39,7 +41,7 @@ def check_invariants(
     operated = plugin.operator_pods(objects) if plugin is not None else []
     problems = _ports(objects, servers, operated) + _selector(objects, servers, operated)
     problems += _claims(md, objects) + _gpus(servers) + _route_name(objects, servers, operated)
-    return problems
+    return problems + (plugin.invariants(md, objects) if plugin is not None else [])
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,16 @@ def _resolve(port: Any, container: Mapping[str, Any]) -> int | None:
     return None
 
 
+def front_door(owner: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None:
+    """(index, container) of the native sidecar (an initContainer with restartPolicy Always)
+    that owns a pod's http port and forwards to its engine, such as llm-d's routing sidecar."""
+    inits = dig(owner, "spec", "template", "spec", "initContainers") or ()
+    for i, container in enumerate(inits):
+        if container.get("restartPolicy") == "Always" and _resolve("http", container) is not None:
+            return i, container
+    return None
+
+
 def _ports(
     objects: Sequence[Mapping[str, Any]],
     servers: Sequence[_Server],
@@ -123,8 +135,10 @@ def _ports(
             if got != listen:
                 problems.append(f"{at} is {listen} but {what} is {got}")
 
-        named = _resolve("http", server.container)
-        differs(f"{server.ref} {server.path}.ports[http].containerPort", named)
+        front = front_door(server.owner)
+        own = (server.container.get("ports") or [{}])[0] if front else {"name": "http"}
+        named = _resolve(own.get("name"), server.container)
+        differs(f"{server.ref} {server.path}.ports[{own.get('name')}].containerPort", named)
         for probe in _PROBES:
             port = dig(server.container, probe, "httpGet", "port")
             if port is not None:
@@ -132,6 +146,13 @@ def _ports(
                     f"{server.ref} {server.path}.{probe}.httpGet.port",
                     _resolve(port, server.container),
                 )
+        door, door_container = listen, server.container
+        if front is not None:  # the Service and the pool reach the sidecar, not the engine
+            index, door_container = front
+            door = int(_resolve("http", door_container) or 0)
+            at = (
+                f"{server.ref} spec.template.spec.initContainers[{index}].ports[http].containerPort"
+            )
         for service in objects:
             if service.get("kind") == "Service" and dig(service, "spec", "selector") == dig(
                 server.owner, "spec", "selector", "matchLabels"
@@ -139,11 +160,18 @@ def _ports(
                 for i, port in enumerate(dig(service, "spec", "ports") or ()):
                     differs(
                         f"{ref(service)} spec.ports[{i}].targetPort",
-                        _resolve(port.get("targetPort"), server.container),
+                        _resolve(port.get("targetPort"), door_container),
+                        at=at,
+                        listen=door,
                     )
         for pool in pools:
             for i, target in enumerate(dig(pool, "spec", "targetPorts") or ()):
-                differs(f"{ref(pool)} spec.targetPorts[{i}].number", target.get("number"))
+                differs(
+                    f"{ref(pool)} spec.targetPorts[{i}].number",
+                    target.get("number"),
+                    at=at,
+                    listen=door,
+                )
     for group in operated:
         if group.port is None:
             continue

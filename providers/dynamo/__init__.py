@@ -4,6 +4,7 @@ The plug-in (core/model/plugin.py): what this package's files offer, under the n
 calls.
 """
 
+from core.model.plugin import configured_picker
 from providers.dynamo.flags import flag_catalog as flag_catalog
 from providers.dynamo.flags import owned_flags as owned_flags
 from providers.dynamo.overrides import NAME as NAME
@@ -13,5 +14,8 @@ from providers.dynamo.pods import model_port as model_port
 from providers.dynamo.pods import operator_pods as operator_pods
 from providers.dynamo.pods import pool_selector as pool_selector
 from providers.dynamo.render import admission_checks as admission_checks
+from providers.dynamo.render import invariants as invariants
 from providers.dynamo.render import is_test_backend as is_test_backend
 from providers.dynamo.render import render as render
+
+picker_config = configured_picker  # the operator runs its own picker (the DGD's Epp service)

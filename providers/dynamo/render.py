@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.fields.errors import FieldError, Reason
@@ -21,6 +21,7 @@ from core.rendering.common import (
     served_model_name,
     user_args,
 )
+from core.rendering.invariants import flag_value, ref
 
 _RUNTIME = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
 _WORKERS = {None: "VllmWorker", "prefill": "VllmPrefillWorker", "decode": "VllmDecodeWorker"}
@@ -212,7 +213,46 @@ def _args(md: ModelDeployment, role: str | None, gpus: int) -> list[str]:
                 "kv-transfer-config",
                 json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, sort_keys=True),
             )
+    if kv_routed(md) and not _user_sets(md, _KV_EVENTS[engine][0]):
+        args += _KV_EVENTS[engine]
     return args + user_args(md)
+
+
+# How each worker publishes the KV-cache events a KV router needs, as Dynamo <DYNAMO_VERSION>'s own launch
+# scripts pass it (one worker per pod, so the publisher's default port is the pod's own). Without
+# it dynamo.vllm and dynamo.sglang publish nothing, and dynamo.trtllm publishes only when told.
+_KV_EVENTS: Mapping[str, list[str]] = {
+    "vllm": flag(
+        "kv-events-config",
+        json.dumps(
+            {
+                "enable_kv_cache_events": True,
+                "endpoint": "tcp://*:5557",
+                "publisher": "zmq",
+                "topic": "kv-events",
+            },
+            sort_keys=True,
+        ),
+    ),
+    "sglang": flag(
+        "kv-events-config",
+        json.dumps(
+            {"endpoint": "tcp://*:5557", "publisher": "zmq", "topic": "kv-events"}, sort_keys=True
+        ),
+    ),
+    "trtllm": flag("publish-events-and-metrics"),
+}
+
+
+def kv_routed(md: ModelDeployment) -> bool:
+    """A KV router picks `md`'s workers from their KV-cache events: the Frontend's with
+    routerMode kv, or Dynamo's endpoint picker behind a gateway (its DYN_USE_KV_EVENTS defaults
+    to true). Only a worker that caches prefixes has events to publish."""
+    overrides = md.overrides if isinstance(md.overrides, Mapping) else {}
+    routed = overrides.get("routerMode") == "kv" or (
+        dig(md.spec, "gateway", "enabled") is True and not is_test_backend(md)
+    )
+    return routed and bool(md.engine.get("enablePrefixCaching", True))
 
 
 SGLANG_TRANSFER_BACKEND = "--disaggregation-transfer-backend"
@@ -276,7 +316,11 @@ def _profile(name: str, filter_name: str, scorer: str) -> dict[str, Any]:
 
 
 def _sidecar(md: ModelDeployment, pins: Versions, secret: str | None) -> dict[str, Any]:
-    args = ["-m", "dynamo.frontend"] + ([] if md.is_disaggregated else ["--router-mode", "direct"])
+    """The worker's frontend behind a gateway. --router-mode direct in both serving modes: the
+    endpoint picker chooses the workers (x-worker-instance-id, and x-prefill-instance-id when
+    disaggregated) and direct is the mode that honours them, as Dynamo <DYNAMO_VERSION>'s GAIE guide and
+    its disaggregated GAIE recipes run it; the default (round-robin) would choose again."""
+    args = ["-m", "dynamo.frontend", "--router-mode", "direct"]
     sidecar: dict[str, Any] = {
         "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{pins.dynamo}",
         "args": args,
@@ -337,3 +381,57 @@ def admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
             "a standalone Frontend, with no endpoint picker and no gateway objects"
         )
     return errors, warnings
+
+
+def invariants(md: ModelDeployment, objects: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A disaggregated graph's workers run their role with the transfer their engine needs
+    (vLLM: NixlConnector; SGLang: a transfer backend that does not need RDMA); behind a gateway
+    every worker's frontend honours the picker's choice (--router-mode direct); under a KV
+    router every worker publishes KV events."""
+    problems: list[str] = []
+    for graph in (o for o in objects if o.get("kind") == "DynamoGraphDeployment"):
+        engine = str(dig(graph, "spec", "backendFramework") or "")
+        for key, service in sorted((dig(graph, "spec", "services") or {}).items()):
+            if service.get("componentType") != "worker" or is_test_backend(md):
+                continue
+            at = f"{ref(graph)} spec.services.{key}"
+            args = [str(a) for a in dig(service, "extraPodSpec", "mainContainer", "args") or ()]
+            problems += _worker_problems(md, engine, service, at, args)
+            sidecar = service.get("frontendSidecar")
+            if sidecar is not None:
+                mode = flag_value([str(a) for a in sidecar.get("args") or ()], ("--router-mode",))
+                if mode != "direct":
+                    problems.append(
+                        f"{at}.frontendSidecar.args --router-mode is {mode or 'unset (round-robin)'}"
+                        ": the frontend would choose a worker again instead of the picker's"
+                    )
+    return problems
+
+
+def _worker_problems(
+    md: ModelDeployment, engine: str, service: Mapping[str, Any], at: str, args: Sequence[str]
+) -> list[str]:
+    problems: list[str] = []
+    role = service.get("subComponentType")
+    where = f"{at}.extraPodSpec.mainContainer.args"
+    if md.is_disaggregated:
+        mode = flag_value(args, ("--disaggregation-mode",))
+        if mode != role:
+            problems.append(f"{where} --disaggregation-mode is {mode} but the worker is {role}")
+        if engine == "sglang":
+            backend = flag_value(args, (SGLANG_TRANSFER_BACKEND,))
+            if backend in (None, "mooncake"):
+                problems.append(
+                    f"{where} {SGLANG_TRANSFER_BACKEND} is {backend or 'unset (mooncake)'}: "
+                    "SGLang's mooncake backend needs RDMA"
+                )
+        if engine == "vllm":
+            transfer = flag_value(args, ("--kv-transfer-config",)) or ""
+            if "NixlConnector" not in transfer:
+                problems.append(f"{where} --kv-transfer-config names no NixlConnector")
+    if kv_routed(md) and engine in _KV_EVENTS and _KV_EVENTS[engine][0] not in args:
+        problems.append(
+            f"{where} has no {_KV_EVENTS[engine][0]}: the worker publishes no KV events, so "
+            "the KV router routes blind"
+        )
+    return problems

@@ -12,7 +12,9 @@ from providers.llmd.overrides import OVERRIDE_ROOTS as OVERRIDE_ROOTS
 from providers.llmd.overrides import check_overrides as check_overrides
 from providers.llmd.pods import model_port as model_port
 from providers.llmd.pods import operator_pods as operator_pods
+from providers.llmd.pods import picker_config as picker_config
 from providers.llmd.pods import pool_selector as pool_selector
+from providers.llmd.render import invariants as invariants
 from providers.llmd.render import render as render
 
 admission_checks = no_admission_checks  # no rules of its own beyond layer 2 of the overrides

@@ -1,8 +1,21 @@
-"""llm-d: apps/v1 Deployment and v1 Service per ModelDeployment (decode and prefill when split)."""
+"""llm-d: apps/v1 Deployment and v1 Service per ModelDeployment (decode and prefill when split).
+
+Disaggregated serving is wired as llm-d-inference-scheduler v<LLMD_VERSION> wires it
+(deploy/components/vllm-sim-pd/deployments.yaml, test/sidecar/config/nixl/*.yaml):
+  - pods carry llm-d.ai/role prefill or decode (pkg/plugins/filter/pd_role.go), which the
+    picker's prefill-filter and decode-filter select on;
+  - a decode pod runs the routing sidecar (cmd/pd-sidecar) as a native sidecar in front of vLLM:
+    it listens on 8000, the pod's http port, asks the prefill pod the picker chose (the
+    x-prefiller-host-port header) for the KV cache, and forwards to vLLM on 8200;
+  - both roles run vLLM's NixlConnector with kv_role kv_both, as upstream's examples do, and
+    advertise the NIXL side channel on the pod IP (vLLM defaults VLLM_NIXL_SIDE_CHANNEL_HOST to
+    localhost, which the other pod cannot reach).
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.model.kinds import ModelDeployment, dig
@@ -21,6 +34,8 @@ from core.rendering.common import (
     spec_overrides,
     vllm_args,
 )
+from core.rendering.invariants import flag_value, ref
+from providers.llmd.pods import PD_PROFILE_HANDLER
 
 
 def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
@@ -44,6 +59,38 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
     return objects + managed_claims(md)
 
 
+SIDECAR_IMAGE = "ghcr.io/llm-d/llm-d-routing-sidecar"
+ROLE_LABEL = "llm-d.ai/role"
+DECODE_VLLM_PORT = 8200  # behind the routing sidecar, as upstream's decode pods
+NIXL_HOST_KEY = "VLLM_NIXL_SIDE_CHANNEL_HOST"
+KV_TRANSFER = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+
+
+def routing_sidecar(pins: Versions) -> dict[str, Any]:
+    """The decode pod's routing sidecar: a native sidecar (restartPolicy Always) that owns the
+    pod's http port. --secure-proxy=false: Runway's pods serve plain HTTP inside the cluster
+    (the sidecar's default is a self-signed TLS listener nothing else here expects)."""
+    return {
+        "name": "routing-sidecar",
+        "image": f"{SIDECAR_IMAGE}:v{pins.llmd}",
+        "args": [
+            f"--port={HTTP_PORT}",
+            f"--vllm-port={DECODE_VLLM_PORT}",
+            "--connector=nixlv2",
+            "--secure-proxy=false",
+        ],
+        "ports": http_port(),
+        "restartPolicy": "Always",
+    }
+
+
+def nixl_host_env() -> dict[str, Any]:
+    return {
+        "name": NIXL_HOST_KEY,
+        "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}},
+    }
+
+
 def _pair(
     md: ModelDeployment,
     name: str,
@@ -54,28 +101,37 @@ def _pair(
     pins: Versions,
     role: str | None,
 ) -> list[dict[str, Any]]:
-    args = ["--port", str(HTTP_PORT), *vllm_args(md, gpus=gpus, skip=frozenset({"port"}))]
+    behind_sidecar = role == "decode"
+    port = DECODE_VLLM_PORT if behind_sidecar else HTTP_PORT
+    args = ["--port", str(port), *vllm_args(md, gpus=gpus, skip=frozenset({"port"}))]
     if role is not None:
-        kv_role = "kv_producer" if role == "prefill" else "kv_consumer"
-        args += [
-            "--kv-transfer-config",
-            json.dumps({"kv_connector": "NixlConnector", "kv_role": kv_role}, sort_keys=True),
-        ]
+        args += ["--kv-transfer-config", json.dumps(KV_TRANSFER, sort_keys=True)]
     volumes, mounts = pod_volumes(md, gpus=gpus)
+    ports = (
+        [{"name": "vllm", "containerPort": port, "protocol": "TCP"}]
+        if behind_sidecar
+        else http_port()
+    )
     container: dict[str, Any] = {
         "name": "vllm",
         "image": md.image_override or f"vllm/vllm-openai:{pins.vllm}",
         "args": args,
-        "ports": http_port(),
+        "ports": ports,
         "resources": container_resources(
             gpus=gpus,
             gpu_type=gpu_type(md),
             memory=memory,
             cpu=md.spec.get("resources", {}).get("cpu"),
         ),
-        "readinessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 5},
+        "readinessProbe": {
+            "httpGet": {"path": "/health", "port": ports[0]["name"]},
+            "periodSeconds": 5,
+        },
     }
-    variables = env(md, extra=cache_env(md))
+    own = {e.get("name") for e in md.spec.get("env") or ()}
+    nixl = [nixl_host_env()] if role is not None and NIXL_HOST_KEY not in own else []
+    extra = cache_env(md) + nixl  # a user's own VLLM_NIXL_SIDE_CHANNEL_HOST wins
+    variables = env(md, extra=extra)
     if variables:  # an empty list is dropped by the API server (omitempty): no drift
         container["env"] = variables
     if mounts:
@@ -88,4 +144,97 @@ def _pair(
         volumes=volumes,
         component=role or "server",
         spec_overrides=spec_overrides(md),
+        init_containers=[routing_sidecar(pins)] if behind_sidecar else (),
+        labels={ROLE_LABEL: role} if role is not None else None,
     )
+
+
+def invariants(md: ModelDeployment, objects: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A disaggregated llm-d model has every piece P/D needs: each role's pods labelled with
+    their role, NixlConnector in both roles' vLLM with the side channel on the pod IP, the
+    decode pods' routing sidecar forwarding to their vLLM, and a P/D picker configuration."""
+    if not md.is_disaggregated:
+        return []
+    problems: list[str] = []
+    deployments = {
+        str(dig(o, "spec", "template", "metadata", "labels", "app.kubernetes.io/component")): o
+        for o in objects
+        if o.get("kind") == "Deployment"
+    }
+    for role in ROLE_SUFFIXES:
+        deployment = deployments.get(role)
+        if deployment is None:
+            problems.append(f"no {role} Deployment is rendered for a disaggregated model")
+            continue
+        problems += _role_problems(deployment, role)
+    for config_map in (o for o in objects if o.get("kind") == "ConfigMap"):
+        data = str(dig(config_map, "data", "default-plugins.yaml") or "")
+        if PD_PROFILE_HANDLER not in data or "prefill-filter" not in data:
+            problems.append(
+                f"{ref(config_map)} data.default-plugins.yaml has no {PD_PROFILE_HANDLER} with a "
+                "prefill-filter profile: the picker never sends a request to a prefill pod"
+            )
+    return problems
+
+
+def _role_problems(deployment: Mapping[str, Any], role: str) -> list[str]:
+    problems: list[str] = []
+    at = ref(deployment)
+    pod = dig(deployment, "spec", "template") or {}
+    labels = dig(pod, "metadata", "labels") or {}
+    if labels.get(ROLE_LABEL) != role:
+        problems.append(
+            f"{at} spec.template.metadata.labels.{ROLE_LABEL} is {labels.get(ROLE_LABEL)} but "
+            f"the pods are {role} pods (the picker's {role}-filter selects on it)"
+        )
+    containers = list(dig(pod, "spec", "containers") or ())
+    vllm = next((c for c in containers if c.get("name") == "vllm"), None)
+    if vllm is None:
+        return [*problems, f"{at} has no vllm container"]
+    index = containers.index(vllm)
+    args = [str(a) for a in vllm.get("args") or ()]
+    transfer = flag_value(args, ("--kv-transfer-config",))
+    try:
+        connector = json.loads(transfer).get("kv_connector") if transfer else None
+    except (ValueError, AttributeError):
+        connector = None
+    if connector != KV_TRANSFER["kv_connector"]:
+        problems.append(
+            f"{at} spec.template.spec.containers[{index}].args --kv-transfer-config has "
+            f"kv_connector {connector}, not {KV_TRANSFER['kv_connector']}"
+        )
+    host = next((e for e in vllm.get("env") or () if e.get("name") == NIXL_HOST_KEY), None)
+    if host is None:
+        problems.append(
+            f"{at} spec.template.spec.containers[{index}].env has no {NIXL_HOST_KEY}: vLLM "
+            "advertises the NIXL side channel on localhost, which the other role cannot reach"
+        )
+    if role == "decode":
+        problems += _sidecar_problems(deployment, vllm, index, args)
+    return problems
+
+
+def _sidecar_problems(
+    deployment: Mapping[str, Any], vllm: Mapping[str, Any], index: int, args: Sequence[str]
+) -> list[str]:
+    at = ref(deployment)
+    inits = list(dig(deployment, "spec", "template", "spec", "initContainers") or ())
+    sidecar = next((c for c in inits if str(c.get("image", "")).startswith(SIDECAR_IMAGE)), None)
+    if sidecar is None:
+        return [
+            f"{at} spec.template.spec.initContainers has no routing sidecar ({SIDECAR_IMAGE}): "
+            "decode pods never ask a prefill pod for the KV cache"
+        ]
+    where = f"{at} spec.template.spec.initContainers[{inits.index(sidecar)}]"
+    problems = []
+    if sidecar.get("restartPolicy") != "Always":
+        problems.append(f"{where}.restartPolicy is {sidecar.get('restartPolicy')}, not Always")
+    sidecar_args = [str(a) for a in sidecar.get("args") or ()]
+    forwards = flag_value(sidecar_args, ("--vllm-port", "-vllm-port"))
+    listens = flag_value(args, ("--port",))
+    if forwards != listens:
+        problems.append(
+            f"{where}.args --vllm-port is {forwards} but "
+            f"spec.template.spec.containers[{index}].args --port is {listens}"
+        )
+    return problems

@@ -4,7 +4,7 @@ The plug-in (core/model/plugin.py): what this package's files offer, under the n
 calls.
 """
 
-from core.model.plugin import no_admission_checks, no_test_backend
+from core.model.plugin import configured_picker, no_admission_checks, no_invariants, no_test_backend
 from providers.vllm.flags import flag_catalog as flag_catalog
 from providers.vllm.flags import owned_flags as owned_flags
 from providers.vllm.overrides import NAME as NAME
@@ -17,3 +17,5 @@ from providers.vllm.render import render as render
 
 admission_checks = no_admission_checks  # no rules of its own beyond layer 2 of the overrides
 is_test_backend = no_test_backend  # the engine always runs
+picker_config = configured_picker  # the pool's picker runs the provider config's
+invariants = no_invariants  # the core's invariants cover its wiring

@@ -82,6 +82,10 @@ def test_dynamo_worker_args_image_and_stripped_transformer_keys(shipped: Provide
             "--enable-prefix-caching",
             "--tensor-parallel-size",
             "2",
+            # routerMode kv: the worker publishes the KV events the Frontend's router reads
+            "--kv-events-config",
+            '{"enable_kv_cache_events": true, "endpoint": "tcp://*:5557", '
+            '"publisher": "zmq", "topic": "kv-events"}',
         ],
     }
     assert worker["resources"] == {"limits": {"gpu": "2"}, "requests": {"gpu": "2"}}
@@ -291,6 +295,9 @@ def test_spec_overrides_merge_but_cannot_break_the_selector(shipped: ProviderReg
 
 
 def test_llmd_disaggregated_renders_decode_first_then_prefill(shipped: ProviderRegistry) -> None:
+    """llm-d P/D as llm-d-inference-scheduler wires it: role labels, NixlConnector kv_both on
+    both roles with the side channel on the pod IP, and the decode pods' routing sidecar on the
+    pod's http port in front of vLLM on 8200."""
     obj = disaggregated("pd", prefill_gpu=2, decode_gpu=1)
     obj["spec"]["provider"] = {"name": "llmd"}
 
@@ -302,11 +309,100 @@ def test_llmd_disaggregated_renders_decode_first_then_prefill(shipped: ProviderR
         "apps/v1 Deployment pd-prefill",
         "v1 Service pd-prefill",
     ]
-    prefill_args = objects[2]["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert prefill_args[-2:] == [
+    nixl = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'
+    side_channel = {
+        "name": "VLLM_NIXL_SIDE_CHANNEL_HOST",
+        "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}},
+    }
+    assert objects[0]["spec"]["template"] == {
+        "metadata": {
+            "labels": {
+                "airunway.ai/model-deployment": "pd",
+                "llm-d.ai/role": "decode",
+                "app.kubernetes.io/component": "decode",
+            }
+        },
+        "spec": {
+            "containers": [
+                {
+                    "name": "vllm",
+                    "image": f"vllm/vllm-openai:{PINS.vllm}",
+                    "args": [
+                        "--port",
+                        "8200",
+                        "--model",
+                        "org/model",
+                        "--enable-prefix-caching",
+                        "--kv-transfer-config",
+                        nixl,
+                    ],
+                    "ports": [{"name": "vllm", "containerPort": 8200, "protocol": "TCP"}],
+                    "resources": {
+                        "limits": {"nvidia.com/gpu": "1"},
+                        "requests": {"nvidia.com/gpu": "1"},
+                    },
+                    "readinessProbe": {
+                        "httpGet": {"path": "/health", "port": "vllm"},
+                        "periodSeconds": 5,
+                    },
+                    "env": [side_channel],
+                }
+            ],
+            "initContainers": [
+                {
+                    "name": "routing-sidecar",
+                    "image": f"ghcr.io/llm-d/llm-d-routing-sidecar:v{PINS.llmd}",
+                    "args": [
+                        "--port=8000",
+                        "--vllm-port=8200",
+                        "--connector=nixlv2",
+                        "--secure-proxy=false",
+                    ],
+                    "ports": [{"name": "http", "containerPort": 8000, "protocol": "TCP"}],
+                    "restartPolicy": "Always",
+                }
+            ],
+        },
+    }
+    prefill = objects[2]["spec"]["template"]
+    assert prefill["metadata"]["labels"] == {
+        "airunway.ai/model-deployment": "pd",
+        "llm-d.ai/role": "prefill",
+        "app.kubernetes.io/component": "prefill",
+    }
+    assert "initContainers" not in prefill["spec"]
+    (container,) = prefill["spec"]["containers"]
+    assert container["args"] == [
+        "--port",
+        "8000",
+        "--model",
+        "org/model",
+        "--enable-prefix-caching",
+        "--tensor-parallel-size",
+        "2",
         "--kv-transfer-config",
-        '{"kv_connector": "NixlConnector", "kv_role": "kv_producer"}',
+        nixl,
     ]
+    assert container["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
+    assert container["env"] == [side_channel]
+    # Both Services reach the pods' http port: the sidecar on decode pods, vLLM on prefill pods.
+    assert [o["spec"]["ports"] for o in objects[1::2]] == [
+        [{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]
+    ] * 2
+
+
+def test_llmd_disaggregated_user_side_channel_host_wins(shipped: ProviderRegistry) -> None:
+    obj = disaggregated("pd")
+    obj["spec"]["provider"] = {"name": "llmd"}
+    obj["spec"]["env"] = [{"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "10.0.0.1"}]
+
+    objects = rendered(obj, shipped)
+
+    assert [
+        o["spec"]["template"]["spec"]["containers"][0]["env"]
+        for o in objects
+        if o["kind"] == "Deployment"
+    ] == [[{"name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "value": "10.0.0.1"}]] * 2
 
 
 def test_hugging_face_token_is_only_ever_a_secret_reference(shipped: ProviderRegistry) -> None:
@@ -376,7 +472,10 @@ def test_dynamo_disaggregated_picker_has_prefill_and_decode_profiles(
         {"name": "DYN_DECODE_FALLBACK", "value": "false"},
         {"name": "DYN_ENFORCE_DISAGG", "value": "true"},
     ]
+    # direct in both modes: the frontend honours the picker's prefill and decode choice
     assert graph["spec"]["services"]["VllmPrefillWorker"]["frontendSidecar"]["args"] == [
         "-m",
         "dynamo.frontend",
+        "--router-mode",
+        "direct",
     ]

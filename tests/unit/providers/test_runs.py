@@ -631,3 +631,269 @@ def test_a_compilation_cache_is_where_vllm_keeps_its_compile_cache(
     _, objects = render(obj, shipped)
 
     assert [e for e in _container_env(objects) if e["name"] == "VLLM_CACHE_ROOT"] == expected
+
+
+def _llmd_pd() -> tuple[ModelDeployment, list[dict[str, Any]]]:
+    obj = disaggregated("pd", prefill_gpu=1, decode_gpu=1)
+    obj["spec"]["provider"] = {"name": "llmd"}
+    obj["spec"]["gateway"] = {"enabled": True}
+    return render(obj, SHIPPED)
+
+
+def _decode_pod(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    pod: dict[str, Any] = _find(objects, "Deployment", "pd-decode")["spec"]["template"]
+    return pod
+
+
+def test_llmd_pd_renders_every_piece_and_the_pd_picker() -> None:
+    md, objects = _llmd_pd()
+
+    assert check_invariants(md, objects, SHIPPED) == []
+    config = _find(objects, "ConfigMap", "pd-epp")["data"]["default-plugins.yaml"]
+    parsed = yaml.safe_load(config)
+    assert [p["type"] for p in parsed["plugins"]] == [
+        "prefill-header-handler",
+        "prefix-cache-scorer",
+        "queue-scorer",
+        "prefill-filter",
+        "decode-filter",
+        "max-score-picker",
+        "prefix-based-pd-decider",
+        "pd-profile-handler",
+    ]
+    assert [
+        (p["name"], [(r["pluginRef"], r.get("weight")) for r in p["plugins"]])
+        for p in parsed["schedulingProfiles"]
+    ] == [
+        (
+            role,
+            [
+                (f"{role}-filter", None),
+                ("max-score-picker", None),
+                ("prefix-cache-scorer", 2),
+                ("queue-scorer", 1),
+            ],
+        )
+        for role in ("prefill", "decode")
+    ]
+    # one pool over both roles, on the pods' http port (the decode pods' sidecar)
+    pool = _find(objects, "InferencePool", "pd")["spec"]
+    assert pool["selector"] == {"matchLabels": {"airunway.ai/model-deployment": "pd"}}
+    assert pool["targetPorts"] == [{"number": 8000}]
+
+
+def test_llmd_aggregated_picker_keeps_the_provider_configs() -> None:
+    obj = model_deployment(gpu=1, provider="llmd", engine="vllm")
+    obj["spec"]["gateway"] = {"enabled": True}
+    _md, objects = render(obj, SHIPPED)
+
+    config = _find(objects, "ConfigMap", "m-epp")["data"]["default-plugins.yaml"]
+    assert "single-profile-handler" in config and "pd-profile-handler" not in config
+    assert "initContainers" not in _find(objects, "Deployment")["spec"]["template"]["spec"]
+    assert (
+        "llm-d.ai/role"
+        not in _find(objects, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    )
+
+
+def _break_label(objects: list[dict[str, Any]]) -> None:
+    del _decode_pod(objects)["metadata"]["labels"]["llm-d.ai/role"]
+
+
+def _break_sidecar(objects: list[dict[str, Any]]) -> None:
+    del _decode_pod(objects)["spec"]["initContainers"]
+
+
+def _break_forward(objects: list[dict[str, Any]]) -> None:
+    _decode_pod(objects)["spec"]["initContainers"][0]["args"][1] = "--vllm-port=8001"
+
+
+def _break_side_channel(objects: list[dict[str, Any]]) -> None:
+    del _find(objects, "Deployment", "pd-prefill")["spec"]["template"]["spec"]["containers"][0][
+        "env"
+    ]
+
+
+def _break_connector(objects: list[dict[str, Any]]) -> None:
+    args = _find(objects, "Deployment", "pd-prefill")["spec"]["template"]["spec"]["containers"][0][
+        "args"
+    ]
+    args[args.index("--kv-transfer-config") + 1] = '{"kv_connector": "LMCacheConnectorV1"}'
+
+
+def _break_picker(objects: list[dict[str, Any]]) -> None:
+    _find(objects, "ConfigMap", "pd-epp")["data"]["default-plugins.yaml"] = "kind: X\n"
+
+
+def _break_pool_port(objects: list[dict[str, Any]]) -> None:
+    _find(objects, "InferencePool", "pd")["spec"]["targetPorts"] = [{"number": 8200}]
+
+
+@pytest.mark.parametrize(
+    ("breaks", "expected"),
+    [
+        (
+            _break_label,
+            "Deployment/pd-decode spec.template.metadata.labels.llm-d.ai/role is None but the "
+            "pods are decode pods (the picker's decode-filter selects on it)",
+        ),
+        (
+            _break_sidecar,
+            [
+                # without the sidecar nothing listens on the pods' http port ...
+                "Deployment/pd-decode spec.template.spec.containers[0].args --port is 8200 but "
+                "Deployment/pd-decode spec.template.spec.containers[0].ports[http].containerPort "
+                "is None",
+                "Deployment/pd-decode spec.template.spec.containers[0].args --port is 8200 but "
+                "Service/pd-decode spec.ports[0].targetPort is None",
+                "Deployment/pd-decode spec.template.spec.containers[0].args --port is 8200 but "
+                "InferencePool/pd spec.targetPorts[0].number is 8000",
+                # ... and nothing asks a prefill pod
+                "Deployment/pd-decode spec.template.spec.initContainers has no routing sidecar "
+                "(ghcr.io/llm-d/llm-d-routing-sidecar): decode pods never ask a prefill pod for "
+                "the KV cache",
+            ],
+        ),
+        (
+            _break_forward,
+            "Deployment/pd-decode spec.template.spec.initContainers[0].args --vllm-port is 8001 "
+            "but spec.template.spec.containers[0].args --port is 8200",
+        ),
+        (
+            _break_side_channel,
+            "Deployment/pd-prefill spec.template.spec.containers[0].env has no "
+            "VLLM_NIXL_SIDE_CHANNEL_HOST: vLLM advertises the NIXL side channel on localhost, "
+            "which the other role cannot reach",
+        ),
+        (
+            _break_connector,
+            "Deployment/pd-prefill spec.template.spec.containers[0].args --kv-transfer-config "
+            "has kv_connector LMCacheConnectorV1, not NixlConnector",
+        ),
+        (
+            _break_picker,
+            "ConfigMap/pd-epp data.default-plugins.yaml has no pd-profile-handler with a "
+            "prefill-filter profile: the picker never sends a request to a prefill pod",
+        ),
+    ],
+)
+def test_invariant_llmd_pd_lacks_a_piece(breaks: Any, expected: str | list[str]) -> None:
+    md, objects = copy.deepcopy(_llmd_pd())
+    breaks(objects)
+
+    expected = [expected] if isinstance(expected, str) else expected
+    assert check_invariants(md, objects, SHIPPED) == expected
+
+
+def test_invariant_ports_reach_the_decode_pods_sidecar() -> None:
+    md, objects = copy.deepcopy(_llmd_pd())
+    _break_pool_port(objects)
+
+    assert check_invariants(md, objects, SHIPPED) == [
+        "Deployment/pd-decode spec.template.spec.initContainers[0].ports[http].containerPort "
+        "is 8000 but InferencePool/pd spec.targetPorts[0].number is 8200",
+        "Deployment/pd-prefill spec.template.spec.containers[0].args --port is 8000 but "
+        "InferencePool/pd spec.targetPorts[0].number is 8200",
+    ]
+
+
+def _dynamo(engine: str, *, gateway: bool, split: bool, router: str | None = None) -> Any:
+    obj = disaggregated("pd") if split else model_deployment(gpu=1)
+    obj["spec"]["provider"] = {"name": "dynamo"}
+    obj["spec"]["engine"] = {"type": engine}
+    if router:
+        obj["spec"]["provider"]["overrides"] = {"routerMode": router}
+    if gateway:
+        obj["spec"]["gateway"] = {"enabled": True}
+    return render(obj, SHIPPED)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+@pytest.mark.parametrize(
+    ("gateway", "router", "published"),
+    [(True, None, True), (False, "kv", True), (False, "round-robin", False), (False, None, False)],
+)
+def test_dynamo_workers_publish_kv_events_when_a_kv_router_reads_them(
+    engine: str, gateway: bool, router: str | None, published: bool
+) -> None:
+    md, objects = _dynamo(engine, gateway=gateway, split=False, router=router)
+    args = worker_args(objects[0])
+    flag = {"vllm": "--kv-events-config", "sglang": "--kv-events-config"}.get(
+        engine, "--publish-events-and-metrics"
+    )
+
+    assert (flag in args) is published
+    assert check_invariants(md, objects, SHIPPED) == []
+    if published:
+        args.remove(flag)
+        assert check_invariants(md, objects, SHIPPED) == [
+            f"DynamoGraphDeployment/m spec.services.VllmWorker.extraPodSpec.mainContainer.args "
+            f"has no {flag}: the worker publishes no KV events, so the KV router routes blind"
+        ]
+
+
+def test_dynamo_kv_events_follow_prefix_caching() -> None:
+    obj = model_deployment(gpu=1, provider="dynamo", engine="vllm")
+    obj["spec"]["engine"]["enablePrefixCaching"] = False
+    obj["spec"]["provider"]["overrides"] = {"routerMode": "kv"}
+    md, objects = render(obj, SHIPPED)
+
+    assert "--kv-events-config" not in worker_args(objects[0])
+    assert check_invariants(md, objects, SHIPPED) == []
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_invariant_dynamo_frontend_sidecars_honour_the_picker(split: bool) -> None:
+    md, objects = copy.deepcopy(_dynamo("vllm", gateway=True, split=split))
+    services = objects[0]["spec"]["services"]
+    workers = sorted(k for k, v in services.items() if v["componentType"] == "worker")
+    for key in workers:
+        assert services[key]["frontendSidecar"]["args"] == [
+            "-m",
+            "dynamo.frontend",
+            "--router-mode",
+            "direct",
+        ]
+    assert check_invariants(md, objects, SHIPPED) == []
+
+    services[workers[0]]["frontendSidecar"]["args"] = ["-m", "dynamo.frontend"]
+    assert check_invariants(md, objects, SHIPPED) == [
+        f"DynamoGraphDeployment/{md.name} spec.services.{workers[0]}.frontendSidecar.args "
+        "--router-mode is unset (round-robin): the frontend would choose a worker again instead "
+        "of the picker's"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("engine", "breaks", "expected"),
+    [
+        (
+            "sglang",
+            lambda args: args[: args.index("--disaggregation-transfer-backend")],
+            "--disaggregation-transfer-backend is unset (mooncake): SGLang's mooncake backend "
+            "needs RDMA",
+        ),
+        (
+            "vllm",
+            lambda args: args[: args.index("--kv-transfer-config")],
+            "--kv-transfer-config names no NixlConnector",
+        ),
+        (
+            "vllm",
+            lambda args: [a if a != "prefill" else "decode" for a in args],
+            "--disaggregation-mode is decode but the worker is prefill",
+        ),
+    ],
+)
+def test_invariant_dynamo_disaggregated_workers_run_their_role(
+    engine: str, breaks: Any, expected: str
+) -> None:
+    md, objects = copy.deepcopy(_dynamo(engine, gateway=False, split=True))
+    assert check_invariants(md, objects, SHIPPED) == []
+    container = objects[0]["spec"]["services"]["VllmPrefillWorker"]["extraPodSpec"]["mainContainer"]
+    container["args"] = breaks(container["args"])
+
+    assert check_invariants(md, objects, SHIPPED) == [
+        f"DynamoGraphDeployment/pd spec.services.VllmPrefillWorker.extraPodSpec.mainContainer.args "
+        f"{expected}"
+    ]
