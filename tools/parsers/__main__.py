@@ -110,6 +110,10 @@ def print_report(
             mark = "ok  " if passed(verdict) else "FAIL"
             detail = f": {verdict['detail']}" if verdict["detail"] else ""
             print(f"  {mark} [{verdict['set']}] {verdict['id']}{detail}")
+    notes = sorted({n for v in report["verdicts"] if v["expect"] != "refused" for n in v["notes"]})
+    for note in notes:
+        users = [v for v in report["verdicts"] if note in v["notes"]]
+        print(f"  note ({len(users)} launches, e.g. {users[0]['id']}): {note}")
     for case, why in sorted(report["refused"].items()):
         print(f"  FAIL {case}: {why}")
     for entry in sorted(unparsed):

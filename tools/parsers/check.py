@@ -6,7 +6,8 @@ library is imported at module level (the engines are imported per entry point, b
 file serves every virtualenv); nothing of Runway's is imported, since Runway is not installed
 there. A job is {"id", "entry", "args"} (a container's arguments after `python3 -m <module>`,
 or the vllm/vllm-openai image's `vllm serve`) or {"id", "entry": "kuberay", "app"} (one
-serveConfigV2 application). A verdict is {"id", "ok", "detail"}; "detail" is the parser's error.
+serveConfigV2 application). A verdict is {"id", "ok", "detail", "notes"}: "detail" is the
+parser's error, "notes" the deprecation warnings it printed or logged.
 
 What runs, per entry point (tools/parsers/__init__.py says why where it is narrower than the
 process the pod starts):
@@ -37,6 +38,8 @@ import dataclasses
 import importlib
 import io
 import json
+import logging
+import re
 import sys
 import types
 from collections.abc import Callable, Iterator
@@ -45,6 +48,8 @@ from pathlib import Path
 from typing import Any
 
 PD_BUILDER = "ray.serve.llm:build_pd_openai_app"
+LOGGERS = ("", "vllm", "dynamo", "sglang", "ray")
+DEPRECATION = re.compile(r"deprecat|will be removed", re.IGNORECASE)
 # tensorrt_llm.llmapi.BuildConfig's defaults that dynamo.trtllm's parser reads (TRT-LLM 1.3's
 # tensorrt_llm/builder.py): the only thing dynamo.trtllm.backend_args takes from TRT-LLM.
 TRTLLM_BUILD_DEFAULTS = {
@@ -61,10 +66,26 @@ def _module(name: str) -> Any:
 
 @contextlib.contextmanager
 def _captured() -> Iterator[io.StringIO]:
-    """argparse prints its error to stderr before SystemExit; keep it for the verdict."""
+    """What the parsers say: argparse prints its error to stderr before SystemExit, Dynamo logs
+    its refusals, vLLM logs deprecations (its loggers do not propagate to the root)."""
     err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(sys.stderr):
-        yield err
+    handler = logging.StreamHandler(err)
+    handler.setLevel(logging.WARNING)
+    loggers = [logging.getLogger(name) for name in LOGGERS]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(sys.stderr):
+            yield err
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+
+
+def _notes(text: str) -> list[str]:
+    """The deprecation warnings among what a parser said (not torch's own, at its import)."""
+    lines = {line.strip() for line in text.splitlines()}
+    return sorted(n for n in lines if DEPRECATION.search(n) and " torch/" not in n)
 
 
 def _cpu_platform() -> None:
@@ -217,10 +238,12 @@ def verdict(job: dict[str, Any]) -> dict[str, Any]:
         except SystemExit as stop:
             lines = [line for line in err.getvalue().splitlines() if line.strip()]
             detail = lines[-1] if lines else f"exit {stop.code}"
-            return {"id": job["id"], "ok": stop.code in (0, None), "detail": detail}
+            ok, said = stop.code in (0, None), detail
         except Exception as error:
-            return {"id": job["id"], "ok": False, "detail": f"{type(error).__name__}: {error}"}
-    return {"id": job["id"], "ok": True, "detail": ""}
+            ok, said = False, f"{type(error).__name__}: {error}"
+        else:
+            ok, said = True, ""
+    return {"id": job["id"], "ok": ok, "detail": said, "notes": _notes(err.getvalue())}
 
 
 def versions() -> dict[str, str]:

@@ -78,7 +78,9 @@ def engine_sets(pins: Mapping[str, str], wheels: Path) -> list[EngineSet]:
         ),
         EngineSet(
             "ray",
-            (f"ray[llm]=={pins['RAY_VERSION']}", f"vllm=={ray_vllm(ray_wheel)}"),
+            # boto3: ray.llm's LLMConfig module imports it; the ray-llm image has it, the extra
+            # does not name it
+            (f"ray[llm]=={pins['RAY_VERSION']}", f"vllm=={ray_vllm(ray_wheel)}", "boto3"),
             ("kuberay",),
             "the ray-llm image: Ray Serve LLM and the vLLM ray[llm] requires",
         ),
