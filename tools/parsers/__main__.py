@@ -112,7 +112,7 @@ def print_report(
             print(f"  {mark} [{verdict['set']}] {verdict['id']}{detail}")
     notes = sorted({n for v in report["verdicts"] if v["expect"] != "refused" for n in v["notes"]})
     for note in notes:
-        users = [v for v in report["verdicts"] if note in v["notes"]]
+        users = [v for v in report["verdicts"] if note in v["notes"] and v["expect"] != "refused"]
         print(f"  note ({len(users)} launches, e.g. {users[0]['id']}): {note}")
     for case, why in sorted(report["refused"].items()):
         print(f"  FAIL {case}: {why}")
