@@ -11,8 +11,10 @@ engines' own argument parsers, each in a cached virtualenv of its engine set.
    catalogs `make flags` reads statically); __main__.py prints a verdict per launch and exits 1
    on any refusal.
 
-Where check.py runs less than the whole entry point, it is for one reason each: SGLang's
-ServerArgs.__post_init__ and Dynamo's fetch_model need the model (a download) and a GPU, and the
-pinned TRT-LLM (whose BuildConfig gives dynamo.trtllm four defaults) is not on PyPI. Everything
-that parses and validates flags runs.
+Where check.py departs from the process the pod runs, it is for one reason each: vLLM's parser
+defaults need a platform, and with no GPU it finds none (check.py sets vLLM's CPU platform, as
+vLLM's CLI does for `vllm bench`); SGLang's ServerArgs.__post_init__ needs an accelerator and
+Dynamo's fetch_model downloads the model (both are skipped); the pinned TRT-LLM, whose BuildConfig
+gives dynamo.trtllm four defaults, is not on PyPI (a stand-in gives them). Everything that
+defines, parses and validates flags runs. README-parsers.md has the measurements.
 """

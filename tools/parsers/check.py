@@ -10,7 +10,7 @@ serveConfigV2 application). A verdict is {"id", "ok", "detail", "notes"}: "detai
 parser's error, "notes" the deprecation warnings it printed or logged.
 
 What runs, per entry point (tools/parsers/__init__.py says why where it is narrower than the
-process the pod starts):
+process the pod starts); wherever vLLM is imported, its CPU platform is set first:
   vllm             `vllm serve`: the CLI's serve subparser (ServeSubcommand.subparser_init on a
                    FlexibleArgumentParser, as vllm.entrypoints.cli.main builds it), then
                    ServeSubcommand.validate and AsyncEngineArgs.from_cli_args
@@ -50,8 +50,9 @@ from typing import Any
 PD_BUILDER = "ray.serve.llm:build_pd_openai_app"
 LOGGERS = ("", "vllm", "dynamo", "sglang", "ray")
 DEPRECATION = re.compile(r"deprecat|will be removed", re.IGNORECASE)
-# tensorrt_llm.llmapi.BuildConfig's defaults that dynamo.trtllm's parser reads (TRT-LLM 1.3's
-# tensorrt_llm/builder.py): the only thing dynamo.trtllm.backend_args takes from TRT-LLM.
+# The four tensorrt_llm.llmapi.BuildConfig defaults dynamo.trtllm's parser reads, the only thing
+# dynamo.trtllm.backend_args takes from TRT-LLM: TRT-LLM's usual values, not read from the
+# pinned 1.3.0rc11 (not downloadable). Only defaults: Runway passes none of these flags.
 TRTLLM_BUILD_DEFAULTS = {
     "max_batch_size": 2048,
     "max_num_tokens": 8192,
@@ -156,7 +157,7 @@ def check_dynamo_mocker(args: list[str]) -> None:
 def check_dynamo_frontend(args: list[str]) -> None:
     _cpu_platform()
     main = _module("dynamo.frontend.main")
-    with _patched(sys, "argv", ["dynamo.frontend", *args]):
+    with _patched(sys, "argv", [sys.argv[0], *args]):
         main.parse_args()
 
 
@@ -229,12 +230,14 @@ CHECKS: dict[str, Callable[[list[str]], None]] = {
 
 def verdict(job: dict[str, Any]) -> dict[str, Any]:
     """Run one job; the parser's own error message when it refuses."""
-    with _captured() as err:
+    entry = job["entry"]
+    program = "vllm" if entry == "vllm" else f"python3 -m {entry.replace('-', '.')}"
+    with _captured() as err, _patched(sys, "argv", [program]):  # argparse's prog
         try:
-            if job["entry"] == "kuberay":
+            if entry == "kuberay":
                 check_kuberay(job["app"])
             else:
-                CHECKS[job["entry"]](list(job["args"]))
+                CHECKS[entry](list(job["args"]))
         except SystemExit as stop:
             lines = [line for line in err.getvalue().splitlines() if line.strip()]
             detail = lines[-1] if lines else f"exit {stop.code}"
