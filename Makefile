@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 LITELLM_VENV  := .venv-litellm
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
-.PHONY: install test lint format test-unit test-e2e bench bench-large clean manifests cluster schemas flags fuzz
+.PHONY: install test lint format test-unit test-e2e bench bench-large clean manifests cluster schemas flags fuzz parsers
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,14 @@ schemas: $(STAMP)
 flags: $(STAMP)
 	$(BIN)/python -m tools.flags
 
+# Every launch Runway renders (the render matrix, the examples), parsed by the pinned engines' own
+# argument parsers: vLLM's `vllm serve`, Dynamo's dynamo.vllm/sglang/trtllm/mocker/frontend and Ray
+# Serve LLM's builders with vLLM's AsyncEngineArgs (tools/parsers). Each engine set gets a cached
+# virtualenv, .venv-parsers-<set>, built on first use from PyPI (torch with CUDA libraries: about
+# 40 GiB for the five, README-parsers.md has the measurements). Not part of `make test`.
+parsers: $(STAMP)
+	$(BIN)/python -m tools.parsers
+
 # The webhook row drives the server with wrk (Debian's package), installed here when missing.
 bench: $(STAMP)
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
@@ -83,4 +91,4 @@ fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz
 
 clean:
-	rm -rf $(VENV) $(LITELLM_VENV) .mypy_cache .ruff_cache .pytest_cache .cache
+	rm -rf $(VENV) $(LITELLM_VENV) .venv-parsers-* .mypy_cache .ruff_cache .pytest_cache .cache

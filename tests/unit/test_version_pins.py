@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -100,9 +101,7 @@ OWN_KUBERNETES = {"tests/cluster/argocd/go.mod"}
 
 
 def project_files(root: Path) -> Iterator[Path]:
-    for path in sorted(root.rglob("*")):
-        if any(part in SKIP_DIRS for part in path.relative_to(root).parts) or not path.is_file():
-            continue
+    for path in sorted(_walk(root)):
         if path.relative_to(root).as_posix() in OWN_KUBERNETES:
             continue
         if path.name == "versions.env" or path.suffix not in TEXT_SUFFIXES:
@@ -110,6 +109,14 @@ def project_files(root: Path) -> Iterator[Path]:
         if path.suffix == ".py" and "tests" in path.relative_to(root).parts:
             continue  # tests may name other versions on purpose (older upstreams)
         yield path
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    """Every file under `root` outside SKIP_DIRS and the parser tier's virtualenvs (never
+    entered: together they hold hundreds of thousands of files)."""
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d not in SKIP_DIRS and not d.startswith(".venv-parsers-")]
+        yield from (Path(folder) / name for name in files)
 
 
 def disagreements(root: Path, pins: Mapping[str, str]) -> list[str]:
