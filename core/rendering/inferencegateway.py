@@ -22,9 +22,28 @@ from core.selection.configs import ProviderRegistry
 POOL_GROUP = "inference.networking.k8s.io"
 ROUTE_HEADER = "X-Gateway-Model-Name"
 EPP_PORT, EPP_HEALTH_PORT = 9002, 9003
-MINIMAL_PICKER_CONFIG = (
-    "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\n"
-)
+# The picker's configuration when the provider config gives none: GAIE <GAIE_VERSION>'s own
+# default (pkg/epp/config/loader/defaults.go loadDefaultConfig, also its chart's
+# default-plugins.yaml), written out because a configuration without plugins is not defaulted:
+# the picker would build a profile of max-score-picker alone and pick at random. The scorers read
+# the model servers' vLLM metrics (/metrics on the pool's port), which the data layer collects.
+DEFAULT_PICKER_CONFIG = """\
+apiVersion: inference.networking.x-k8s.io/v1alpha1
+kind: EndpointPickerConfig
+plugins:
+- type: queue-scorer
+- type: kv-cache-utilization-scorer
+- type: prefix-cache-scorer
+schedulingProfiles:
+- name: default
+  plugins:
+  - pluginRef: queue-scorer
+    weight: 2
+  - pluginRef: kv-cache-utilization-scorer
+    weight: 2
+  - pluginRef: prefix-cache-scorer
+    weight: 3
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,7 +225,7 @@ def _picker(
             "data": {
                 "default-plugins.yaml": config
                 or configured_picker_config(capabilities)
-                or MINIMAL_PICKER_CONFIG
+                or DEFAULT_PICKER_CONFIG
             },
         },
         {

@@ -897,3 +897,74 @@ def test_invariant_dynamo_disaggregated_workers_run_their_role(
         f"DynamoGraphDeployment/pd spec.services.VllmPrefillWorker.extraPodSpec.mainContainer.args "
         f"{expected}"
     ]
+
+
+def _picker_profile(objects: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    config: dict[str, Any] = yaml.safe_load(
+        _find(objects, "ConfigMap", f"{name}-epp")["data"]["default-plugins.yaml"]
+    )
+    return config
+
+
+@pytest.mark.parametrize(
+    ("provider", "engine", "gpus", "expected"),
+    [
+        # vLLM pods: GAIE's own default scorers over the vLLM metrics the data layer collects
+        (
+            "vllm",
+            "vllm",
+            1,
+            {
+                "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
+                "kind": "EndpointPickerConfig",
+                "plugins": [
+                    {"type": "queue-scorer"},
+                    {"type": "kv-cache-utilization-scorer"},
+                    {"type": "prefix-cache-scorer"},
+                ],
+                "schedulingProfiles": [
+                    {
+                        "name": "default",
+                        "plugins": [
+                            {"pluginRef": "queue-scorer", "weight": 2},
+                            {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
+                            {"pluginRef": "prefix-cache-scorer", "weight": 3},
+                        ],
+                    }
+                ],
+            },
+        ),
+        # Ray Serve proxies and LocalAI serve no vLLM metrics: prefix affinity, no collection
+        *[
+            (
+                provider,
+                engine,
+                gpus,
+                {
+                    "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
+                    "kind": "EndpointPickerConfig",
+                    "plugins": [{"type": "prefix-cache-scorer"}],
+                    "schedulingProfiles": [
+                        {
+                            "name": "default",
+                            "plugins": [{"pluginRef": "prefix-cache-scorer", "weight": 1}],
+                        }
+                    ],
+                    "dataLayer": {},
+                },
+            )
+            for provider, engine, gpus in (("kuberay", "vllm", 2), ("kaito", "llamacpp", 0))
+        ],
+    ],
+)
+def test_every_pool_picker_scores_on_what_its_pods_serve(
+    provider: str, engine: str, gpus: int, expected: dict[str, Any]
+) -> None:
+    obj = model_deployment(gpu=gpus, provider=provider, engine=engine)
+    obj["spec"]["gateway"] = {"enabled": True}
+    if engine == "llamacpp":
+        obj["spec"]["engine"]["image"] = "localai/localai:latest"
+        obj["spec"]["model"] = {"id": "org/model", "source": "custom"}
+    _md, objects = render(obj, SHIPPED)
+
+    assert _picker_profile(objects, "m") == expected
