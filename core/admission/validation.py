@@ -20,7 +20,7 @@ from core.checks.references import check_secret_fields
 from core.checks.storage import check_volumes
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
-from core.model.kinds import Engine, ModelDeployment, ModelSource, VolumePurpose, dig
+from core.model.kinds import ModelDeployment, ModelSource, VolumePurpose, dig
 from core.model.names import check_model_deployment_names
 from core.model.plugin import ProviderPlugin
 from core.model.quantity import format_limit, parse_quantity, quantity_problem
@@ -250,10 +250,6 @@ def _warnings(md: ModelDeployment, registry: ProviderRegistry, own: list[str]) -
     if md.engine.get("trustRemoteCode") is True:
         warnings.append(
             "spec.engine.trustRemoteCode: true runs code from the model repository inside the serving pods"
-        )
-    if md.engine_type == Engine.TRTLLM and md.engine.get("contextLength") is not None:
-        warnings.append(
-            "spec.engine.contextLength is ignored by TensorRT-LLM (set it when building the engine)"
         )
     for volume in md.volumes:
         if volume.get("readOnly") is not True:

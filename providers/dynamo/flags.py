@@ -44,6 +44,7 @@ OWNED: Mapping[str, Mapping[str, str]] = {
         "--served-model-name": SERVED,
         "--tensor-parallel-size": TP,
         "--pipeline-parallel-size": PP,
+        "--max-seq-len": CONTEXT,
         "--disaggregation-mode": DISAGG,
     },
 }

@@ -181,6 +181,9 @@ _SWITCHES: Mapping[str, tuple[tuple[str, bool, str], ...]] = {
     ),
     "trtllm": (),
 }
+# The context-length flag of each worker's parser (dynamo.trtllm hands --max-seq-len to
+# TensorRT-LLM's LLM arguments as max_seq_len).
+_CONTEXT = {"vllm": "max-model-len", "sglang": "context-length", "trtllm": "max-seq-len"}
 _TENSOR_PARALLEL = {
     "vllm": "tensor-parallel-size",
     "sglang": "tp-size",
@@ -193,10 +196,8 @@ def _args(md: ModelDeployment, role: str | None, gpus: int) -> list[str]:
     # dynamo.trtllm names it --model (--model-path is its obsolete alias); SGLang's is --model-path
     args = flag("model-path" if engine == "sglang" else "model", md.model_id)
     args += flag("served-model-name", served_model_name(md) or md.model_id)
-    if spec.get("contextLength") and engine != "trtllm":
-        args += flag(
-            "max-model-len" if engine == "vllm" else "context-length", str(spec["contextLength"])
-        )
+    if spec.get("contextLength"):
+        args += flag(_CONTEXT[engine], str(spec["contextLength"]))
     for key, when, name in _SWITCHES[engine]:
         if bool(spec.get(key, key == "enablePrefixCaching")) is when:
             args += flag(name)
@@ -367,11 +368,18 @@ def is_test_backend(md: ModelDeployment) -> bool:
 
 
 def admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
-    """Dynamo's own rules: the mocker test backend simulates vLLM only, and serves through a
-    standalone Frontend, so a gateway asked for is ignored."""
+    """Dynamo's own rules: a volume mounts read-write (the pinned DGD's volumeMounts have no
+    readOnly); the mocker test backend simulates vLLM only, and serves through a standalone
+    Frontend, so a gateway asked for is ignored."""
+    errors: list[FieldError] = []
+    warnings = [
+        f"spec.model.storage.volumes[{i}].readOnly is not honoured by Dynamo: its operator "
+        "mounts every volume read-write (the DynamoGraphDeployment's volumeMounts have no readOnly)"
+        for i, volume in enumerate(md.volumes)
+        if volume.get("readOnly") is True
+    ]
     if not is_test_backend(md):
-        return [], []
-    errors, warnings = [], []
+        return errors, warnings
     if md.engine_type and md.engine_type != Engine.VLLM:
         detail = "the dynamo mocker test backend only supports the vllm engine"
         errors.append(FieldError("spec.engine.type", Reason.UNSUPPORTED, detail))

@@ -24,6 +24,7 @@ from providers import dynamo
 from tests.conftest import EXAMPLES
 from tests.support.builders import disaggregated, model_deployment
 from tests.support.matrix import cases, engine_args, launched_catalogs
+from tests.unit.providers.test_validation import check
 
 SHIPPED = build_registry()
 PINS = bundled_versions()
@@ -968,3 +969,27 @@ def test_every_pool_picker_scores_on_what_its_pods_serve(
     _md, objects = render(obj, SHIPPED)
 
     assert _picker_profile(objects, "m") == expected
+
+
+@pytest.mark.parametrize(
+    ("engine", "flag"),
+    [("vllm", "--max-model-len"), ("sglang", "--context-length"), ("trtllm", "--max-seq-len")],
+)
+def test_dynamo_workers_take_the_context_length_in_their_own_flag(engine: str, flag: str) -> None:
+    obj = model_deployment(gpu=1, provider="dynamo", engine={"type": engine, "contextLength": 8192})
+    _md, (graph,) = render(obj, SHIPPED)
+
+    args = worker_args(graph)
+    assert args[args.index(flag) : args.index(flag) + 2] == [flag, "8192"]
+    assert unknown_flags(args, CATALOGS[f"dynamo-{engine}"]) == []
+    assert check(obj, SHIPPED).warnings == ()
+
+
+def test_dynamo_trtllm_max_seq_len_is_owned() -> None:
+    obj = model_deployment(
+        gpu=1, provider="dynamo", engine={"type": "trtllm", "args": {"max-seq-len": "4096"}}
+    )
+
+    assert [(e.path, e.detail) for e in check(obj, SHIPPED).errors] == [
+        ("spec.engine.args[max-seq-len]", "--max-seq-len: set spec.engine.contextLength")
+    ]

@@ -315,8 +315,11 @@ def test_warnings_are_collected_and_never_deny(shipped: ProviderRegistry) -> Non
     assert verdict.warnings == (
         "spec.model.servedName is ignored when spec.model.source is custom",
         "spec.engine.trustRemoteCode: true runs code from the model repository inside the serving pods",
-        "spec.engine.contextLength is ignored by TensorRT-LLM (set it when building the engine)",
         'volume "b": a compilation cache needs write access; readOnly makes it useless',
+        "spec.model.storage.volumes[0].readOnly is not honoured by Dynamo: its operator mounts "
+        "every volume read-write (the DynamoGraphDeployment's volumeMounts have no readOnly)",
+        "spec.model.storage.volumes[1].readOnly is not honoured by Dynamo: its operator mounts "
+        "every volume read-write (the DynamoGraphDeployment's volumeMounts have no readOnly)",
         "spec.scaling.prefill and spec.scaling.decode are ignored in aggregated mode",
     )
 
@@ -325,6 +328,13 @@ def test_read_only_model_cache_for_huggingface_warns(shipped: ProviderRegistry) 
     volumes = [{"name": "a", "claimName": "a", "purpose": "modelCache", "readOnly": True}]
     obj = model_deployment(gpu=1, model={"id": "x", "storage": {"volumes": volumes}})
 
+    # a 1-GPU vLLM model selects Dynamo, which mounts volumes read-write
+    assert check(obj, shipped).warnings == (
+        'volume "a": the model cache is read-only, so the model is not downloaded; the claim must already hold it',
+        "spec.model.storage.volumes[0].readOnly is not honoured by Dynamo: its operator mounts "
+        "every volume read-write (the DynamoGraphDeployment's volumeMounts have no readOnly)",
+    )
+    obj["spec"]["provider"] = {"name": "vllm"}  # Runway's own Deployments honour readOnly
     assert check(obj, shipped).warnings == (
         'volume "a": the model cache is read-only, so the model is not downloaded; the claim must already hold it',
     )
