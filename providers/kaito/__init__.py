@@ -4,7 +4,7 @@ The plug-in (core/model/plugin.py): what this package's files offer, under the n
 calls.
 """
 
-from core.model.plugin import configured_picker, no_admission_checks, no_invariants, no_test_backend
+from core.model.plugin import configured_picker, no_invariants, no_test_backend
 from providers.kaito.flags import flag_catalog as flag_catalog
 from providers.kaito.flags import owned_flags as owned_flags
 from providers.kaito.overrides import NAME as NAME
@@ -13,9 +13,9 @@ from providers.kaito.overrides import check_overrides as check_overrides
 from providers.kaito.pods import model_port as model_port
 from providers.kaito.pods import operator_pods as operator_pods
 from providers.kaito.pods import pool_selector as pool_selector
+from providers.kaito.render import admission_checks as admission_checks
 from providers.kaito.render import render as render
 
-admission_checks = no_admission_checks  # no rules of its own beyond layer 2 of the overrides
 is_test_backend = no_test_backend  # the engine always runs
 picker_config = configured_picker  # the pool's picker runs the provider config's
 invariants = no_invariants  # the core's invariants cover its wiring

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from core.fields.errors import FieldError, Reason
 from core.model.kinds import Engine, ModelDeployment, ModelSource, dig
 from core.model.versions import Versions
 from core.rendering.common import (
@@ -20,6 +21,7 @@ from providers.kaito.overrides import OVERRIDE_ROOTS
 from providers.kaito.pods import PORT as KAITO_PORT
 
 _API_VERSION = "kaito.sh/v1beta1"
+_GGUF = ".gguf"
 
 
 def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
@@ -79,3 +81,45 @@ def _inference(md: ModelDeployment) -> dict[str, Any]:
             "spec": {"containers": [container], **placement(md)},
         }
     }
+
+
+# KAITO's own admission rules (issue #20's KAITO rows), at the pin (KAITO v0.10.0):
+# - api/v1beta1/workspace_types.go:54-102: a preset Workspace carries only `preset.name` and
+#   `presetOptions` (plus a ConfigMap name in `inference.config`); no field takes engine flags
+#   or a context length, so spec.engine.args, extraArgs and contextLength reach no vLLM process.
+# - Runway's llama.cpp template (_inference above) runs the user's LocalAI image with one model
+#   argument, `huggingface://<model.id>`: LocalAI loads a file, so a model.id naming only a
+#   repository (bartowski/Llama-3.2-1B-Instruct-GGUF) gives it nothing to load.
+
+
+def admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
+    """(errors, warnings): a llama.cpp model.id must name a .gguf file unless
+    engine.args.ggufUrl is given; engine settings a vLLM preset drops are warned about."""
+    errors: list[FieldError] = []
+    warnings: list[str] = []
+    args = md.engine.get("args") or {}
+    if md.engine_type == Engine.LLAMACPP:
+        if (
+            md.model_source == ModelSource.HUGGINGFACE
+            and not args.get("ggufUrl")
+            and md.model_id
+            and not md.model_id.lower().endswith(_GGUF)
+        ):
+            detail = (
+                f"kaito's llama.cpp template loads one GGUF file (huggingface://<repo>/<file>.gguf)"
+                f" and {md.model_id!r} names no .gguf file: give the file's path in the repository"
+                " or set spec.engine.args.ggufUrl"
+            )
+            errors.append(FieldError("spec.model.id", Reason.INVALID, detail))
+        return errors, warnings
+    dropped = [
+        f"spec.engine.{key}"
+        for key in ("args", "extraArgs", "contextLength")
+        if md.engine.get(key) not in (None, {}, [])
+    ]
+    warnings.extend(
+        f"{field} is ignored by kaito: a preset Workspace has no field for engine settings"
+        " (KAITO v0.10.0 api/v1beta1/workspace_types.go:54-102)"
+        for field in dropped
+    )
+    return errors, warnings

@@ -70,6 +70,7 @@ def _deployment(
     }
     if engine == "llamacpp":  # KAITO runs the user's llama.cpp image; there is no default
         spec["engine"]["image"] = "ghcr.io/kaito-project/aikit/llama3.2:1b"
+        spec["model"]["id"] = "org/model/model.Q4_K_M.gguf"  # LocalAI loads one GGUF file
     if mode == "disaggregated":
         spec["scaling"] = {
             "prefill": {"replicas": 1, "gpu": {"count": 2}},

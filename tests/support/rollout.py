@@ -127,7 +127,9 @@ def selected_pods(cluster: Cluster, namespace: str, selector: Mapping[str, Any])
 
 
 def serving_pods(cluster: Cluster, namespace: str, ports: list[int]) -> list[str]:
-    """The live pods whose containers listen on one of `ports` (what an InferencePool routes to)."""
+    """The live pods whose containers, or native sidecars (initContainers that keep running:
+    restartPolicy Always, such as llm-d's routing sidecar), listen on one of `ports` (what an
+    InferencePool routes to)."""
     pods = get(cluster, "pods", "-n", namespace)["items"]
     return sorted(
         p["metadata"]["name"]
@@ -135,7 +137,14 @@ def serving_pods(cluster: Cluster, namespace: str, ports: list[int]) -> list[str
         if not p["metadata"].get("deletionTimestamp")
         and any(
             port["containerPort"] in ports
-            for c in p["spec"]["containers"]
+            for c in [
+                *p["spec"]["containers"],
+                *(
+                    i
+                    for i in p["spec"].get("initContainers", [])
+                    if i.get("restartPolicy") == "Always"
+                ),
+            ]
             for port in c.get("ports", [])
         )
     )

@@ -392,7 +392,7 @@ def test_directories_are_read_recursively(
 ) -> None:
     (tmp_path / "team" / "a").mkdir(parents=True)
     write(tmp_path / "team" / "a" / "one.yaml", model_deployment("one", gpu=1))
-    write(tmp_path / "team" / "two.yml", model_deployment("two"))
+    write(tmp_path / "team" / "two.yml", model_deployment("two", model_id="org/m/m.gguf"))
     (tmp_path / "team" / "README.md").write_text("not yaml: [")
 
     code, out, _ = run(capsys, "validate", str(tmp_path), "-o", "json")

@@ -566,6 +566,7 @@ def test_kaito_llamacpp_template_requests_the_gpus_it_runs_on(
     """KAITO copies a template Workspace's pod unchanged (template_inference.go at v0.10.0): a
     llama.cpp pod meant for GPUs gets them only when its container asks."""
     obj = model_deployment(
+        model_id="org/model/model.gguf",
         gpu=gpus,
         provider="kaito",
         engine={"type": "llamacpp", "image": "ghcr.io/ggml-org/llama.cpp:server"},

@@ -160,7 +160,9 @@ def test_explicit_provider_on_gpu_only_where_it_declares_gpu_support() -> None:
         provider_config("kaito", engines=[engine_capability("llamacpp", gpu=False, cpu=True)])
     )
 
-    obj = model_deployment(engine="llamacpp", gpu=1, provider="kaito")
+    obj = model_deployment(
+        model_id="org/model/model.gguf", engine="llamacpp", gpu=1, provider="kaito"
+    )
 
     assert [(e.path, e.detail) for e in check_spec(obj, registry=registry).errors] == [
         ("spec.resources.gpu.count", "provider kaito does not run engine llamacpp on GPUs")

@@ -1,0 +1,64 @@
+"""KAITO's own admission rules (providers/kaito/checks.py): the whole answer, failing and passing."""
+
+from __future__ import annotations
+
+from core.fields.errors import FieldError, Reason
+from core.model.kinds import ModelDeployment
+from providers.kaito.render import admission_checks
+from tests.support.builders import model_deployment
+
+REPO = "bartowski/Llama-3.2-1B-Instruct-GGUF"
+FILE = f"{REPO}/Llama-3.2-1B-Instruct-Q4_K_M.gguf"
+
+
+def test_llamacpp_model_id_naming_a_repository_is_refused() -> None:
+    md = ModelDeployment(model_deployment(model_id=REPO, engine="llamacpp", provider="kaito"))
+
+    assert admission_checks(md) == (
+        [
+            FieldError(
+                "spec.model.id",
+                Reason.INVALID,
+                "kaito's llama.cpp template loads one GGUF file"
+                " (huggingface://<repo>/<file>.gguf) and"
+                " 'bartowski/Llama-3.2-1B-Instruct-GGUF' names no .gguf file: give the file's"
+                " path in the repository or set spec.engine.args.ggufUrl",
+            )
+        ],
+        [],
+    )
+
+
+def test_llamacpp_model_id_naming_a_gguf_file_or_a_gguf_url_is_accepted() -> None:
+    by_file = model_deployment(model_id=FILE, engine="llamacpp", provider="kaito")
+    by_url = model_deployment(
+        model_id=REPO,
+        engine={"type": "llamacpp", "args": {"ggufUrl": f"https://example.com/{FILE}"}},
+        provider="kaito",
+    )
+    custom = model_deployment(model_id=REPO, engine="llamacpp", provider="kaito")
+    custom["spec"]["model"]["source"] = "custom"
+
+    for obj in (by_file, by_url, custom):
+        assert admission_checks(ModelDeployment(obj)) == ([], [])
+
+
+def test_preset_engine_settings_are_warned_about_by_field() -> None:
+    engine: dict[str, object] = {"type": "vllm", "args": {"max-num-seqs": "8"}}
+    engine |= {"extraArgs": ["--x"], "contextLength": 4096}
+    md = ModelDeployment(model_deployment(engine=engine, gpu=1, provider="kaito"))
+
+    assert admission_checks(md) == (
+        [],
+        [
+            f"spec.engine.{field} is ignored by kaito: a preset Workspace has no field for engine"
+            " settings (KAITO v0.10.0 api/v1beta1/workspace_types.go:54-102)"
+            for field in ("args", "extraArgs", "contextLength")
+        ],
+    )
+
+
+def test_preset_without_engine_settings_has_no_warnings() -> None:
+    md = ModelDeployment(model_deployment(engine="vllm", gpu=1, provider="kaito"))
+
+    assert admission_checks(md) == ([], [])
