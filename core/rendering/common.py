@@ -4,6 +4,7 @@ flags and resources. A sixth provider reuses these instead of writing its own.""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -157,6 +158,16 @@ def env(md: ModelDeployment, *, extra: Sequence[Mapping[str, Any]] = ()) -> list
 
 def flag(name: str, value: str = "") -> list[str]:
     return [f"--{name}", value] if value != "" else [f"--{name}"]
+
+
+NIXL_CONNECTOR = "NixlConnector"
+
+
+def nixl_kv_transfer() -> list[str]:
+    """vLLM's --kv-transfer-config for disaggregated serving over NIXL, as llm-d's and Dynamo's
+    own examples pass it to both roles (kv_both: a pod can send and receive KV blocks)."""
+    config = {"kv_connector": NIXL_CONNECTOR, "kv_role": "kv_both"}
+    return flag("kv-transfer-config", json.dumps(config, sort_keys=True))
 
 
 def user_args(md: ModelDeployment) -> list[str]:

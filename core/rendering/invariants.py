@@ -16,6 +16,7 @@ served. Each failure names both objects and their fields:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -96,6 +97,17 @@ def flag_value(args: Sequence[str], names: Sequence[str]) -> str | None:
         if name in names:
             value = inline if eq else (args[i + 1] if i + 1 < len(args) else "")
     return value
+
+
+def kv_connector(args: Sequence[str]) -> str | None:
+    """The kv_connector of vLLM's --kv-transfer-config in `args`, or None (absent, not JSON, or
+    not an object)."""
+    transfer = flag_value(args, ("--kv-transfer-config",))
+    try:
+        config = json.loads(transfer) if transfer else None
+    except ValueError:
+        return None
+    return str(config.get("kv_connector")) if isinstance(config, dict) else None
 
 
 def _resolve(port: Any, container: Mapping[str, Any]) -> int | None:

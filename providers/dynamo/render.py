@@ -11,17 +11,19 @@ from core.model.kinds import Engine, ModelDeployment, dig
 from core.model.versions import Versions
 from core.rendering.common import (
     DEFAULT_ACCESS_MODE,
+    NIXL_CONNECTOR,
     claim_name,
     deep_merge,
     flag,
     hf_home_env,
     managed_claims,
+    nixl_kv_transfer,
     object_meta,
     placement,
     served_model_name,
     user_args,
 )
-from core.rendering.invariants import flag_value, ref
+from core.rendering.invariants import flag_value, kv_connector, ref
 
 _RUNTIME = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
 _WORKERS = {None: "VllmWorker", "prefill": "VllmPrefillWorker", "decode": "VllmDecodeWorker"}
@@ -48,7 +50,7 @@ def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
             {"name": "DYN_ROUTER_MODE", "value": str(overrides.get("routerMode") or "round-robin")}
         ],
     }
-    gateway = dig(md.spec, "gateway", "enabled") is True and not is_test_backend(md)
+    gateway = behind_gateway(md)
     services: dict[str, Any] = (
         {"Epp": _epp(md, overrides, pins)} if gateway else {"Frontend": frontend}
     )
@@ -210,10 +212,7 @@ def _args(md: ModelDeployment, role: str | None, gpus: int) -> list[str]:
             # own disaggregated SGLang examples pass, and it runs over TCP as well.
             args += flag(SGLANG_TRANSFER_BACKEND.removeprefix("--"), "nixl")
         if engine == "vllm":
-            args += flag(
-                "kv-transfer-config",
-                json.dumps({"kv_connector": "NixlConnector", "kv_role": "kv_both"}, sort_keys=True),
-            )
+            args += nixl_kv_transfer()
     if kv_routed(md) and not _user_sets(md, _KV_EVENTS[engine][0]):
         args += _KV_EVENTS[engine]
     return args + user_args(md)
@@ -250,9 +249,7 @@ def kv_routed(md: ModelDeployment) -> bool:
     routerMode kv, or Dynamo's endpoint picker behind a gateway (its DYN_USE_KV_EVENTS defaults
     to true). Only a worker that caches prefixes has events to publish."""
     overrides = md.overrides if isinstance(md.overrides, Mapping) else {}
-    routed = overrides.get("routerMode") == "kv" or (
-        dig(md.spec, "gateway", "enabled") is True and not is_test_backend(md)
-    )
+    routed = overrides.get("routerMode") == "kv" or behind_gateway(md)
     return routed and bool(md.engine.get("enablePrefixCaching", True))
 
 
@@ -361,6 +358,12 @@ def _mocker_args(md: ModelDeployment) -> list[str]:
     return args + flag("block-size", "16") + flag("max-num-seqs", "64")
 
 
+def behind_gateway(md: ModelDeployment) -> bool:
+    """The graph serves through Dynamo's endpoint picker and the workers' frontend sidecars:
+    a gateway is asked for and the engine runs (the mocker serves through its own Frontend)."""
+    return dig(md.spec, "gateway", "enabled") is True and not is_test_backend(md)
+
+
 def is_test_backend(md: ModelDeployment) -> bool:
     """The mocker test backend (the annotation): `python3 -m dynamo.mocker` runs instead of an
     engine, on no GPUs, serving through a standalone Frontend (never the gateway)."""
@@ -433,10 +436,8 @@ def _worker_problems(
                     f"{where} {SGLANG_TRANSFER_BACKEND} is {backend or 'unset (mooncake)'}: "
                     "SGLang's mooncake backend needs RDMA"
                 )
-        if engine == "vllm":
-            transfer = flag_value(args, ("--kv-transfer-config",)) or ""
-            if "NixlConnector" not in transfer:
-                problems.append(f"{where} --kv-transfer-config names no NixlConnector")
+        if engine == "vllm" and kv_connector(args) != NIXL_CONNECTOR:
+            problems.append(f"{where} --kv-transfer-config names no {NIXL_CONNECTOR}")
     if kv_routed(md) and engine in _KV_EVENTS and _KV_EVENTS[engine][0] not in args:
         problems.append(
             f"{where} has no {_KV_EVENTS[engine][0]}: the worker publishes no KV events, so "

@@ -14,7 +14,6 @@ Disaggregated serving is wired as llm-d-inference-scheduler v<LLMD_VERSION> wire
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,6 +22,7 @@ from core.model.names import ROLE_SUFFIXES, child_name
 from core.model.versions import Versions
 from core.rendering.common import (
     HTTP_PORT,
+    NIXL_CONNECTOR,
     cache_env,
     container_resources,
     deployment_and_service,
@@ -30,11 +30,12 @@ from core.rendering.common import (
     gpu_type,
     http_port,
     managed_claims,
+    nixl_kv_transfer,
     pod_volumes,
     spec_overrides,
     vllm_args,
 )
-from core.rendering.invariants import flag_value, ref
+from core.rendering.invariants import flag_value, kv_connector, ref
 from providers.llmd.pods import PD_PROFILE_HANDLER
 
 
@@ -63,7 +64,6 @@ SIDECAR_IMAGE = "ghcr.io/llm-d/llm-d-routing-sidecar"
 ROLE_LABEL = "llm-d.ai/role"
 DECODE_VLLM_PORT = 8200  # behind the routing sidecar, as upstream's decode pods
 NIXL_HOST_KEY = "VLLM_NIXL_SIDE_CHANNEL_HOST"
-KV_TRANSFER = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
 
 
 def routing_sidecar(pins: Versions) -> dict[str, Any]:
@@ -105,7 +105,7 @@ def _pair(
     port = DECODE_VLLM_PORT if behind_sidecar else HTTP_PORT
     args = ["--port", str(port), *vllm_args(md, gpus=gpus, skip=frozenset({"port"}))]
     if role is not None:
-        args += ["--kv-transfer-config", json.dumps(KV_TRANSFER, sort_keys=True)]
+        args += nixl_kv_transfer()
     volumes, mounts = pod_volumes(md, gpus=gpus)
     ports = (
         [{"name": "vllm", "containerPort": port, "protocol": "TCP"}]
@@ -193,15 +193,11 @@ def _role_problems(deployment: Mapping[str, Any], role: str) -> list[str]:
         return [*problems, f"{at} has no vllm container"]
     index = containers.index(vllm)
     args = [str(a) for a in vllm.get("args") or ()]
-    transfer = flag_value(args, ("--kv-transfer-config",))
-    try:
-        connector = json.loads(transfer).get("kv_connector") if transfer else None
-    except (ValueError, AttributeError):
-        connector = None
-    if connector != KV_TRANSFER["kv_connector"]:
+    connector = kv_connector(args)
+    if connector != NIXL_CONNECTOR:
         problems.append(
             f"{at} spec.template.spec.containers[{index}].args --kv-transfer-config has "
-            f"kv_connector {connector}, not {KV_TRANSFER['kv_connector']}"
+            f"kv_connector {connector}, not {NIXL_CONNECTOR}"
         )
     host = next((e for e in vllm.get("env") or () if e.get("name") == NIXL_HOST_KEY), None)
     if host is None:
