@@ -53,6 +53,12 @@ class IncompatibleUpstream(RunwayError):
         super().__init__(f"IncompatibleUpstream: {field}: {message}")
 
 
+def shown(text: str, limit: int = 64) -> str:
+    """A user's value as an error message shows it: whole up to `limit` characters, else its
+    first `limit` and "...", so a huge value is never echoed back whole."""
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
 def describe_exception(err: BaseException) -> str:
     """`ExceptionType: first line of the message`, without the noise some types carry."""
     name = type(err).__qualname__

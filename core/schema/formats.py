@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from core.fields.errors import shown
 from core.model.numbers import INT64_MAX, INT64_MIN
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -121,5 +122,4 @@ def format_problem(value: Any, schema: Mapping[str, Any]) -> str | None:
 
 
 def _quote(text: str) -> str:
-    shown = text if len(text) <= 64 else f"{text[:64]}..."
-    return '"' + shown.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + shown(text).replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from core.fields.errors import FieldError, Reason
+from core.fields.errors import FieldError, Reason, shown
 from core.model.kinds import Engine, ModelDeployment, ModelSource, dig
 from core.model.versions import Versions
 from core.rendering.common import (
@@ -107,7 +107,7 @@ def admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
         ):
             detail = (
                 f"kaito's llama.cpp template loads one GGUF file (huggingface://<repo>/<file>.gguf)"
-                f" and {md.model_id!r} names no .gguf file: give the file's path in the repository"
+                f" and {shown(md.model_id)!r} names no .gguf file: give the file's path in the repository"
                 " or set spec.engine.args.ggufUrl"
             )
             errors.append(FieldError("spec.model.id", Reason.INVALID, detail))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from core.fields.errors import FieldError, Reason
 from core.model.kinds import ModelDeployment
 from providers.kaito.render import admission_checks
@@ -62,3 +65,25 @@ def test_preset_without_engine_settings_has_no_warnings() -> None:
     md = ModelDeployment(model_deployment(engine="vllm", gpu=1, provider="kaito"))
 
     assert admission_checks(md) == ([], [])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(min_size=1, max_size=4000).filter(lambda t: not t.lower().endswith(".gguf")))
+def test_a_refused_llamacpp_model_id_is_shown_bounded(model_id: str) -> None:
+    """Hostile ids (path parts, 300+ characters, control characters): one refusal at
+    spec.model.id, the id shown at most 64 characters long, nothing else refused."""
+    md = ModelDeployment(
+        {
+            "apiVersion": "airunway.ai/v1alpha1",
+            "kind": "ModelDeployment",
+            "metadata": {"name": "m", "namespace": "n"},
+            "spec": {"model": {"id": model_id}, "engine": {"type": "llamacpp"}},
+        }
+    )
+
+    errors, warnings = admission_checks(md)
+
+    shown = model_id if len(model_id) <= 64 else model_id[:64] + "..."
+    assert [(e.path, e.reason) for e in errors] == [("spec.model.id", Reason.INVALID)]
+    assert repr(shown) in errors[0].detail and len(errors[0].detail) <= 250 + len(repr(shown))
+    assert warnings == []
