@@ -220,7 +220,8 @@ def _deployment_claim(
         return [], [Skipped(owner, f"rejected, so not served: {detail}")]
     md = ModelDeployment(admission.obj)
     capabilities = capabilities_of(md, registry)
-    name = served_name(md, capabilities)
+    fixed = registry.served_as(md)
+    name = served_name(md, capabilities, fixed)
     if is_enabled(md, registry):
         if not gateway_url:
             reason = "spec.gateway.enabled: its entry points at the Gateway; pass --gateway-url"
@@ -234,14 +235,16 @@ def _deployment_claim(
             "set spec.gateway.enabled to route it through the Gateway"
         )
         return [_Claim(name, owner, None)], [Skipped(owner, reason, name)]
-    model = DesiredModel(name, owner, service, engine_model_name(md, capabilities))
+    model = DesiredModel(name, owner, service, engine_model_name(md, capabilities, fixed))
     return [_Claim(name, owner, model)], []
 
 
 def _service_url(md: ModelDeployment, registry: ProviderRegistry, pins: Versions) -> str | None:
     """The in-cluster URL of the Service the provider renders (the one named after the
     ModelDeployment first), or None when the provider renders none (its operator makes it)."""
-    rendered = registry.plugins[md.provider_name].render(md, pins)
+    rendered = registry.plugins[md.provider_name].render(
+        md, pins, registry.context(md.provider_name)
+    )
     services = [o for o in rendered if o["kind"] == "Service"]
     if not services:
         return None

@@ -1,5 +1,5 @@
 """The one provider-registry builder: webhook, render, validate, explain and gateway-sync all
-build their registry here, so each checks with the same plug-ins and the same flag catalogs."""
+build their registry here, so each checks with the same plug-ins, flag catalogs and facts."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from core.checks.flags import FlagCatalog
 from core.fields.errors import SourceError
 from core.selection.configs import ProviderRegistry
-from kubeio.shipped import bundled_config_objects, bundled_flag_catalogs
+from kubeio.shipped import bundled_config_objects, bundled_facts, bundled_flag_catalogs
 from kubeio.sources import read_documents
 from providers.modules import plugins
 
@@ -23,7 +23,9 @@ def build_registry(
     every shipped provider plug-in and the shipped flag catalogs (or `flags`, when given)."""
     configs = bundled_config_objects() if objects is None else objects
     catalogs = bundled_flag_catalogs() if flags is None else flags
-    return ProviderRegistry.from_objects(configs, plugins=plugins(), flags=catalogs)
+    return ProviderRegistry.from_objects(
+        configs, plugins=plugins(), flags=catalogs, facts=bundled_facts()
+    )
 
 
 def load_registry(directories: Sequence[str] | None) -> ProviderRegistry:

@@ -1,9 +1,11 @@
 """Runway's shipped data, read from the installed packages: each provider's InferenceProviderConfig
 (providers/<name>/config.yaml), the engine flag catalogs beside them (providers/<name>/catalogs/),
-and the upstream version pins (core/model/versions.env)."""
+the operators' facts (providers/<name>/facts/) and the upstream version pins
+(core/model/versions.env)."""
 
 from __future__ import annotations
 
+import json
 from importlib import resources
 from importlib.resources.abc import Traversable
 from types import ModuleType
@@ -40,6 +42,22 @@ def bundled_flag_catalogs() -> dict[str, FlagCatalog]:
                 name = entry.name.removesuffix(".json")
                 catalogs[name] = FlagCatalog.parse(name, entry.read_text("utf-8"))
     return dict(sorted(catalogs.items()))
+
+
+def bundled_facts() -> dict[str, dict[str, Any]]:
+    """{provider: {fact: parsed JSON}} from providers/<name>/facts/<fact>.json: the data each
+    provider's hooks read through their ProviderContext (KAITO's presets and instance types)."""
+    out: dict[str, dict[str, Any]] = {}
+    for plugin in sorted(plugins(), key=lambda p: p.NAME):
+        folder = _package(cast(ModuleType, plugin)).joinpath("facts")
+        if not folder.is_dir():
+            continue
+        out[plugin.NAME] = {
+            entry.name.removesuffix(".json"): json.loads(entry.read_text("utf-8"))
+            for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+            if entry.name.endswith(".json")
+        }
+    return out
 
 
 def bundled_versions() -> Versions:

@@ -58,7 +58,13 @@ def check_spec(
     flag_errors, flag_warnings = (
         check_engine_flags(md, registry.flags, plugin) if plugin is not None else ([], [])
     )
-    own_errors, own_warnings = plugin.admission_checks(md) if plugin is not None else ([], [])
+    own_errors, own_warnings = (
+        plugin.admission_checks(
+            md, registry.context(md.provider_name), ModelDeployment(old) if old else None
+        )
+        if plugin is not None
+        else ([], [])
+    )
     errors = _check_engine_fields(md) + flag_errors + _check_model(md)
     errors += _check_overrides(md, plugin)
     errors += own_errors

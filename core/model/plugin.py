@@ -8,7 +8,7 @@ on its name.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from core.fields.errors import FieldError
@@ -34,14 +34,33 @@ class PodGroup:
     serves_at: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class ProviderContext:
+    """What a provider's hooks know beyond the ModelDeployment: the metadata.annotations of its
+    InferenceProviderConfig (settings a platform team sets once, such as how its operator is
+    installed) and the facts shipped beside the provider (providers/<name>/facts/<fact>.json,
+    parsed, by file name: data read from the operator's sources at the pin)."""
+
+    name: str = ""
+    settings: Mapping[str, str] = field(default_factory=dict)
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+
 def no_test_backend(md: ModelDeployment) -> bool:
     """For a provider without a test backend: the engine always runs."""
     return False
 
 
-def no_admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
+def no_admission_checks(
+    md: ModelDeployment, context: ProviderContext, old: ModelDeployment | None
+) -> tuple[list[FieldError], list[str]]:
     """For a provider with no admission rules of its own beyond layer 2 of the overrides."""
     return [], []
+
+
+def spec_served_name(md: ModelDeployment, context: ProviderContext) -> str | None:
+    """For a provider whose engine answers to the name the spec gives it (servednames.py)."""
+    return None
 
 
 def configured_picker(md: ModelDeployment, configured: str | None) -> str | None:
@@ -76,7 +95,9 @@ class ProviderPlugin(Protocol):
         """Layer 2 of spec.provider.overrides."""
         ...
 
-    def render(self, md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
+    def render(
+        self, md: ModelDeployment, pins: Versions, context: ProviderContext
+    ) -> list[dict[str, Any]]:
         """The upstream objects for a hydrated, valid ModelDeployment (primary first)."""
         ...
 
@@ -101,8 +122,16 @@ class ProviderPlugin(Protocol):
         """{flag: why} for the flags Runway sets itself when the pods run `catalog`."""
         ...
 
-    def admission_checks(self, md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
-        """(errors, warnings) of the provider's own admission rules for a hydrated object."""
+    def admission_checks(
+        self, md: ModelDeployment, context: ProviderContext, old: ModelDeployment | None
+    ) -> tuple[list[FieldError], list[str]]:
+        """(errors, warnings) of the provider's own admission rules for a hydrated object
+        (`old`: the stored object, on an update), as its operator's own webhook would answer."""
+        ...
+
+    def served_as(self, md: ModelDeployment, context: ProviderContext) -> str | None:
+        """The name the model server answers to when the operator, not the spec, decides it
+        (KAITO's presets), else None."""
         ...
 
     def picker_config(self, md: ModelDeployment, configured: str | None) -> str | None:

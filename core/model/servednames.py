@@ -35,19 +35,30 @@ GATEWAY_MODEL_NAME_AT = FieldPath.root("spec", "gateway", "modelName")
 SERVED_NAME_AT = FieldPath.root("spec", "model", "servedName")
 
 
-def served_name(md: ModelDeployment, capabilities: Mapping[str, Any]) -> str:
+def served_name(
+    md: ModelDeployment, capabilities: Mapping[str, Any], fixed: str | None = None
+) -> str:
     """The one name clients send in "model" for a hydrated ModelDeployment (`capabilities`: its
-    provider's gateway capabilities for its engine): spec.gateway.modelName, else the name the
-    engine answers to."""
+    provider's gateway capabilities for its engine; `fixed`: the name its operator serves it
+    under, when the operator decides that, from the registry's served_as): `fixed`, else
+    spec.gateway.modelName, else the name the engine answers to. (Admission refuses a
+    gateway.modelName that differs from a fixed name: the engine would refuse the requests.)"""
+    if fixed:
+        return fixed
     explicit = dig(md.spec, "gateway", "modelName")
     if explicit:
         return str(explicit)
     return engine_model_name(md, capabilities)
 
 
-def engine_model_name(md: ModelDeployment, capabilities: Mapping[str, Any]) -> str:
-    """The name the model server itself answers to: spec.model.servedName (unless the provider
-    ignores it), else spec.model.id, else the ModelDeployment's name."""
+def engine_model_name(
+    md: ModelDeployment, capabilities: Mapping[str, Any], fixed: str | None = None
+) -> str:
+    """The name the model server itself answers to: `fixed` (its operator's choice), else
+    spec.model.servedName (unless the provider ignores it), else spec.model.id, else the
+    ModelDeployment's name."""
+    if fixed:
+        return fixed
     if md.served_name and not capabilities.get("ignoresServedName"):
         return md.served_name
     return md.model_id or md.name

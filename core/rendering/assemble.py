@@ -26,7 +26,7 @@ def render_model(
     """The objects for `md`, admitted with `registry` (so its provider has a plug-in). Gateway
     objects need `gateway`: the caller refuses an enabled gateway without one."""
     plugin = registry.plugins[md.provider_name]
-    objects = plugin.render(md, pins)
+    objects = plugin.render(md, pins, registry.context(md.provider_name))
     if is_enabled(md, registry) and gateway is not None:
         capabilities = capabilities_of(md, registry)
         objects += render_gateway(
@@ -37,5 +37,6 @@ def render_model(
             port=plugin.model_port(md),
             selector=plugin.pool_selector(md),
             picker_config=plugin.picker_config(md, configured_picker_config(capabilities)),
+            served_as=registry.served_as(md),
         )
     return objects

@@ -77,11 +77,13 @@ def render_gateway(
     port: int,
     selector: Mapping[str, str],
     picker_config: str | None = None,
+    served_as: str | None = None,
 ) -> list[dict[str, Any]]:
     """The gateway objects for one hydrated ModelDeployment; `port` is the model server's port,
     `selector` the labels of its serving pods (the provider's pool_selector) and
     `picker_config` the picker's EndpointPickerConfig when the provider chooses it (its
-    picker_config hook), else the capabilities' configData."""
+    picker_config hook), else the capabilities' configData; `served_as` the name the operator
+    serves the model under, when it decides it (the provider's served_as hook)."""
     namespace = md.namespace
     if capabilities.get("managesInferencePool"):
         pool = _pattern(capabilities.get("inferencePoolNamePattern") or "{name}", md)
@@ -95,7 +97,7 @@ def render_gateway(
             *(_destination_rule(md) if target.istio else []),
         ]
     if not dig(md.spec, "gateway", "httpRouteRef"):
-        objects.append(_route(md, capabilities, target, pool, pool_namespace))
+        objects.append(_route(md, capabilities, target, pool, pool_namespace, served_as=served_as))
     if pool_namespace != namespace:
         objects.append(_grant(md, pool, pool_namespace))
     return objects
@@ -289,6 +291,8 @@ def _route(
     target: GatewayTarget,
     pool: str,
     pool_namespace: str,
+    *,
+    served_as: str | None,
 ) -> dict[str, Any]:
     backend: dict[str, Any] = {
         "group": POOL_GROUP,
@@ -307,7 +311,11 @@ def _route(
     match = {
         "path": {"type": "PathPrefix", "value": "/"},
         "headers": [
-            {"type": "Exact", "name": ROUTE_HEADER, "value": served_name(md, capabilities)}
+            {
+                "type": "Exact",
+                "name": ROUTE_HEADER,
+                "value": served_name(md, capabilities, served_as),
+            }
         ],
     }
     return {

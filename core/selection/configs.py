@@ -21,7 +21,7 @@ from core.model.kinds import (
     InferenceProviderConfig,
     ModelDeployment,
 )
-from core.model.plugin import ProviderPlugin
+from core.model.plugin import ProviderContext, ProviderPlugin
 from core.schema.crds import inference_provider_config_spec
 from core.schema.structural import check_schema
 
@@ -61,6 +61,14 @@ class ProviderConfig:
             return "spec.resources.gpu.count", f"does not run engine {engine} without a GPU"
         return None
 
+    @property
+    def annotations(self) -> Mapping[str, str]:
+        """The config's metadata.annotations with string values (settings for its plug-in)."""
+        raw = (self.obj.get("metadata") or {}).get("annotations") or {}
+        if not isinstance(raw, Mapping):
+            return {}
+        return {str(k): v for k, v in raw.items() if isinstance(v, str)}
+
     def gateway(self, engine: str) -> Mapping[str, Any]:
         """The engine's gateway capabilities (pool management, picker image/config, served name)."""
         for entry in InferenceProviderConfig(self.obj).engines:
@@ -85,6 +93,8 @@ class ProviderRegistry:
     flags: Mapping[str, FlagCatalog] = field(default_factory=dict)
     # The provider plug-ins by name: the providers Runway can render.
     plugins: Mapping[str, ProviderPlugin] = field(default_factory=dict)
+    # What each provider's hooks are told (its config's annotations, its shipped facts), by name.
+    contexts: Mapping[str, ProviderContext] = field(default_factory=dict)
 
     @classmethod
     def from_objects(
@@ -93,6 +103,7 @@ class ProviderRegistry:
         *,
         plugins: Iterable[ProviderPlugin],
         flags: Mapping[str, FlagCatalog] | None = None,
+        facts: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> ProviderRegistry:
         """Load InferenceProviderConfig dicts; a broken one is skipped and reported, not fatal.
 
@@ -127,7 +138,23 @@ class ProviderRegistry:
                 if rule.compile_error is not None
             )
         by_name = {plugin.NAME: plugin for plugin in plugins}
-        return cls(dict(sorted(configs.items())), tuple(problems), env, dict(flags or {}), by_name)
+        known = dict(facts or {})
+        contexts = {
+            name: ProviderContext(
+                name,
+                dict(configs[name].annotations) if name in configs else {},
+                dict(known.get(name) or {}),
+            )
+            for name in sorted(set(by_name) | set(configs))
+        }
+        return cls(
+            dict(sorted(configs.items())),
+            tuple(problems),
+            env,
+            dict(flags or {}),
+            by_name,
+            contexts,
+        )
 
     def get(self, name: str) -> ProviderConfig | None:
         return self.configs.get(name)
@@ -135,6 +162,15 @@ class ProviderRegistry:
     def plugin(self, name: str) -> ProviderPlugin | None:
         """The plug-in that renders provider `name`, or None when Runway has none."""
         return self.plugins.get(name)
+
+    def context(self, name: str) -> ProviderContext:
+        """What provider `name`'s hooks are told: its config's annotations and its facts."""
+        return self.contexts.get(name) or ProviderContext(name)
+
+    def served_as(self, md: ModelDeployment) -> str | None:
+        """The name `md`'s model server answers to when its operator decides it, else None."""
+        plugin = self.plugins.get(md.provider_name)
+        return plugin.served_as(md, self.context(md.provider_name)) if plugin else None
 
     def runs_test_backend(self, md: ModelDeployment) -> bool:
         """`md`'s provider runs its test backend instead of an engine (no GPU, no gateway)."""

@@ -13,9 +13,10 @@ from providers.dynamo.overrides import check_overrides as check_overrides
 from providers.dynamo.pods import model_port as model_port
 from providers.dynamo.pods import operator_pods as operator_pods
 from providers.dynamo.pods import pool_selector as pool_selector
-from providers.dynamo.render import admission_checks as admission_checks
 from providers.dynamo.render import invariants as invariants
 from providers.dynamo.render import is_test_backend as is_test_backend
 from providers.dynamo.render import render as render
+from providers.dynamo.rules import admission_checks as admission_checks
+from providers.dynamo.rules import served_as as served_as
 
 picker_config = configured_picker  # the operator runs its own picker (the DGD's Epp service)

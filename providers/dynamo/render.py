@@ -6,8 +6,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.fields.errors import FieldError, Reason
-from core.model.kinds import Engine, ModelDeployment, dig
+from core.model.kinds import ModelDeployment, dig
+from core.model.plugin import ProviderContext
 from core.model.versions import Versions
 from core.rendering.common import (
     DEFAULT_ACCESS_MODE,
@@ -34,7 +34,7 @@ ANNOTATION_TEST_BACKEND = "airunway.ai/dynamo-test-backend"
 MOCKER = "mocker"
 
 
-def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
+def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> list[dict[str, Any]]:
     """One DynamoGraphDeployment: a frontend and the worker services. routerMode, frontend and epp
     are consumed here and never emitted; `spec` overrides are merged into the object's spec."""
     engine = md.engine_type
@@ -368,30 +368,6 @@ def is_test_backend(md: ModelDeployment) -> bool:
     """The mocker test backend (the annotation): `python3 -m dynamo.mocker` runs instead of an
     engine, on no GPUs, serving through a standalone Frontend (never the gateway)."""
     return md.annotations.get(ANNOTATION_TEST_BACKEND) == MOCKER
-
-
-def admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
-    """Dynamo's own rules: a volume mounts read-write (the pinned DGD's volumeMounts have no
-    readOnly); the mocker test backend simulates vLLM only, and serves through a standalone
-    Frontend, so a gateway asked for is ignored."""
-    errors: list[FieldError] = []
-    warnings = [
-        f"spec.model.storage.volumes[{i}].readOnly is not honoured by Dynamo: its operator "
-        "mounts every volume read-write (the DynamoGraphDeployment's volumeMounts have no readOnly)"
-        for i, volume in enumerate(md.volumes)
-        if volume.get("readOnly") is True
-    ]
-    if not is_test_backend(md):
-        return errors, warnings
-    if md.engine_type and md.engine_type != Engine.VLLM:
-        detail = "the dynamo mocker test backend only supports the vllm engine"
-        errors.append(FieldError("spec.engine.type", Reason.UNSUPPORTED, detail))
-    if dig(md.spec, "gateway", "enabled") is True:
-        warnings.append(
-            "spec.gateway.enabled is ignored by the dynamo mocker test backend: it serves through "
-            "a standalone Frontend, with no endpoint picker and no gateway objects"
-        )
-    return errors, warnings
 
 
 def invariants(md: ModelDeployment, objects: Sequence[Mapping[str, Any]]) -> list[str]:

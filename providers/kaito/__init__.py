@@ -13,8 +13,9 @@ from providers.kaito.overrides import check_overrides as check_overrides
 from providers.kaito.pods import model_port as model_port
 from providers.kaito.pods import operator_pods as operator_pods
 from providers.kaito.pods import pool_selector as pool_selector
-from providers.kaito.render import admission_checks as admission_checks
 from providers.kaito.render import render as render
+from providers.kaito.rules import admission_checks as admission_checks
+from providers.kaito.rules import served_as as served_as
 
 is_test_backend = no_test_backend  # the engine always runs
 picker_config = configured_picker  # the pool's picker runs the provider config's

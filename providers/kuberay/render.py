@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.model.kinds import ModelDeployment, dig
+from core.model.plugin import ProviderContext
 from core.model.versions import Versions
 from core.rendering.common import (
     container_resources,
@@ -42,7 +43,7 @@ _INT = re.compile(r"^[+-]?[0-9]+$")
 _FLOAT = re.compile(r"^[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?$")
 
 
-def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
+def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> list[dict[str, Any]]:
     """One RayService: a head, GPU worker groups, and a Ray Serve LLM application."""
     image = md.image_override or _RAY_IMAGE.format(version=pins.ray)
     if md.is_disaggregated:

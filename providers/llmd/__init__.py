@@ -4,7 +4,7 @@ The plug-in (core/model/plugin.py): what this package's files offer, under the n
 calls.
 """
 
-from core.model.plugin import no_admission_checks, no_test_backend
+from core.model.plugin import no_test_backend
 from providers.llmd.flags import flag_catalog as flag_catalog
 from providers.llmd.flags import owned_flags as owned_flags
 from providers.llmd.overrides import NAME as NAME
@@ -16,6 +16,7 @@ from providers.llmd.pods import picker_config as picker_config
 from providers.llmd.pods import pool_selector as pool_selector
 from providers.llmd.render import invariants as invariants
 from providers.llmd.render import render as render
+from providers.llmd.rules import admission_checks as admission_checks
+from providers.llmd.rules import served_as as served_as
 
-admission_checks = no_admission_checks  # no rules of its own beyond layer 2 of the overrides
 is_test_backend = no_test_backend  # the engine always runs

@@ -19,6 +19,7 @@ from typing import Any
 
 from core.model.kinds import ModelDeployment, dig
 from core.model.names import ROLE_SUFFIXES, child_name
+from core.model.plugin import ProviderContext
 from core.model.versions import Versions
 from core.rendering.common import (
     HTTP_PORT,
@@ -39,7 +40,7 @@ from core.rendering.invariants import flag_value, kv_connector, ref
 from providers.llmd.pods import PD_PROFILE_HANDLER
 
 
-def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
+def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> list[dict[str, Any]]:
     """One Deployment and Service (aggregated), or decode (primary) and prefill pairs, then a
     PersistentVolumeClaim per volume with a size."""
     if not md.is_disaggregated:

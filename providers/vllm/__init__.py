@@ -4,7 +4,11 @@ The plug-in (core/model/plugin.py): what this package's files offer, under the n
 calls.
 """
 
-from core.model.plugin import configured_picker, no_admission_checks, no_invariants, no_test_backend
+from core.model.plugin import (
+    configured_picker,
+    no_invariants,
+    no_test_backend,
+)
 from providers.vllm.flags import flag_catalog as flag_catalog
 from providers.vllm.flags import owned_flags as owned_flags
 from providers.vllm.overrides import NAME as NAME
@@ -14,8 +18,9 @@ from providers.vllm.pods import model_port as model_port
 from providers.vllm.pods import operator_pods as operator_pods
 from providers.vllm.pods import pool_selector as pool_selector
 from providers.vllm.render import render as render
+from providers.vllm.rules import admission_checks as admission_checks
+from providers.vllm.rules import served_as as served_as
 
-admission_checks = no_admission_checks  # no rules of its own beyond layer 2 of the overrides
 is_test_backend = no_test_backend  # the engine always runs
 picker_config = configured_picker  # the pool's picker runs the provider config's
 invariants = no_invariants  # the core's invariants cover its wiring

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.model.kinds import ModelDeployment
+from core.model.plugin import ProviderContext
 from core.model.versions import Versions
 from core.rendering.common import (
     HTTP_PORT,
@@ -21,7 +22,7 @@ from core.rendering.common import (
 )
 
 
-def render(md: ModelDeployment, pins: Versions) -> list[dict[str, Any]]:
+def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> list[dict[str, Any]]:
     """Deployment (primary) and Service, from spec.engine.image or the pinned vLLM image, and a
     PersistentVolumeClaim per volume with a size."""
     gpus = md.gpu_count

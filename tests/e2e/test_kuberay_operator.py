@@ -18,6 +18,7 @@ import pytest
 
 from core.admission.pipeline import admit
 from core.model.kinds import ModelDeployment
+from core.model.plugin import ProviderContext
 from core.selection.configs import ProviderRegistry
 from kubeio.shipped import bundled_versions
 from providers.modules import plugins
@@ -63,7 +64,9 @@ def rayservice(doc: dict[str, Any], namespace: str, registry: ProviderRegistry) 
     assert admission.errors == ()
     md = ModelDeployment(admission.obj)
     (service,) = [
-        o for o in PLUGINS[md.provider_name].render(md, PINS) if o["kind"] == "RayService"
+        o
+        for o in PLUGINS[md.provider_name].render(md, PINS, ProviderContext("kuberay"))
+        if o["kind"] == "RayService"
     ]
     return service
 

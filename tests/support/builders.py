@@ -94,12 +94,20 @@ def provider_config(
     engines: list[dict[str, Any]] | None = None,
     rules: list[tuple[str, int]] | None = None,
     ready: bool | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """An InferenceProviderConfig; `rules` as (condition, priority) pairs."""
+    """An InferenceProviderConfig; `rules` as (condition, priority) pairs. A `kaito` config
+    gets KAITO on its own nodes (no node auto-provisioning) unless `annotations` say otherwise,
+    so that KAITO's instance-type rule stays out of tests about something else."""
+    if annotations is None and name == "kaito":
+        annotations = {"kaito.airunway.ai/node-auto-provisioning": "false"}
+    metadata: dict[str, Any] = {"name": name}
+    if annotations:
+        metadata["annotations"] = annotations
     obj: dict[str, Any] = {
         "apiVersion": "airunway.ai/v1alpha1",
         "kind": "InferenceProviderConfig",
-        "metadata": {"name": name},
+        "metadata": metadata,
         "spec": {
             "capabilities": {"engines": engines if engines is not None else [engine_capability()]},
             "selectionRules": [{"condition": c, "priority": p} for c, p in rules or []],

@@ -8,6 +8,7 @@ import copy
 from typing import Any
 
 from core.model.kinds import ModelDeployment
+from core.model.plugin import ProviderContext
 from kubeio.shipped import bundled_versions
 from providers.modules import plugins
 from renderer.strict import BUILTIN_API_VERSIONS, BuiltinSchemas
@@ -24,7 +25,7 @@ def _builtin_objects() -> list[dict[str, Any]]:
     out = []
     for provider in ("vllm", "llmd"):
         md = model_deployment("m", "ns", provider=provider, engine={"type": "vllm"})
-        rendered = PLUGINS[provider].render(ModelDeployment(md), pins)
+        rendered = PLUGINS[provider].render(ModelDeployment(md), pins, ProviderContext(provider))
         out += [o for o in rendered if o["apiVersion"] in BUILTIN_API_VERSIONS]
     return out
 

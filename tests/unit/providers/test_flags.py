@@ -337,7 +337,9 @@ def test_the_mocker_takes_no_user_flags_and_admission_checks_them_as_dynamo_vllm
     )
     admission = admit(used, registry=shipped)
     assert admission.errors == ()
-    (graph, *_) = PLUGINS["dynamo"].render(ModelDeployment(admission.obj), PINS)
+    (graph, *_) = PLUGINS["dynamo"].render(
+        ModelDeployment(admission.obj), PINS, shipped.context("dynamo")
+    )
     worker = graph["spec"]["services"]["VllmWorker"]["extraPodSpec"]["mainContainer"]
     assert worker["args"] == [
         "--model-path", "org/model", "--model-name", "org/model", "--speedup-ratio", "1000.0",

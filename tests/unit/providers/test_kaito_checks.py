@@ -1,4 +1,5 @@
-"""KAITO's own admission rules (providers/kaito/checks.py): the whole answer, failing and passing."""
+"""KAITO's own admission rules (providers/kaito/rules.py): the whole
+answer, failing and passing."""
 
 from __future__ import annotations
 
@@ -7,8 +8,14 @@ from hypothesis import strategies as st
 
 from core.fields.errors import FieldError, Reason
 from core.model.kinds import ModelDeployment
-from providers.kaito.render import admission_checks
-from tests.support.builders import model_deployment
+from providers.kaito.rules import admission_checks as kaito_checks
+from tests.support.builders import model_deployment, shipped_registry
+
+
+def admission_checks(md: ModelDeployment) -> tuple[list[FieldError], list[str]]:
+    """KAITO's checks with the shipped config's context, on a create."""
+    return kaito_checks(md, shipped_registry().context("kaito"), None)
+
 
 REPO = "bartowski/Llama-3.2-1B-Instruct-GGUF"
 FILE = f"{REPO}/Llama-3.2-1B-Instruct-Q4_K_M.gguf"

@@ -20,7 +20,7 @@ PINS = bundled_versions()
 def serve_config(obj: dict[str, Any], registry: ProviderRegistry) -> dict[str, Any]:
     admission = admit(obj, registry=registry)
     assert admission.errors == ()
-    (service,) = kuberay.render(ModelDeployment(admission.obj), PINS)
+    (service,) = kuberay.render(ModelDeployment(admission.obj), PINS, registry.context("kuberay"))
     config: dict[str, Any] = json.loads(service["spec"]["serveConfigV2"])
     return config
 

@@ -61,7 +61,9 @@ def problems(
 def render_dgd(obj: dict[str, Any], registry: ProviderRegistry) -> dict[str, Any]:
     admission = admit(obj, registry=registry)
     assert admission.errors == ()
-    (graph,) = PLUGINS["dynamo"].render(ModelDeployment(admission.obj), PINS)
+    (graph,) = PLUGINS["dynamo"].render(
+        ModelDeployment(admission.obj), PINS, registry.context("dynamo")
+    )
     return graph
 
 

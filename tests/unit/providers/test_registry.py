@@ -16,7 +16,15 @@ PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
 
 # What providers/__init__.py promises: the same files in every provider package, and the same
 # plug-in names (core/model/plugin.py) exported by each package's __init__.
-PACKAGE_FILES = {"__init__.py", "config.yaml", "flags.py", "overrides.py", "pods.py", "render.py"}
+PACKAGE_FILES = {
+    "__init__.py",
+    "config.yaml",
+    "flags.py",
+    "overrides.py",
+    "pods.py",
+    "render.py",
+    "rules.py",
+}
 PLUGIN_NAMES = sorted(
     name for name in dir(ProviderPlugin) if not name.startswith("_") and name not in dir(Protocol)
 )

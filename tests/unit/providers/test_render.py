@@ -25,7 +25,9 @@ def rendered(obj: dict[str, Any], registry: ProviderRegistry) -> list[dict[str, 
     admission = admit(obj, registry=registry)
     assert admission.errors == ()
     md = ModelDeployment(admission.obj)
-    objects: list[dict[str, Any]] = PLUGINS[md.provider_name].render(md, PINS)
+    objects: list[dict[str, Any]] = PLUGINS[md.provider_name].render(
+        md, PINS, registry.context(md.provider_name)
+    )
     return objects
 
 
@@ -142,12 +144,14 @@ def test_dynamo_engine_specific_flags(
     )
 
 
-def test_kaito_vllm_is_a_preset_with_replicas_and_gpu_selector(shipped: ProviderRegistry) -> None:
+def test_kaito_vllm_is_a_preset_on_one_instance_with_the_override_instance_type(
+    shipped: ProviderRegistry,
+) -> None:
     (workspace,) = rendered(example("kaito-overrides.yaml"), shipped)
 
     assert kinds([workspace]) == ["kaito.sh/v1beta1 Workspace phi-kaito"]
     assert workspace["resource"] == {
-        "count": 2,
+        "count": 1,
         "instanceType": "Standard_NC24ads_A100_v4",
         "labelSelector": {
             "matchLabels": {"kubernetes.io/os": "linux", "nvidia.com/gpu.present": "true"}

@@ -1,0 +1,216 @@
+"""`make kaito-facts`: regenerate providers/kaito/facts/presets.json, the KAITO admission facts
+at the pinned KAITO (KAITO_VERSION in core/model/versions.env), read from KAITO's own sources.
+
+KAITO is served by no registry this project reaches (the Go module proxy answers 403 for
+github.com/kaito-project/kaito@v0.10.0), so the input is a KAITO Git repository holding the
+tag `v<KAITO_VERSION>` (--kaito-git DIR, a clone or a bare mirror); every file is read at the
+tag with `git show`, never from a work tree. Read, at the tag:
+
+  presets/workspace/models/supported_models.yaml    names, downloadAtRuntime, downloadAuthRequired
+  presets/workspace/models/*/model.go               the registered presets and their served names
+  presets/workspace/models/vllm_model.go            HF ids mapped to built-in presets; redirects
+  pkg/sku/{azure,aws,arc}_sku_handler.go           the instance types node auto-provisioning knows
+  charts/kaito/workspace/values.yaml               the install's defaults
+
+The output is data only (names, booleans, numbers): no upstream code or prose.
+Exit status: 0 written (or unchanged with --check); 1 an input is missing or not as expected,
+or --check found the file out of date; 2 bad flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from core.model.versions import Versions
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "providers" / "kaito" / "facts" / "presets.json"
+MODELS = "presets/workspace/models"
+SKU_FILES = {
+    "azure": "pkg/sku/azure_sku_handler.go",
+    "aws": "pkg/sku/aws_sku_handler.go",
+    "arc": "pkg/sku/arc_sku_handker.go",  # the file's name at the tag
+}
+_CONST = re.compile(r'^\s*(Preset\w+)\s*=\s*"([^"]+)"', re.M)
+_CONST_JOINED = re.compile(r'^\s*(Preset\w+)\s*=\s*(Preset\w+) \+ "([^"]+)"', re.M)
+_REGISTERED = re.compile(r"KaitoModelRegister\.Register\(&plugin\.Registration\{\s*Name:\s*(\w+)")
+_MODEL_NAME = re.compile(r"\bModelName:\s*(\w+|\"[^\"]+\")")
+_MAP_ENTRY = re.compile(r'^\s*"([^"]+)":\s*"([^"]+)",', re.M)
+_SKU = re.compile(
+    r'\{SKU: "([^"]+)", GPUCount: (\d+), GPUMem: resource\.MustParse\("([^"]+)"\), '
+    r'GPUModel: "([^"]+)"'
+)
+
+
+class InputError(Exception):
+    """An input is missing or not shaped as this generator expects; the message says which."""
+
+
+def _show(git: Path, tag: str, path: str) -> str:
+    done = subprocess.run(
+        ["git", f"--git-dir={git}", "show", f"{tag}:{path}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise InputError(f"{path} at {tag}: {done.stderr.strip() or 'not found'}")
+    return done.stdout
+
+
+def _ls(git: Path, tag: str, path: str) -> list[str]:
+    done = subprocess.run(
+        ["git", f"--git-dir={git}", "ls-tree", "--name-only", f"{tag}:{path}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise InputError(f"{path} at {tag}: {done.stderr.strip()}")
+    return sorted(done.stdout.split())
+
+
+def _go_map(source: str, variable: str, where: str) -> dict[str, str]:
+    start = source.find(f"{variable} = map[string]string{{")
+    if start < 0:
+        raise InputError(f"{where}: no map {variable}")
+    end = source.find("\n\t}", start)
+    return dict(_MAP_ENTRY.findall(source[start:end]))
+
+
+def _registered(git: Path, tag: str) -> tuple[dict[str, str], list[str]]:
+    """{preset: served name} of every preset a model package registers, and the files read."""
+    presets: dict[str, str] = {}
+    files = []
+    for package in _ls(git, tag, MODELS):
+        path = f"{MODELS}/{package}/model.go"
+        if package.endswith((".go", ".yaml")):
+            continue
+        try:
+            source = _show(git, tag, path)
+        except InputError:
+            continue
+        constants = dict(_CONST.findall(source))
+        for name, base, suffix in _CONST_JOINED.findall(source):  # falcon: X = Y + "-instruct"
+            constants[name] = constants[base] + suffix
+        names = [constants.get(n, n) for n in _REGISTERED.findall(source)]
+        if not names:
+            continue
+        files.append(path)
+        served = {
+            constants.get(v, v.strip('"')) if not v.startswith('"') else v.strip('"')
+            for v in _MODEL_NAME.findall(source)
+        }
+        for name in names:
+            # Each preset's vLLM parameters set ModelName (served-model-name, pkg/model/
+            # interface.go buildVLLMInferenceCommand) to its own preset constant.
+            if name not in served:
+                raise InputError(f"{path}: preset {name} sets no ModelName of its own name")
+            presets[name] = name
+    if not presets:
+        raise InputError(f"{MODELS}: no registered presets found")
+    return presets, files
+
+
+def _skus(git: Path, tag: str) -> dict[str, dict[str, dict[str, Any]]]:
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for cloud, path in SKU_FILES.items():
+        rows = _SKU.findall(_show(git, tag, path))
+        if not rows:
+            raise InputError(f"{path}: no SKUs found")
+        out[cloud] = {
+            sku: {"gpus": int(count), "gpuMemory": memory, "gpuModel": model}
+            for sku, count, memory, model in sorted(rows)
+        }
+    return out
+
+
+def build(git: Path, version: str) -> dict[str, Any]:
+    tag = f"v{version}"
+    supported = yaml.safe_load(_show(git, tag, f"{MODELS}/supported_models.yaml"))["models"]
+    registered, model_files = _registered(git, tag)
+    vllm = _show(git, tag, f"{MODELS}/vllm_model.go")
+    hf_ids = _go_map(vllm, "builtinVLLMModels", f"{MODELS}/vllm_model.go")
+    redirects = _go_map(vllm, "legacyBuiltinToCatalog", f"{MODELS}/vllm_model.go")
+    values = yaml.safe_load(_show(git, tag, "charts/kaito/workspace/values.yaml"))
+    by_name = {str(m["name"]): m for m in supported}
+    presets: dict[str, Any] = {}
+    for name in sorted(registered):
+        entry = by_name.get(name)
+        if entry is None:
+            raise InputError(f"preset {name} is registered but not in supported_models.yaml")
+        presets[name] = {
+            "servedName": registered[name],
+            "downloadAtRuntime": bool(entry.get("downloadAtRuntime")),
+            "downloadAuthRequired": bool(entry.get("downloadAuthRequired")),
+        }
+    for hf, preset in hf_ids.items():
+        if preset not in presets:
+            raise InputError(f"builtinVLLMModels maps {hf} to {preset}, which is not registered")
+    return {
+        "kaito": tag,
+        "sources": sorted(
+            [
+                f"{MODELS}/supported_models.yaml",
+                f"{MODELS}/vllm_model.go",
+                "charts/kaito/workspace/values.yaml",
+                *model_files,
+                *SKU_FILES.values(),
+            ]
+        ),
+        "presets": presets,
+        "deprecated": sorted(str(m["name"]) for m in supported if m.get("deprecated")),
+        # GetModelByName: lower-cased, short names redirected to an HF id, then a registered
+        # preset, then (an HF id) builtinVLLMModels' preset, else a preset generated from
+        # the HF repository (presets/workspace/generator/generator.go NewGenerator and
+        # FinalizeParams): named and served as the lower-cased last path part, downloaded at
+        # runtime, authentication required only when Hugging Face answers 401/403.
+        "huggingFaceIds": dict(sorted(hf_ids.items())),
+        "redirects": dict(sorted(redirects.items())),
+        "generated": {"servedName": "lower-cased last path part", "downloadAtRuntime": True},
+        "instanceTypes": _skus(git, tag),
+        # Azure also takes any other N- or D-series name (workspace_validation.go, NAP branch).
+        "azureSeriesPrefixes": ["Standard_D", "Standard_N"],
+        "install": {
+            "nodeAutoProvisioning": not values["featureGates"]["disableNodeAutoProvisioning"],
+            "cloudProvider": "azure",  # chart README: cloudProviderName defaults to "azure"
+        },
+    }
+
+
+def render(facts: dict[str, Any]) -> str:
+    return json.dumps(facts, indent=1, sort_keys=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.kaito_facts", description=__doc__)
+    parser.add_argument("--kaito-git", required=True, type=Path, help="a KAITO Git directory")
+    parser.add_argument("--check", action="store_true", help="fail when the file is out of date")
+    args = parser.parse_args(argv)
+    pins = Versions.parse((ROOT / "core" / "model" / "versions.env").read_text("utf-8"))
+    try:
+        text = render(build(args.kaito_git, pins.kaito))
+    except (InputError, KeyError, TypeError, yaml.YAMLError) as err:
+        print(f"kaito-facts: {err}", file=sys.stderr)
+        return 1
+    if args.check:
+        if OUT.read_text("utf-8") != text:
+            print(f"kaito-facts: {OUT.relative_to(ROOT)} is out of date", file=sys.stderr)
+            return 1
+        return 0
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(text, "utf-8")
+    print(f"kaito-facts: wrote {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
