@@ -18,12 +18,14 @@ from core.checks.flags import unknown_flags
 from core.model.kinds import ModelDeployment
 from core.rendering.inferencegateway import GatewayTarget
 from core.rendering.invariants import check_invariants
-from kubeio.shipped import bundled_flag_catalogs, bundled_versions
+from core.selection.configs import ProviderRegistry
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects, bundled_flag_catalogs, bundled_versions
 from renderer.render import HYDRATED_FILE, render_one
 from renderer.schemapack import load_pack
 from renderer.strict import Schemas
 from tests.support.builders import shipped_registry
-from tests.support.matrix import cases, engine_args, launched_catalogs
+from tests.support.matrix import KaitoCase, cases, engine_args, kaito_cases, launched_catalogs
 
 PINS = bundled_versions()
 CATALOGS = bundled_flag_catalogs()
@@ -83,3 +85,67 @@ def test_every_admitted_case_renders_strictly_and_fits_together(
     for name, args in launched:
         assert name in launched_catalogs(md)
         assert unknown_flags(args, CATALOGS[name]) == []
+
+
+def _byo_registry() -> ProviderRegistry:
+    """The shipped configs, with KAITO on the platform's own nodes (no node auto-provisioning)."""
+    configs = bundled_config_objects()
+    for config in configs:
+        if config["metadata"]["name"] == "kaito":
+            config["metadata"]["annotations"]["kaito.airunway.ai/node-auto-provisioning"] = "false"
+    return build_registry(configs)
+
+
+KAITO = kaito_cases()
+
+
+def test_the_kaito_cases_cover_both_installs_and_every_kind_of_model() -> None:
+    assert [c.ident for c in KAITO] == [
+        f"kaito-{kind}-{install}"
+        for install in ("nap", "byo")
+        for kind in ("in-image", "gated", "generated", "llamacpp-cpu", "llamacpp-gpu")
+    ]
+
+
+@pytest.mark.parametrize("case", KAITO, ids=[c.ident for c in KAITO])
+def test_kaito_workspaces_are_what_that_kaito_admits_and_the_route_matches_its_name(
+    case: KaitoCase, schemas: Schemas
+) -> None:
+    registry = SHIPPED if case.auto_provisioning else _byo_registry()
+    admission = admit(case.obj, registry=registry)
+    assert admission.errors == (), case.ident
+
+    result = render_one(
+        case.obj, previous=None, registry=registry, schemas=schemas, pins=PINS, gateway=TARGET
+    )
+
+    assert result.error is None, result.error
+    objects = {
+        (o["kind"], o["metadata"]["name"]): o
+        for name, text in sorted(result.files.items())
+        if name not in (HYDRATED_FILE, "kustomization.yaml")
+        for o in [yaml.safe_load(text)]
+    }
+    workspace = objects[("Workspace", case.ident)]
+    gpus = (case.obj["spec"].get("resources") or {}).get("gpu", {}).get("count", 0)
+    gpu = {"nvidia.com/gpu.present": "true"} if gpus else {}
+    expected_resource: dict[str, Any] = {"count": 1}
+    if case.instance_type:
+        expected_resource["instanceType"] = case.instance_type
+    expected_resource["labelSelector"] = {"matchLabels": {"kubernetes.io/os": "linux", **gpu}}
+    assert workspace["resource"] == expected_resource
+    preset = workspace["inference"].get("preset")
+    if preset is not None:
+        options = {"presetOptions": {"modelAccessSecret": case.access_secret}}
+        assert preset == {
+            "name": case.obj["spec"]["model"]["id"],
+            **(options if case.access_secret else {}),
+        }
+    else:
+        assert case.access_secret is None
+    route = objects[("HTTPRoute", case.ident)]
+    (rule,) = route["spec"]["rules"]
+    (match,) = rule["matches"]
+    assert [h["value"] for h in match["headers"]] == [case.served]
+    md = ModelDeployment(yaml.safe_load(result.files[HYDRATED_FILE]))
+    assert check_invariants(md, list(objects.values()), registry) == []

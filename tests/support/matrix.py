@@ -5,6 +5,7 @@ mocker test backend (an annotation, not a declared engine) aggregated and disagg
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from typing import Any
 
 from core.model.kinds import ModelDeployment
@@ -129,3 +130,78 @@ def launched_catalogs(md: ModelDeployment) -> set[str]:
     engine = plugin.flag_catalog(md.engine_type)
     extra = {"dynamo-frontend"} if md.provider_name == "dynamo" else set()
     return ({engine} if engine else set()) | extra
+
+
+@dataclass(frozen=True, slots=True)
+class KaitoCase:
+    """A KAITO ModelDeployment for one install (node auto-provisioning on or off) and one kind
+    of model (a preset whose weights ship in its image, a gated preset downloaded at runtime, a
+    preset KAITO generates from Hugging Face, llama.cpp on CPU and on GPU), with what its
+    Workspace and route must then say."""
+
+    ident: str
+    obj: dict[str, Any]
+    auto_provisioning: bool
+    instance_type: str | None  # resource.instanceType
+    access_secret: str | None  # inference.preset.presetOptions.modelAccessSecret
+    served: str  # the name the pods answer to, which the HTTPRoute matches
+
+
+KAITO_GPU_INSTANCE = "Standard_NC24ads_A100_v4"  # the shipped kaito config's annotations
+KAITO_CPU_INSTANCE = "Standard_D16s_v5"
+KAITO_MODELS = (
+    # (kind, model.id, engine, GPUs, gives a token, rendered secret?, served name)
+    (
+        "in-image",
+        "microsoft/Phi-3-mini-4k-instruct",
+        "vllm",
+        1,
+        True,
+        False,
+        "phi-3-mini-4k-instruct",
+    ),
+    ("gated", "meta-llama/Llama-3.1-8B-Instruct", "vllm", 1, True, True, "llama-3.1-8b-instruct"),
+    ("generated", "Qwen/Qwen3-8B", "vllm", 1, False, False, "qwen3-8b"),
+    (
+        "llamacpp-cpu",
+        "org/model/model.Q4_K_M.gguf",
+        "llamacpp",
+        0,
+        False,
+        False,
+        "model.Q4_K_M.gguf",
+    ),
+    (
+        "llamacpp-gpu",
+        "org/model/model.Q4_K_M.gguf",
+        "llamacpp",
+        1,
+        False,
+        False,
+        "model.Q4_K_M.gguf",
+    ),
+)
+
+
+def kaito_cases() -> list[KaitoCase]:
+    """Every KAITO model kind above, with and without node auto-provisioning, behind the gateway."""
+    out = []
+    for nap, (kind, model_id, engine, gpus, token, secret, served) in itertools.product(
+        (True, False), KAITO_MODELS
+    ):
+        device = "gpu" if gpus else "cpu"
+        obj = _deployment("kaito", engine, "aggregated", device, True, False)
+        obj["metadata"]["name"] = f"kaito-{kind}-{'nap' if nap else 'byo'}"
+        spec = obj["spec"]
+        spec["model"]["id"] = model_id
+        if gpus:
+            spec["resources"] = {"gpu": {"count": gpus}}
+        if token:
+            spec["secrets"] = {"huggingFaceToken": "hf-token"}
+        instance = (KAITO_GPU_INSTANCE if gpus else KAITO_CPU_INSTANCE) if nap else None
+        out.append(
+            KaitoCase(
+                obj["metadata"]["name"], obj, nap, instance, "hf-token" if secret else None, served
+            )
+        )
+    return out
