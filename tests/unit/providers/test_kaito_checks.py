@@ -443,7 +443,9 @@ def test_every_preset_serves_under_its_name_and_takes_a_token_only_if_it_downloa
     model_id = "".join(c.upper() if u else c for c, u in zip(name, upper, strict=False))
     resolved = str(PRESETS["redirects"].get(name, name))
     facts = PRESETS["presets"].get(PRESETS["huggingFaceIds"].get(resolved, resolved))
-    obj = preset(model_id, gateway={"enabled": True}, **({"secrets": TOKEN} if token else {}))
+    obj = preset(model_id, gateway={"enabled": True})
+    if token:
+        obj["spec"]["secrets"] = dict(TOKEN)
     if facts is not None and facts["downloadAuthRequired"] and not token:
         assert [e[0] for e in answer(SHIPPED, obj)[0]] == ["spec.secrets.huggingFaceToken"]
         return
