@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 LITELLM_VENV  := .venv-litellm
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
-.PHONY: install test lint format test-unit test-e2e bench bench-large clean manifests cluster schemas flags fuzz parsers kaito-facts
+.PHONY: install test lint format test-unit test-e2e bench bench-large clean manifests cluster schemas flags fuzz parsers facts
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,11 +60,13 @@ UPSTREAM_CRDS ?= ../shared/upstream-crds
 schemas: $(STAMP)
 	$(BIN)/python -m tools.schemapack --upstream-crds $(UPSTREAM_CRDS) --save-inputs .cache/schemas/inputs
 
-# KAITO's admission facts (providers/kaito/facts/presets.json) from KAITO's sources at the pin;
-# KAITO_GIT is a KAITO Git repository holding the tag (development time only).
+# The operators' facts (providers/kaito/facts/presets.json, providers/llmd/facts/pd.json) from
+# their sources at the pins; KAITO_GIT and LLMD_GIT are Git repositories of KAITO and
+# llm-d-inference-scheduler holding the pinned tags (development time only).
 KAITO_GIT ?= ../kaito
-kaito-facts: $(STAMP)
-	$(BIN)/python -m tools.kaito_facts --kaito-git $(KAITO_GIT)
+LLMD_GIT ?= ../llm-d-inference-scheduler
+facts: $(STAMP)
+	$(BIN)/python -m tools.facts --kaito-git $(KAITO_GIT) --llmd-git $(LLMD_GIT)
 
 # Engine flag catalogs (providers/<name>/catalogs/*.json) from the pinned engines' own argument
 # definitions: downloads the pinned wheels from PyPI and reads them statically (no torch).

@@ -63,12 +63,16 @@ def spec_served_name(md: ModelDeployment, context: ProviderContext) -> str | Non
     return None
 
 
-def configured_picker(md: ModelDeployment, configured: str | None) -> str | None:
+def configured_picker(
+    md: ModelDeployment, configured: str | None, context: ProviderContext
+) -> str | None:
     """For a provider whose pool's picker runs what its InferenceProviderConfig says."""
     return configured
 
 
-def no_invariants(md: ModelDeployment, objects: Sequence[Mapping[str, Any]]) -> list[str]:
+def no_invariants(
+    md: ModelDeployment, objects: Sequence[Mapping[str, Any]], context: ProviderContext
+) -> list[str]:
     """For a provider with no cross-object invariants beyond core/rendering/invariants.py's."""
     return []
 
@@ -134,12 +138,16 @@ class ProviderPlugin(Protocol):
         (KAITO's presets), else None."""
         ...
 
-    def picker_config(self, md: ModelDeployment, configured: str | None) -> str | None:
+    def picker_config(
+        self, md: ModelDeployment, configured: str | None, context: ProviderContext
+    ) -> str | None:
         """The EndpointPickerConfig the picker of `md`'s pool runs; `configured` is the
         configData of its InferenceProviderConfig (None: the picker's built-in default)."""
         ...
 
-    def invariants(self, md: ModelDeployment, objects: Sequence[Mapping[str, Any]]) -> list[str]:
+    def invariants(
+        self, md: ModelDeployment, objects: Sequence[Mapping[str, Any]], context: ProviderContext
+    ) -> list[str]:
         """Broken invariants of the provider's own wiring among `objects`, as messages."""
         ...
 

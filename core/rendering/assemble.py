@@ -36,7 +36,9 @@ def render_model(
             pins,
             port=plugin.model_port(md),
             selector=plugin.pool_selector(md),
-            picker_config=plugin.picker_config(md, configured_picker_config(capabilities)),
+            picker_config=plugin.picker_config(
+                md, configured_picker_config(capabilities), registry.context(md.provider_name)
+            ),
             served_as=registry.served_as(md),
         )
     return objects

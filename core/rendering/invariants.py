@@ -42,7 +42,9 @@ def check_invariants(
     operated = plugin.operator_pods(objects) if plugin is not None else []
     problems = _ports(objects, servers, operated) + _selector(objects, servers, operated)
     problems += _claims(md, objects) + _gpus(servers) + _route_name(objects, servers, operated)
-    return problems + (plugin.invariants(md, objects) if plugin is not None else [])
+    if plugin is None:
+        return problems
+    return problems + plugin.invariants(md, objects, registry.context(md.provider_name))
 
 
 @dataclass(frozen=True, slots=True)

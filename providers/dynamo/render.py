@@ -370,7 +370,9 @@ def is_test_backend(md: ModelDeployment) -> bool:
     return md.annotations.get(ANNOTATION_TEST_BACKEND) == MOCKER
 
 
-def invariants(md: ModelDeployment, objects: Sequence[Mapping[str, Any]]) -> list[str]:
+def invariants(
+    md: ModelDeployment, objects: Sequence[Mapping[str, Any]], context: ProviderContext
+) -> list[str]:
     """A disaggregated graph's workers run their role with the transfer their engine needs
     (vLLM: NixlConnector; SGLang: a transfer backend that does not need RDMA); behind a gateway
     every worker's frontend honours the picker's choice (--router-mode direct); under a KV

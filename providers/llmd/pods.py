@@ -12,7 +12,14 @@ pod's sidecar which prefill pod to ask. primaryPort is left out: it is for data-
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
 from core.model.kinds import ModelDeployment
+from core.model.plugin import ProviderContext
 from core.rendering.pods import no_operator_pods, template_port, template_selector
 
 pool_selector = template_selector
@@ -20,50 +27,62 @@ model_port = template_port
 operator_pods = no_operator_pods
 
 PD_PROFILE_HANDLER = "pd-profile-handler"
-PD_PICKER_CONFIG = """\
-apiVersion: inference.networking.x-k8s.io/v1alpha1
-kind: EndpointPickerConfig
-featureGates:
-- prepareDataPlugins
-plugins:
-- type: prefill-header-handler
-- type: prefix-cache-scorer
-  parameters:
-    maxPrefixBlocksToMatch: 256
-    lruCapacityPerServer: 31250
-- type: queue-scorer
-- type: prefill-filter
-- type: decode-filter
-- type: max-score-picker
-- type: prefix-based-pd-decider
-  parameters:
-    nonCachedTokens: 16
-- type: pd-profile-handler
-  parameters:
-    deciderPluginName: prefix-based-pd-decider
-schedulingProfiles:
-- name: prefill
-  plugins:
-  - pluginRef: prefill-filter
-  - pluginRef: max-score-picker
-  - pluginRef: prefix-cache-scorer
-    weight: 2
-  - pluginRef: queue-scorer
-    weight: 1
-- name: decode
-  plugins:
-  - pluginRef: decode-filter
-  - pluginRef: max-score-picker
-  - pluginRef: prefix-cache-scorer
-    weight: 2
-  - pluginRef: queue-scorer
-    weight: 1
-"""
 
 
-def picker_config(md: ModelDeployment, configured: str | None) -> str | None:
+@dataclass(frozen=True, slots=True)
+class PDFacts:
+    """llm-d-inference-scheduler's P/D facts at the pin (providers/llmd/facts/pd.json, from
+    `make facts`): the picker configuration, the role label and its values, the filters that
+    select on it, and the routing sidecar's image, flags and connectors."""
+
+    picker_config: Mapping[str, Any]
+    role_label: str
+    roles: Mapping[str, str]
+    filters: Mapping[str, str]
+    sidecar_image: str
+    sidecar_flags: Mapping[str, Mapping[str, Any]]
+    connectors: tuple[str, ...]
+
+
+def pd_facts(context: ProviderContext) -> PDFacts:
+    """The P/D facts the registry hands the llm-d plug-in (shipped with the package)."""
+    pd: Mapping[str, Any] = context.facts["pd"]
+    sidecar = pd["sidecar"]
+    return PDFacts(
+        pd["pickerConfig"],
+        str(pd["roleLabel"]),
+        dict(pd["roles"]),
+        dict(pd["filters"]),
+        str(sidecar["image"]),
+        dict(sidecar["flags"]),
+        tuple(sidecar["connectors"]),
+    )
+
+
+def picker_config(
+    md: ModelDeployment, configured: str | None, context: ProviderContext
+) -> str | None:
     """Aggregated: the provider config's. Disaggregated: upstream's P/D configuration, unless
     the provider config's is a P/D configuration of its own (it names pd-profile-handler)."""
     if md.is_disaggregated and PD_PROFILE_HANDLER not in (configured or ""):
-        return PD_PICKER_CONFIG
+        config = pd_facts(context).picker_config
+        return yaml.safe_dump(dict(config), sort_keys=False, default_flow_style=False)
     return configured
+
+
+def sidecar_flag_problems(args: Sequence[str], facts: PDFacts, where: str) -> list[str]:
+    """Arguments the pinned routing sidecar would refuse: Go's flag package stops the process
+    at a flag it does not define, a bool given as a separate word, or (cmd/pd-sidecar) a
+    connector it does not support."""
+    problems = []
+    for arg in args:
+        name, has_value, value = arg.lstrip("-").partition("=")
+        flag = facts.sidecar_flags.get(name)
+        if not arg.startswith("-") or flag is None:
+            problems.append(f"{where} {arg!r}: the pinned routing sidecar defines no such flag")
+        elif flag["type"] != "bool" and not has_value:
+            problems.append(f"{where} {arg!r}: give the value as {arg}=<value>")
+        elif name == "connector" and value not in facts.connectors:
+            supported = ", ".join(facts.connectors)
+            problems.append(f"{where} {arg!r}: the sidecar supports {supported}")
+    return problems

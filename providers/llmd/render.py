@@ -37,17 +37,25 @@ from core.rendering.common import (
     vllm_args,
 )
 from core.rendering.invariants import flag_value, kv_connector, ref
-from providers.llmd.pods import PD_PROFILE_HANDLER
+from providers.llmd.pods import PD_PROFILE_HANDLER, PDFacts, pd_facts, sidecar_flag_problems
 
 
 def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> list[dict[str, Any]]:
     """One Deployment and Service (aggregated), or decode (primary) and prefill pairs, then a
     PersistentVolumeClaim per volume with a size."""
+    facts = pd_facts(context)
     if not md.is_disaggregated:
         memory = md.spec.get("resources", {}).get("memory")
         replicas = int(md.spec.get("scaling", {}).get("replicas", 1))
         return _pair(
-            md, md.name, gpus=md.gpu_count, memory=memory, replicas=replicas, pins=pins, role=None
+            md,
+            md.name,
+            gpus=md.gpu_count,
+            memory=memory,
+            replicas=replicas,
+            pins=pins,
+            role=None,
+            facts=facts,
         ) + managed_claims(md)
     objects: list[dict[str, Any]] = []
     for role in ROLE_SUFFIXES:
@@ -56,24 +64,29 @@ def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> lis
         replicas = int(part.get("replicas", 1))
         name = child_name(md.name, role)
         objects += _pair(
-            md, name, gpus=gpus, memory=part.get("memory"), replicas=replicas, pins=pins, role=role
+            md,
+            name,
+            gpus=gpus,
+            memory=part.get("memory"),
+            replicas=replicas,
+            pins=pins,
+            role=role,
+            facts=facts,
         )
     return objects + managed_claims(md)
 
 
-SIDECAR_IMAGE = "ghcr.io/llm-d/llm-d-routing-sidecar"
-ROLE_LABEL = "llm-d.ai/role"
 DECODE_VLLM_PORT = 8200  # behind the routing sidecar, as upstream's decode pods
 NIXL_HOST_KEY = "VLLM_NIXL_SIDE_CHANNEL_HOST"
 
 
-def routing_sidecar(pins: Versions) -> dict[str, Any]:
+def routing_sidecar(pins: Versions, facts: PDFacts) -> dict[str, Any]:
     """The decode pod's routing sidecar: a native sidecar (restartPolicy Always) that owns the
     pod's http port. --secure-proxy=false: Runway's pods serve plain HTTP inside the cluster
     (the sidecar's default is a self-signed TLS listener nothing else here expects)."""
     return {
         "name": "routing-sidecar",
-        "image": f"{SIDECAR_IMAGE}:v{pins.llmd}",
+        "image": f"{facts.sidecar_image}:v{pins.llmd}",
         "args": [
             f"--port={HTTP_PORT}",
             f"--vllm-port={DECODE_VLLM_PORT}",
@@ -101,6 +114,7 @@ def _pair(
     replicas: int,
     pins: Versions,
     role: str | None,
+    facts: PDFacts,
 ) -> list[dict[str, Any]]:
     behind_sidecar = role == "decode"
     port = DECODE_VLLM_PORT if behind_sidecar else HTTP_PORT
@@ -145,17 +159,21 @@ def _pair(
         volumes=volumes,
         component=role or "server",
         spec_overrides=spec_overrides(md),
-        init_containers=[routing_sidecar(pins)] if behind_sidecar else (),
-        labels={ROLE_LABEL: role} if role is not None else None,
+        init_containers=[routing_sidecar(pins, facts)] if behind_sidecar else (),
+        labels={facts.role_label: facts.roles[role]} if role is not None else None,
     )
 
 
-def invariants(md: ModelDeployment, objects: Sequence[Mapping[str, Any]]) -> list[str]:
+def invariants(
+    md: ModelDeployment, objects: Sequence[Mapping[str, Any]], context: ProviderContext
+) -> list[str]:
     """A disaggregated llm-d model has every piece P/D needs: each role's pods labelled with
     their role, NixlConnector in both roles' vLLM with the side channel on the pod IP, the
-    decode pods' routing sidecar forwarding to their vLLM, and a P/D picker configuration."""
+    decode pods' routing sidecar (run only with flags and a connector the pinned sidecar
+    defines) forwarding to their vLLM, and a P/D picker configuration."""
     if not md.is_disaggregated:
         return []
+    facts = pd_facts(context)
     problems: list[str] = []
     deployments = {
         str(dig(o, "spec", "template", "metadata", "labels", "app.kubernetes.io/component")): o
@@ -167,26 +185,28 @@ def invariants(md: ModelDeployment, objects: Sequence[Mapping[str, Any]]) -> lis
         if deployment is None:
             problems.append(f"no {role} Deployment is rendered for a disaggregated model")
             continue
-        problems += _role_problems(deployment, role)
+        problems += _role_problems(deployment, role, facts)
+    prefill_filter = facts.filters["prefill"]
     for config_map in (o for o in objects if o.get("kind") == "ConfigMap"):
         data = str(dig(config_map, "data", "default-plugins.yaml") or "")
-        if PD_PROFILE_HANDLER not in data or "prefill-filter" not in data:
+        if PD_PROFILE_HANDLER not in data or prefill_filter not in data:
             problems.append(
                 f"{ref(config_map)} data.default-plugins.yaml has no {PD_PROFILE_HANDLER} with a "
-                "prefill-filter profile: the picker never sends a request to a prefill pod"
+                f"{prefill_filter} profile: the picker never sends a request to a prefill pod"
             )
     return problems
 
 
-def _role_problems(deployment: Mapping[str, Any], role: str) -> list[str]:
+def _role_problems(deployment: Mapping[str, Any], role: str, facts: PDFacts) -> list[str]:
     problems: list[str] = []
     at = ref(deployment)
     pod = dig(deployment, "spec", "template") or {}
     labels = dig(pod, "metadata", "labels") or {}
-    if labels.get(ROLE_LABEL) != role:
+    label = facts.role_label
+    if labels.get(label) != facts.roles[role]:
         problems.append(
-            f"{at} spec.template.metadata.labels.{ROLE_LABEL} is {labels.get(ROLE_LABEL)} but "
-            f"the pods are {role} pods (the picker's {role}-filter selects on it)"
+            f"{at} spec.template.metadata.labels.{label} is {labels.get(label)} but "
+            f"the pods are {role} pods (the picker's {facts.filters[role]} selects on it)"
         )
     containers = list(dig(pod, "spec", "containers") or ())
     vllm = next((c for c in containers if c.get("name") == "vllm"), None)
@@ -207,19 +227,20 @@ def _role_problems(deployment: Mapping[str, Any], role: str) -> list[str]:
             "advertises the NIXL side channel on localhost, which the other role cannot reach"
         )
     if role == "decode":
-        problems += _sidecar_problems(deployment, vllm, index, args)
+        problems += _sidecar_problems(deployment, index, args, facts)
     return problems
 
 
 def _sidecar_problems(
-    deployment: Mapping[str, Any], vllm: Mapping[str, Any], index: int, args: Sequence[str]
+    deployment: Mapping[str, Any], index: int, args: Sequence[str], facts: PDFacts
 ) -> list[str]:
     at = ref(deployment)
     inits = list(dig(deployment, "spec", "template", "spec", "initContainers") or ())
-    sidecar = next((c for c in inits if str(c.get("image", "")).startswith(SIDECAR_IMAGE)), None)
+    image = facts.sidecar_image
+    sidecar = next((c for c in inits if str(c.get("image", "")).startswith(image + ":")), None)
     if sidecar is None:
         return [
-            f"{at} spec.template.spec.initContainers has no routing sidecar ({SIDECAR_IMAGE}): "
+            f"{at} spec.template.spec.initContainers has no routing sidecar ({image}): "
             "decode pods never ask a prefill pod for the KV cache"
         ]
     where = f"{at} spec.template.spec.initContainers[{inits.index(sidecar)}]"
@@ -234,4 +255,4 @@ def _sidecar_problems(
             f"{where}.args --vllm-port is {forwards} but "
             f"spec.template.spec.containers[{index}].args --port is {listens}"
         )
-    return problems
+    return problems + sidecar_flag_problems(sidecar_args, facts, f"{where}.args")

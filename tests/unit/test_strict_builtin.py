@@ -8,11 +8,10 @@ import copy
 from typing import Any
 
 from core.model.kinds import ModelDeployment
-from core.model.plugin import ProviderContext
 from kubeio.shipped import bundled_versions
 from providers.modules import plugins
 from renderer.strict import BUILTIN_API_VERSIONS, BuiltinSchemas
-from tests.support.builders import model_deployment
+from tests.support.builders import model_deployment, shipped_registry
 
 PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
 
@@ -22,10 +21,11 @@ PLACES = (("spec",), ("metadata",), ("spec", "template", "spec"), ("spec", "sele
 def _builtin_objects() -> list[dict[str, Any]]:
     """The built-in objects the llm-d and Direct vLLM renderers emit."""
     pins = bundled_versions()
+    registry = shipped_registry()
     out = []
     for provider in ("vllm", "llmd"):
         md = model_deployment("m", "ns", provider=provider, engine={"type": "vllm"})
-        rendered = PLUGINS[provider].render(ModelDeployment(md), pins, ProviderContext(provider))
+        rendered = PLUGINS[provider].render(ModelDeployment(md), pins, registry.context(provider))
         out += [o for o in rendered if o["apiVersion"] in BUILTIN_API_VERSIONS]
     return out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -684,6 +685,32 @@ def test_llmd_pd_renders_every_piece_and_the_pd_picker() -> None:
     assert pool["targetPorts"] == [{"number": 8000}]
 
 
+def test_llmd_pd_runs_the_facts_at_the_pin() -> None:
+    """providers/llmd/facts/pd.json (`make facts`, from llm-d-inference-scheduler's sources at
+    LLMD_VERSION) is what the P/D pods and picker run: its picker configuration as such, its
+    role label, its sidecar image at the pinned tag, and only flags that sidecar defines."""
+    facts = json.loads(
+        (Path(__file__).resolve().parents[3] / "providers/llmd/facts/pd.json").read_text()
+    )
+    _md, objects = _llmd_pd()
+    config = _find(objects, "ConfigMap", "pd-epp")["data"]["default-plugins.yaml"]
+    decode = _decode_pod(objects)
+    (sidecar,) = decode["spec"]["initContainers"]
+
+    assert facts["llmd"] == f"v{PINS.llmd}"
+    assert yaml.safe_load(config) == facts["pickerConfig"]
+    assert decode["metadata"]["labels"][facts["roleLabel"]] == facts["roles"]["decode"]
+    assert sidecar["image"] == f"{facts['sidecar']['image']}:v{PINS.llmd}"
+    assert [a.split("=", 1)[0].lstrip("-") for a in sidecar["args"]] == [
+        "port",
+        "vllm-port",
+        "connector",
+        "secure-proxy",
+    ]
+    assert set(facts["sidecar"]["flags"]) >= {"port", "vllm-port", "connector", "secure-proxy"}
+    assert "primaryPort" not in config
+
+
 def test_llmd_aggregated_picker_keeps_the_provider_configs() -> None:
     obj = model_deployment(gpu=1, provider="llmd", engine="vllm")
     obj["spec"]["gateway"] = {"enabled": True}
@@ -721,6 +748,11 @@ def _break_connector(objects: list[dict[str, Any]]) -> None:
         "args"
     ]
     args[args.index("--kv-transfer-config") + 1] = '{"kv_connector": "LMCacheConnectorV1"}'
+
+
+def _break_sidecar_flags(objects: list[dict[str, Any]]) -> None:
+    args = _decode_pod(objects)["spec"]["initContainers"][0]["args"]
+    args[2:] = ["--connector=lmcache", "--secure-proxy=false", "--kv-port=9000", "--cert-path"]
 
 
 def _break_picker(objects: list[dict[str, Any]]) -> None:
@@ -771,6 +803,17 @@ def _break_pool_port(objects: list[dict[str, Any]]) -> None:
             _break_connector,
             "Deployment/pd-prefill spec.template.spec.containers[0].args --kv-transfer-config "
             "has kv_connector LMCacheConnectorV1, not NixlConnector",
+        ),
+        (
+            _break_sidecar_flags,
+            [
+                f"Deployment/pd-decode spec.template.spec.initContainers[0].args {arg}"
+                for arg in (
+                    "'--connector=lmcache': the sidecar supports nixlv2, shared-storage, sglang",
+                    "'--kv-port=9000': the pinned routing sidecar defines no such flag",
+                    "'--cert-path': give the value as --cert-path=<value>",
+                )
+            ],
         ),
         (
             _break_picker,

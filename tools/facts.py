@@ -1,20 +1,27 @@
-"""`make kaito-facts`: regenerate providers/kaito/facts/presets.json, the KAITO admission facts
-at the pinned KAITO (KAITO_VERSION in core/model/versions.env), read from KAITO's own sources.
+"""`make facts`: regenerate the operators' facts (providers/<name>/facts/*.json) at the pins of
+core/model/versions.env, read from the operators' own sources.
 
-KAITO is served by no registry this project reaches (the Go module proxy answers 403 for
-github.com/kaito-project/kaito@v0.10.0), so the input is a KAITO Git repository holding the
-tag `v<KAITO_VERSION>` (--kaito-git DIR, a clone or a bare mirror); every file is read at the
-tag with `git show`, never from a work tree. Read, at the tag:
+Neither upstream is served by a registry this project reaches (the Go module proxy answers 403
+for github.com/kaito-project/kaito@v0.10.0 and github.com/llm-d/llm-d-inference-scheduler@v0.6.0),
+so each input is a Git repository holding the pinned tag (a clone or a bare mirror), and every
+file is read at the tag with `git show`, never from a work tree.
 
+KAITO (--kaito-git, tag v<KAITO_VERSION>) -> providers/kaito/facts/presets.json:
   presets/workspace/models/supported_models.yaml    names, downloadAtRuntime, downloadAuthRequired
   presets/workspace/models/*/model.go               the registered presets and their served names
   presets/workspace/models/vllm_model.go            HF ids mapped to built-in presets; redirects
   pkg/sku/{azure,aws,arc}_sku_handler.go           the instance types node auto-provisioning knows
   charts/kaito/workspace/values.yaml               the install's defaults
 
-The output is data only (names, booleans, numbers): no upstream code or prose.
-Exit status: 0 written (or unchanged with --check); 1 an input is missing or not as expected,
-or --check found the file out of date; 2 bad flags.
+llm-d-inference-scheduler (--llmd-git, tag v<LLMD_VERSION>) -> providers/llmd/facts/pd.json:
+  deploy/config/pd-epp-config.yaml                 the P/D picker configuration
+  pkg/plugins/filter/pd_role.go                    the role label, its values, the filter names
+  cmd/pd-sidecar/main.go, pkg/sidecar/proxy/proxy.go   the routing sidecar's flags and connectors
+  scripts/pull_images.sh                           the sidecar's image
+
+The output is data only (names, booleans, numbers, the picker configuration's settings): no
+upstream code or prose. Exit status: 0 written (or unchanged with --check); 1 an input is
+missing or not as expected, or --check found a file out of date; 2 bad flags.
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ import yaml
 from core.model.versions import Versions
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "providers" / "kaito" / "facts" / "presets.json"
+KAITO_OUT = ROOT / "providers" / "kaito" / "facts" / "presets.json"
+LLMD_OUT = ROOT / "providers" / "llmd" / "facts" / "pd.json"
 MODELS = "presets/workspace/models"
 SKU_FILES = {
     "azure": "pkg/sku/azure_sku_handler.go",
@@ -133,7 +141,7 @@ def _skus(git: Path, tag: str) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
-def build(git: Path, version: str) -> dict[str, Any]:
+def kaito(git: Path, version: str) -> dict[str, Any]:
     tag = f"v{version}"
     supported = yaml.safe_load(_show(git, tag, f"{MODELS}/supported_models.yaml"))["models"]
     registered, model_files = _registered(git, tag)
@@ -186,29 +194,105 @@ def build(git: Path, version: str) -> dict[str, Any]:
     }
 
 
+_GO_FLAG = re.compile(r'flag\.(String|Bool|Int)\(\s*"([^"]+)",\s*([^,]+),')
+_GO_STRING = re.compile(r'^\s*(\w+)\s*=\s*"([^"]*)"', re.M)
+
+
+def llmd(git: Path, version: str) -> dict[str, Any]:
+    tag = f"v{version}"
+    config_path = "deploy/config/pd-epp-config.yaml"
+    config = yaml.safe_load(_show(git, tag, config_path))
+    for plugin in config["plugins"]:
+        # ${PRIMARY_PORT} is a template value of upstream's deploy scripts; the parameter is for
+        # data-parallel pods and its default, 0, means the pool's port: Runway leaves it out.
+        (plugin.get("parameters") or {}).pop("primaryPort", None)
+    roles_path = "pkg/plugins/filter/pd_role.go"
+    roles = dict(_GO_STRING.findall(_show(git, tag, roles_path)))
+    main_path = "cmd/pd-sidecar/main.go"
+    proxy_path = "pkg/sidecar/proxy/proxy.go"
+    proxy = dict(_GO_STRING.findall(_show(git, tag, proxy_path)))
+    main = _show(git, tag, main_path)
+    flags = {}
+    for kind, name, raw in _GO_FLAG.findall(main):
+        default = raw.strip()
+        if default.startswith("proxy."):
+            default = f'"{proxy[default.removeprefix("proxy.")]}"'
+        literal = re.fullmatch(r'"[^"]*"|-?\d+|true|false', default)
+        flags[name] = {  # a default computed at start (an environment variable) is null
+            "type": kind.lower(),
+            "default": default.strip('"') if literal else None,
+        }
+    start = main.find("supportedConnectors = []string{")
+    connectors = [
+        proxy[n] for n in re.findall(r"proxy\.(\w+)", main[start : main.find("}", start)])
+    ]
+    images = _show(git, tag, "scripts/pull_images.sh")
+    image = re.search(r"(ghcr\.io/llm-d/llm-d-routing-sidecar):", images)
+    needed = (
+        "RoleLabel",
+        "RolePrefill",
+        "RoleDecode",
+        "RoleBoth",
+        "PrefillRoleType",
+        "DecodeRoleType",
+    )
+    if image is None or not flags or not connectors or any(k not in roles for k in needed):
+        raise InputError(
+            "llm-d: the role constants, sidecar flags, connectors or image are missing"
+        )
+    return {
+        "llmd": tag,
+        "sources": sorted(
+            [config_path, roles_path, main_path, proxy_path, "scripts/pull_images.sh"]
+        ),
+        "pickerConfig": config,
+        "roleLabel": roles["RoleLabel"],
+        "roles": {
+            "prefill": roles["RolePrefill"],
+            "decode": roles["RoleDecode"],
+            "both": roles["RoleBoth"],
+        },
+        "filters": {"prefill": roles["PrefillRoleType"], "decode": roles["DecodeRoleType"]},
+        "sidecar": {
+            "image": image.group(1),
+            "flags": dict(sorted(flags.items())),
+            "connectors": connectors,
+        },
+    }
+
+
 def render(facts: dict[str, Any]) -> str:
     return json.dumps(facts, indent=1, sort_keys=False) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.kaito_facts", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.facts", description=__doc__)
     parser.add_argument("--kaito-git", required=True, type=Path, help="a KAITO Git directory")
-    parser.add_argument("--check", action="store_true", help="fail when the file is out of date")
+    parser.add_argument(
+        "--llmd-git", required=True, type=Path, help="an llm-d-inference-scheduler Git directory"
+    )
+    parser.add_argument("--check", action="store_true", help="fail when a file is out of date")
     args = parser.parse_args(argv)
     pins = Versions.parse((ROOT / "core" / "model" / "versions.env").read_text("utf-8"))
     try:
-        text = render(build(args.kaito_git, pins.kaito))
+        outputs = {
+            KAITO_OUT: render(kaito(args.kaito_git, pins.kaito)),
+            LLMD_OUT: render(llmd(args.llmd_git, pins.llmd)),
+        }
     except (InputError, KeyError, TypeError, yaml.YAMLError) as err:
-        print(f"kaito-facts: {err}", file=sys.stderr)
+        print(f"facts: {err}", file=sys.stderr)
         return 1
+    stale = [
+        out for out, text in outputs.items() if not out.exists() or out.read_text("utf-8") != text
+    ]
     if args.check:
-        if OUT.read_text("utf-8") != text:
-            print(f"kaito-facts: {OUT.relative_to(ROOT)} is out of date", file=sys.stderr)
-            return 1
-        return 0
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text, "utf-8")
-    print(f"kaito-facts: wrote {OUT.relative_to(ROOT)}")
+        for out in stale:
+            print(f"facts: {out.relative_to(ROOT)} is out of date", file=sys.stderr)
+        return 1 if stale else 0
+    for out, text in outputs.items():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, "utf-8")
+        print(f"facts: wrote {out.relative_to(ROOT)}")
     return 0
 
 
