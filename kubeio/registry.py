@@ -18,14 +18,15 @@ def build_registry(
     objects: Iterable[Mapping[str, Any]] | None = None,
     *,
     flags: Mapping[str, FlagCatalog] | None = None,
+    facts: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> ProviderRegistry:
     """The registry of `objects` (InferenceProviderConfigs; the shipped ones when None), with
-    every shipped provider plug-in and the shipped flag catalogs (or `flags`, when given)."""
+    every shipped provider plug-in, the shipped flag catalogs (or `flags`, when given) and the
+    shipped facts (or `facts`: a caller that rebuilds often reads them once)."""
     configs = bundled_config_objects() if objects is None else objects
     catalogs = bundled_flag_catalogs() if flags is None else flags
-    return ProviderRegistry.from_objects(
-        configs, plugins=plugins(), flags=catalogs, facts=bundled_facts()
-    )
+    known = bundled_facts() if facts is None else facts
+    return ProviderRegistry.from_objects(configs, plugins=plugins(), flags=catalogs, facts=known)
 
 
 def load_registry(directories: Sequence[str] | None) -> ProviderRegistry:

@@ -19,6 +19,7 @@ from core.checks.flags import FlagCatalog
 from core.model.kinds import GROUP, INFERENCE_PROVIDER_CONFIG_PLURAL, VERSION
 from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
+from kubeio.shipped import bundled_facts
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class ClusterSource:
     ) -> None:
         self._client_factory = client_factory
         self._flags = dict(flags or {})
+        self._facts = bundled_facts()  # read once: every rebuild hands the same facts on
         self._watch_seconds = watch_seconds
         self._retry_seconds = retry_seconds
         self._lock = threading.Lock()
@@ -134,7 +136,9 @@ class ClusterSource:
             log.info("provider config %s name=%s", kind.lower(), name)
 
     def _publish(self, objects: dict[str, dict[str, Any]], *, stale: bool) -> None:
-        registry = build_registry((objects[n] for n in sorted(objects)), flags=self._flags)
+        registry = build_registry(
+            (objects[n] for n in sorted(objects)), flags=self._flags, facts=self._facts
+        )
         for problem in registry.problems:
             log.warning("provider config problem: %s", problem)
         with self._lock:
