@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from core.status.conditions import condition as core_condition
+
 DEFAULT_NAMESPACE = "default"
 
 
@@ -23,20 +25,8 @@ def condition(
     generation: int | None = None,
     previous: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """One status condition. It keeps the lastTransitionTime of `previous` (the object's status
-    before) while its status stays the same, as Kubernetes' own meta.SetStatusCondition does."""
-    status = "True" if ok else "False"
-    since = now
-    for old in (previous or {}).get("conditions") or ():
-        if isinstance(old, Mapping) and old.get("type") == kind and old.get("status") == status:
-            since = str(old.get("lastTransitionTime") or now)
-    out: dict[str, Any] = {
-        "type": kind,
-        "status": status,
-        "reason": str(reason),
-        "message": message,
-        "lastTransitionTime": since,
-    }
-    if generation is not None:
-        out["observedGeneration"] = generation
-    return out
+    """One status condition (core/status/conditions.py): it keeps the lastTransitionTime of
+    `previous` (the object's status before) while its status stays the same."""
+    return core_condition(
+        kind, ok, str(reason), message, now=now, generation=generation, previous=previous
+    )

@@ -35,6 +35,24 @@ class PodGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class Workload:
+    """What a provider's upstream objects report, mapped by its status hook (status.py) into
+    the terms of a ModelDeployment's status: a phase (Pending, Deploying, Running, Failed), a
+    reason and message saying why, the replica counts and the Service that serves the model.
+    `created` is False while the primary upstream object does not exist."""
+
+    phase: str
+    reason: str
+    message: str
+    desired: int = 0
+    ready: int = 0
+    available: int = 0
+    service: str = ""
+    port: int = 0
+    created: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class ProviderContext:
     """What a provider's hooks know beyond the ModelDeployment: the metadata.annotations of its
     InferenceProviderConfig (settings a platform team sets once, such as how its operator is
@@ -131,6 +149,13 @@ class ProviderPlugin(Protocol):
     ) -> tuple[list[FieldError], list[str]]:
         """(errors, warnings) of the provider's own admission rules for a hydrated object
         (`old`: the stored object, on an update), as its operator's own webhook would answer."""
+        ...
+
+    def workload_status(
+        self, md: ModelDeployment, observed: Mapping[str, Mapping[str, Any]]
+    ) -> Workload:
+        """The workload's state from the upstream objects as the cluster holds them (`observed`:
+        by `Kind/name`, in `md`'s namespace, status included; a missing key: not created)."""
         ...
 
     def served_as(self, md: ModelDeployment, context: ProviderContext) -> str | None:

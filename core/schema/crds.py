@@ -203,14 +203,40 @@ def model_deployment_spec() -> Schema:
     )
 
 
+def _condition() -> Schema:
+    """A metav1.Condition."""
+    return _obj(
+        {
+            "type": _str(minLength=1),
+            "status": _str(enum=["True", "False", "Unknown"]),
+            "reason": _str(),
+            "message": _str(),
+            "lastTransitionTime": _str(format="date-time"),
+            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+        },
+        required=("type", "status"),
+    )
+
+
 def model_deployment_status() -> Schema:
-    """Status is written by no part of Runway; kept declared for objects AI Runway wrote."""
+    """What core/status/modeldeployment.py writes (AI Runway's status tree); open, so the
+    fields AI Runway's controller wrote (image, provider.resourceName, ...) are kept."""
+    count = {"type": "integer", "format": "int32", "minimum": 0}
     return _open(
         _obj(
             {
                 "phase": _str(enum=["Pending", "Deploying", "Running", "Failed", "Terminating"]),
                 "message": _str(),
                 "observedGeneration": {"type": "integer", "format": "int64"},
+                "provider": _open(_obj({"name": _str(), "selectedReason": _str()})),
+                "engine": _open(_obj({"type": _str(), "selectedReason": _str()})),
+                "replicas": _obj({"desired": count, "ready": count, "available": count}),
+                "endpoint": _obj({"service": _str(), "port": _int(minimum=0, maximum=65535)}),
+                "gateway": _open(_obj({"endpoint": _str(), "modelName": _str()})),
+                "conditions": _list(
+                    _condition(),
+                    **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+                ),
             }
         )
     )
@@ -305,17 +331,7 @@ EMP_PHASES = ("Pending", "Ready", "Conflict", "Failed", "Degraded")
 
 def external_model_provider_status() -> Schema:
     """Written only by `runway gateway-sync`, through the status subresource."""
-    condition = _obj(
-        {
-            "type": _str(minLength=1),
-            "status": _str(enum=["True", "False", "Unknown"]),
-            "reason": _str(),
-            "message": _str(),
-            "lastTransitionTime": _str(format="date-time"),
-            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
-        },
-        required=("type", "status"),
-    )
+    condition = _condition()
     model = _obj(
         {
             "servedName": _str(),
@@ -400,10 +416,11 @@ def custom_resource_definitions() -> list[dict[str, Any]]:
             scope="Namespaced",
             spec=model_deployment_spec(),
             status=model_deployment_status(),
-            columns=[
-                {"name": "Engine", "type": "string", "jsonPath": ".spec.engine.type"},
-                {"name": "Provider", "type": "string", "jsonPath": ".spec.provider.name"},
+            columns=[  # AI Runway's order; provider and engine as admission stamps them
                 {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+                {"name": "Provider", "type": "string", "jsonPath": ".spec.provider.name"},
+                {"name": "Engine", "type": "string", "jsonPath": ".spec.engine.type"},
+                {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas.ready"},
             ],
         ),
         _crd(

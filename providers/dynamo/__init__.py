@@ -18,5 +18,6 @@ from providers.dynamo.render import is_test_backend as is_test_backend
 from providers.dynamo.render import render as render
 from providers.dynamo.rules import admission_checks as admission_checks
 from providers.dynamo.rules import served_as as served_as
+from providers.dynamo.status import workload_status as workload_status
 
 picker_config = configured_picker  # the operator runs its own picker (the DGD's Epp service)

@@ -16,6 +16,7 @@ from providers.kaito.pods import pool_selector as pool_selector
 from providers.kaito.render import render as render
 from providers.kaito.rules import admission_checks as admission_checks
 from providers.kaito.rules import served_as as served_as
+from providers.kaito.status import workload_status as workload_status
 
 is_test_backend = no_test_backend  # the engine always runs
 picker_config = configured_picker  # the pool's picker runs the provider config's

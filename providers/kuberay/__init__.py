@@ -20,6 +20,7 @@ from providers.kuberay.pods import pool_selector as pool_selector
 from providers.kuberay.render import render as render
 from providers.kuberay.rules import admission_checks as admission_checks
 from providers.kuberay.rules import served_as as served_as
+from providers.kuberay.status import workload_status as workload_status
 
 is_test_backend = no_test_backend  # the engine always runs
 picker_config = configured_picker  # the pool's picker runs the provider config's

@@ -18,5 +18,6 @@ from providers.llmd.render import invariants as invariants
 from providers.llmd.render import render as render
 from providers.llmd.rules import admission_checks as admission_checks
 from providers.llmd.rules import served_as as served_as
+from providers.llmd.status import workload_status as workload_status
 
 is_test_backend = no_test_backend  # the engine always runs

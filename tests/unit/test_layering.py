@@ -17,7 +17,17 @@ import pytest
 
 from tests.conftest import ROOT
 
-CORE_ORDER = ("fields", "model", "schema", "cel", "checks", "selection", "rendering", "admission")
+CORE_ORDER = (
+    "fields",
+    "model",
+    "schema",
+    "cel",
+    "checks",
+    "selection",
+    "rendering",
+    "admission",
+    "status",
+)
 EDGES = ("webhook", "renderer", "gateway", "certs")
 ROOMS = ("core", "providers", "kubeio", *EDGES, "cli")
 PROVIDERS = ("dynamo", "kaito", "kuberay", "llmd", "vllm")

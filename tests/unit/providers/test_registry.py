@@ -24,6 +24,7 @@ PACKAGE_FILES = {
     "pods.py",
     "render.py",
     "rules.py",
+    "status.py",
 }
 PLUGIN_NAMES = sorted(
     name for name in dir(ProviderPlugin) if not name.startswith("_") and name not in dir(Protocol)

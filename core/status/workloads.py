@@ -1,0 +1,84 @@
+"""Upstream status read the same way by several providers: apps/v1 Deployments (llm-d, Direct
+vLLM) and the phase order used to combine several objects into one Workload."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from core.model.kinds import dig
+from core.model.plugin import Workload
+
+PENDING, DEPLOYING, RUNNING, FAILED = "Pending", "Deploying", "Running", "Failed"
+# The phase a set of objects has: the worst of theirs (one failed part fails the model).
+_WORST = {FAILED: 0, PENDING: 1, DEPLOYING: 2, RUNNING: 3}
+
+
+def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+    """The status condition of type `kind`, if the object reports one."""
+    for entry in dig(obj, "status", "conditions") or ():
+        if isinstance(entry, Mapping) and entry.get("type") == kind:
+            return entry
+    return None
+
+
+def is_true(obj: Mapping[str, Any], kind: str) -> bool:
+    found = condition(obj, kind)
+    return found is not None and found.get("status") == "True"
+
+
+def count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def not_created(ref: str) -> Workload:
+    return Workload(PENDING, "NotCreated", f"{ref} does not exist yet", created=False)
+
+
+def combine(parts: Sequence[Workload], *, service: str, port: int) -> Workload:
+    """One Workload for several objects: the worst phase (its reason and message), the sums of
+    the replica counts, and the given Service."""
+    worst = min(parts, key=lambda w: _WORST.get(w.phase, 1))
+    return Workload(
+        worst.phase,
+        worst.reason,
+        worst.message,
+        sum(w.desired for w in parts),
+        sum(w.ready for w in parts),
+        sum(w.available for w in parts),
+        service,
+        port,
+        all(w.created for w in parts),
+    )
+
+
+def deployment_workload(deployment: Mapping[str, Any] | None, ref: str) -> Workload:
+    """An apps/v1 Deployment as a Workload, by its own status (the rules kubectl rollout status
+    uses): Failed once Progressing is False for ProgressDeadlineExceeded; Deploying while the
+    controller has not observed the current generation or fewer replicas are updated, ready and
+    available than wanted; Running when all are; Pending when it wants none."""
+    if deployment is None:
+        return not_created(ref)
+    replicas = dig(deployment, "spec", "replicas")
+    desired = 1 if replicas is None else count(replicas)  # absent: the API server's default
+    status = deployment.get("status") or {}
+    ready, available = count(status.get("readyReplicas")), count(status.get("availableReplicas"))
+    updated = count(status.get("updatedReplicas"))
+
+    def at(phase: str, reason: str, message: str) -> Workload:
+        return Workload(phase, reason, message, desired, ready, available)
+
+    progressing = condition(deployment, "Progressing")
+    if progressing is not None and progressing.get("reason") == "ProgressDeadlineExceeded":
+        message = str(progressing.get("message") or f"{ref} exceeded its progress deadline")
+        return at(FAILED, "ProgressDeadlineExceeded", message)
+    generation = dig(deployment, "metadata", "generation")
+    observed = status.get("observedGeneration")
+    if isinstance(generation, int) and (not isinstance(observed, int) or observed < generation):
+        return at(DEPLOYING, "RolloutPending", f"{ref}: the rollout has not started")
+    if desired == 0:
+        return at(PENDING, "ScaledToZero", f"{ref} wants 0 replicas")
+    if min(updated, ready, available) >= desired and is_true(deployment, "Available"):
+        return at(RUNNING, "DeploymentReady", f"{ref}: all {desired} replicas are ready")
+    message = f"{ref}: {available} of {desired} replicas available, {updated} updated"
+    return at(DEPLOYING, "DeploymentInProgress", message)

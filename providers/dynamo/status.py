@@ -1,0 +1,60 @@
+"""Dynamo: the DynamoGraphDeployment's own status at the pin (status.state: initializing,
+pending, successful, failed; status.services.<name>: replicas, readyReplicas, availableReplicas).
+The operator serves a standalone Frontend as the Service <name>-frontend on 8000; behind a
+gateway the pool's picker reaches the workers, and no Frontend Service exists."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.model.kinds import ModelDeployment, dig
+from core.model.plugin import Workload
+from core.status.workloads import (
+    DEPLOYING,
+    FAILED,
+    PENDING,
+    RUNNING,
+    condition,
+    count,
+    not_created,
+)
+
+FRONTEND_PORT = 8000
+_STATES = {
+    "successful": (RUNNING, "DeploymentReady"),
+    "initializing": (DEPLOYING, "Initializing"),
+    "pending": (PENDING, "Pending"),
+    "failed": (FAILED, "DeploymentFailed"),
+}
+
+
+def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any]]) -> Workload:
+    ref = f"DynamoGraphDeployment/{md.name}"
+    graph = observed.get(ref)
+    if graph is None:
+        return not_created(ref)
+    services = dig(graph, "status", "services") or {}
+    rows = [s for s in services.values() if isinstance(s, Mapping)]
+    desired = sum(count(s.get("replicas")) for s in rows)
+    ready = sum(count(s.get("readyReplicas")) for s in rows)
+    available = sum(count(s.get("availableReplicas")) for s in rows)
+    state = str(dig(graph, "status", "state") or "")
+    phase, reason = _STATES.get(state, (PENDING, "Unknown"))
+    generation = dig(graph, "metadata", "generation")
+    seen = dig(graph, "status", "observedGeneration")
+    if (
+        phase == RUNNING
+        and isinstance(generation, int)
+        and isinstance(seen, int)
+        and seen < generation
+    ):
+        phase, reason = DEPLOYING, "RolloutPending"
+    found = condition(graph, "Ready")
+    detail = str(found.get("message") or "") if found is not None else ""
+    message = detail or f"{ref} is {state or 'without a state yet'}"
+    gateway = dig(md.spec, "gateway", "enabled") is True
+    service = "" if gateway else f"{md.name}-frontend"
+    return Workload(
+        phase, reason, message, desired, ready, available, service, FRONTEND_PORT if service else 0
+    )

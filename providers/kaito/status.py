@@ -1,0 +1,54 @@
+"""KAITO: the Workspace's own status at the pin (api/v1beta1/workspace_types.go:184-193 state
+Pending, Ready, NotReady, and the fine-tuning states; condition_types.go ResourceReady,
+InferenceReady, WorkspaceSucceeded). A Workspace runs one instance, so desired is 1 and ready
+and available are 1 once it serves. KAITO serves a Workspace through the Service of its name on
+port 80 (pkg/workspace/manifests)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.model.kinds import ModelDeployment, dig
+from core.model.plugin import Workload
+from core.status.workloads import (
+    DEPLOYING,
+    FAILED,
+    PENDING,
+    RUNNING,
+    condition,
+    is_true,
+    not_created,
+)
+
+SERVICE_PORT = 80
+
+
+def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any]]) -> Workload:
+    ref = f"Workspace/{md.name}"
+    workspace = observed.get(ref)
+    if workspace is None:
+        return not_created(ref)
+    state = str(dig(workspace, "status", "state") or "")
+    succeeded = condition(workspace, "WorkspaceSucceeded")
+    inference = condition(workspace, "InferenceReady")
+
+    def at(phase: str, reason: str, message: str) -> Workload:
+        up = 1 if phase == RUNNING else 0
+        return Workload(phase, reason, message, 1, up, up, md.name, SERVICE_PORT)
+
+    if state == "Failed" or (succeeded is not None and succeeded.get("status") == "False"):
+        why = succeeded or inference or {}
+        return at(
+            FAILED,
+            str(why.get("reason") or "WorkspaceFailed"),
+            str(why.get("message") or f"{ref} failed"),
+        )
+    if state == "Ready" or is_true(workspace, "WorkspaceSucceeded"):
+        return at(RUNNING, "WorkspaceReady", f"{ref} serves")
+    if state == "NotReady" or is_true(workspace, "ResourceReady"):
+        detail = str((inference or {}).get("message") or "")
+        return at(
+            DEPLOYING, "InferenceNotReady", detail or f"{ref}: nodes ready, inference starting"
+        )
+    return at(PENDING, "WaitingForNodes", f"{ref} is {state or 'waiting for its nodes'}")

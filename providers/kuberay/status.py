@@ -1,0 +1,59 @@
+"""KubeRay: the RayService's own status at KubeRay <KUBERAY_VERSION> (condition Ready;
+status.activeServiceStatus.applicationStatuses.<app>.status: RUNNING, DEPLOYING, DEPLOY_FAILED,
+UNHEALTHY, ...; rayClusterStatus ready and desired worker replicas). The operator serves the
+model through the Service <name>-serve-svc on Ray Serve's port 8000."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.model.kinds import ModelDeployment, dig
+from core.model.plugin import Workload
+from core.status.workloads import DEPLOYING, FAILED, RUNNING, count, is_true, not_created
+
+SERVE_PORT = 8000
+_FAILED_APPS = ("DEPLOY_FAILED", "UNHEALTHY")
+
+
+def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any]]) -> Workload:
+    ref = f"RayService/{md.name}"
+    service = observed.get(ref)
+    if service is None:
+        return not_created(ref)
+    active = dig(service, "status", "activeServiceStatus") or {}
+    apps = {
+        str(k): v
+        for k, v in (active.get("applicationStatuses") or {}).items()
+        if isinstance(v, Mapping)
+    }
+    cluster = active.get("rayClusterStatus") or {}
+    groups = dig(service, "spec", "rayClusterConfig", "workerGroupSpecs") or ()
+    desired = sum(count(g.get("replicas")) for g in groups if isinstance(g, Mapping))
+    ready = min(count(cluster.get("readyWorkerReplicas")), desired)
+    available = min(count(cluster.get("availableWorkerReplicas")), desired)
+    endpoint = (f"{md.name}-serve-svc", SERVE_PORT)
+    failed = sorted(n for n, a in apps.items() if a.get("status") in _FAILED_APPS)
+    if failed:
+        name = failed[0]
+        message = str(
+            apps[name].get("message") or f"application {name} is {apps[name].get('status')}"
+        )
+        return Workload(FAILED, "ApplicationFailed", message, desired, ready, available, *endpoint)
+    running = bool(apps) and all(a.get("status") == "RUNNING" for a in apps.values())
+    if running and is_true(service, "Ready"):
+        return Workload(
+            RUNNING,
+            "ApplicationsRunning",
+            f"{ref}: every application runs",
+            desired,
+            ready,
+            available,
+            *endpoint,
+        )
+    states = (
+        ", ".join(f"{n} {a.get('status')}" for n, a in sorted(apps.items())) or "no application yet"
+    )
+    return Workload(
+        DEPLOYING, "ApplicationsDeploying", f"{ref}: {states}", desired, ready, available, *endpoint
+    )

@@ -1,0 +1,20 @@
+"""llm-d: the Deployments Runway renders (one, or decode and prefill), read by their own status
+(core/status/workloads.py) and combined (the worst phase; replica counts summed). The Service
+named after the model (aggregated) or its decode pods serves it on the http port."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.model.kinds import ModelDeployment
+from core.model.names import ROLE_SUFFIXES, child_name
+from core.model.plugin import Workload
+from core.rendering.common import HTTP_PORT
+from core.status.workloads import combine, deployment_workload
+
+
+def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any]]) -> Workload:
+    names = [child_name(md.name, r) for r in ROLE_SUFFIXES] if md.is_disaggregated else [md.name]
+    parts = [deployment_workload(observed.get(f"Deployment/{n}"), f"Deployment/{n}") for n in names]
+    return combine(parts, service=names[0], port=HTTP_PORT)

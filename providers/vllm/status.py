@@ -1,0 +1,18 @@
+"""Direct vLLM: the Deployment Runway renders, read by its own status (core/status/workloads.py);
+the Service of the same name serves the model on its http port."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.model.kinds import ModelDeployment
+from core.model.plugin import Workload
+from core.rendering.common import HTTP_PORT
+from core.status.workloads import combine, deployment_workload
+
+
+def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any]]) -> Workload:
+    ref = f"Deployment/{md.name}"
+    part = deployment_workload(observed.get(ref), ref)
+    return combine([part], service=md.name, port=HTTP_PORT)
