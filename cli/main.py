@@ -29,6 +29,7 @@ COMMANDS: Mapping[str, str] = {
     "apply": "cli.apply",
     "gateway-plan": "cli.gateway",
     "gateway-sync": "cli.gateway",
+    "status-controller": "cli.controller",
 }
 
 

@@ -120,3 +120,46 @@ def model_deployment_status(
     if generation is not None:
         status["observedGeneration"] = generation
     return status
+
+
+def _accepted(obj: Mapping[str, Any] | None, types: tuple[str, ...]) -> str | None:
+    """None when every parent of a Gateway API object (status.parents[].conditions) reports
+    each of `types` True; else why not."""
+    if obj is None:
+        return "does not exist yet"
+    parents = [p for p in dig(obj, "status", "parents") or () if isinstance(p, Mapping)]
+    if not parents:
+        return "has no parent status yet (no gateway controller has accepted it)"
+    for parent in parents:
+        found = {c.get("type"): c for c in parent.get("conditions") or () if isinstance(c, Mapping)}
+        for kind in types:
+            entry = found.get(kind)
+            if entry is None or entry.get("status") != "True":
+                reason = (entry or {}).get("reason") or "no condition"
+                return f"is not {kind} ({reason})"
+    return None
+
+
+def gateway_state(
+    md: ModelDeployment,
+    observed: Mapping[str, Mapping[str, Any]],
+    *,
+    pool_is_runways: bool,
+    endpoint: str,
+    model_name: str,
+) -> GatewayState:
+    """The state of `md`'s InferencePool (when Runway renders it) and HTTPRoute (unless the user
+    routes with spec.gateway.httpRouteRef), read from their status.parents conditions."""
+    checks = []
+    if pool_is_runways:
+        checks.append((f"InferencePool/{md.name}", ("Accepted", "ResolvedRefs")))
+    if not dig(md.spec, "gateway", "httpRouteRef"):
+        checks.append((f"HTTPRoute/{md.name}", ("Accepted", "ResolvedRefs")))
+    for ref, types in checks:
+        why = _accepted(observed.get(ref), types)
+        if why is not None:
+            reason = "NotCreated" if why == "does not exist yet" else "NotAccepted"
+            return GatewayState(False, reason, f"{ref} {why}", endpoint, model_name)
+    return GatewayState(
+        True, "GatewayConfigured", "InferencePool and HTTPRoute accepted", endpoint, model_name
+    )

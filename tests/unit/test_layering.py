@@ -2,7 +2,7 @@
 
 core/ is pure and layered (each sub-package imports only those before it); a provider package
 imports only core/ and itself; kubeio/ is the one room every edge may import; no edge
-(webhook/, renderer/, gateway/, certs/) imports another; cli/ sits on top. An import through
+(webhook/, renderer/, gateway/, certs/, controller/) imports another; cli/ sits on top. An import through
 `importlib` counts: a module that imports dynamically has every room path it spells checked as
 an import. And no module outside a provider's package names a provider.
 """
@@ -28,7 +28,7 @@ CORE_ORDER = (
     "admission",
     "status",
 )
-EDGES = ("webhook", "renderer", "gateway", "certs")
+EDGES = ("webhook", "renderer", "gateway", "certs", "controller")
 ROOMS = ("core", "providers", "kubeio", *EDGES, "cli")
 PROVIDERS = ("dynamo", "kaito", "kuberay", "llmd", "vllm")
 IO_IN_CORE = {

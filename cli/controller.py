@@ -1,0 +1,82 @@
+"""`runway status-controller`: parse, start the controller (controller/run.py), stop on SIGTERM
+or SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import threading
+from typing import Any
+
+from cli.exits import Exit
+from controller.lease import LeaseSettings
+from controller.observe import ObserveSettings
+from controller.run import ControllerSettings, run
+from kubeio.client import api_client
+
+
+def add_commands(commands: Any) -> None:
+    sub = commands.add_parser(
+        "status-controller",
+        help="report what runs onto each ModelDeployment's status (status only; one leader)",
+        description=(
+            "Watch ModelDeployments and the upstream objects Runway renders, and write each "
+            "ModelDeployment's status (phase, replicas, endpoint, conditions) through the status "
+            "subresource. Never writes spec, adds no finalizers or owner references. Replicas "
+            "elect one writer with a coordination.k8s.io Lease."
+        ),
+    )
+    sub.add_argument("--kubeconfig", help="a kubeconfig (default: in a pod its service account)")
+    sub.add_argument("--namespace", help="watch one namespace (default: every namespace)")
+    sub.add_argument(
+        "--lease-namespace",
+        default=os.environ.get("POD_NAMESPACE", "runway-system"),
+        help="the namespace of the Lease (default: $POD_NAMESPACE, else runway-system)",
+    )
+    sub.add_argument("--lease-name", default="runway-status-controller")
+    sub.add_argument(
+        "--identity",
+        default=os.environ.get("POD_NAME") or socket.gethostname(),
+        help="this replica's name in the Lease (default: $POD_NAME, else the host name)",
+    )
+    sub.add_argument("--lease-seconds", type=float, default=15.0, help="the Lease's duration")
+    sub.add_argument("--renew-seconds", type=float, default=5.0, help="how often to renew")
+    sub.add_argument("--resync-seconds", type=float, default=300.0)
+    sub.add_argument(
+        "--gateway-url", default="", help="the Gateway's URL, shown in status.gateway.endpoint"
+    )
+    sub.add_argument(
+        "--probe-address", default="127.0.0.1", help="where /healthz, /readyz, /metrics listen"
+    )
+    sub.add_argument("--probe-port", type=int, default=8081)
+    sub.set_defaults(run=run_controller)
+
+
+def run_controller(args: argparse.Namespace) -> Exit:
+    if not 0 < args.renew_seconds < args.lease_seconds:
+        print("runway: --renew-seconds must be positive and less than --lease-seconds")
+        return Exit.USAGE
+    settings = ControllerSettings(
+        lease=LeaseSettings(
+            args.lease_namespace,
+            args.lease_name,
+            args.identity,
+            args.lease_seconds,
+            args.renew_seconds,
+        ),
+        observe=ObserveSettings(args.namespace, args.gateway_url),
+        probe_host=args.probe_address,
+        probe_port=args.probe_port,
+        resync_seconds=args.resync_seconds,
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    api = api_client(args.kubeconfig)
+    try:
+        run(api, settings, stop)
+    finally:
+        api.close()
+    return Exit.OK

@@ -1,0 +1,390 @@
+"""The controller's view of the cluster and its one write.
+
+A watcher per kind (list, then watch from the list's resourceVersion; list again after an
+error or an expired watch) keeps a cache of ModelDeployments, InferenceProviderConfigs and the
+upstream objects Runway renders (selected by Runway's managed-by label, so nothing else is held
+in memory). Every change queues the ModelDeployment it belongs to (the
+airunway.ai/model-deployment label); a worker takes each queued name once, builds its status
+with the core (its provider's status mapping, core/status) and writes it through the status
+subresource when it differs. A kind whose CRD is not installed is watched again later.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import kubernetes
+import urllib3
+
+from core.model.kinds import (
+    GROUP,
+    INFERENCE_PROVIDER_CONFIG_PLURAL,
+    MODEL_DEPLOYMENT_PLURAL,
+    VERSION,
+    ModelDeployment,
+)
+from core.model.servednames import served_name
+from core.rendering.common import LABEL_MANAGED_BY, LABEL_MODEL_DEPLOYMENT, MANAGED_BY
+from core.rendering.inferencegateway import capabilities_of
+from core.selection.configs import ProviderRegistry
+from core.status.modeldeployment import gateway_state, model_deployment_status
+from kubeio.registry import build_registry
+
+log = logging.getLogger(__name__)
+
+WATCH_FAILURES = (kubernetes.client.ApiException, urllib3.exceptions.HTTPError, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+    managed_only: bool = True  # only objects with Runway's managed-by label
+
+
+MODEL_DEPLOYMENTS = Kind(
+    GROUP, VERSION, MODEL_DEPLOYMENT_PLURAL, "ModelDeployment", managed_only=False
+)
+PROVIDER_CONFIGS = Kind(
+    GROUP,
+    VERSION,
+    INFERENCE_PROVIDER_CONFIG_PLURAL,
+    "InferenceProviderConfig",
+    namespaced=False,
+    managed_only=False,
+)
+# The upstream kinds the providers' status mappings read (providers/<name>/status.py) and the
+# gateway objects (core/status gateway_state).
+UPSTREAM = (
+    Kind("apps", "v1", "deployments", "Deployment"),
+    Kind("nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment"),
+    Kind("kaito.sh", "v1beta1", "workspaces", "Workspace"),
+    Kind("ray.io", "v1", "rayservices", "RayService"),
+    Kind("inference.networking.k8s.io", "v1", "inferencepools", "InferencePool"),
+    Kind("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute"),
+)
+KINDS = (MODEL_DEPLOYMENTS, PROVIDER_CONFIGS, *UPSTREAM)
+
+
+@dataclass
+class Metrics:
+    """Counters and latency sums from a fixed label set (served at /metrics)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    reconciles: dict[str, int] = field(
+        default_factory=lambda: {"written": 0, "unchanged": 0, "gone": 0, "conflict": 0, "error": 0}
+    )
+    seconds_sum: float = 0.0
+    seconds_count: int = 0
+    watch_restarts: dict[str, int] = field(default_factory=dict)
+    leader: bool = False
+
+    def reconciled(self, result: str, seconds: float) -> None:
+        with self.lock:
+            self.reconciles[result] += 1
+            self.seconds_sum += seconds
+            self.seconds_count += 1
+
+    def restarted(self, kind: str) -> None:
+        with self.lock:
+            self.watch_restarts[kind] = self.watch_restarts.get(kind, 0) + 1
+
+    def render(self) -> str:
+        with self.lock:
+            lines = [
+                "# TYPE runway_status_reconciles_total counter",
+                *(
+                    f'runway_status_reconciles_total{{result="{k}"}} {v}'
+                    for k, v in sorted(self.reconciles.items())
+                ),
+                "# TYPE runway_status_reconcile_seconds summary",
+                f"runway_status_reconcile_seconds_sum {self.seconds_sum:.6f}",
+                f"runway_status_reconcile_seconds_count {self.seconds_count}",
+                "# TYPE runway_status_watch_restarts_total counter",
+                *(
+                    f'runway_status_watch_restarts_total{{kind="{k.kind}"}} '
+                    f"{self.watch_restarts.get(k.kind, 0)}"
+                    for k in KINDS
+                ),
+                "# TYPE runway_status_leader gauge",
+                f"runway_status_leader {1 if self.leader else 0}",
+            ]
+        return "\n".join(lines) + "\n"
+
+
+class Cache:
+    """The watched objects by (kind, namespace, name), and which kinds have listed once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._synced: set[str] = set()
+
+    def put(self, kind: str, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        with self._lock:
+            self._objects[(kind, str(meta.get("namespace") or ""), str(meta.get("name")))] = obj
+
+    def drop(self, kind: str, namespace: str, name: str) -> None:
+        with self._lock:
+            self._objects.pop((kind, namespace, name), None)
+
+    def replace(self, kind: str, objects: list[dict[str, Any]]) -> None:
+        with self._lock:
+            for key in [k for k in self._objects if k[0] == kind]:
+                del self._objects[key]
+            for obj in objects:
+                meta = obj.get("metadata") or {}
+                key = (kind, str(meta.get("namespace") or ""), str(meta.get("name")))
+                self._objects[key] = obj
+            self._synced.add(kind)
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._objects.get((kind, namespace, name))
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [o for (k, _, _), o in self._objects.items() if k == kind]
+
+    def owned_by(self, namespace: str, md: str) -> dict[str, dict[str, Any]]:
+        """`Kind/name` -> object for the upstream objects of ModelDeployment `namespace/md`."""
+        with self._lock:
+            return {
+                f"{k}/{n}": o
+                for (k, ns, n), o in self._objects.items()
+                if ns == namespace
+                and ((o.get("metadata") or {}).get("labels") or {}).get(LABEL_MODEL_DEPLOYMENT)
+                == md
+                and k not in (MODEL_DEPLOYMENTS.kind, PROVIDER_CONFIGS.kind)
+            }
+
+    def synced(self, kinds: tuple[Kind, ...]) -> bool:
+        with self._lock:
+            return all(k.kind in self._synced for k in kinds)
+
+
+class Queue:
+    """ModelDeployment keys (namespace, name) to reconcile; a key queued twice is taken once."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._order: collections.deque[tuple[str, str]] = collections.deque()
+        self._queued: set[tuple[str, str]] = set()
+
+    def add(self, key: tuple[str, str]) -> None:
+        with self._cond:
+            if key not in self._queued:
+                self._queued.add(key)
+                self._order.append(key)
+                self._cond.notify()
+
+    def take(self, timeout: float) -> tuple[str, str] | None:
+        with self._cond:
+            if not self._order:
+                self._cond.wait(timeout)
+            if not self._order:
+                return None
+            key = self._order.popleft()
+            self._queued.discard(key)
+            return key
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._order)
+
+
+@dataclass(frozen=True, slots=True)
+class ObserveSettings:
+    namespace: str | None = None  # None: every namespace
+    gateway_url: str = ""  # what status.gateway.endpoint says (the Gateway's URL)
+    watch_seconds: int = 300
+    retry_seconds: float = 2.0
+
+
+class Observer:
+    """The watches, the queue and the worker; `leading()` says whether writes are allowed."""
+
+    def __init__(
+        self,
+        api: kubernetes.client.ApiClient,
+        settings: ObserveSettings,
+        metrics: Metrics,
+        leading: Callable[[], bool],
+        clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+    ) -> None:
+        self._objects = kubernetes.client.CustomObjectsApi(api)
+        self._settings = settings
+        self._metrics = metrics
+        self._leading = leading
+        self._clock = clock
+        self.cache = Cache()
+        self.queue = Queue()
+        self._registry: ProviderRegistry | None = None
+
+    # --- watching ---------------------------------------------------------------------------
+
+    def _list(self, kind: Kind, **kwargs: Any) -> Any:
+        """The list (or, with watch=True from the Watch, the stream) of `kind`; upstream kinds
+        by Runway's managed-by label only."""
+        if kind.managed_only:
+            kwargs["label_selector"] = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
+        if kind.namespaced and self._settings.namespace:
+            return self._objects.list_namespaced_custom_object(
+                kind.group, kind.version, self._settings.namespace, kind.plural, **kwargs
+            )
+        return self._objects.list_cluster_custom_object(
+            kind.group, kind.version, kind.plural, **kwargs
+        )
+
+    def watch(self, kind: Kind, stop: threading.Event) -> None:
+        """List and watch `kind` until `stop`; every change queues its ModelDeployment."""
+        while not stop.is_set():
+            try:
+                listed = self._list(kind)
+                items = [dict(i) for i in listed.get("items") or ()]
+                self.cache.replace(kind.kind, items)
+                for obj in items:
+                    self._changed(kind, obj)
+                version = (listed.get("metadata") or {}).get("resourceVersion")
+                for event in self._events(kind, version, stop):
+                    obj = dict(event.get("object") or {})
+                    if event.get("type") == "ERROR":
+                        break  # e.g. 410 Gone: the resourceVersion expired; list again
+                    meta = obj.get("metadata") or {}
+                    if event.get("type") == "DELETED":
+                        self.cache.drop(
+                            kind.kind, str(meta.get("namespace") or ""), str(meta.get("name"))
+                        )
+                    else:
+                        self.cache.put(kind.kind, obj)
+                    self._changed(kind, obj)
+            except WATCH_FAILURES as err:
+                status = getattr(err, "status", None)
+                if status == 404:  # the CRD is not installed: nothing of this kind exists
+                    self.cache.replace(kind.kind, [])
+                else:
+                    log.warning("status-controller: watching %s failed: %s", kind.kind, err)
+                self._metrics.restarted(kind.kind)
+                stop.wait(self._settings.retry_seconds if status != 404 else 30.0)
+
+    def _events(
+        self, kind: Kind, version: str | None, stop: threading.Event
+    ) -> Iterator[dict[str, Any]]:
+        watcher = kubernetes.watch.Watch()
+        try:
+            for event in watcher.stream(
+                self._list,
+                kind,
+                resource_version=version,
+                timeout_seconds=self._settings.watch_seconds,
+            ):
+                if stop.is_set():
+                    return
+                yield event
+        finally:
+            watcher.stop()
+
+    def _changed(self, kind: Kind, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        if kind is PROVIDER_CONFIGS:
+            self._registry = None  # rebuilt on the next reconcile
+            for md in self.cache.of_kind(MODEL_DEPLOYMENTS.kind):
+                m = md.get("metadata") or {}
+                self.queue.add((str(m.get("namespace") or ""), str(m.get("name"))))
+            return
+        namespace = str(meta.get("namespace") or "")
+        if kind is MODEL_DEPLOYMENTS:
+            self.queue.add((namespace, str(meta.get("name"))))
+            return
+        owner = (meta.get("labels") or {}).get(LABEL_MODEL_DEPLOYMENT)
+        if owner:
+            self.queue.add((namespace, str(owner)))
+
+    def resync(self) -> None:
+        """Queue every ModelDeployment (the periodic level-triggered pass)."""
+        for md in self.cache.of_kind(MODEL_DEPLOYMENTS.kind):
+            m = md.get("metadata") or {}
+            self.queue.add((str(m.get("namespace") or ""), str(m.get("name"))))
+
+    # --- reconciling ------------------------------------------------------------------------
+
+    def registry(self) -> ProviderRegistry:
+        if self._registry is None:
+            configs = self.cache.of_kind(PROVIDER_CONFIGS.kind)
+            self._registry = build_registry(configs or None)
+        return self._registry
+
+    def status_of(self, obj: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The status `obj` (a stored ModelDeployment) should have now; None when its provider
+        is one Runway has no plug-in for."""
+        md = ModelDeployment(obj)
+        registry = self.registry()
+        plugin = registry.plugin(md.provider_name)
+        if plugin is None:
+            return None
+        observed = self.cache.owned_by(md.namespace, md.name)
+        workload = plugin.workload_status(md, observed)
+        gateway = None
+        if (md.spec.get("gateway") or {}).get("enabled") is True and not registry.runs_test_backend(
+            md
+        ):
+            capabilities = capabilities_of(md, registry)
+            gateway = gateway_state(
+                md,
+                observed,
+                pool_is_runways=not capabilities.get("managesInferencePool"),
+                endpoint=self._settings.gateway_url,
+                model_name=served_name(md, capabilities, registry.served_as(md)),
+            )
+        now = self._clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        return model_deployment_status(md, workload, gateway=gateway, now=now)
+
+    def reconcile(self, key: tuple[str, str]) -> str:
+        """Write the status of ModelDeployment `key` if it changed; the outcome's name."""
+        namespace, name = key
+        obj = self.cache.get(MODEL_DEPLOYMENTS.kind, namespace, name)
+        if obj is None:
+            return "gone"
+        status = self.status_of(obj)
+        if status is None or status == obj.get("status"):
+            return "unchanged"
+        body = {**obj, "status": status}
+        try:
+            written = self._objects.replace_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, MODEL_DEPLOYMENT_PLURAL, name, body
+            )
+        except kubernetes.client.ApiException as err:
+            if err.status in (404, 409):  # deleted, or changed since read: the watch brings it
+                return "conflict" if err.status == 409 else "gone"
+            raise
+        self.cache.put(MODEL_DEPLOYMENTS.kind, written)  # type: ignore[arg-type]  # the decoded JSON
+        return "written"
+
+    def work(self, stop: threading.Event) -> None:
+        """Take queued keys and reconcile them while this replica leads."""
+        while not stop.is_set():
+            key = self.queue.take(timeout=0.5)
+            if key is None:
+                continue
+            if not self._leading():
+                continue  # the leader writes; a follower keeps its cache warm
+            started = time.perf_counter()
+            try:
+                result = self.reconcile(key)
+            except WATCH_FAILURES as err:
+                log.warning("status-controller: %s/%s: %s", key[0], key[1], err)
+                result = "error"
+                self.queue.add(key)
+                stop.wait(self._settings.retry_seconds)
+            self._metrics.reconciled(result, time.perf_counter() - started)

@@ -1,0 +1,116 @@
+"""The entry point of the status flow: `run` starts the watches, the worker, the leader
+election and the probe server, and runs until `stop` is set. Only the Lease holder writes; a
+follower keeps its cache warm and takes over within the Lease's duration when the holder stops
+renewing."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+import kubernetes
+
+from controller.lease import LeaderElector, LeaseSettings
+from controller.observe import KINDS, Metrics, Observer, ObserveSettings
+from controller.serve import serve_probes
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerSettings:
+    lease: LeaseSettings
+    observe: ObserveSettings
+    probe_host: str = "127.0.0.1"
+    probe_port: int = 8081  # 0: any free port (tests)
+    resync_seconds: float = 300.0
+
+
+@dataclass
+class Running:
+    """A started controller: what tests and the CLI look at."""
+
+    observer: Observer
+    metrics: Metrics
+    elector: LeaderElector
+    probe_port: int
+    threads: list[threading.Thread]
+
+
+def start(
+    api: kubernetes.client.ApiClient, settings: ControllerSettings, stop: threading.Event
+) -> Running:
+    """Start every thread; they end when `stop` is set."""
+    metrics = Metrics()
+    elector = LeaderElector(api, settings.lease)
+    observer = Observer(api, settings.observe, metrics, lambda: elector.leading)
+    threads = [
+        threading.Thread(
+            target=observer.watch, args=(kind, stop), name=f"watch-{kind.kind}", daemon=True
+        )
+        for kind in KINDS
+    ]
+    threads.append(threading.Thread(target=observer.work, args=(stop,), name="worker", daemon=True))
+    threads.append(
+        threading.Thread(
+            target=_lead,
+            args=(elector, observer, metrics, settings, stop),
+            name="lease",
+            daemon=True,
+        )
+    )
+    for thread in threads:
+        thread.start()
+    server = serve_probes(
+        settings.probe_host,
+        settings.probe_port,
+        healthy=lambda: all(t.is_alive() for t in threads) or stop.is_set(),
+        ready=lambda: observer.cache.synced(KINDS),
+        metrics=metrics.render,
+    )
+
+    def shut_down() -> None:
+        stop.wait()
+        server.shutdown()
+
+    threading.Thread(target=shut_down, name="probes-stop", daemon=True).start()
+    return Running(observer, metrics, elector, server.server_address[1], threads)
+
+
+def _lead(
+    elector: LeaderElector,
+    observer: Observer,
+    metrics: Metrics,
+    settings: ControllerSettings,
+    stop: threading.Event,
+) -> None:
+    """Renew (or try for) the Lease every `renew` seconds; resync on taking it over and every
+    `resync_seconds` while leading."""
+    since_resync = 0.0
+    while not stop.is_set():
+        was = elector.leading
+        try:
+            leading = elector.try_acquire_or_renew()
+        except Exception as err:
+            log.warning("status-controller: Lease: %s", err)
+            elector.leading = leading = False
+        metrics.leader = leading
+        since_resync += settings.lease.renew
+        if leading and (not was or since_resync >= settings.resync_seconds):
+            observer.resync()
+            since_resync = 0.0
+        stop.wait(settings.lease.renew)
+    elector.release()
+    metrics.leader = False
+
+
+def run(
+    api: kubernetes.client.ApiClient, settings: ControllerSettings, stop: threading.Event
+) -> None:
+    """Run until `stop` (the CLI sets it on SIGTERM or SIGINT)."""
+    running = start(api, settings, stop)
+    log.info("status-controller: probes on %s:%s", settings.probe_host, running.probe_port)
+    stop.wait()
+    for thread in running.threads:
+        thread.join(timeout=settings.lease.renew + 5)

@@ -1,0 +1,170 @@
+"""The status controller on the live control plane (kube-apiserver, kube-controller-manager,
+kube-scheduler and KWOK's fake GPU nodes, tests/support/live.py): a Direct vLLM model rendered
+and applied with Runway's own commands rolls out, and the controller reports it Deploying, then
+Running with its replicas and endpoint; a rollout that cannot schedule turns it back to
+Deploying; of two replicas exactly one writes, and the other takes over within the Lease's
+duration once the first stops. KWOK runs no containers: Ready pods here mean scheduled, not that
+vLLM serves."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import pytest
+
+from cli.main import main
+from controller.lease import LeaseSettings
+from controller.observe import KINDS, ObserveSettings
+from controller.run import ControllerSettings, Running, start
+from kubeio.yamlio import dump
+from tests.support.builders import model_deployment
+from tests.support.cluster import Cluster
+from tests.support.rollout import wait_rolled_out
+from tests.support.wait import wait_until
+
+LEASE, RENEW = 4.0, 1.0  # seconds: short, so that a takeover is quick to see
+
+
+def controller(
+    api: kubernetes.client.ApiClient, namespace: str, identity: str, stop: threading.Event
+) -> Running:
+    settings = ControllerSettings(
+        lease=LeaseSettings(namespace, "runway-status", identity, LEASE, RENEW),
+        observe=ObserveSettings(namespace, "", watch_seconds=30, retry_seconds=0.5),
+        probe_port=0,
+        resync_seconds=30,
+    )
+    return start(api, settings, stop)
+
+
+@pytest.fixture(scope="module")
+def applied(live_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A namespace with one Direct vLLM ModelDeployment (1 GPU), rendered and applied."""
+    namespace = f"status-{uuid.uuid4().hex[:8]}"
+    live_cluster.kubectl("create", "namespace", namespace)
+    work = tmp_path_factory.mktemp("status")
+    (work / "sources").mkdir()
+    md = model_deployment(
+        "qwen",
+        namespace,
+        model_id="Qwen/Qwen2.5-0.5B-Instruct",
+        gpu=1,
+        engine="vllm",
+        provider="vllm",
+    )
+    (work / "sources" / "md.yaml").write_text(dump(md))
+    assert main(["render", str(work / "sources"), "--repo", str(work / "repo")]) == 0
+    rendered = Path(work / "repo" / "rendered")
+    assert main(["apply", str(rendered), "--kubeconfig", str(live_cluster.kubeconfig)]) == 0
+    yield namespace
+    live_cluster.kubectl("delete", "namespace", namespace, "--wait=false")
+
+
+def status_of(api: kubernetes.client.ApiClient, namespace: str) -> dict[str, Any]:
+    obj: dict[str, Any] = kubernetes.client.CustomObjectsApi(api).get_namespaced_custom_object(
+        "airunway.ai", "v1alpha1", namespace, "modeldeployments", "qwen"
+    )  # type: ignore[assignment]  # the client's stubs say object; it returns the decoded JSON
+    return obj
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, str]:
+    return {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or ()}
+
+
+def test_status_follows_the_rollout_and_one_replica_writes(
+    live_cluster: Cluster, applied: str
+) -> None:
+    namespace = applied
+    api = live_cluster.api_client()
+    stop_a, stop_b = threading.Event(), threading.Event()
+    first = controller(api, namespace, "a", stop_a)
+    try:
+        wait_rolled_out(live_cluster, namespace, ["qwen"])
+
+        def running() -> bool:
+            obj = status_of(api, namespace)
+            return (obj.get("status") or {}).get("phase") == "Running"
+
+        wait_until(running, timeout=60, interval=0.5, what="ModelDeployment Running")
+        obj = status_of(api, namespace)
+        status = obj["status"]
+        assert (status["replicas"], status["endpoint"]) == (
+            {"desired": 1, "ready": 1, "available": 1},
+            {"service": "qwen", "port": 8000},
+        )
+        assert status["observedGeneration"] == obj["metadata"]["generation"]
+        assert conditions(obj) == {
+            "Validated": "True",
+            "EngineSelected": "True",
+            "ProviderSelected": "True",
+            "ResourceCreated": "True",
+            "Ready": "True",
+        }
+        assert first.elector.leading
+
+        # A rollout that cannot schedule: the new pods wait for a node no one has.
+        live_cluster.kubectl(
+            "-n",
+            namespace,
+            "patch",
+            "deployment",
+            "qwen",
+            "--type=merge",
+            "-p",
+            '{"spec":{"template":{"spec":{"nodeSelector":{"runway-test/no-such":"node"}}}}}',
+        )
+        wait_until(
+            lambda: conditions(status_of(api, namespace)).get("Reconciling") == "True",
+            timeout=60,
+            interval=0.5,
+            what="ModelDeployment Deploying",
+        )
+        assert status_of(api, namespace)["status"]["phase"] == "Deploying"
+        assert conditions(status_of(api, namespace))["Ready"] == "False"
+
+        # A second replica: it follows and writes nothing while the first leads.
+        second = controller(api, namespace, "b", stop_b)
+        wait_until(
+            lambda: second.observer.cache.synced(KINDS), timeout=5, interval=0.2, what="b up"
+        )
+        live_cluster.kubectl(
+            "-n",
+            namespace,
+            "patch",
+            "deployment",
+            "qwen",
+            "--type=json",
+            "-p",
+            '[{"op":"remove","path":"/spec/template/spec/nodeSelector/runway-test~1no-such"}]',
+        )
+        wait_until(running, timeout=60, interval=0.5, what="Running again")
+        assert not second.elector.leading
+        assert second.metrics.reconciles["written"] == 0
+        assert first.metrics.reconciles["written"] >= 3
+
+        # The leader stops (and releases the Lease): the follower takes over within LEASE.
+        stop_a.set()
+        wait_until(
+            lambda: second.elector.leading, timeout=LEASE + 2 * RENEW, interval=0.2, what="b leads"
+        )
+        live_cluster.kubectl("-n", namespace, "scale", "deployment", "qwen", "--replicas=0")
+        wait_until(
+            lambda: (
+                (status_of(api, namespace).get("status") or {}).get("replicas", {}).get("desired")
+                == 0
+            ),
+            timeout=60,
+            interval=0.5,
+            what="b writes the scale-down",
+        )
+        assert second.metrics.reconciles["written"] >= 1
+        assert status_of(api, namespace)["status"]["phase"] == "Pending"
+    finally:
+        stop_a.set()
+        stop_b.set()
+        api.close()
