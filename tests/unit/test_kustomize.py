@@ -236,3 +236,42 @@ def test_gateway_component_installs_without_the_runtime_part() -> None:
             "valueFrom": {"secretKeyRef": {"name": "litellm-master-key", "key": "masterKey"}},
         }
     ]
+
+
+def test_status_controller_writes_only_status_and_its_lease() -> None:
+    objects = build("status")
+
+    assert sorted(f"{o['kind']}/{o['metadata']['name']}" for o in objects) == [
+        "ClusterRole/runway-status-controller",
+        "ClusterRoleBinding/runway-status-controller",
+        "Deployment/runway-status-controller",
+        "Role/runway-status-controller-lease",
+        "RoleBinding/runway-status-controller-lease",
+        "ServiceAccount/runway-status-controller",
+    ]
+    (role,) = by_kind(objects, "ClusterRole")
+    writes = [
+        (r["apiGroups"], r["resources"], sorted(set(r["verbs"]) - {"get", "list", "watch"}))
+        for r in role["rules"]
+        if set(r["verbs"]) - {"get", "list", "watch"}
+    ]
+    assert writes == [(["airunway.ai"], ["modeldeployments/status"], ["update"])]
+    (lease,) = by_kind(objects, "Role")
+    assert lease["rules"] == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["get", "create", "update"],
+        }
+    ]
+    (deployment,) = by_kind(objects, "Deployment")
+    spec = deployment["spec"]
+    (container,) = spec["template"]["spec"]["containers"]
+    assert spec["replicas"] == 2 and container["args"][0] == "status-controller"
+    assert (
+        container["livenessProbe"]["httpGet"]["path"],
+        container["readinessProbe"]["httpGet"]["path"],
+    ) == (
+        "/healthz",
+        "/readyz",
+    )
