@@ -4,6 +4,7 @@ or SIGINT."""
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import signal
 import socket
@@ -45,6 +46,9 @@ def add_commands(commands: Any) -> None:
     sub.add_argument("--renew-seconds", type=float, default=5.0, help="how often to renew")
     sub.add_argument("--resync-seconds", type=float, default=300.0)
     sub.add_argument(
+        "--health-seconds", type=float, default=30.0, help="how often provider health is checked"
+    )
+    sub.add_argument(
         "--gateway-url", default="", help="the Gateway's URL, shown in status.gateway.endpoint"
     )
     sub.add_argument(
@@ -52,6 +56,13 @@ def add_commands(commands: Any) -> None:
     )
     sub.add_argument("--probe-port", type=int, default=8081)
     sub.set_defaults(run=run_controller)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("runway")
+    except importlib.metadata.PackageNotFoundError:
+        return "dev"
 
 
 def run_controller(args: argparse.Namespace) -> Exit:
@@ -70,6 +81,8 @@ def run_controller(args: argparse.Namespace) -> Exit:
         probe_host=args.probe_address,
         probe_port=args.probe_port,
         resync_seconds=args.resync_seconds,
+        health_seconds=args.health_seconds,
+        version=f"runway {_version()}",
     )
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

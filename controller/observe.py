@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import json
 import logging
 import threading
 import time
@@ -35,6 +36,7 @@ from core.rendering.common import LABEL_MANAGED_BY, LABEL_MODEL_DEPLOYMENT, MANA
 from core.rendering.inferencegateway import capabilities_of
 from core.selection.configs import ProviderRegistry
 from core.status.modeldeployment import gateway_state, model_deployment_status
+from core.status.providers import Observed, health_spec, pod_checks, provider_status
 from kubeio.registry import build_registry
 
 log = logging.getLogger(__name__)
@@ -231,6 +233,7 @@ class Observer:
         self.cache = Cache()
         self.queue = Queue()
         self._registry: ProviderRegistry | None = None
+        self._config_marks: dict[str, tuple[Any, str]] = {}
 
     # --- watching ---------------------------------------------------------------------------
 
@@ -298,10 +301,18 @@ class Observer:
     def _changed(self, kind: Kind, obj: Mapping[str, Any]) -> None:
         meta = obj.get("metadata") or {}
         if kind is PROVIDER_CONFIGS:
+            # Only a change of what selection and rendering read (spec, annotations) bears on
+            # ModelDeployment status; a status write (the health pass's heartbeat) does not.
+            mark = (
+                meta.get("generation"),
+                json.dumps(meta.get("annotations") or {}, sort_keys=True),
+            )
+            name = str(meta.get("name"))
+            if self._config_marks.get(name) == mark:
+                return
+            self._config_marks[name] = mark
             self._registry = None  # rebuilt on the next reconcile
-            for md in self.cache.of_kind(MODEL_DEPLOYMENTS.kind):
-                m = md.get("metadata") or {}
-                self.queue.add((str(m.get("namespace") or ""), str(m.get("name"))))
+            self.resync()
             return
         namespace = str(meta.get("namespace") or "")
         if kind is MODEL_DEPLOYMENTS:
@@ -388,3 +399,87 @@ class Observer:
                 self.queue.add(key)
                 stop.wait(self._settings.retry_seconds)
             self._metrics.reconciled(result, time.perf_counter() - started)
+
+    # --- provider health --------------------------------------------------------------------
+
+    def check_providers(
+        self, api: kubernetes.client.ApiClient, *, version: str, heartbeat: float
+    ) -> int:
+        """Write each InferenceProviderConfig's status (core/status/providers.py) when it
+        changed or its heartbeat is older than `heartbeat` seconds; how many were written."""
+        configs = self.cache.of_kind(PROVIDER_CONFIGS.kind)
+        specs = {}
+        for config in configs:
+            annotations = (config.get("metadata") or {}).get("annotations") or {}
+            spec = health_spec({str(k): str(v) for k, v in annotations.items()})
+            specs[str(config["metadata"]["name"])] = spec
+        crds = {
+            str(c.metadata.name if c.metadata else ""): tuple(
+                v.name for v in c.spec.versions if v.served
+            )
+            for c in kubernetes.client.ApiextensionsV1Api(api)
+            .list_custom_resource_definition()
+            .items
+        }
+        pods_api = kubernetes.client.CoreV1Api(api)
+        ready_pods = {}
+        for namespace, selector in pod_checks(
+            [s for s in specs.values() if not isinstance(s, str)]
+        ):
+            listed = (
+                pods_api.list_namespaced_pod(namespace, label_selector=selector)
+                if namespace
+                else pods_api.list_pod_for_all_namespaces(label_selector=selector)
+            )
+            ready_pods[(namespace, selector)] = sum(1 for pod in listed.items if _pod_ready(pod))
+        observed = Observed(crds, ready_pods)
+        now = self._clock()
+        written = 0
+        for config in configs:
+            name = str(config["metadata"]["name"])
+            spec = specs[name]
+            first = spec.crds[0] if not isinstance(spec, str) and spec.crds else None
+            upstream = f"{first.name.split('.', 1)[-1]}/{first.version}" if first else "apps/v1"
+            status = provider_status(
+                config,
+                observed,
+                now=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                version=version,
+                upstream=upstream,
+            )
+            if not _stale(config.get("status"), status, now, heartbeat):
+                continue
+            body = {**config, "status": status}
+            try:
+                self._objects.replace_cluster_custom_object_status(
+                    GROUP, VERSION, INFERENCE_PROVIDER_CONFIG_PLURAL, name, body
+                )
+            except kubernetes.client.ApiException as err:
+                if err.status in (404, 409):
+                    continue  # deleted or changed: the watch brings it, the next pass writes
+                raise
+            written += 1
+        return written
+
+
+def _pod_ready(pod: Any) -> bool:
+    conditions = (pod.status.conditions or []) if pod.status else []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+def _stale(old: Any, new: Mapping[str, Any], now: dt.datetime, heartbeat: float) -> bool:
+    """Whether `new` must be written over `old`: anything but the heartbeat differs, or the
+    heartbeat is older than `heartbeat` seconds."""
+    if not isinstance(old, Mapping):
+        return True
+    if {k: v for k, v in old.items() if k != "lastHeartbeat"} != {
+        k: v for k, v in new.items() if k != "lastHeartbeat"
+    }:
+        return True
+    try:
+        beat = dt.datetime.strptime(str(old.get("lastHeartbeat")), "%Y-%m-%dT%H:%M:%SZ").replace(
+            tzinfo=dt.UTC
+        )
+    except ValueError:
+        return True
+    return (now - beat).total_seconds() >= heartbeat

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import kubernetes
 
 from controller.lease import LeaderElector, LeaseSettings
-from controller.observe import KINDS, Metrics, Observer, ObserveSettings
+from controller.observe import KINDS, WATCH_FAILURES, Metrics, Observer, ObserveSettings
 from controller.serve import serve_probes
 
 log = logging.getLogger(__name__)
@@ -25,6 +25,9 @@ class ControllerSettings:
     probe_host: str = "127.0.0.1"
     probe_port: int = 8081  # 0: any free port (tests)
     resync_seconds: float = 300.0
+    health_seconds: float = 30.0  # how often provider health is checked
+    heartbeat_seconds: float = 60.0  # a provider config's status is rewritten at least this often
+    version: str = "runway"
 
 
 @dataclass
@@ -55,7 +58,7 @@ def start(
     threads.append(
         threading.Thread(
             target=_lead,
-            args=(elector, observer, metrics, settings, stop),
+            args=(_Parts(api, elector, observer, metrics, settings), stop),
             name="lease",
             daemon=True,
         )
@@ -78,16 +81,27 @@ def start(
     return Running(observer, metrics, elector, server.server_address[1], threads)
 
 
-def _lead(
-    elector: LeaderElector,
-    observer: Observer,
-    metrics: Metrics,
-    settings: ControllerSettings,
-    stop: threading.Event,
-) -> None:
+@dataclass(frozen=True, slots=True)
+class _Parts:
+    api: kubernetes.client.ApiClient
+    elector: LeaderElector
+    observer: Observer
+    metrics: Metrics
+    settings: ControllerSettings
+
+
+def _lead(parts: _Parts, stop: threading.Event) -> None:
     """Renew (or try for) the Lease every `renew` seconds; resync on taking it over and every
-    `resync_seconds` while leading."""
+    `resync_seconds` while leading; check provider health every `health_seconds` while leading."""
+    api, elector, observer, metrics, settings = (
+        parts.api,
+        parts.elector,
+        parts.observer,
+        parts.metrics,
+        parts.settings,
+    )
     since_resync = 0.0
+    since_health = settings.health_seconds  # at once on leading
     while not stop.is_set():
         was = elector.leading
         try:
@@ -100,6 +114,15 @@ def _lead(
         if leading and (not was or since_resync >= settings.resync_seconds):
             observer.resync()
             since_resync = 0.0
+        since_health += settings.lease.renew
+        if leading and since_health >= settings.health_seconds and observer.cache.synced(KINDS):
+            try:
+                observer.check_providers(
+                    api, version=settings.version, heartbeat=settings.heartbeat_seconds
+                )
+            except WATCH_FAILURES as err:
+                log.warning("status-controller: provider health: %s", err)
+            since_health = 0.0
         stop.wait(settings.lease.renew)
     elector.release()
     metrics.leader = False

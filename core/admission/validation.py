@@ -277,8 +277,10 @@ def _warnings(md: ModelDeployment, registry: ProviderRegistry, own: list[str]) -
         warnings.append(f"spec.provider.overrides is ignored by provider {md.provider_name}")
     config = registry.get(md.provider_name)
     if config is not None and not config.ready:
+        why = config.not_ready_reason
         warnings.append(
-            f"provider {md.provider_name} is not ready (its InferenceProviderConfig status.ready is false)"
+            f"provider {md.provider_name} is not ready (its InferenceProviderConfig status.ready is false"
+            f"{': ' + why if why else ''})"
         )
     warnings += own  # the provider's own (providers/<name>/render.py admission_checks)
     if not md.is_disaggregated and any(

@@ -293,6 +293,10 @@ def inference_provider_config_status() -> Schema:
                 "lastHeartbeat": _str(format="date-time"),
                 "upstreamCRDVersion": _str(),
                 "upstreamSchemaHash": _str(),
+                "conditions": _list(
+                    _condition(),
+                    **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+                ),
             }
         )
     )

@@ -199,7 +199,8 @@ def _excluded(config: ProviderConfig, wanted: _Wanted) -> str | None:
     if config.name not in wanted.renderable:
         return f"no renderer for provider {config.name} in this Runway"
     if not config.ready:
-        return "not ready (status.ready is false)"
+        why = config.not_ready_reason
+        return f"not ready (status.ready is false{': ' + why if why else ''})"
     mismatch = config.mismatch(wanted.engine, gpu=wanted.gpu, mode=wanted.mode)
     return None if mismatch is None else mismatch[1]
 

@@ -69,6 +69,15 @@ class ProviderConfig:
             return {}
         return {str(k): v for k, v in raw.items() if isinstance(v, str)}
 
+    @property
+    def not_ready_reason(self) -> str:
+        """Why the config is not ready, from its status's UpstreamReady condition ('' if none)."""
+        status = self.obj.get("status")
+        for entry in (status.get("conditions") if isinstance(status, Mapping) else None) or ():
+            if isinstance(entry, Mapping) and entry.get("type") == "UpstreamReady":
+                return str(entry.get("message") or "")
+        return ""
+
     def gateway(self, engine: str) -> Mapping[str, Any]:
         """The engine's gateway capabilities (pool management, picker image/config, served name)."""
         for entry in InferenceProviderConfig(self.obj).engines:

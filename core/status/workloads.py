@@ -55,8 +55,9 @@ def combine(parts: Sequence[Workload], *, service: str, port: int) -> Workload:
 def deployment_workload(deployment: Mapping[str, Any] | None, ref: str) -> Workload:
     """An apps/v1 Deployment as a Workload, by its own status (the rules kubectl rollout status
     uses): Failed once Progressing is False for ProgressDeadlineExceeded; Deploying while the
-    controller has not observed the current generation or fewer replicas are updated, ready and
-    available than wanted; Running when all are; Pending when it wants none."""
+    controller has not observed the current generation, fewer replicas are updated and available
+    than wanted, or old replicas still run; Running when none of that holds and the Deployment is
+    Available; Pending when it wants none."""
     if deployment is None:
         return not_created(ref)
     replicas = dig(deployment, "spec", "replicas")
@@ -78,7 +79,17 @@ def deployment_workload(deployment: Mapping[str, Any] | None, ref: str) -> Workl
         return at(DEPLOYING, "RolloutPending", f"{ref}: the rollout has not started")
     if desired == 0:
         return at(PENDING, "ScaledToZero", f"{ref} wants 0 replicas")
-    if min(updated, ready, available) >= desired and is_true(deployment, "Available"):
+    total = count(status.get("replicas"))
+    # kubectl rollout status: every replica updated, no old replica left, every one available
+    if (
+        updated >= desired
+        and total <= updated
+        and available >= desired
+        and is_true(deployment, "Available")
+    ):
         return at(RUNNING, "DeploymentReady", f"{ref}: all {desired} replicas are ready")
+    old = max(total - updated, 0)
     message = f"{ref}: {available} of {desired} replicas available, {updated} updated"
+    if old:
+        message += f", {old} old still running"
     return at(DEPLOYING, "DeploymentInProgress", message)

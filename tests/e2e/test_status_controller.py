@@ -8,9 +8,11 @@ vLLM serves."""
 
 from __future__ import annotations
 
+import json
 import threading
+import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,9 @@ from cli.main import main
 from controller.lease import LeaseSettings
 from controller.observe import KINDS, ObserveSettings
 from controller.run import ControllerSettings, Running, start
+from core.admission.pipeline import admit
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects
 from kubeio.yamlio import dump
 from tests.support.builders import model_deployment
 from tests.support.cluster import Cluster
@@ -31,13 +36,19 @@ LEASE, RENEW = 4.0, 1.0  # seconds: short, so that a takeover is quick to see
 
 
 def controller(
-    api: kubernetes.client.ApiClient, namespace: str, identity: str, stop: threading.Event
+    api: kubernetes.client.ApiClient,
+    namespace: str,
+    identity: str,
+    stop: threading.Event,
+    *,
+    watch: str | None = None,
 ) -> Running:
     settings = ControllerSettings(
         lease=LeaseSettings(namespace, "runway-status", identity, LEASE, RENEW),
-        observe=ObserveSettings(namespace, "", watch_seconds=30, retry_seconds=0.5),
+        observe=ObserveSettings(watch or namespace, "", watch_seconds=30, retry_seconds=0.5),
         probe_port=0,
         resync_seconds=30,
+        health_seconds=1.0,
     )
     return start(api, settings, stop)
 
@@ -106,6 +117,14 @@ def test_status_follows_the_rollout_and_one_replica_writes(
             "Ready": "True",
         }
         assert first.elector.leading
+        probes = f"http://127.0.0.1:{first.probe_port}"
+        for path in ("/healthz", "/readyz"):
+            with urllib.request.urlopen(probes + path, timeout=5) as answer:
+                assert answer.status == 200
+        with urllib.request.urlopen(probes + "/metrics", timeout=5) as answer:
+            metrics = answer.read().decode()
+        assert "runway_status_leader 1" in metrics
+        assert 'runway_status_reconciles_total{result="written"}' in metrics
 
         # A rollout that cannot schedule: the new pods wait for a node no one has.
         live_cluster.kubectl(
@@ -167,4 +186,111 @@ def test_status_follows_the_rollout_and_one_replica_writes(
     finally:
         stop_a.set()
         stop_b.set()
+        api.close()
+
+
+WIDGETS = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.runway-test.dev
+spec:
+  group: runway-test.dev
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"""
+
+
+def operator(namespace: str) -> dict[str, Any]:
+    """A stand-in for an operator: a Deployment whose pods KWOK marks Ready."""
+    labels = {"app": "fake-operator"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "fake-operator", "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "op", "image": "registry.k8s.io/pause:3.10"}]},
+            },
+        },
+    }
+
+
+def provider_status(api: kubernetes.client.ApiClient) -> dict[str, Any]:
+    obj: dict[str, Any] = kubernetes.client.CustomObjectsApi(api).get_cluster_custom_object(
+        "airunway.ai", "v1alpha1", "inferenceproviderconfigs", "kaito"
+    )  # type: ignore[assignment]  # the client's stubs say object; it returns the decoded JSON
+    return obj
+
+
+def test_provider_health_follows_its_crd_and_operator_pods_and_selection_says_why(
+    live_cluster: Cluster,
+) -> None:
+    namespace = f"health-{uuid.uuid4().hex[:8]}"
+    live_cluster.kubectl("create", "namespace", namespace)
+    live_cluster.apply_manifests(WIDGETS)
+    live_cluster.wait_established(["widgets.runway-test.dev"])
+    live_cluster.apply_manifests(dump(operator(namespace)))
+    (config,) = [c for c in bundled_config_objects() if c["metadata"]["name"] == "kaito"]
+    config["metadata"]["annotations"]["airunway.ai/health"] = json.dumps(
+        {
+            "crds": [{"name": "widgets.runway-test.dev", "version": "v1"}],
+            "operatorPods": [{"namespace": namespace, "selectors": ["app=fake-operator"]}],
+        }
+    )
+    live_cluster.apply_manifests(dump(config))
+    api = live_cluster.api_client()
+    stop = threading.Event()
+    controller(api, namespace, "health", stop, watch=namespace)
+
+    def ready_is(value: bool, reason: str) -> Callable[[], bool]:
+        def check() -> bool:
+            status = provider_status(api).get("status") or {}
+            conditions = {c["type"]: c["reason"] for c in status.get("conditions") or ()}
+            return status.get("ready") is value and conditions.get("UpstreamReady") == reason
+
+        return check
+
+    try:
+        wait_until(ready_is(True, "UpstreamReady"), timeout=60, interval=0.5, what="kaito ready")
+        status = provider_status(api)["status"]
+        assert (status["upstreamCRDVersion"], status["version"].split()[0]) == (
+            "runway-test.dev/v1",
+            "runway",
+        )
+
+        live_cluster.kubectl(
+            "-n", namespace, "scale", "deployment", "fake-operator", "--replicas=0"
+        )
+        wait_until(ready_is(False, "OperatorNotReady"), timeout=60, interval=0.5, what="not ready")
+        live_cluster.kubectl(
+            "-n", namespace, "scale", "deployment", "fake-operator", "--replicas=1"
+        )
+        wait_until(ready_is(True, "UpstreamReady"), timeout=60, interval=0.5, what="ready again")
+        live_cluster.kubectl("delete", "crd", "widgets.runway-test.dev")
+        wait_until(ready_is(False, "CRDMissing"), timeout=60, interval=0.5, what="CRD gone")
+
+        # Admission with the configs as the cluster holds them passes KAITO over, saying why.
+        registry = build_registry([provider_status(api)])
+        cpu = model_deployment("m", namespace, model_id="org/m/m.gguf", engine="llamacpp")
+        (error,) = admit(cpu, registry=registry).errors
+        assert (error.path, error.detail) == (
+            "spec.provider.name",
+            "no provider can be selected automatically (kaito: not ready (status.ready is "
+            "false: CRD widgets.runway-test.dev is not installed)); set spec.provider.name",
+        )
+    finally:
+        stop.set()
+        live_cluster.kubectl("delete", "inferenceproviderconfig", "kaito", check=False)
+        live_cluster.kubectl("delete", "crd", "widgets.runway-test.dev", check=False)
+        live_cluster.kubectl("delete", "namespace", namespace, "--wait=false")
         api.close()

@@ -255,7 +255,13 @@ def test_status_controller_writes_only_status_and_its_lease() -> None:
         for r in role["rules"]
         if set(r["verbs"]) - {"get", "list", "watch"}
     ]
-    assert writes == [(["airunway.ai"], ["modeldeployments/status"], ["update"])]
+    assert writes == [
+        (
+            ["airunway.ai"],
+            ["modeldeployments/status", "inferenceproviderconfigs/status"],
+            ["update"],
+        )
+    ]
     (lease,) = by_kind(objects, "Role")
     assert lease["rules"] == [
         {

@@ -365,3 +365,24 @@ def test_every_provider_reports_a_missing_primary_object_as_not_created(provider
     got = PLUGINS[provider].workload_status(md(provider, resources={"gpu": {"count": 1}}), {})
 
     assert (got.phase, got.reason, got.created) == ("Pending", "NotCreated", False)
+
+
+def test_a_rollout_whose_new_pod_cannot_start_is_deploying_while_the_old_one_serves() -> None:
+    """kubectl rollout status's rule: every replica updated and no old one left."""
+    stuck = deployment(replicas=1, ready=1, available=1, updated=1)
+    stuck["status"]["replicas"] = 2  # the old pod and the unschedulable new one
+
+    got = PLUGINS["vllm"].workload_status(
+        md("vllm", resources={"gpu": {"count": 1}}), {"Deployment/m": stuck}
+    )
+
+    assert got == Workload(
+        "Deploying",
+        "DeploymentInProgress",
+        "Deployment/m: 1 of 1 replicas available, 1 updated, 1 old still running",
+        1,
+        1,
+        1,
+        "m",
+        8000,
+    )
