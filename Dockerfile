@@ -11,6 +11,7 @@ COPY webhook ./webhook
 COPY renderer ./renderer
 COPY gateway ./gateway
 COPY certs ./certs
+COPY controller ./controller
 RUN pip install --no-cache-dir --prefix=/install .
 
 FROM python:3.11-slim
