@@ -86,6 +86,7 @@ bench: $(STAMP)
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.webhook
+	$(BIN)/python -m bench.status
 	$(BIN)/python -m bench.render
 	$(BIN)/python -m bench.gateway
 

@@ -125,30 +125,58 @@ class Metrics:
 
 
 class Cache:
-    """The watched objects by (kind, namespace, name), and which kinds have listed once."""
+    """The watched objects by (kind, namespace, name), indexed by the ModelDeployment each
+    belongs to (its airunway.ai/model-deployment label), and which kinds have listed once."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self._owners: dict[tuple[str, str], set[tuple[str, str, str]]] = {}
         self._synced: set[str] = set()
 
-    def put(self, kind: str, obj: dict[str, Any]) -> None:
+    @staticmethod
+    def _key(kind: str, obj: Mapping[str, Any]) -> tuple[str, str, str]:
         meta = obj.get("metadata") or {}
+        return (kind, str(meta.get("namespace") or ""), str(meta.get("name")))
+
+    @staticmethod
+    def _owner(key: tuple[str, str, str], obj: Mapping[str, Any]) -> tuple[str, str] | None:
+        if key[0] in (MODEL_DEPLOYMENTS.kind, PROVIDER_CONFIGS.kind):
+            return None
+        label = ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_MODEL_DEPLOYMENT)
+        return (key[1], str(label)) if label else None
+
+    def _unset(self, key: tuple[str, str, str]) -> None:  # the lock is held
+        old = self._objects.pop(key, None)
+        owner = self._owner(key, old) if old is not None else None
+        if owner is not None:
+            keys = self._owners.get(owner)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._owners[owner]
+
+    def _set(self, key: tuple[str, str, str], obj: dict[str, Any]) -> None:  # the lock is held
+        self._unset(key)
+        self._objects[key] = obj
+        owner = self._owner(key, obj)
+        if owner is not None:
+            self._owners.setdefault(owner, set()).add(key)
+
+    def put(self, kind: str, obj: dict[str, Any]) -> None:
         with self._lock:
-            self._objects[(kind, str(meta.get("namespace") or ""), str(meta.get("name")))] = obj
+            self._set(self._key(kind, obj), obj)
 
     def drop(self, kind: str, namespace: str, name: str) -> None:
         with self._lock:
-            self._objects.pop((kind, namespace, name), None)
+            self._unset((kind, namespace, name))
 
     def replace(self, kind: str, objects: list[dict[str, Any]]) -> None:
         with self._lock:
             for key in [k for k in self._objects if k[0] == kind]:
-                del self._objects[key]
+                self._unset(key)
             for obj in objects:
-                meta = obj.get("metadata") or {}
-                key = (kind, str(meta.get("namespace") or ""), str(meta.get("name")))
-                self._objects[key] = obj
+                self._set(self._key(kind, obj), obj)
             self._synced.add(kind)
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
@@ -162,14 +190,8 @@ class Cache:
     def owned_by(self, namespace: str, md: str) -> dict[str, dict[str, Any]]:
         """`Kind/name` -> object for the upstream objects of ModelDeployment `namespace/md`."""
         with self._lock:
-            return {
-                f"{k}/{n}": o
-                for (k, ns, n), o in self._objects.items()
-                if ns == namespace
-                and ((o.get("metadata") or {}).get("labels") or {}).get(LABEL_MODEL_DEPLOYMENT)
-                == md
-                and k not in (MODEL_DEPLOYMENTS.kind, PROVIDER_CONFIGS.kind)
-            }
+            keys = sorted(self._owners.get((namespace, md), ()))
+            return {f"{k}/{n}": self._objects[(k, ns, n)] for k, ns, n in keys}
 
     def synced(self, kinds: tuple[Kind, ...]) -> bool:
         with self._lock:

@@ -146,3 +146,41 @@ def test_a_status_is_built_from_the_cache_alone() -> None:
         {"service": "m", "port": 8000},
     )
     assert {c["lastTransitionTime"] for c in status["conditions"]} == {"2026-12-02T10:00:00Z"}
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["put", "drop"]),
+        st.sampled_from(["Deployment", "HTTPRoute"]),
+        st.sampled_from(["ns", "other"]),
+        st.sampled_from(["a", "b", "c"]),
+        st.sampled_from([None, "m", "n"]),
+    ),
+    max_size=40,
+)
+
+
+@given(OPS)
+def test_the_owner_index_agrees_with_a_scan_after_any_puts_drops_and_relabels(
+    ops: list[tuple[str, str, str, str, str | None]],
+) -> None:
+    cache = Cache()
+    model: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for op, kind, namespace, name, owner in ops:
+        if op == "put":
+            obj = labelled(kind, name, owner, namespace=namespace)
+            cache.put(kind, obj)
+            model[(kind, namespace, name)] = obj
+        else:
+            cache.drop(kind, namespace, name)
+            model.pop((kind, namespace, name), None)
+
+    for namespace in ("ns", "other"):
+        for md in ("m", "n"):
+            expected = {
+                f"{k}/{n}": o
+                for (k, ns, n), o in sorted(model.items())
+                if ns == namespace
+                and o["metadata"]["labels"].get("airunway.ai/model-deployment") == md
+            }
+            assert cache.owned_by(namespace, md) == expected
