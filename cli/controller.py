@@ -1,5 +1,6 @@
-"""`runway status-controller`: parse, start the controller (controller/run.py), stop on SIGTERM
-or SIGINT."""
+"""`runway status-controller`: parse, start the controller (controller/run.py) and, with
+--litellm-url, the gateway sync (gateway/run.py sync_loop) woken by the controller's watches and
+run only while this replica holds the Lease; stop on SIGTERM or SIGINT."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import threading
 from typing import Any
 
 from cli.exits import Exit
+from cli.gateway import add_sync_arguments, print_report, sync_settings
 from controller.lease import LeaseSettings
 from controller.observe import ObserveSettings
-from controller.run import ControllerSettings, run
+from controller.run import ControllerSettings, run, wait
+from gateway.run import sync_loop
 from kubeio.client import api_client
 
 
@@ -49,8 +52,18 @@ def add_commands(commands: Any) -> None:
         "--health-seconds", type=float, default=30.0, help="how often provider health is checked"
     )
     sub.add_argument(
-        "--gateway-url", default="", help="the Gateway's URL, shown in status.gateway.endpoint"
+        "--litellm-url",
+        metavar="URL",
+        help="also run gateway-sync in this process, woken by the watches (LiteLLM proxy root)",
     )
+    sub.add_argument(
+        "--gateway-interval",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="with --litellm-url: a full gateway pass at least this often (300)",
+    )
+    add_sync_arguments(sub)  # --gateway-url (also status.gateway.endpoint), --master-key-file, ...
     sub.add_argument(
         "--probe-address", default="127.0.0.1", help="where /healthz, /readyz, /metrics listen"
     )
@@ -77,19 +90,44 @@ def run_controller(args: argparse.Namespace) -> Exit:
             args.lease_seconds,
             args.renew_seconds,
         ),
-        observe=ObserveSettings(args.namespace, args.gateway_url),
+        observe=ObserveSettings(args.namespace, args.gateway_url or ""),
         probe_host=args.probe_address,
         probe_port=args.probe_port,
         resync_seconds=args.resync_seconds,
         health_seconds=args.health_seconds,
         version=f"runway {_version()}",
     )
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    sync = (
+        sync_settings(args, os.environ, interval=args.gateway_interval)
+        if args.litellm_url
+        else None
+    )
+    stop, wake = threading.Event(), threading.Event()
+
+    def stopping(*_: object) -> None:
+        stop.set()
+        wake.set()  # the gateway loop waits on it
+
+    signal.signal(signal.SIGTERM, stopping)
+    signal.signal(signal.SIGINT, stopping)
     api = api_client(args.kubeconfig)
     try:
-        run(api, settings, stop)
+        running = run(api, settings, stop, on_gateway_change=wake.set if sync else None)
+        if sync is not None:  # the Lease covers both: only the leader registers in LiteLLM
+            thread = threading.Thread(
+                target=sync_loop,
+                args=(sync,),
+                kwargs={
+                    "stop": stop,
+                    "report": print_report,
+                    "wake": wake,
+                    "leading": lambda: running.elector.leading,
+                },
+                name="gateway-sync",
+                daemon=True,
+            )
+            thread.start()
+        wait(running, settings, stop)
     finally:
         api.close()
     return Exit.OK

@@ -63,8 +63,8 @@ def add_commands(commands: Any) -> None:
         "model not Ready; 2 unusable input; 4 LiteLLM or the API server unreachable.",
     )
     sync.add_argument("--litellm-url", required=True, metavar="URL", help="LiteLLM proxy root")
-    sync.add_argument("--master-key-file", metavar="FILE", help=f"instead of ${MASTER_KEY_ENV}")
     sync.add_argument("--kubeconfig", metavar="FILE", help="default: in-cluster, else ~/.kube")
+    add_sync_arguments(sync)
     sync.add_argument(
         "--from",
         dest="sources",
@@ -77,16 +77,22 @@ def add_commands(commands: Any) -> None:
     sync.add_argument(
         "--interval", type=float, default=30.0, metavar="SECONDS", help="between passes (30)"
     )
-    sync.add_argument(
+    sync.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    sync.set_defaults(run=run_sync)
+
+
+def add_sync_arguments(parser: argparse.ArgumentParser) -> None:
+    """What a gateway sync needs besides the LiteLLM URL, the kubeconfig and the interval; also
+    used by `runway status-controller --litellm-url`."""
+    parser.add_argument("--master-key-file", metavar="FILE", help=f"instead of ${MASTER_KEY_ENV}")
+    parser.add_argument(
         "--confirm-timeout",
         type=float,
         default=10.0,
         metavar="SECONDS",
         help="how long to wait for written models to appear in /model/info (10)",
     )
-    _common(sync)
-    sync.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    sync.set_defaults(run=run_sync)
+    _common(parser)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -257,21 +263,30 @@ def _sync_exit(report: SyncReport | FailedPass | None) -> Exit:
     return Exit.OK if report.is_ready else Exit.PARTIAL
 
 
-def _settings(args: argparse.Namespace, env: Mapping[str, str]) -> SyncSettings:
+def sync_settings(
+    args: argparse.Namespace, env: Mapping[str, str], *, interval: float
+) -> SyncSettings:
+    """The sync's settings from the arguments add_sync_arguments adds (and --litellm-url,
+    --kubeconfig, and --from/--secrets-dir where the command has them)."""
     return SyncSettings(
         litellm_url=_litellm_url(args.litellm_url),
         master_key=_master_key(args, env),
         planning=_planning(args),
-        sources=tuple(args.sources or ()),
-        secrets_dir=args.secrets_dir,
+        sources=tuple(getattr(args, "sources", None) or ()),
+        secrets_dir=getattr(args, "secrets_dir", None),
         kubeconfig=args.kubeconfig,
         confirm_timeout=args.confirm_timeout,
-        interval=args.interval,
+        interval=interval,
     )
 
 
+def print_report(report: SyncReport) -> None:
+    """A pass's report as text (gateway-sync's default output)."""
+    _print_report(report, "text")
+
+
 def run_sync(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Exit:
-    settings = _settings(args, os.environ if env is None else env)
+    settings = sync_settings(args, os.environ if env is None else env, interval=args.interval)
     if args.once:
         report = sync_once(settings)
         _print_report(report, args.output)

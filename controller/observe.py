@@ -25,6 +25,8 @@ import kubernetes
 import urllib3
 
 from core.model.kinds import (
+    EMP_GROUP,
+    EXTERNAL_MODEL_PROVIDER_PLURAL,
     GROUP,
     INFERENCE_PROVIDER_CONFIG_PLURAL,
     MODEL_DEPLOYMENT_PLURAL,
@@ -75,7 +77,15 @@ UPSTREAM = (
     Kind("inference.networking.k8s.io", "v1", "inferencepools", "InferencePool"),
     Kind("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute"),
 )
-KINDS = (MODEL_DEPLOYMENTS, PROVIDER_CONFIGS, *UPSTREAM)
+# What gateway-sync reads besides ModelDeployments and provider configs; watched so that a
+# change wakes a gateway sync running in this process (--litellm-url).
+EXTERNAL_MODEL_PROVIDERS = Kind(
+    EMP_GROUP, VERSION, EXTERNAL_MODEL_PROVIDER_PLURAL, "ExternalModelProvider", managed_only=False
+)
+KINDS = (MODEL_DEPLOYMENTS, PROVIDER_CONFIGS, EXTERNAL_MODEL_PROVIDERS, *UPSTREAM)
+# A change of these kinds' spec (a new generation), or one created or deleted, changes what the
+# gateway registers; a status write does not.
+GATEWAY_INPUTS = (MODEL_DEPLOYMENTS, PROVIDER_CONFIGS, EXTERNAL_MODEL_PROVIDERS)
 
 
 @dataclass
@@ -245,7 +255,9 @@ class Observer:
         settings: ObserveSettings,
         metrics: Metrics,
         leading: Callable[[], bool],
+        *,
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
+        on_gateway_change: Callable[[], None] | None = None,
     ) -> None:
         self._objects = kubernetes.client.CustomObjectsApi(api)
         self._settings = settings
@@ -256,6 +268,8 @@ class Observer:
         self.queue = Queue()
         self._registry: ProviderRegistry | None = None
         self._config_marks: dict[str, tuple[Any, str]] = {}
+        self._on_gateway_change = on_gateway_change
+        self._generations: dict[tuple[str, str, str], Any] = {}
 
     # --- watching ---------------------------------------------------------------------------
 
@@ -281,6 +295,7 @@ class Observer:
                 self.cache.replace(kind.kind, items)
                 for obj in items:
                     self._changed(kind, obj)
+                    self._gateway_input(kind, obj, "ADDED")
                 version = (listed.get("metadata") or {}).get("resourceVersion")
                 for event in self._events(kind, version, stop):
                     obj = dict(event.get("object") or {})
@@ -294,6 +309,7 @@ class Observer:
                     else:
                         self.cache.put(kind.kind, obj)
                     self._changed(kind, obj)
+                    self._gateway_input(kind, obj, str(event.get("type")))
             except WATCH_FAILURES as err:
                 status = getattr(err, "status", None)
                 if status == 404:  # the CRD is not installed: nothing of this kind exists
@@ -343,6 +359,21 @@ class Observer:
         owner = (meta.get("labels") or {}).get(LABEL_MODEL_DEPLOYMENT)
         if owner:
             self.queue.add((namespace, str(owner)))
+
+    def _gateway_input(self, kind: Kind, obj: Mapping[str, Any], event: str) -> None:
+        """Wake the gateway sync when what it registers may have changed."""
+        if self._on_gateway_change is None or kind not in GATEWAY_INPUTS:
+            return
+        meta = obj.get("metadata") or {}
+        key = (kind.kind, str(meta.get("namespace") or ""), str(meta.get("name")))
+        generation = meta.get("generation")
+        if event == "DELETED":
+            self._generations.pop(key, None)
+        elif self._generations.get(key, object()) == generation:
+            return  # a status write: the same generation
+        else:
+            self._generations[key] = generation
+        self._on_gateway_change()
 
     def resync(self) -> None:
         """Queue every ModelDeployment (the periodic level-triggered pass)."""

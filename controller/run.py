@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import kubernetes
@@ -42,12 +44,24 @@ class Running:
 
 
 def start(
-    api: kubernetes.client.ApiClient, settings: ControllerSettings, stop: threading.Event
+    api: kubernetes.client.ApiClient,
+    settings: ControllerSettings,
+    stop: threading.Event,
+    *,
+    on_gateway_change: Callable[[], None] | None = None,
 ) -> Running:
-    """Start every thread; they end when `stop` is set."""
+    """Start every thread; they end when `stop` is set. `on_gateway_change` is called when a
+    ModelDeployment, provider config or ExternalModelProvider changes what the gateway
+    registers (the CLI wakes its gateway sync with it)."""
     metrics = Metrics()
     elector = LeaderElector(api, settings.lease)
-    observer = Observer(api, settings.observe, metrics, lambda: elector.leading)
+    observer = Observer(
+        api,
+        settings.observe,
+        metrics,
+        lambda: elector.leading,
+        on_gateway_change=on_gateway_change,
+    )
     threads = [
         threading.Thread(
             target=observer.watch, args=(kind, stop), name=f"watch-{kind.kind}", daemon=True
@@ -129,11 +143,24 @@ def _lead(parts: _Parts, stop: threading.Event) -> None:
 
 
 def run(
-    api: kubernetes.client.ApiClient, settings: ControllerSettings, stop: threading.Event
-) -> None:
-    """Run until `stop` (the CLI sets it on SIGTERM or SIGINT)."""
-    running = start(api, settings, stop)
+    api: kubernetes.client.ApiClient,
+    settings: ControllerSettings,
+    stop: threading.Event,
+    *,
+    on_gateway_change: Callable[[], None] | None = None,
+) -> Running:
+    """Start, and return what runs (the CLI then waits on `stop`, set on SIGTERM or SIGINT)."""
+    running = start(api, settings, stop, on_gateway_change=on_gateway_change)
     log.info("status-controller: probes on %s:%s", settings.probe_host, running.probe_port)
+    return running
+
+
+def wait(running: Running, settings: ControllerSettings, stop: threading.Event) -> None:
+    """Until `stop`, then until the Lease is released and the worker has finished its write (at
+    most a renewal period and 5 s). The watches are daemon threads blocked in their streams:
+    they end with the process."""
     stop.wait()
+    deadline = time.monotonic() + settings.lease.renew + 5
     for thread in running.threads:
-        thread.join(timeout=settings.lease.renew + 5)
+        if thread.name in ("lease", "worker"):
+            thread.join(timeout=max(deadline - time.monotonic(), 0))

@@ -1,6 +1,7 @@
 """The entry points of the gateway flow: `plan_sources` (gateway-plan: the desired LiteLLM model
 list from files, offline), `sync_once` (one gateway-sync pass) and `sync_loop` (a pass every
-interval until stopped, outliving an outage of LiteLLM or the API server).
+interval, and at once when woken by a watch, until stopped, outliving an outage of LiteLLM or
+the API server with backoff).
 
 One pass: read the objects (the cluster, or files with Secrets from a directory, read again every
 pass so a rotated key is seen) -> plan (the merge, with the one provider registry) -> reconcile
@@ -38,6 +39,7 @@ from kubeio.sources import read_documents
 log = logging.getLogger(__name__)
 
 KINDS = (MODEL_DEPLOYMENT, EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, "Secret")
+DEBOUNCE = 0.2  # seconds a woken loop waits for the rest of a burst of changes
 # What a loop pass may meet and survive: LiteLLM or the API server unreachable or answering
 # errors. The next pass retries.
 PASS_FAILURES = (
@@ -173,21 +175,38 @@ def sync_loop(
     *,
     stop: threading.Event,
     report: Callable[[SyncReport], None],
+    wake: threading.Event | None = None,
+    leading: Callable[[], bool] = lambda: True,
 ) -> SyncReport | FailedPass | None:
-    """A pass every `settings.interval` seconds until `stop` is set, each report handed to
-    `report`; the last pass's report, FailedPass when the last pass failed, None when stopped
-    before any pass ran. A failed pass (see PASS_FAILURES) is logged in one line and retried at
-    the next."""
+    """Passes until `stop` is set, each report handed to `report`; the last pass's report,
+    FailedPass when the last pass failed, None when stopped before any pass ran.
+
+    A pass runs every `settings.interval` seconds (the resync) and, when `wake` is given, as soon
+    as `wake` is set (a watch saw a change; a burst of changes within DEBOUNCE seconds is one
+    pass). A failed pass (see PASS_FAILURES) is logged in one line and retried after 1, 2, 4 ...
+    seconds, at most `interval`. While `leading()` is false (another replica holds the Lease)
+    no pass runs. Whoever sets `stop` sets `wake` too, so that the loop ends at once."""
     connection = connect(settings)
     last: SyncReport | FailedPass | None = None
+    failures = 0
     while not stop.is_set():
-        try:
-            last = sync_once(settings, connection)
-            report(last)  # inside: a failed write of the report is a failed pass, as ever
-        except PASS_FAILURES as err:
-            log.warning("gateway-sync pass failed: %s", _first_line(err))
-            last = FailedPass(_first_line(err))
-        stop.wait(settings.interval)
+        if leading():
+            try:
+                last = sync_once(settings, connection)
+                report(last)  # inside: a failed write of the report is a failed pass, as ever
+                failures = 0
+            except PASS_FAILURES as err:
+                log.warning("gateway-sync pass failed: %s", _first_line(err))
+                last = FailedPass(_first_line(err))
+                failures += 1
+        if failures:
+            stop.wait(min(settings.interval, 2.0 ** (failures - 1)))
+        elif wake is None:
+            stop.wait(settings.interval)
+        elif wake.wait(settings.interval):
+            wake.clear()
+            stop.wait(DEBOUNCE)
+            wake.clear()
     return last
 
 

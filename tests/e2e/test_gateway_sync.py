@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from tests.support.answers import FakeUpstream
 from tests.support.builders import external_model_provider, model_deployment
 from tests.support.cluster import Cluster
 from tests.support.litellm import MASTER_KEY, ROOT, Proxy, runway, start_proxy
+from tests.support.wait import wait_until
 from tests.support.webhook import Webhook
 
 REQUESTED_BY = "gateway.tokenfactory.mirantis.com/requested-by"
@@ -252,3 +254,87 @@ def test_gateway_component_passes_strict_server_side_dry_run(cluster: Cluster) -
         "namespace/runway-gateway serverside-applied (server dry run)",
         "serviceaccount/runway-gateway-sync serverside-applied (server dry run)",
     ]
+
+
+def test_status_controller_syncs_the_gateway_when_a_watch_sees_a_change(
+    cluster: Cluster,
+    api: kubernetes.client.ApiClient,
+    namespace: str,
+    proxy: Proxy,
+    upstream: FakeUpstream,
+    tmp_path: Path,
+) -> None:
+    """`runway status-controller --litellm-url`: the gateway sync runs in the controller's
+    process, only while it holds the Lease, and a new ExternalModelProvider is registered at
+    once, by the watch, not by the resync (set to 600 s here)."""
+    key_file = tmp_path / "master.key"
+    key_file.write_text(MASTER_KEY)
+    process = subprocess.Popen(
+        [
+            str(ROOT / ".venv" / "bin" / "runway"),
+            "status-controller",
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "--namespace",
+            namespace,
+            "--lease-namespace",
+            namespace,
+            "--lease-seconds",
+            "4",
+            "--renew-seconds",
+            "1",
+            "--probe-port",
+            "0",
+            "--litellm-url",
+            proxy.url,
+            "--master-key-file",
+            str(key_file),
+            "--allow-destination",
+            "127.0.0.1",
+            "--gateway-interval",
+            "600",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        coordination = kubernetes.client.CoordinationV1Api(api)
+
+        def leading() -> bool:
+            try:
+                lease = coordination.read_namespaced_lease("runway-status-controller", namespace)
+            except kubernetes.client.ApiException:
+                return False
+            return bool(lease.spec and lease.spec.holder_identity)
+
+        wait_until(leading, timeout=30, interval=0.2, what="the controller leads")
+        time.sleep(1.0)  # its first gateway pass, over an empty namespace, is done
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "provider-key", "namespace": namespace},
+            "data": {"apiKey": base64.b64encode(KEY.encode()).decode()},
+        }
+        served = f"watched-{namespace}"
+        create(cluster, secret)
+        create(
+            cluster,
+            external_model_provider(
+                "watched", namespace, baseURL=upstream.url, models=[{"servedName": served}]
+            ),
+        )
+        started = time.monotonic()
+        wait_until(
+            lambda: status_of(api, namespace, "watched").get("phase") == "Ready",
+            timeout=30,
+            interval=0.2,
+            what="the provider Ready through the watch",
+        )
+        assert time.monotonic() - started < 30  # far below the 600 s resync
+        assert proxy.models().count(served) == 1
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, output
+    assert KEY not in output
