@@ -49,7 +49,10 @@ def add_commands(commands: Any) -> None:
     sub.add_argument("--renew-seconds", type=float, default=5.0, help="how often to renew")
     sub.add_argument("--resync-seconds", type=float, default=300.0)
     sub.add_argument(
-        "--health-seconds", type=float, default=30.0, help="how often provider health is checked"
+        "--health-seconds",
+        type=float,
+        default=30.0,
+        help="how often provider health is checked (30; 0: never, status.ready is left alone)",
     )
     sub.add_argument(
         "--litellm-url",

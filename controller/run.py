@@ -27,7 +27,7 @@ class ControllerSettings:
     probe_host: str = "127.0.0.1"
     probe_port: int = 8081  # 0: any free port (tests)
     resync_seconds: float = 300.0
-    health_seconds: float = 30.0  # how often provider health is checked
+    health_seconds: float = 30.0  # how often provider health is checked (0: never)
     heartbeat_seconds: float = 60.0  # a provider config's status is rewritten at least this often
     version: str = "runway"
 
@@ -129,7 +129,13 @@ def _lead(parts: _Parts, stop: threading.Event) -> None:
             observer.resync()
             since_resync = 0.0
         since_health += settings.lease.renew
-        if leading and since_health >= settings.health_seconds and observer.cache.synced(KINDS):
+        checking = settings.health_seconds > 0
+        if (
+            checking
+            and leading
+            and since_health >= settings.health_seconds
+            and observer.cache.synced(KINDS)
+        ):
             try:
                 observer.check_providers(
                     api, version=settings.version, heartbeat=settings.heartbeat_seconds

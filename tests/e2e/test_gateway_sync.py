@@ -293,6 +293,10 @@ def test_status_controller_syncs_the_gateway_when_a_watch_sees_a_change(
             "127.0.0.1",
             "--gateway-interval",
             "600",
+            # provider configs are cluster-wide and other tests select with them: leave their
+            # status alone (provider health is tested on the live plane)
+            "--health-seconds",
+            "0",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
