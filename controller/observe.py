@@ -451,6 +451,9 @@ class Observer:
                 result = "error"
                 self.queue.add(key)
                 stop.wait(self._settings.retry_seconds)
+            except Exception:  # one object must not stop the worker for every other one
+                log.exception("status-controller: %s/%s could not be reconciled", *key)
+                result = "error"  # not queued again: the next change or resync retries it
             self._metrics.reconciled(result, time.perf_counter() - started)
 
     # --- provider health --------------------------------------------------------------------

@@ -25,7 +25,7 @@ from core.model.kinds import (
 )
 from core.model.plugin import Workload
 from core.status.conditions import condition
-from core.status.workloads import DEPLOYING, FAILED, PENDING, RUNNING
+from core.status.workloads import DEPLOYING, FAILED, PENDING, RUNNING, list_at
 
 TERMINATING = "Terminating"
 PHASES = (PENDING, DEPLOYING, RUNNING, FAILED, TERMINATING)
@@ -127,11 +127,11 @@ def _accepted(obj: Mapping[str, Any] | None, types: tuple[str, ...]) -> str | No
     each of `types` True; else why not."""
     if obj is None:
         return "does not exist yet"
-    parents = [p for p in dig(obj, "status", "parents") or () if isinstance(p, Mapping)]
+    parents = [p for p in list_at(obj, "status", "parents") if isinstance(p, Mapping)]
     if not parents:
         return "has no parent status yet (no gateway controller has accepted it)"
     for parent in parents:
-        found = {c.get("type"): c for c in parent.get("conditions") or () if isinstance(c, Mapping)}
+        found = {c.get("type"): c for c in list_at(parent, "conditions") if isinstance(c, Mapping)}
         for kind in types:
             entry = found.get(kind)
             if entry is None or entry.get("status") != "True":

@@ -14,9 +14,27 @@ PENDING, DEPLOYING, RUNNING, FAILED = "Pending", "Deploying", "Running", "Failed
 _WORST = {FAILED: 0, PENDING: 1, DEPLOYING: 2, RUNNING: 3}
 
 
+def mapping_at(obj: Any, *keys: str) -> Mapping[str, Any]:
+    """The object at `keys`, or {} when it is missing or not an object: upstream status is read
+    as the cluster holds it, and a malformed one must map to a phase, not raise."""
+    found = dig(obj, *keys)
+    return found if isinstance(found, Mapping) else {}
+
+
+def list_at(obj: Any, *keys: str) -> list[Any]:
+    """The list at `keys`, or [] when it is missing or not a list."""
+    found = dig(obj, *keys)
+    return found if isinstance(found, list) else []
+
+
+def text(value: Any) -> str:
+    """A string field as a string ('' when missing or of another type)."""
+    return value if isinstance(value, str) else ""
+
+
 def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
     """The status condition of type `kind`, if the object reports one."""
-    for entry in dig(obj, "status", "conditions") or ():
+    for entry in list_at(obj, "status", "conditions"):
         if isinstance(entry, Mapping) and entry.get("type") == kind:
             return entry
     return None
@@ -62,7 +80,7 @@ def deployment_workload(deployment: Mapping[str, Any] | None, ref: str) -> Workl
         return not_created(ref)
     replicas = dig(deployment, "spec", "replicas")
     desired = 1 if replicas is None else count(replicas)  # absent: the API server's default
-    status = deployment.get("status") or {}
+    status = mapping_at(deployment, "status")
     ready, available = count(status.get("readyReplicas")), count(status.get("availableReplicas"))
     updated = count(status.get("updatedReplicas"))
 
@@ -71,7 +89,7 @@ def deployment_workload(deployment: Mapping[str, Any] | None, ref: str) -> Workl
 
     progressing = condition(deployment, "Progressing")
     if progressing is not None and progressing.get("reason") == "ProgressDeadlineExceeded":
-        message = str(progressing.get("message") or f"{ref} exceeded its progress deadline")
+        message = text(progressing.get("message")) or f"{ref} exceeded its progress deadline"
         return at(FAILED, "ProgressDeadlineExceeded", message)
     generation = dig(deployment, "metadata", "generation")
     observed = status.get("observedGeneration")

@@ -17,7 +17,9 @@ from core.status.workloads import (
     RUNNING,
     condition,
     count,
+    mapping_at,
     not_created,
+    text,
 )
 
 FRONTEND_PORT = 8000
@@ -34,12 +36,11 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
     graph = observed.get(ref)
     if graph is None:
         return not_created(ref)
-    services = dig(graph, "status", "services") or {}
-    rows = [s for s in services.values() if isinstance(s, Mapping)]
+    rows = [s for s in mapping_at(graph, "status", "services").values() if isinstance(s, Mapping)]
     desired = sum(count(s.get("replicas")) for s in rows)
     ready = sum(count(s.get("readyReplicas")) for s in rows)
     available = sum(count(s.get("availableReplicas")) for s in rows)
-    state = str(dig(graph, "status", "state") or "")
+    state = text(dig(graph, "status", "state"))
     phase, reason = _STATES.get(state, (PENDING, "Unknown"))
     generation = dig(graph, "metadata", "generation")
     seen = dig(graph, "status", "observedGeneration")
@@ -51,7 +52,7 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
     ):
         phase, reason = DEPLOYING, "RolloutPending"
     found = condition(graph, "Ready")
-    detail = str(found.get("message") or "") if found is not None else ""
+    detail = text(found.get("message")) if found is not None else ""
     message = detail or f"{ref} is {state or 'without a state yet'}"
     gateway = dig(md.spec, "gateway", "enabled") is True
     service = "" if gateway else f"{md.name}-frontend"

@@ -19,6 +19,7 @@ from core.status.workloads import (
     condition,
     is_true,
     not_created,
+    text,
 )
 
 SERVICE_PORT = 80
@@ -29,7 +30,7 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
     workspace = observed.get(ref)
     if workspace is None:
         return not_created(ref)
-    state = str(dig(workspace, "status", "state") or "")
+    state = text(dig(workspace, "status", "state"))
     succeeded = condition(workspace, "WorkspaceSucceeded")
     inference = condition(workspace, "InferenceReady")
 
@@ -41,13 +42,13 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
         why = succeeded or inference or {}
         return at(
             FAILED,
-            str(why.get("reason") or "WorkspaceFailed"),
-            str(why.get("message") or f"{ref} failed"),
+            text(why.get("reason")) or "WorkspaceFailed",
+            text(why.get("message")) or f"{ref} failed",
         )
     if state == "Ready" or is_true(workspace, "WorkspaceSucceeded"):
         return at(RUNNING, "WorkspaceReady", f"{ref} serves")
     if state == "NotReady" or is_true(workspace, "ResourceReady"):
-        detail = str((inference or {}).get("message") or "")
+        detail = text((inference or {}).get("message"))
         return at(
             DEPLOYING, "InferenceNotReady", detail or f"{ref}: nodes ready, inference starting"
         )

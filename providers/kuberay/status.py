@@ -8,9 +8,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from core.model.kinds import ModelDeployment, dig
+from core.model.kinds import ModelDeployment
 from core.model.plugin import Workload
-from core.status.workloads import DEPLOYING, FAILED, RUNNING, count, is_true, not_created
+from core.status.workloads import (
+    DEPLOYING,
+    FAILED,
+    RUNNING,
+    count,
+    is_true,
+    list_at,
+    mapping_at,
+    not_created,
+    text,
+)
 
 SERVE_PORT = 8000
 _FAILED_APPS = ("DEPLOY_FAILED", "UNHEALTHY")
@@ -21,14 +31,14 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
     service = observed.get(ref)
     if service is None:
         return not_created(ref)
-    active = dig(service, "status", "activeServiceStatus") or {}
+    active = mapping_at(service, "status", "activeServiceStatus")
     apps = {
         str(k): v
-        for k, v in (active.get("applicationStatuses") or {}).items()
+        for k, v in mapping_at(active, "applicationStatuses").items()
         if isinstance(v, Mapping)
     }
-    cluster = active.get("rayClusterStatus") or {}
-    groups = dig(service, "spec", "rayClusterConfig", "workerGroupSpecs") or ()
+    cluster = mapping_at(active, "rayClusterStatus")
+    groups = list_at(service, "spec", "rayClusterConfig", "workerGroupSpecs")
     desired = sum(count(g.get("replicas")) for g in groups if isinstance(g, Mapping))
     ready = min(count(cluster.get("readyWorkerReplicas")), desired)
     available = min(count(cluster.get("availableWorkerReplicas")), desired)
@@ -36,8 +46,9 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
     failed = sorted(n for n, a in apps.items() if a.get("status") in _FAILED_APPS)
     if failed:
         name = failed[0]
-        message = str(
-            apps[name].get("message") or f"application {name} is {apps[name].get('status')}"
+        message = (
+            text(apps[name].get("message"))
+            or f"application {name} is {text(apps[name].get('status'))}"
         )
         return Workload(FAILED, "ApplicationFailed", message, desired, ready, available, *endpoint)
     running = bool(apps) and all(a.get("status") == "RUNNING" for a in apps.values())
@@ -52,7 +63,8 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
             *endpoint,
         )
     states = (
-        ", ".join(f"{n} {a.get('status')}" for n, a in sorted(apps.items())) or "no application yet"
+        ", ".join(f"{n} {text(a.get('status'))}" for n, a in sorted(apps.items()))
+        or "no application yet"
     )
     return Workload(
         DEPLOYING, "ApplicationsDeploying", f"{ref}: {states}", desired, ready, available, *endpoint

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.model.kinds import ModelDeployment
 from core.model.plugin import Workload
@@ -386,3 +388,52 @@ def test_a_rollout_whose_new_pod_cannot_start_is_deploying_while_the_old_one_ser
         "m",
         8000,
     )
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+FIELDS = st.sampled_from(
+    [
+        "state",
+        "services",
+        "conditions",
+        "replicas",
+        "readyReplicas",
+        "availableReplicas",
+        "updatedReplicas",
+        "observedGeneration",
+        "activeServiceStatus",
+        "parents",
+    ]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    provider=st.sampled_from(sorted(PLUGINS)),
+    status=st.dictionaries(FIELDS, JSONISH, max_size=6),
+    spec=st.dictionaries(st.sampled_from(["replicas", "rayClusterConfig"]), JSONISH, max_size=2),
+)
+def test_a_malformed_upstream_status_maps_to_a_phase_and_never_raises(
+    provider: str, status: dict[str, Any], spec: dict[str, Any]
+) -> None:
+    """Whatever shape an upstream object's status has (a list where an object belongs, a
+    number for a message, conditions that are strings): the mapping answers a phase."""
+    model = md(provider, resources={"gpu": {"count": 1}})
+    obj = {"metadata": {"generation": 1}, "spec": spec, "status": status}
+    observed = {
+        f"{kind}/{name}": obj
+        for kind in ("Deployment", "DynamoGraphDeployment", "Workspace", "RayService")
+        for name in ("m", "m-decode", "m-prefill")
+    }
+
+    got = PLUGINS[provider].workload_status(model, observed)
+
+    assert got.phase in ("Pending", "Deploying", "Running", "Failed")
+    assert isinstance(got.message, str) and isinstance(got.reason, str)
+    assert min(got.desired, got.ready, got.available) >= 0
