@@ -14,6 +14,7 @@ from typing import Any
 
 from cli.exits import Exit
 from cli.gateway import add_sync_arguments, print_report, sync_settings
+from controller.classify import ProbeSettings
 from controller.lease import LeaseSettings
 from controller.observe import ObserveSettings
 from controller.run import ControllerSettings, run, wait
@@ -55,6 +56,28 @@ def add_commands(commands: Any) -> None:
         help="how often provider health is checked (30; 0: never, status.ready is left alone)",
     )
     sub.add_argument(
+        "--dry-run-grace",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long a model's upstream object is missing before a strict server-side dry run "
+        "classifies why (IncompatibleUpstream; 10)",
+    )
+    sub.add_argument(
+        "--dry-run-every",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how often one model is dry-run again while its object stays missing (60)",
+    )
+    sub.add_argument(
+        "--dry-runs-per-minute",
+        type=int,
+        default=30,
+        metavar="N",
+        help="dry runs a minute across every model (30; 0: never classify)",
+    )
+    sub.add_argument(
         "--litellm-url",
         metavar="URL",
         help="also run gateway-sync in this process, woken by the watches (LiteLLM proxy root)",
@@ -85,6 +108,12 @@ def run_controller(args: argparse.Namespace) -> Exit:
     if not 0 < args.renew_seconds < args.lease_seconds:
         print("runway: --renew-seconds must be positive and less than --lease-seconds")
         return Exit.USAGE
+    if args.dry_runs_per_minute < 0 or args.dry_run_grace < 0 or args.dry_run_every <= 0:
+        print(
+            "runway: --dry-runs-per-minute and --dry-run-grace must not be negative, "
+            "--dry-run-every must be positive"
+        )
+        return Exit.USAGE
     settings = ControllerSettings(
         lease=LeaseSettings(
             args.lease_namespace,
@@ -98,6 +127,9 @@ def run_controller(args: argparse.Namespace) -> Exit:
         probe_port=args.probe_port,
         resync_seconds=args.resync_seconds,
         health_seconds=args.health_seconds,
+        dry_runs=ProbeSettings(
+            grace=args.dry_run_grace, every=args.dry_run_every, per_minute=args.dry_runs_per_minute
+        ),
         version=f"runway {_version()}",
     )
     sync = (

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import heapq
 import json
 import logging
 import threading
@@ -24,6 +25,7 @@ from typing import Any
 import kubernetes
 import urllib3
 
+from controller.classify import Prober
 from core.model.kinds import (
     EMP_GROUP,
     EXTERNAL_MODEL_PROVIDER_PLURAL,
@@ -99,6 +101,7 @@ class Metrics:
     seconds_sum: float = 0.0
     seconds_count: int = 0
     watch_restarts: dict[str, int] = field(default_factory=dict)
+    dry_runs: dict[str, int] = field(default_factory=lambda: {"refused": 0, "passed": 0})
     leader: bool = False
 
     def reconciled(self, result: str, seconds: float) -> None:
@@ -106,6 +109,10 @@ class Metrics:
             self.reconciles[result] += 1
             self.seconds_sum += seconds
             self.seconds_count += 1
+
+    def dry_run(self, refused: bool) -> None:
+        with self.lock:
+            self.dry_runs["refused" if refused else "passed"] += 1
 
     def restarted(self, kind: str) -> None:
         with self.lock:
@@ -127,6 +134,11 @@ class Metrics:
                     f'runway_status_watch_restarts_total{{kind="{k.kind}"}} '
                     f"{self.watch_restarts.get(k.kind, 0)}"
                     for k in KINDS
+                ),
+                "# TYPE runway_status_dry_runs_total counter",
+                *(
+                    f'runway_status_dry_runs_total{{result="{k}"}} {v}'
+                    for k, v in sorted(self.dry_runs.items())
                 ),
                 "# TYPE runway_status_leader gauge",
                 f"runway_status_leader {1 if self.leader else 0}",
@@ -209,24 +221,57 @@ class Cache:
 
 
 class Queue:
-    """ModelDeployment keys (namespace, name) to reconcile; a key queued twice is taken once."""
+    """ModelDeployment keys (namespace, name) to reconcile; a key queued twice is taken once.
+    `later` queues a key after a delay (a model waiting for its next dry run)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._cond = threading.Condition()
         self._order: collections.deque[tuple[str, str]] = collections.deque()
         self._queued: set[tuple[str, str]] = set()
+        self._clock = clock
+        self._later: list[tuple[float, tuple[str, str]]] = []  # a heap by due time
+        self._due: dict[tuple[str, str], float] = {}
 
     def add(self, key: tuple[str, str]) -> None:
         with self._cond:
-            if key not in self._queued:
-                self._queued.add(key)
-                self._order.append(key)
-                self._cond.notify()
+            self._add(key)
+
+    def _add(self, key: tuple[str, str]) -> None:  # the lock is held
+        if key not in self._queued:
+            self._queued.add(key)
+            self._order.append(key)
+            self._cond.notify()
+
+    def later(self, key: tuple[str, str], seconds: float) -> None:
+        """Queue `key` in `seconds` (the earliest of several asks wins)."""
+        with self._cond:
+            due = self._clock() + max(seconds, 0.0)
+            if self._due.get(key, float("inf")) <= due:
+                return
+            self._due[key] = due
+            heapq.heappush(self._later, (due, key))
+            self._cond.notify()
+
+    def _move_due(self) -> float | None:  # the lock is held; seconds to the next due key
+        now = self._clock()
+        while self._later:
+            due, key = self._later[0]
+            if self._due.get(key) != due:
+                heapq.heappop(self._later)  # superseded by an earlier ask
+                continue
+            if due > now:
+                return due - now
+            heapq.heappop(self._later)
+            del self._due[key]
+            self._add(key)
+        return None
 
     def take(self, timeout: float) -> tuple[str, str] | None:
         with self._cond:
+            wait = self._move_due()
             if not self._order:
-                self._cond.wait(timeout)
+                self._cond.wait(timeout if wait is None else min(timeout, wait))
+                self._move_due()
             if not self._order:
                 return None
             key = self._order.popleft()
@@ -258,8 +303,10 @@ class Observer:
         *,
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
         on_gateway_change: Callable[[], None] | None = None,
+        prober: Prober | None = None,
     ) -> None:
         self._objects = kubernetes.client.CustomObjectsApi(api)
+        self._prober = prober
         self._settings = settings
         self._metrics = metrics
         self._leading = leading
@@ -399,6 +446,15 @@ class Observer:
             return None
         observed = self.cache.owned_by(md.namespace, md.name)
         workload = plugin.workload_status(md, observed)
+        if self._prober is not None:
+            key = (md.namespace, md.name)
+            if workload.created:
+                self._prober.forget(key)
+            else:  # missing: refused by an older upstream schema? (controller/classify.py)
+                refused, again = self._prober.check(md, registry, observed, _watched)
+                workload = refused or workload
+                if again is not None:
+                    self.queue.later(key, again)
         gateway = None
         if (md.spec.get("gateway") or {}).get("enabled") is True and not registry.runs_test_backend(
             md
@@ -419,6 +475,8 @@ class Observer:
         namespace, name = key
         obj = self.cache.get(MODEL_DEPLOYMENTS.kind, namespace, name)
         if obj is None:
+            if self._prober is not None:
+                self._prober.forget(key)
             return "gone"
         status = self.status_of(obj)
         if status is None or status == obj.get("status"):
@@ -516,6 +574,14 @@ class Observer:
                 raise
             written += 1
         return written
+
+
+_WATCHED = {(f"{k.group}/{k.version}", k.kind) for k in UPSTREAM}
+
+
+def _watched(api_version: str, kind: str) -> bool:
+    """Whether the controller watches objects of this kind (sees them missing)."""
+    return (api_version, kind) in _WATCHED
 
 
 def _pod_ready(pod: Any) -> bool:

@@ -9,13 +9,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import kubernetes
 
+from controller.classify import Prober, ProbeSettings
 from controller.lease import LeaderElector, LeaseSettings
 from controller.observe import KINDS, WATCH_FAILURES, Metrics, Observer, ObserveSettings
 from controller.serve import serve_probes
+from kubeio.shipped import bundled_versions
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,7 @@ class ControllerSettings:
     resync_seconds: float = 300.0
     health_seconds: float = 30.0  # how often provider health is checked (0: never)
     heartbeat_seconds: float = 60.0  # a provider config's status is rewritten at least this often
+    dry_runs: ProbeSettings = field(default_factory=ProbeSettings)  # per_minute 0: never
     version: str = "runway"
 
 
@@ -55,12 +58,18 @@ def start(
     registers (the CLI wakes its gateway sync with it)."""
     metrics = Metrics()
     elector = LeaderElector(api, settings.lease)
+    prober = (
+        Prober(api, settings.dry_runs, bundled_versions(), on_probe=metrics.dry_run)
+        if settings.dry_runs.per_minute > 0
+        else None
+    )
     observer = Observer(
         api,
         settings.observe,
         metrics,
         lambda: elector.leading,
         on_gateway_change=on_gateway_change,
+        prober=prober,
     )
     threads = [
         threading.Thread(

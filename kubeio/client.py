@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from typing import Any
 
 import kubernetes
 
@@ -21,3 +23,12 @@ def api_client(
         config_file=kubeconfig
     )
     return client
+
+
+def error_message(err: Any) -> str:
+    """The API server's own message in a refused request's Status body (the kubernetes
+    client's ApiException or the dynamic client's DynamicApiError), else the error's summary."""
+    try:
+        return str(json.loads(getattr(err, "body", None) or "{}")["message"])
+    except (ValueError, KeyError, TypeError):
+        return str(err.summary() if hasattr(err, "summary") else err)

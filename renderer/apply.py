@@ -12,7 +12,6 @@ upstream CRD is upgraded recovers without touching the ModelDeployment.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,15 +23,15 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
 
 from core.schema.upstream import classify_write_error
-from kubeio.client import api_client
+from core.status.incompatible import INCOMPATIBLE_UPSTREAM, incompatible_message, is_builtin
+from kubeio.client import api_client, error_message
 from kubeio.objects import condition
 from kubeio.sources import parse_documents
 from renderer.render import EXTERNAL_FILE, HYDRATED_FILE
 from renderer.safefs import link_error, read_text
 
 log = logging.getLogger(__name__)
-REASON = "IncompatibleUpstream"
-BUILTIN_GROUPS = ("v1", "apps/v1")
+REASON = INCOMPATIBLE_UPSTREAM
 
 
 @dataclass(frozen=True)
@@ -42,6 +41,8 @@ class Applied:
     ok: bool
     message: str = ""
     incompatible_field: str | None = None
+    api_version: str = ""
+    generation: int | None = None  # of the object as applied
 
 
 def folders(root: Path) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -87,7 +88,7 @@ def apply_tree(
         md, upstream = objects[0], outcomes[1:]
         failed = next((o for o in upstream if o.incompatible_field is not None), None)
         if outcomes[0].ok and md.get("kind") == "ModelDeployment":
-            _set_status(dynamic, md, failed, now)
+            _set_status(dynamic, md, outcomes[0], failed, now)
     return results
 
 
@@ -95,7 +96,7 @@ def _apply(dynamic: DynamicClient, folder: str, obj: dict[str, Any], field_manag
     name = f"{obj['kind']}/{obj['metadata']['name']}"
     try:
         resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
-        resource.server_side_apply(
+        applied = resource.server_side_apply(
             body=obj,
             name=obj["metadata"]["name"],
             namespace=obj["metadata"].get("namespace"),
@@ -111,26 +112,32 @@ def _apply(dynamic: DynamicClient, folder: str, obj: dict[str, Any], field_manag
             f"the API server does not serve {obj['apiVersion']} {obj['kind']} (is its CRD installed?)",
         )
     except DynamicApiError as err:
-        message = _message(err)
+        message = error_message(err)
         classified = classify_write_error(message)
         if classified is None:
             return Applied(folder, name, False, message)
         log.warning("apply refused folder=%s object=%s field=%s", folder, name, classified.field)
-        return Applied(folder, name, False, message, classified.field)
-    return Applied(folder, name, True)
-
-
-def _message(err: DynamicApiError) -> str:
-    try:
-        return str(json.loads(err.body or "{}")["message"])
-    except (ValueError, KeyError, TypeError):
-        return str(err.summary() if hasattr(err, "summary") else err)
+        return Applied(folder, name, False, message, classified.field, str(obj["apiVersion"]))
+    generation = getattr(getattr(applied, "metadata", None), "generation", None)
+    return Applied(
+        folder,
+        name,
+        True,
+        api_version=str(obj["apiVersion"]),
+        generation=generation if isinstance(generation, int) else None,
+    )
 
 
 def _set_status(
-    dynamic: DynamicClient, md: dict[str, Any], failed: Applied | None, now: dt.datetime
+    dynamic: DynamicClient,
+    md: dict[str, Any],
+    applied: Applied,
+    failed: Applied | None,
+    now: dt.datetime,
 ) -> None:
-    """Write the upstream outcome into the ModelDeployment's status (the status subresource)."""
+    """Write the upstream outcome into the ModelDeployment's status (the status subresource),
+    for the generation `applied` (the ModelDeployment's own apply) left it at: Deploying, or the
+    seed's rejection path (Stalled too, so kstatus and the Argo CD Lua call it failed)."""
     stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
     if failed is None:
         status: dict[str, Any] = {
@@ -139,25 +146,24 @@ def _set_status(
             "conditions": [
                 condition(
                     "ResourceCreated", True, "ResourceCreated", "upstream objects applied", stamp
-                )
+                ),
+                condition("Reconciling", True, "Applied", "upstream objects applied", stamp),
             ],
         }
     else:
-        builtin = any(failed.obj.startswith(k) for k in ("Deployment/", "Service/"))
-        where = (
-            "a field"
-            if builtin or not failed.incompatible_field
-            else f"field {failed.incompatible_field}"
-        )
-        message = f"{failed.obj}: the installed upstream does not declare {where}; upgrade the upstream or Runway's pin"
+        builtin = is_builtin(failed.api_version)
+        message = incompatible_message(failed.obj, failed.incompatible_field, builtin=builtin)
         status = {
             "phase": "Failed",
             "message": message,
             "conditions": [
                 condition("ResourceCreated", False, REASON, message, stamp),
                 condition("Ready", False, REASON, message, stamp),
+                condition("Stalled", True, REASON, message, stamp),
             ],
         }
+    if applied.generation is not None:
+        status["observedGeneration"] = applied.generation
     body = {
         "apiVersion": md["apiVersion"],
         "kind": md["kind"],

@@ -25,6 +25,7 @@ from core.model.kinds import (
 )
 from core.model.plugin import Workload
 from core.status.conditions import condition
+from core.status.incompatible import INCOMPATIBLE_UPSTREAM
 from core.status.workloads import DEPLOYING, FAILED, PENDING, RUNNING, list_at
 
 TERMINATING = "Terminating"
@@ -90,7 +91,11 @@ def model_deployment_status(
         cond(
             "ResourceCreated",
             workload.created,
-            "ResourceCreated" if workload.created else "NotCreated",
+            "ResourceCreated"
+            if workload.created
+            else (
+                INCOMPATIBLE_UPSTREAM if workload.reason == INCOMPATIBLE_UPSTREAM else "NotCreated"
+            ),
             "the upstream objects exist" if workload.created else workload.message,
         ),
         cond("Ready", serving, "Serving" if serving else workload.reason, message),
