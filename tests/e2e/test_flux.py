@@ -444,6 +444,7 @@ def test_a_commit_the_installed_crd_refuses_fails_in_flux_and_in_runway_apply(
     assert [(c["type"], c["status"], c["reason"]) for c in after_apply["status"]["conditions"]] == [
         ("ResourceCreated", "False", "IncompatibleUpstream"),
         ("Ready", "False", "IncompatibleUpstream"),
+        ("Stalled", "True", "IncompatibleUpstream"),  # kstatus: Failed
     ]
     assert "spec.serveConfigV2" in after_apply["status"]["message"]
     assert code_after == 0

@@ -235,6 +235,7 @@ def test_runway_apply_records_incompatible_upstream_and_recovers(
     assert [(c["type"], c["status"], c["reason"]) for c in failed["status"]["conditions"]] == [
         ("ResourceCreated", "False", "IncompatibleUpstream"),
         ("Ready", "False", "IncompatibleUpstream"),
+        ("Stalled", "True", "IncompatibleUpstream"),  # kstatus: Failed
     ]
     assert (
         failed["status"]["message"]
@@ -243,7 +244,8 @@ def test_runway_apply_records_incompatible_upstream_and_recovers(
     assert code_after == 0
     assert recovered["status"]["phase"] == "Deploying"
     assert [(c["type"], c["status"]) for c in recovered["status"]["conditions"]] == [
-        ("ResourceCreated", "True")
+        ("ResourceCreated", "True"),
+        ("Reconciling", "True"),  # kstatus: InProgress until the status controller says Running
     ]
 
 

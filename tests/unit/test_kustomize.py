@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -180,9 +181,8 @@ def test_flux_health_expressions_are_valid_cel() -> None:
     # Flux binds the object's top-level fields as variables.
     env = new_environment(("apiVersion", "kind", "metadata", "spec", "status"))
 
-    # ModelDeployment is left to kstatus, with no expression: the status controller writes the
-    # conditions kstatus reads (Reconciling, Stalled) and the CRD defaults an unreported status
-    # to observedGeneration 0 (InProgress).
+    # ModelDeployment is left to kstatus: the real kustomize-controller cannot evaluate an
+    # expression on an object without status, and nothing writes one on the Flux path.
     assert sorted(f"{e['apiVersion'].split('/')[0]}_{e['kind']}" for e in expressions) == sorted(
         k for k in RENDERED_KINDS if k != "airunway.ai_ModelDeployment"
     )
@@ -239,18 +239,46 @@ def test_gateway_component_installs_without_the_runtime_part() -> None:
     ]
 
 
+def test_every_create_of_the_status_controller_is_a_dry_run_or_its_lease() -> None:
+    """The dry-run role grants create; the code holds it to dryRun=All (controller/)."""
+    calls = {
+        (path.name, line.strip())
+        for path in sorted((ROOT / "controller").glob("*.py"))
+        for line in path.read_text().splitlines()
+        if re.search(r"\.create(_\w+)?\(", line)
+    }
+    classify = (ROOT / "controller" / "classify.py").read_text()
+
+    assert calls == {
+        ("classify.py", "resource.create("),
+        ("lease.py", "self._api.create_namespaced_lease(s.namespace, body)"),
+    }
+    assert classify.count('("dryRun", "All")') == 1
+
+
 def test_status_controller_writes_only_status_and_its_lease() -> None:
     objects = build("status")
 
     assert sorted(f"{o['kind']}/{o['metadata']['name']}" for o in objects) == [
         "ClusterRole/runway-status-controller",
+        "ClusterRole/runway-status-controller-dry-run",
         "ClusterRoleBinding/runway-status-controller",
+        "ClusterRoleBinding/runway-status-controller-dry-run",
         "Deployment/runway-status-controller",
         "Role/runway-status-controller-lease",
         "RoleBinding/runway-status-controller-lease",
         "ServiceAccount/runway-status-controller",
     ]
-    (role,) = by_kind(objects, "ClusterRole")
+    role, dry_run = sorted(by_kind(objects, "ClusterRole"), key=lambda o: o["metadata"]["name"])
+    # create only for dry runs (controller/classify.py), on the kinds the controller watches
+    assert sorted((r["apiGroups"][0], r["resources"][0], r["verbs"]) for r in dry_run["rules"]) == [
+        ("apps", "deployments", ["create"]),
+        ("gateway.networking.k8s.io", "httproutes", ["create"]),
+        ("inference.networking.k8s.io", "inferencepools", ["create"]),
+        ("kaito.sh", "workspaces", ["create"]),
+        ("nvidia.com", "dynamographdeployments", ["create"]),
+        ("ray.io", "rayservices", ["create"]),
+    ]
     writes = [
         (r["apiGroups"], r["resources"], sorted(set(r["verbs"]) - {"get", "list", "watch"}))
         for r in role["rules"]
