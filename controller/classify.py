@@ -17,7 +17,9 @@ seconds while the object stays missing, so upgrading the CRD recovers the model 
 the next probe passes (Pending), and the GitOps engine's next sync creates the object.
 
 Bounded: at most `per_minute` dry runs a minute across all models (the rest wait their turn),
-each a single request with the client's timeout.
+each a single request with the client's timeout. The dry runs run on the prober's own thread
+(`run`): the worker that writes status never waits for one. `check` only asks; when the answer
+is in, `on_answer(key)` queues the model again and the next `check` returns it.
 """
 
 from __future__ import annotations
@@ -63,6 +65,14 @@ class _Answer:
     workload: Workload | None  # the IncompatibleUpstream workload, or None: nothing refused
 
 
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    md: ModelDeployment
+    registry: ProviderRegistry
+    observed: Mapping[str, Mapping[str, Any]]
+    watched: Callable[[str, str], bool]
+
+
 class Prober:
     """Dry runs of a model's missing objects, remembered per model and generation."""
 
@@ -74,8 +84,10 @@ class Prober:
         *,
         clock: Callable[[], float] = time.monotonic,
         on_probe: Callable[[bool], None] = lambda refused: None,
+        on_answer: Callable[[tuple[str, str]], None] = lambda key: None,
     ) -> None:
         self._on_probe = on_probe
+        self._on_answer = on_answer
         self._api = api
         self._settings = settings
         self._pins = pins
@@ -85,12 +97,16 @@ class Prober:
         self._missing: dict[tuple[str, str], tuple[str, Any, float]] = {}
         self._answers: dict[tuple[str, str], _Answer] = {}
         self._sent: collections.deque[float] = collections.deque()
+        self._asked: dict[tuple[str, str], _Ask] = {}  # waiting for the prober's thread
+        self._probing: set[tuple[str, str]] = set()  # on the prober's thread now
+        self._wake = threading.Event()
 
     def forget(self, key: tuple[str, str]) -> None:
         """The model's objects exist (or it is gone): a later absence starts a new grace."""
         with self._lock:
             self._missing.pop(key, None)
             self._answers.pop(key, None)
+            self._asked.pop(key, None)
 
     def check(
         self,
@@ -99,9 +115,10 @@ class Prober:
         observed: Mapping[str, Mapping[str, Any]],
         watched: Callable[[str, str], bool],
     ) -> tuple[Workload | None, float | None]:
-        """(the IncompatibleUpstream workload of `md`, or None; seconds after which to ask
-        again, or None). `md`'s primary object is missing; `watched(apiVersion, kind)` says
-        which rendered kinds the controller watches (the only ones it can see missing)."""
+        """(the IncompatibleUpstream workload of `md` as last answered, or None; seconds after
+        which to ask again, or None when a dry run was asked for: its answer calls
+        `on_answer`). `md`'s primary object is missing; `watched(apiVersion, kind)` says which
+        rendered kinds the controller watches (the only ones it can see missing)."""
         key = (md.namespace, md.name)
         uid = str(dig(md.obj, "metadata", "uid") or "")
         generation = dig(md.obj, "metadata", "generation")
@@ -117,19 +134,56 @@ class Prober:
             waited = now - since[2]
             if waited < self._settings.grace:
                 return None, self._settings.grace - waited
+            held = answer.workload if answer is not None else None
             if answer is not None and now - answer.at < self._settings.every:
-                return answer.workload, self._settings.every - (now - answer.at)
+                return held, self._settings.every - (now - answer.at)
+            if key in self._asked:  # not started yet: it runs with the newest object
+                self._asked[key] = _Ask(md, registry, dict(observed), watched)
+                return held, None
+            if key in self._probing:  # its answer names the generation it probed
+                return held, None
             while self._sent and now - self._sent[0] >= 60.0:
                 self._sent.popleft()
             if len(self._sent) >= self._settings.per_minute:
-                held = answer.workload if answer is not None else None
                 return held, 60.0 - (now - self._sent[0])
             self._sent.append(now)
-        workload = self._probe(md, registry, observed, watched)
-        self._on_probe(workload is not None)
-        with self._lock:
-            self._answers[key] = _Answer(uid, generation, self._clock(), workload)
-        return workload, self._settings.every
+            self._asked[key] = _Ask(md, registry, dict(observed), watched)
+        self._wake.set()
+        return held, None
+
+    def run(self, stop: threading.Event) -> None:
+        """The prober's thread: answer what `check` asked until `stop`."""
+        while not stop.is_set():
+            if self._wake.wait(timeout=0.5):
+                self._wake.clear()
+                self.answer_asked()
+
+    def answer_asked(self) -> int:
+        """Run every asked dry run now, one model at a time; how many ran."""
+        done = 0
+        while True:
+            with self._lock:
+                if not self._asked:
+                    return done
+                key = next(iter(self._asked))
+                ask = self._asked.pop(key)
+                self._probing.add(key)
+            try:
+                workload = self._probe(ask.md, ask.registry, ask.observed, ask.watched)
+            except Exception as err:  # the API server unreachable, a timeout: ask again later
+                log.warning("status-controller: %s/%s: dry run failed: %s", *key, err)
+                workload = None
+            finally:
+                with self._lock:
+                    self._probing.discard(key)
+            uid = str(dig(ask.md.obj, "metadata", "uid") or "")
+            generation = dig(ask.md.obj, "metadata", "generation")
+            with self._lock:
+                if key in self._missing:  # not forgotten (created or gone) meanwhile
+                    self._answers[key] = _Answer(uid, generation, self._clock(), workload)
+            self._on_probe(workload is not None)
+            self._on_answer(key)
+            done += 1
 
     def _probe(
         self,

@@ -304,6 +304,7 @@ class Observer:
         clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC),
         on_gateway_change: Callable[[], None] | None = None,
         prober: Prober | None = None,
+        queue: Queue | None = None,
     ) -> None:
         self._objects = kubernetes.client.CustomObjectsApi(api)
         self._prober = prober
@@ -312,7 +313,7 @@ class Observer:
         self._leading = leading
         self._clock = clock
         self.cache = Cache()
-        self.queue = Queue()
+        self.queue = queue or Queue()
         self._registry: ProviderRegistry | None = None
         self._config_marks: dict[str, tuple[Any, str]] = {}
         self._on_gateway_change = on_gateway_change

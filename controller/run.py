@@ -15,7 +15,7 @@ import kubernetes
 
 from controller.classify import Prober, ProbeSettings
 from controller.lease import LeaderElector, LeaseSettings
-from controller.observe import KINDS, WATCH_FAILURES, Metrics, Observer, ObserveSettings
+from controller.observe import KINDS, WATCH_FAILURES, Metrics, Observer, ObserveSettings, Queue
 from controller.serve import serve_probes
 from kubeio.shipped import bundled_versions
 
@@ -58,8 +58,15 @@ def start(
     registers (the CLI wakes its gateway sync with it)."""
     metrics = Metrics()
     elector = LeaderElector(api, settings.lease)
+    queue = Queue()  # the prober's answers queue their model again
     prober = (
-        Prober(api, settings.dry_runs, bundled_versions(), on_probe=metrics.dry_run)
+        Prober(
+            api,
+            settings.dry_runs,
+            bundled_versions(),
+            on_probe=metrics.dry_run,
+            on_answer=queue.add,
+        )
         if settings.dry_runs.per_minute > 0
         else None
     )
@@ -70,6 +77,7 @@ def start(
         lambda: elector.leading,
         on_gateway_change=on_gateway_change,
         prober=prober,
+        queue=queue,
     )
     threads = [
         threading.Thread(
@@ -78,6 +86,10 @@ def start(
         for kind in KINDS
     ]
     threads.append(threading.Thread(target=observer.work, args=(stop,), name="worker", daemon=True))
+    if prober is not None:
+        threads.append(
+            threading.Thread(target=prober.run, args=(stop,), name="dry-runs", daemon=True)
+        )
     threads.append(
         threading.Thread(
             target=_lead,

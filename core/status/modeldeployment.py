@@ -24,7 +24,7 @@ from core.model.kinds import (
     dig,
 )
 from core.model.plugin import Workload
-from core.status.conditions import condition
+from core.status.conditions import bounded, condition
 from core.status.incompatible import INCOMPATIBLE_UPSTREAM
 from core.status.workloads import DEPLOYING, FAILED, PENDING, RUNNING, list_at
 
@@ -108,9 +108,9 @@ def model_deployment_status(
         conditions.append(cond("Stalled", True, workload.reason, message))
     status: dict[str, Any] = {
         "phase": phase,
-        "message": message,
-        "provider": {"name": md.provider_name, "selectedReason": provider_why},
-        "engine": {"type": md.engine_type, "selectedReason": engine_why},
+        "message": bounded(message),
+        "provider": {"name": md.provider_name, "selectedReason": bounded(provider_why)},
+        "engine": {"type": md.engine_type, "selectedReason": bounded(engine_why)},
         "replicas": {
             "desired": workload.desired,
             "ready": workload.ready,
