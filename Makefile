@@ -87,6 +87,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.webhook
 	$(BIN)/python -m bench.status
+	$(BIN)/python -m bench.status_loop
 	$(BIN)/python -m bench.render
 	$(BIN)/python -m bench.gateway
 

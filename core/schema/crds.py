@@ -220,25 +220,35 @@ def _condition() -> Schema:
 
 def model_deployment_status() -> Schema:
     """What core/status/modeldeployment.py writes (AI Runway's status tree); open, so the
-    fields AI Runway's controller wrote (image, provider.resourceName, ...) are kept."""
+    fields AI Runway's controller wrote (image, provider.resourceName, ...) are kept.
+
+    Defaulted to `{observedGeneration: 0}`: the API server applies it whenever it reads a
+    ModelDeployment that has no status (no status controller has written one yet), so kstatus
+    (Flux's health check, with no expression) reads "generation 1, observed 0": InProgress,
+    never Current, until the status controller has reported on the object's generation."""
     count = {"type": "integer", "format": "int32", "minimum": 0}
     return _open(
-        _obj(
-            {
-                "phase": _str(enum=["Pending", "Deploying", "Running", "Failed", "Terminating"]),
-                "message": _str(),
-                "observedGeneration": {"type": "integer", "format": "int64"},
-                "provider": _open(_obj({"name": _str(), "selectedReason": _str()})),
-                "engine": _open(_obj({"type": _str(), "selectedReason": _str()})),
-                "replicas": _obj({"desired": count, "ready": count, "available": count}),
-                "endpoint": _obj({"service": _str(), "port": _int(minimum=0, maximum=65535)}),
-                "gateway": _open(_obj({"endpoint": _str(), "modelName": _str()})),
-                "conditions": _list(
-                    _condition(),
-                    **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
-                ),
-            }
-        )
+        {
+            **_obj(
+                {
+                    "phase": _str(
+                        enum=["Pending", "Deploying", "Running", "Failed", "Terminating"]
+                    ),
+                    "message": _str(),
+                    "observedGeneration": {"type": "integer", "format": "int64"},
+                    "provider": _open(_obj({"name": _str(), "selectedReason": _str()})),
+                    "engine": _open(_obj({"type": _str(), "selectedReason": _str()})),
+                    "replicas": _obj({"desired": count, "ready": count, "available": count}),
+                    "endpoint": _obj({"service": _str(), "port": _int(minimum=0, maximum=65535)}),
+                    "gateway": _open(_obj({"endpoint": _str(), "modelName": _str()})),
+                    "conditions": _list(
+                        _condition(),
+                        **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+                    ),
+                }
+            ),
+            "default": {"observedGeneration": 0},
+        }
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from tests.support.cluster import Cluster
 from tests.support.drift import missing_from
 from tests.support.gitops_tier import (
     READY_CONDITION,
+    RUNNING_RAY_STATUS,
     SOURCES,
     Tier,
     changed_files,
@@ -48,6 +50,7 @@ from tests.support.gitops_tier import (
     write_sources,
 )
 from tests.support.gitserver import start_git_server
+from tests.support.status import controller
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook
 
@@ -451,10 +454,53 @@ def test_shipped_health_lua_is_evaluated_by_the_application_controller(
         "Healthy",
         "stands in for the KubeRay operator",
     )
-    # No controller writes a ModelDeployment's status on this cluster: the shipped Lua says so.
+    # No status controller has reported on the ModelDeployment yet: the shipped Lua says so.
     assert health_of(recovered, "ModelDeployment", "llama-70b") == (
+        "Progressing",
+        "waiting for the Runway status controller",
+    )
+
+
+def test_a_model_deployment_is_healthy_in_argocd_only_once_the_status_controller_says_running(
+    gitops: GitOps, baseline: dict[str, Any]
+) -> None:
+    """With Runway's status controller (in this process, for the tier's namespace): the Direct
+    vLLM Deployment rolls out on the simulated GPU nodes, and the RayService runs (the test
+    stands in for the KubeRay operator); Argo CD calls each model Healthy from its status."""
+    stop = threading.Event()
+    deploying = {"activeServiceStatus": {"applicationStatuses": {"llm": {"status": "DEPLOYING"}}}}
+    set_status(gitops, "rayservice.ray.io/llama-70b", deploying)
+
+    def model_health(name: str, status: str) -> Callable[[], dict[str, Any] | None]:
+        def reported() -> dict[str, Any] | None:
+            gitops.argo.alive()
+            app = gitops.refreshed()
+            return app if health_of(app, "ModelDeployment", name)[0] == status else None
+
+        return reported
+
+    api = gitops.cluster.api_client()
+    controller(api, NAMESPACE, "argocd", stop)
+    try:
+        deploying_app = until(model_health("llama-70b", "Progressing"), "llama-70b Progressing")
+        set_status(gitops, "rayservice.ray.io/llama-70b", RUNNING_RAY_STATUS)
+        healthy = until(model_health("llama-70b", "Healthy"), "llama-70b Healthy")
+        direct = until(model_health("phi-direct", "Healthy"), "phi-direct Healthy")
+    finally:
+        stop.set()
+        api.close()
+
+    assert health_of(deploying_app, "ModelDeployment", "llama-70b") in (
+        ("Progressing", "waiting for the Runway status controller"),
+        ("Progressing", "RayService/llama-70b: llm DEPLOYING"),
+    )
+    assert health_of(healthy, "ModelDeployment", "llama-70b") == (
         "Healthy",
-        "no controller reports on it",
+        "RayService/llama-70b: every application runs",
+    )
+    assert health_of(direct, "ModelDeployment", "phi-direct") == (
+        "Healthy",
+        "Deployment/phi-direct: all 1 replicas are ready",
     )
 
 

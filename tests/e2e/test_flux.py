@@ -7,6 +7,11 @@ points the GitRepository at the loopback server and replaces `wait: true` with h
 the kinds whose status the test sets (no kube-controller-manager runs here, so a Deployment never
 becomes Available and `wait: true` could never pass). The ModelDeployments live in their own
 namespace so that Flux's inventory never meets another test's objects.
+
+Runway's status controller runs in the test process for that namespace (tests/support/status.py),
+as kustomize/status runs it in a cluster: the health check of ModelDeployment llama-70b is
+kstatus with no expression, which calls it Current only once the controller reports it Running.
+The test stands in for the KubeRay operator (no RayService controller runs on this cluster).
 """
 
 from __future__ import annotations
@@ -21,19 +26,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import kubernetes
 import pytest
 import yaml
 
 from cli.main import main
 from kubeio.yamlio import dump
 from renderer.schemapack import load_pack
-from tests.conftest import ROOT
+from tests.conftest import EXAMPLES, ROOT
 from tests.e2e.test_gitops import refuses_field
 from tests.support.cluster import Cluster
 from tests.support.drift import missing_from
 from tests.support.flux import Flux, missing_controllers, start_flux
 from tests.support.gitops_tier import (
+    RAY_SERVICE,
     READY_CONDITION,
+    RUNNING_RAY_STATUS,
     SOURCES,
     Tier,
     changed_files,
@@ -47,6 +55,7 @@ from tests.support.gitops_tier import (
     write_sources,
 )
 from tests.support.gitserver import start_git_server
+from tests.support.status import InProcess
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook
 
@@ -115,6 +124,7 @@ def overlay(directory: Path, url: str) -> Path:
 @dataclass
 class GitOps(Tier):
     flux: Flux
+    status: InProcess
 
     def push(self, sources: Path) -> str:
         """`runway render --push`; the revision Flux will report for the pushed head."""
@@ -190,7 +200,10 @@ def apply_outputs(lines: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def gitops(
-    cluster: Cluster, registered: Webhook, tmp_path_factory: pytest.TempPathFactory
+    cluster: Cluster,
+    registered: Webhook,
+    api: kubernetes.client.ApiClient,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[GitOps]:
     missing = missing_controllers()
     if missing:
@@ -204,12 +217,15 @@ def gitops(
         cluster.kubectl(
             "label", "namespace", NAMESPACE, "runway.test/webhook=enabled", "--overwrite"
         )
-        env = GitOps(cluster, git, url, work, NAMESPACE, flux)
+        status = InProcess(api, NAMESPACE)
+        env = GitOps(cluster, git, url, work, NAMESPACE, flux, status)
         env.push(write_sources(work / "sources", NAMESPACE))
+        status.start()
         cluster.apply_manifests(
             cluster.kubectl("kustomize", str(overlay(work / "overlay", url))).stdout
         )
         yield env
+        status.stop()
         # Deleting the Kustomization makes kustomize-controller prune everything it applied.
         cluster.kubectl("delete", *KS, "--timeout=60s", check=False)
         # The entry point's objects leave with the tier: later tests apply kustomize/flux again
@@ -222,9 +238,12 @@ def gitops(
 
 @pytest.fixture
 def baseline(gitops: GitOps) -> Iterator[dict[str, Any]]:
-    """Every test starts from the same commit of the rendered examples, synced and healthy."""
+    """Every test starts from the same commit of the rendered examples, synced and healthy,
+    and the status controller has reported on every ModelDeployment."""
     revision = gitops.push(write_sources(gitops.work / "sources", NAMESPACE))
-    yield gitops.synced(revision)
+    synced = gitops.synced(revision)
+    wait_until(gitops.reported, timeout=SYNC_TIMEOUT, interval=0.5, what="every status reported")
+    yield synced
 
 
 def test_push_syncs_every_rendered_object_through_the_webhook_with_zero_drift(
@@ -364,11 +383,14 @@ def test_shipped_health_check_exprs_are_evaluated_by_kustomize_controller(
     assert (condition["status"], condition["reason"]) == ("True", "ReconciliationSucceeded")
 
 
-def test_a_commit_the_installed_crd_refuses_fails_in_flux_and_in_runway_apply(
-    gitops: GitOps, baseline: dict[str, Any], tmp_path: Path
-) -> None:
+APPLY_CRD = ("apply", "--server-side", "--force-conflicts", "--field-manager=runway-tests", "-f")
+
+
+def crd_files(tmp_path: Path) -> tuple[Path, Path]:
+    """The RayService CRD the cluster serves (the pack's), and an older one without
+    spec.serveConfigV2."""
     (entry,) = [e for e in load_pack() if e.file == "rayservices.ray.io.json"]
-    current = tmp_path / "current-rayservice.yaml"  # the schema the cluster serves: the pack's
+    current = tmp_path / "current-rayservice.yaml"
     current.write_text(yaml.safe_dump(dict(entry.crd)))
     crd = copy.deepcopy(dict(entry.crd))
     for version in crd["spec"]["versions"]:
@@ -377,6 +399,13 @@ def test_a_commit_the_installed_crd_refuses_fails_in_flux_and_in_runway_apply(
         )
     older = tmp_path / "older-rayservice.yaml"
     older.write_text(yaml.safe_dump(crd))
+    return current, older
+
+
+def test_a_commit_the_installed_crd_refuses_fails_in_flux_and_in_runway_apply(
+    gitops: GitOps, baseline: dict[str, Any], tmp_path: Path
+) -> None:
+    current, older = crd_files(tmp_path)
     sources = write_sources(gitops.work / "refused", NAMESPACE)
     doc = yaml.safe_load((sources / "vllm-multi-gpu.yaml").read_text())
     doc["spec"]["engine"]["args"]["gpu-memory-utilization"] = "0.90"
@@ -396,6 +425,9 @@ def test_a_commit_the_installed_crd_refuses_fails_in_flux_and_in_runway_apply(
         timeout=30,
         what="the older schema",
     )
+    # What runway apply writes is read without the status controller correcting it (the old
+    # RayService still exists and runs, which is what the controller reports).
+    gitops.status.stop()
     try:
         revision = gitops.push(sources)
         gitops.request_reconcile(*GITREPO)
@@ -425,12 +457,16 @@ def test_a_commit_the_installed_crd_refuses_fails_in_flux_and_in_runway_apply(
             timeout=30,
             what="the current schema",
         )
-    code_after = main(
-        ["apply", str(gitops.rendered), "--kubeconfig", str(gitops.cluster.kubeconfig)]
-    )
-    recovered_md = gitops.get(md, "-n", NAMESPACE)
+    try:
+        code_after = main(
+            ["apply", str(gitops.rendered), "--kubeconfig", str(gitops.cluster.kubeconfig)]
+        )
+        recovered_md = gitops.get(md, "-n", NAMESPACE)
+    finally:
+        gitops.status.start()
     gitops.request_reconcile(*KS)
-    recovered = gitops.synced(revision)
+    recovered = gitops.synced(revision)  # the ModelDeployment's health check included
+    running = gitops.get(md, "-n", NAMESPACE)
 
     condition = gitops.ready(refused)
     assert condition is not None
@@ -450,3 +486,119 @@ def test_a_commit_the_installed_crd_refuses_fails_in_flux_and_in_runway_apply(
     assert code_after == 0
     assert recovered_md["status"]["phase"] == "Deploying"
     assert recovered["status"]["lastAppliedRevision"] == revision
+    assert running["status"]["phase"] == "Running"
+    assert running["status"]["observedGeneration"] == running["metadata"]["generation"]
+
+
+def model_status(gitops: GitOps, name: str = "llama-70b") -> dict[str, Any]:
+    return gitops.get(f"modeldeployment.airunway.ai/{name}", "-n", NAMESPACE)
+
+
+def phase_is(gitops: GitOps, phase: str) -> Callable[[], dict[str, Any] | None]:
+    def check() -> dict[str, Any] | None:
+        md = model_status(gitops)
+        return md if (md.get("status") or {}).get("phase") == phase else None
+
+    return check
+
+
+def test_the_model_deployment_health_check_is_green_only_while_the_controller_says_running(
+    gitops: GitOps, baseline: dict[str, Any]
+) -> None:
+    deploying = {"activeServiceStatus": {"applicationStatuses": {"llm": {"status": "DEPLOYING"}}}}
+    set_status(gitops, RAY_SERVICE, deploying)  # a merge: the Ready condition stays
+    until(phase_is(gitops, "Deploying"), "the ModelDeployment Deploying")
+    held, _ = gitops.reconciled()
+    set_status(gitops, RAY_SERVICE, RUNNING_RAY_STATUS)
+    running = until(phase_is(gitops, "Running"), "the ModelDeployment Running")
+    green, _ = gitops.reconciled()
+
+    condition = gitops.ready(held)
+    assert condition is not None
+    assert (condition["status"], condition["reason"]) == ("False", "HealthCheckFailed")
+    # kstatus, with no expression: the RayService's own check passes, the model's does not.
+    assert f"ModelDeployment/{NAMESPACE}/llama-70b status: 'InProgress'" in condition["message"]
+    assert "RayService" not in condition["message"]
+    condition = gitops.ready(green)
+    assert condition is not None
+    assert (condition["status"], condition["reason"]) == ("True", "ReconciliationSucceeded")
+    assert running["status"]["message"] == "RayService/llama-70b: every application runs"
+
+
+def test_a_model_deployment_no_controller_reports_on_reads_in_progress(gitops: GitOps) -> None:
+    """The CRD defaults an unreported status to observedGeneration 0 (kstatus: InProgress)."""
+    namespace = f"unreported-{uuid.uuid4().hex[:8]}"  # no controller watches it, no webhook
+    gitops.cluster.kubectl("create", "namespace", namespace)
+    md = yaml.safe_load((EXAMPLES / "vllm-direct-explicit.yaml").read_text())
+    md["metadata"]["namespace"] = namespace
+    gitops.cluster.apply_manifests(dump(md))
+
+    stored = gitops.get("modeldeployment.airunway.ai/" + md["metadata"]["name"], "-n", namespace)
+
+    assert stored["metadata"]["generation"] == 1
+    assert stored["status"] == {"observedGeneration": 0}
+
+
+def test_an_older_crd_under_a_flux_sync_fails_the_model_naming_the_field_and_an_upgrade_recovers_it(
+    gitops: GitOps, baseline: dict[str, Any], tmp_path: Path
+) -> None:
+    """The seed's rejection path on the GitOps path: Flux cannot recreate the RayService (the
+    installed CRD is older than the pin and lacks spec.serveConfigV2); the status controller's
+    dry run names the field; upgrading the CRD recovers the model with no change to it. The
+    reconcile requests stand in for Flux's own interval."""
+    current, older = crd_files(tmp_path)
+    service = next(gitops.rendered.rglob("rayservice-*.yaml"))
+    before = model_status(gitops)
+    revision = baseline["status"]["lastAppliedRevision"]
+    gitops.cluster.kubectl(*APPLY_CRD, str(older))
+    wait_until(
+        lambda: refuses_field(gitops.cluster, service, "spec.serveConfigV2"),
+        timeout=30,
+        what="the older schema",
+    )
+    try:
+        # What reinstalling a CRD at an older version does to its objects.
+        gitops.cluster.kubectl("delete", RAY_SERVICE, "-n", NAMESPACE, "--wait=true")
+        gitops.request_reconcile(*KS)
+
+        def refused() -> dict[str, Any] | None:
+            gitops.flux.alive()
+            ks = gitops.kustomization()
+            condition = gitops.ready(ks) or {}
+            message = str(condition.get("message", ""))
+            return ks if condition.get("status") == "False" and "serveConfigV2" in message else None
+
+        until(refused, "the refusal in Flux")
+        failed = until(phase_is(gitops, "Failed"), "the ModelDeployment Failed")
+    finally:
+        gitops.cluster.kubectl(*APPLY_CRD, str(current))
+        gitops.cluster.wait_established(["rayservices.ray.io"])
+        wait_until(
+            lambda: not refuses_field(gitops.cluster, service, "spec.serveConfigV2"),
+            timeout=30,
+            what="the current schema",
+        )
+    gitops.request_reconcile(*KS)
+    recovered = gitops.synced(revision)
+    running = until(phase_is(gitops, "Running"), "the ModelDeployment Running again")
+
+    message = (
+        "RayService/llama-70b: the installed upstream does not declare field "
+        "spec.serveConfigV2; upgrade the upstream or Runway's pin"
+    )
+    assert failed["status"]["message"] == message
+    conditions = {c["type"]: (c["status"], c["reason"]) for c in failed["status"]["conditions"]}
+    assert {k: conditions[k] for k in ("ResourceCreated", "Ready", "Stalled")} == {
+        "ResourceCreated": ("False", "IncompatibleUpstream"),
+        "Ready": ("False", "IncompatibleUpstream"),
+        "Stalled": ("True", "IncompatibleUpstream"),
+    }
+    assert "Reconciling" not in conditions
+    # No change to the ModelDeployment: the same generation, reported on, throughout.
+    generations = [md["metadata"]["generation"] for md in (before, failed, running)]
+    assert generations == [before["metadata"]["generation"]] * 3
+    assert running["status"]["observedGeneration"] == before["metadata"]["generation"]
+    assert recovered["status"]["lastAppliedRevision"] == revision
+    assert exists(
+        gitops, {"apiVersion": "ray.io/v1", "kind": "RayService", "metadata": {"name": "llama-70b"}}
+    )

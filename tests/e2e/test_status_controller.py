@@ -20,9 +20,7 @@ import kubernetes
 import pytest
 
 from cli.main import main
-from controller.lease import LeaseSettings
-from controller.observe import KINDS, ObserveSettings
-from controller.run import ControllerSettings, Running, start
+from controller.observe import KINDS
 from core.admission.pipeline import admit
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects
@@ -30,30 +28,8 @@ from kubeio.yamlio import dump
 from tests.support.builders import model_deployment
 from tests.support.cluster import Cluster
 from tests.support.rollout import wait_rolled_out
+from tests.support.status import LEASE, controller
 from tests.support.wait import wait_until
-
-LEASE, RENEW = 4.0, 1.0  # seconds: short, so that a takeover is quick to see
-
-
-def controller(
-    api: kubernetes.client.ApiClient,
-    namespace: str,
-    identity: str,
-    stop: threading.Event,
-    *,
-    watch: str | None = None,
-    health: float = 0.0,
-) -> Running:
-    """A controller in this process; provider health only when `health` (seconds) is given, as
-    provider configs are cluster-wide."""
-    settings = ControllerSettings(
-        lease=LeaseSettings(namespace, "runway-status", identity, LEASE, RENEW),
-        observe=ObserveSettings(watch or namespace, "", watch_seconds=30, retry_seconds=0.5),
-        probe_port=0,
-        resync_seconds=30,
-        health_seconds=health,
-    )
-    return start(api, settings, stop)
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,14 @@ READY_CONDITION = {
 }
 
 
+# What the KubeRay operator reports for a RayService whose Serve application runs (the status
+# the shipped health checks and Runway's KubeRay status mapping read).
+RUNNING_RAY_STATUS = {
+    "conditions": [READY_CONDITION],
+    "activeServiceStatus": {"applicationStatuses": {"llm": {"status": "RUNNING"}}},
+}
+
+
 def write_sources(directory: Path, namespace: str, names: tuple[str, ...] = SOURCES) -> Path:
     """The examples, moved to `namespace`, plus one ExternalModelProvider."""
     if directory.exists():
@@ -97,13 +105,22 @@ class Tier:
 
     def stand_in_for_kuberay(self) -> None:
         """No KubeRay operator runs on this cluster: once the RayService exists, the test reports
-        it Ready, as the operator would (the shipped health checks read that condition)."""
+        it Ready with its application running, as the operator would (the shipped health checks
+        and the status controller read that)."""
         found = self.cluster.kubectl(
             "get", RAY_SERVICE, "-n", self.namespace, "-o", "json", check=False
         )
         if found.returncode != 0 or "conditions" in json.loads(found.stdout).get("status", {}):
             return
-        set_status(self, RAY_SERVICE, {"conditions": [READY_CONDITION]})
+        set_status(self, RAY_SERVICE, RUNNING_RAY_STATUS)
+
+    def reported(self) -> bool:
+        """Whether the status controller has reported on every ModelDeployment's generation."""
+        listed = self.get("modeldeployments.airunway.ai", "-n", self.namespace)["items"]
+        return bool(listed) and all(
+            (md.get("status") or {}).get("observedGeneration") == md["metadata"]["generation"]
+            for md in listed
+        )
 
 
 def rendered_objects(root: Path) -> list[dict[str, Any]]:

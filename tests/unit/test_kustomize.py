@@ -181,8 +181,9 @@ def test_flux_health_expressions_are_valid_cel() -> None:
     # Flux binds the object's top-level fields as variables.
     env = new_environment(("apiVersion", "kind", "metadata", "spec", "status"))
 
-    # ModelDeployment is left to kstatus: the real kustomize-controller cannot evaluate an
-    # expression on an object without status, and nothing writes one on the Flux path.
+    # ModelDeployment is left to kstatus, with no expression: the status controller writes the
+    # conditions kstatus reads (Reconciling, Stalled) and the CRD defaults an unreported status
+    # to observedGeneration 0 (InProgress).
     assert sorted(f"{e['apiVersion'].split('/')[0]}_{e['kind']}" for e in expressions) == sorted(
         k for k in RENDERED_KINDS if k != "airunway.ai_ModelDeployment"
     )

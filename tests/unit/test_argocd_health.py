@@ -1,0 +1,135 @@
+"""The shipped Argo CD health scripts (kustomize/argocd/argocd-cm-health.yaml) run in Lua 5.1, the
+language of Argo CD's gopher-lua, over generated statuses. The ModelDeployment script must
+agree with kstatus (Flux's health, cli-utils pkg/kstatus/status: observedGeneration behind the
+generation or Reconciling=True is InProgress, Stalled=True is Failed, else Current) on every
+status the status controller writes, and call Healthy only what serves. The e2e tier
+(tests/e2e/test_argocd.py) runs the same scripts in the real application controller."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lupa.lua51 as lua
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.model.kinds import ModelDeployment
+from core.model.plugin import Workload
+from core.status.modeldeployment import GatewayState, model_deployment_status
+from tests.conftest import ROOT
+from tests.unit.status.test_modeldeployment import stored
+
+SCRIPTS = ROOT / "kustomize" / "argocd" / "argocd-cm-health.yaml"
+MODEL_DEPLOYMENT = "resource.customizations.health.airunway.ai_ModelDeployment"
+
+
+def health(key: str, obj: dict[str, Any]) -> dict[str, str]:
+    """What Argo CD's health script `key` answers for `obj`."""
+    script = yaml.safe_load(SCRIPTS.read_text())["data"][key]
+    runtime = lua.LuaRuntime()
+    runtime.globals().obj = runtime.table_from(obj, recursive=True)
+    answer = runtime.execute(script)
+    return {str(k): str(v) for k, v in answer.items()}
+
+
+def kstatus(obj: dict[str, Any]) -> str:
+    """kstatus' generic rules for a custom resource (the test's oracle, from cli-utils)."""
+    if obj["metadata"].get("deletionTimestamp"):
+        return "Terminating"
+    status = obj.get("status") or {}
+    observed = status.get("observedGeneration")
+    if observed is not None and observed != obj["metadata"]["generation"]:
+        return "InProgress"
+    truths = {c["type"] for c in status.get("conditions") or () if c["status"] == "True"}
+    if "Reconciling" in truths:
+        return "InProgress"
+    if "Stalled" in truths:
+        return "Failed"
+    return "Current"
+
+
+# Argo CD answers "Progressing" (Pending deletion) for a deleting object before any script runs;
+# the script says Progressing too.
+ARGO_FOR = {
+    "InProgress": "Progressing",
+    "Failed": "Degraded",
+    "Current": "Healthy",
+    "Terminating": "Progressing",
+}
+WORKLOADS = st.builds(
+    Workload,
+    st.sampled_from(["Pending", "Deploying", "Running", "Failed"]),
+    st.sampled_from(["R", "IncompatibleUpstream", "DeploymentReady"]),
+    st.text(min_size=1, max_size=20),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.just("m"),
+    st.just(8000),
+    st.booleans(),
+)
+GATEWAYS = st.none() | st.builds(
+    GatewayState, st.booleans(), st.just("NotAccepted"), st.just("why"), st.just("u"), st.just("m")
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(workload=WORKLOADS, gateway=GATEWAYS, behind=st.booleans(), deleting=st.booleans())
+def test_the_model_deployment_script_agrees_with_kstatus_on_every_status_written(
+    workload: Workload, gateway: GatewayState | None, behind: bool, deleting: bool
+) -> None:
+    obj = stored(generation=3)
+    if deleting:
+        obj["metadata"]["deletionTimestamp"] = "2026-12-03T00:00:00Z"
+    status = model_deployment_status(ModelDeployment(obj), workload, gateway=gateway, now="t")
+    if behind:  # the spec changed since the controller wrote this status
+        obj["metadata"]["generation"] = 4
+    obj["status"] = status
+
+    answer = health(MODEL_DEPLOYMENT, obj)
+
+    assert answer["status"] == ARGO_FOR[kstatus(obj)]
+    serving = (
+        not behind
+        and not deleting
+        and workload.phase == "Running"
+        and (gateway is None or gateway.ready)
+    )
+    assert (answer["status"] == "Healthy") == serving
+    if answer["status"] == "Degraded":
+        assert answer["message"] == status["message"]
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"),
+    [
+        (None, ("Progressing", "waiting for the Runway status controller")),
+        # what the CRD's default gives a ModelDeployment no controller has reported on
+        ({"observedGeneration": 0}, ("Progressing", "waiting for the Runway status controller")),
+        (
+            {"observedGeneration": 2, "phase": "Running", "message": "m"},
+            ("Progressing", "m"),  # no Ready condition: not known to serve
+        ),
+    ],
+    ids=["no-status", "defaulted", "no-conditions"],
+)
+def test_a_model_deployment_no_controller_reports_on_is_progressing(
+    status: dict[str, Any] | None, expected: tuple[str, str]
+) -> None:
+    obj: dict[str, Any] = {"metadata": {"name": "m", "generation": 2}}
+    if status is not None:
+        obj["status"] = status
+
+    answer = health(MODEL_DEPLOYMENT, obj)
+
+    assert (answer["status"], answer["message"]) == expected
+
+
+def test_every_script_answers_progressing_for_an_object_without_status() -> None:
+    keys = sorted(yaml.safe_load(SCRIPTS.read_text())["data"])
+
+    answers = {k: health(k, {"metadata": {"name": "m", "generation": 1}})["status"] for k in keys}
+
+    assert answers == dict.fromkeys(keys, "Progressing")
