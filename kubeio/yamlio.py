@@ -4,10 +4,13 @@ Rendering dumps every object it writes (10,000 ModelDeployments: 40,000 document
 representer, which turns Python values into YAML nodes, is pure Python even under the C emitter:
 it was 30% of a render. `dump` builds the nodes itself for what rendered objects hold (dicts with
 string keys, lists, strings, booleans, integers, None; other leaves go to the representer), with
-the representer's exact rules: sorted keys, block style, `|` for multi-line strings, and one
-node for a dict or list that appears twice, which the emitter writes as an anchor and an alias.
-Anything else (another container type, a key that is not a string) takes the representer's path
-for the whole document. A property test holds the two paths to the same bytes.
+the representer's exact rules: sorted keys, block style, `|` for multi-line strings. Anything else
+(another container type, a key that is not a string) takes the representer's path for the whole
+document. A property test holds the two paths to the same bytes.
+
+No anchors or aliases, ever: a dict or list that appears twice (one probe object used as the
+liveness and the readiness probe) is written out twice, as people write Kubernetes YAML and as
+kubectl prints it. A container that contains itself cannot be written out and is a ValueError.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ _SEQ = "tag:yaml.org,2002:seq"
 _BOOL = "tag:yaml.org,2002:bool"
 _INT = "tag:yaml.org,2002:int"
 _NULL = "tag:yaml.org,2002:null"
+CYCLE = "a value that contains itself cannot be written as YAML"
 _OPTIONS: dict[str, Any] = {
     "sort_keys": True,
     "default_flow_style": False,
@@ -55,7 +59,11 @@ class FastResolve(yaml.resolver.BaseResolver):
 
 
 class _Dumper(FastResolve, yaml.CSafeDumper):
-    """Safe dumping, with multi-line strings as `|` blocks so embedded configs stay readable."""
+    """Safe dumping, with multi-line strings as `|` blocks so embedded configs stay readable,
+    and never an anchor or an alias (a value used twice is written twice)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _str(dumper: _Dumper, value: str) -> yaml.Node:
@@ -76,8 +84,9 @@ def dump(obj: Mapping[str, Any]) -> str:
     dumper = _Dumper(stream, **_OPTIONS)
     try:
         try:
-            node = _node(obj, dumper, {})
+            node = _node(obj, dumper, set())
         except _Unusual:
+            _refuse_cycles(obj, set())
             node = dumper.represent_data(obj)
         dumper.open()
         dumper.serialize(node)
@@ -93,29 +102,29 @@ def dump_represented(obj: Mapping[str, Any]) -> str:
     return text
 
 
-def _node(value: Any, dumper: _Dumper, seen: dict[int, Node]) -> Node:
-    """The node the representer would give `value` (seen: the node of each container so far)."""
+def _node(value: Any, dumper: _Dumper, path: set[int]) -> Node:
+    """The node the representer would give `value`; `path` holds the ids of the containers
+    being written around it (one met again inside itself is a cycle)."""
     kind = type(value)
     if kind is str:
         return ScalarNode(_STR, value, style="|" if "\n" in value else None)
-    if kind is dict:
-        if id(value) in seen:
-            return seen[id(value)]
-        mapping = MappingNode(_MAP, [], flow_style=False)
-        seen[id(value)] = mapping
-        if any(type(key) is not str for key in value):
+    if kind is dict or kind is list:
+        if kind is dict and any(type(key) is not str for key in value):
             raise _Unusual
-        mapping.value = [
-            (_node(k, dumper, seen), _node(v, dumper, seen)) for k, v in sorted(value.items())
-        ]
-        return mapping
-    if kind is list:
-        if id(value) in seen:
-            return seen[id(value)]
-        sequence = SequenceNode(_SEQ, [], flow_style=False)
-        seen[id(value)] = sequence
-        sequence.value = [_node(item, dumper, seen) for item in value]
-        return sequence
+        ident = id(value)
+        if ident in path:
+            raise ValueError(CYCLE)
+        path.add(ident)
+        try:
+            if kind is dict:
+                pairs = [
+                    (_node(k, dumper, path), _node(v, dumper, path))
+                    for k, v in sorted(value.items())
+                ]
+                return MappingNode(_MAP, pairs, flow_style=False)
+            return SequenceNode(_SEQ, [_node(i, dumper, path) for i in value], flow_style=False)
+        finally:
+            path.discard(ident)
     if kind is bool:
         return ScalarNode(_BOOL, "true" if value else "false")
     if kind is int:
@@ -126,6 +135,22 @@ def _node(value: Any, dumper: _Dumper, seen: dict[int, Node]) -> Node:
         node: Node = dumper.represent_data(value)  # its spellings of inf, nan and exponents
         return node
     raise _Unusual
+
+
+def _refuse_cycles(value: Any, path: set[int]) -> None:
+    """The representer, told to ignore aliases, would recurse forever on a cycle."""
+    if isinstance(value, Mapping):
+        children: Iterable[Any] = [*value.keys(), *value.values()]
+    elif isinstance(value, list | tuple):
+        children = value
+    else:
+        return
+    if id(value) in path:
+        raise ValueError(CYCLE)
+    path.add(id(value))
+    for child in children:
+        _refuse_cycles(child, path)
+    path.discard(id(value))
 
 
 def dump_all(objects: Iterable[Mapping[str, Any]]) -> str:
