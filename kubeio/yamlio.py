@@ -1,4 +1,6 @@
-"""The one YAML dumper: deterministic (sorted keys, no line wrapping), block scalars for text.
+"""The one YAML dumper and the one YAML loader.
+
+The dumper is deterministic (sorted keys, no line wrapping), with block scalars for text.
 
 Rendering dumps every object it writes (10,000 ModelDeployments: 40,000 documents), and PyYAML's
 representer, which turns Python values into YAML nodes, is pure Python even under the C emitter:
@@ -11,6 +13,10 @@ document. A property test holds the two paths to the same bytes.
 No anchors or aliases, ever: a dict or list that appears twice (one probe object used as the
 liveness and the readiness probe) is written out twice, as people write Kubernetes YAML and as
 kubectl prints it. A container that contains itself cannot be written out and is a ValueError.
+
+The loader (`load_all`) is PyYAML's C loader refusing duplicate keys, integers too long to
+convert and documents whose aliases expand past MAX_EXPANDED nodes; every failure is one
+SourceError naming the document.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from core.fields.errors import SourceError
+
 _STR = "tag:yaml.org,2002:str"
 _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
@@ -29,6 +37,10 @@ _BOOL = "tag:yaml.org,2002:bool"
 _INT = "tag:yaml.org,2002:int"
 _NULL = "tag:yaml.org,2002:null"
 CYCLE = "a value that contains itself cannot be written as YAML"
+_MERGE = "tag:yaml.org,2002:merge"
+# Nodes of one document with its aliases written out. A ModelDeployment or ExternalModelProvider
+# may hold 10,000 values (core.schema.bounds), an InferenceProviderConfig 128 KiB.
+MAX_EXPANDED = 100_000
 _OPTIONS: dict[str, Any] = {
     "sort_keys": True,
     "default_flow_style": False,
@@ -78,8 +90,8 @@ class _Unusual(Exception):
     """A value the node builder leaves to the representer, for the whole document."""
 
 
-def dump(obj: Mapping[str, Any]) -> str:
-    """One object as YAML; the same object always gives the same bytes."""
+def dump(obj: Mapping[str, Any] | list[Any]) -> str:
+    """One object (or a list of values) as YAML; the same object always gives the same bytes."""
     stream = io.StringIO()
     dumper = _Dumper(stream, **_OPTIONS)
     try:
@@ -96,7 +108,7 @@ def dump(obj: Mapping[str, Any]) -> str:
     return stream.getvalue()
 
 
-def dump_represented(obj: Mapping[str, Any]) -> str:
+def dump_represented(obj: Mapping[str, Any] | list[Any]) -> str:
     """`dump` through PyYAML's representer only (the reference the node builder must equal)."""
     text: str = yaml.dump(obj, Dumper=_Dumper, **_OPTIONS)
     return text
@@ -156,3 +168,104 @@ def _refuse_cycles(value: Any, path: set[int]) -> None:
 def dump_all(objects: Iterable[Mapping[str, Any]]) -> str:
     """Several objects as one multi-document stream."""
     return "".join(f"---\n{dump(obj)}" for obj in objects)
+
+
+# -- loading ---------------------------------------------------------------------------------
+
+
+class _StrictLoader(FastResolve, yaml.CSafeLoader):
+    """PyYAML's C loader, refusing a key given twice in one mapping (kubectl and the API
+    server's strict decoding refuse duplicate fields; PyYAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE:
+                continue
+            if key_node.tag == _STR:  # the common key: its text is its value
+                key = key_node.value
+            else:
+                key = self.construct_object(key_node, deep=deep)
+            if key in seen:  # named as written: `on` and `yes` are both the key True
+                raise yaml.constructor.ConstructorError(
+                    None, None, f'duplicate key "{key_node.value}"', key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_checked_int(self, node: yaml.ScalarNode) -> int:
+        """An integer, or an error at its line when it has more digits than Python converts."""
+        try:
+            value: int = self.construct_yaml_int(node)
+        except ValueError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "integer with too many digits (out of range)", node.start_mark
+            ) from None
+        return value
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_checked_int)
+
+
+class _AliasBoundLoader(_StrictLoader):
+    """_StrictLoader, refusing a document whose aliases expand it past MAX_EXPANDED nodes
+    before anything is built: the nodes an alias shares are built once, but every walk of the
+    result (the cache digest, admission) visits each use, so 758 bytes of nested aliases (a
+    "billion laughs") would cost a billion visits."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        if _expanded_size(node) > MAX_EXPANDED:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"aliases expand this document past {MAX_EXPANDED:,} nodes (nested aliases, a "
+                "'billion laughs'?); write the values out",
+                node.start_mark,
+            )
+        return super().construct_document(node)
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    """The number of nodes of the document with every alias written out (each shared node's
+    size computed once, so this costs one visit per distinct node)."""
+    sizes: dict[int, int] = {}
+    order: list[yaml.Node] = []
+    stack = [root]
+    while stack:  # every distinct node, parents before children
+        node = stack.pop()
+        if id(node) in sizes:
+            continue
+        sizes[id(node)] = 0
+        order.append(node)
+        if isinstance(node, yaml.MappingNode):
+            stack += [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            stack += node.value
+    for node in reversed(order):  # children first (a cycle cannot be built by the composer)
+        if isinstance(node, yaml.MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = node.value
+        else:
+            children = []
+        sizes[id(node)] = min(1 + sum(sizes[id(c)] for c in children), MAX_EXPANDED + 1)
+    return sizes[id(root)]
+
+
+def load_all(text: str, origin: str) -> list[Any]:
+    """Every document of a YAML stream; a SourceError names the document and the problem."""
+    loaded: list[Any] = []
+    # An alias is written `*name`: a stream without "*" has none, and skips the size walk.
+    loader = _AliasBoundLoader if "*" in text else _StrictLoader
+    try:
+        loaded.extend(yaml.load_all(text, Loader=loader))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise SourceError(
+            origin, f"document {len(loaded) + 1}: not valid YAML{where}: {problem}"
+        ) from None
+    except RecursionError:
+        raise SourceError(origin, f"document {len(loaded) + 1}: YAML nested too deeply") from None
+    return loaded
