@@ -48,7 +48,7 @@ class Command:
     commands: tuple[str, ...]
     options: tuple[str, ...]
     values: tuple[tuple[tuple[str, ...], tuple[str, ...] | None], ...]  # option strings -> values
-    files: bool  # takes file names as positional arguments
+    arguments: tuple[str, ...] | None  # what its positional arguments take (FILES: file names)
 
 
 def commands_of(parser: argparse.ArgumentParser) -> list[Command]:
@@ -72,17 +72,23 @@ def commands_of(parser: argparse.ArgumentParser) -> list[Command]:
             for a in each._actions
             if a.option_strings and a.nargs != 0
         )
-        files = any(
-            not a.option_strings and _values(a) == (FILES,)
+        positional = [
+            _values(a)
             for a in each._actions
-            if not isinstance(a, argparse._SubParsersAction)
-        )
-        words = [*subcommands, *options, *(v for _, vs in values for v in vs or ())]
+            if not a.option_strings and not isinstance(a, argparse._SubParsersAction)
+        ]
+        arguments = next((v for v in positional if v is not None), None)
+        words = [
+            *subcommands,
+            *options,
+            *(v for _, vs in values for v in vs or ()),
+            *(arguments or ()),
+        ]
         unsafe = [w for w in words if not _WORD.match(w)]
         if unsafe:
             raise ValueError(f"cannot complete {unsafe[0]!r}: not a plain word")
         out.append(
-            Command(path, helps[id(each)], tuple(subcommands), tuple(options), values, files)
+            Command(path, helps[id(each)], tuple(subcommands), tuple(options), values, arguments)
         )
     return out
 
@@ -120,11 +126,18 @@ def _tables(commands: Sequence[Command]) -> list[str]:
         for options, values in c.values:
             pattern = "|".join(_q(f"{c.path}|{o}") for o in options)
             lines.append(f"        {pattern}) echo {_q(' '.join(values or ()))} ;;")
-    lines += ["        *) return 1 ;;", "    esac", "}", "_runway_files() {", '    case "$1" in']
-    taking = [_q(c.path) for c in commands if c.files]
-    if taking:
-        lines.append(f"        {'|'.join(taking)}) return 0 ;;")
-    lines += ["    esac", "    return 1", "}"]
+    lines += ["        *) return 1 ;;", "    esac", "}"]
+    lines += [
+        "# what a command's positional arguments take; fails for none",
+        "_runway_arguments() {",
+    ]
+    lines += ['    case "$1" in']
+    lines += [
+        f"        {_q(c.path)}) echo {_q(' '.join(c.arguments))} ;;"
+        for c in commands
+        if c.arguments
+    ]
+    lines += ["        *) return 1 ;;", "    esac", "}"]
     lines += [
         "# the command being completed, from the words before the cursor (runway first)",
         "_runway_where() {",
@@ -164,8 +177,12 @@ def bash_script(commands: Sequence[Command]) -> str:
         '        mapfile -t COMPREPLY < <(compgen -W "$(_runway_options "$where")" -- "$cur")',
         '    elif [ -n "$commands" ]; then',
         '        mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur")',
-        '    elif _runway_files "$where"; then',
-        '        mapfile -t COMPREPLY < <(compgen -f -- "$cur")',
+        '    elif values="$(_runway_arguments "$where")"; then',
+        '        if [ "$values" = @files ]; then',
+        '            mapfile -t COMPREPLY < <(compgen -f -- "$cur")',
+        "        else",
+        '            mapfile -t COMPREPLY < <(compgen -W "$values" -- "$cur")',
+        "        fi",
         "    fi",
         "}",
         "complete -o filenames -F _runway runway",
@@ -191,8 +208,8 @@ def zsh_script(commands: Sequence[Command]) -> str:
         '        compadd -- ${=$(_runway_options "$where")}',
         '    elif [[ -n "$commands" ]]; then',
         "        compadd -- ${=commands}",
-        '    elif _runway_files "$where"; then',
-        "        _files",
+        '    elif values="$(_runway_arguments "$where")"; then',
+        '        if [[ "$values" == @files ]]; then _files; else compadd -- ${=values}; fi',
         "    fi",
         "}",
         'if [ "$funcstack[1]" = "_runway" ]; then _runway "$@"; else compdef _runway runway; fi',
@@ -253,8 +270,10 @@ def fish_script(commands: Sequence[Command]) -> str:
         flags = [o for o in c.options if o not in valued]
         for flag in flags:
             lines.append(f"complete -c runway {at} {_fish_flags([flag])}")
-        if c.files:
+        if c.arguments == (FILES,):
             lines.append(f"complete -c runway {at} -F")
+        elif c.arguments:
+            lines.append(f"complete -c runway {at} -a {_q(' '.join(c.arguments))}")
     return "\n".join(lines) + "\n"
 
 

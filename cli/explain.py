@@ -74,13 +74,13 @@ def explain_one(obj: Mapping[str, Any], *, registry: ProviderRegistry) -> dict[s
     warnings = list(hydration.warnings)
     warnings += [w for w in trace_warnings(candidates) if w not in warnings]
     chosen = hydration.provider
-    honoured = _honoured(ModelDeployment(hydration.obj), registry)
+    status = _explicit_status(ModelDeployment(hydration.obj), registry)
     return {
         "name": md.name,
         "namespace": md.namespace or DEFAULT_NAMESPACE,
         "engine": _decision(hydration.engine, "type"),
         "provider": _decision(chosen, "name"),
-        "candidates": [_candidate(c, chosen, honoured) for c in candidates],
+        "candidates": [_candidate(c, chosen, status) for c in candidates],
         "error": "; ".join(str(e) for e in hydration.errors) or None,
         "warnings": warnings,
     }
@@ -124,35 +124,42 @@ def _decision(decision: Decision | None, key: str) -> dict[str, Any]:
     }
 
 
-def _honoured(md: ModelDeployment, registry: ProviderRegistry) -> str | None:
-    """Why admission keeps an explicit provider that automatic selection excludes, or None when
-    it denies it: a test backend runs no engine (validation skips the capability check), and a
-    provider that is only not ready is taken with a warning."""
-    if registry.runs_test_backend(md):
-        return TEST_BACKEND
+def _explicit_status(md: ModelDeployment, registry: ProviderRegistry) -> str | None:
+    """For an explicitly chosen provider that automatic selection excludes: why admission
+    keeps it, or that it denies it (validation's compatibility rule: a renderer, a config, the
+    engine offered this way, unless a test backend runs instead; not ready is only a warning).
+    None when nothing excludes it."""
     config = registry.get(md.provider_name)
-    if config is None or config.ready or registry.plugin(md.provider_name) is None:
-        return None
-    runs = config.supports(md.engine_type, gpu=md.needs_gpu, mode=md.serving_mode)
-    return NOT_READY if runs else None
+    runs = config is not None and config.supports(
+        md.engine_type, gpu=md.needs_gpu, mode=md.serving_mode
+    )
+    if registry.plugin(md.provider_name) is None or config is None:
+        return DENIED
+    if not runs:
+        return TEST_BACKEND if registry.runs_test_backend(md) else DENIED
+    return NOT_READY if not config.ready else None
 
 
 def _candidate(
-    candidate: CandidateTrace, chosen: Decision | None, honoured: str | None
+    candidate: CandidateTrace, chosen: Decision | None, status: str | None
 ) -> dict[str, Any]:
-    """One candidate; `chosen` true for the provider the object runs on, and `honoured` why
-    an explicit choice stands that automatic selection would exclude (None when it would not
-    exclude it, or when admission denies the choice)."""
+    """One candidate; `chosen` true for the provider the object runs on, and for an explicit
+    choice a `note` on how automatic selection saw it (and why the choice stands, if it
+    would have been excluded)."""
     is_chosen = chosen is not None and chosen.value == candidate.name
-    explicit = chosen is not None and chosen.choice is Choice.EXPLICIT
-    if not (is_chosen and explicit and candidate.excluded is not None):
-        honoured = None
+    explicit = is_chosen and chosen is not None and chosen.choice is Choice.EXPLICIT
+    note = None
+    if explicit and (status is None or candidate.excluded is None):
+        note = f"automatic selection: {candidate.excluded or f'priority {candidate.priority}'}"
+    elif explicit:
+        joined = "and" if status == DENIED else "but"
+        note = f"automatic selection would exclude it ({candidate.excluded}), {joined} {status}"
     return {
         "name": candidate.name,
         "priority": candidate.priority,
         "excluded": candidate.excluded,
         "chosen": is_chosen,
-        "honoured": honoured,
+        "note": note,
         "rules": [
             {"condition": r.condition, "priority": r.priority, "result": r.result, "error": r.error}
             for r in candidate.rules
@@ -174,7 +181,7 @@ def _print_explanation(result: Mapping[str, Any], out: TextIO) -> None:
         heading = " (automatic selection, for comparison: the provider is set)" if explicit else ""
         print(f"  candidates{heading}:", file=out)
     for candidate in result["candidates"]:
-        print(f"    {candidate['name']:<10} {_state(candidate, explicit=explicit)}", file=out)
+        print(f"    {candidate['name']:<10} {_state(candidate)}", file=out)
         for rule in candidate["rules"]:
             shown = {True: "true", False: "false"}.get(rule["result"], "error")
             error = f"  ({rule['error']})" if rule["error"] else ""
@@ -183,19 +190,10 @@ def _print_explanation(result: Mapping[str, Any], out: TextIO) -> None:
         print(f"  warning:   {warning}", file=out)
 
 
-def _state(candidate: Mapping[str, Any], *, explicit: bool) -> str:
+def _state(candidate: Mapping[str, Any]) -> str:
     """What a candidate line says after the name."""
-    ranked = (
-        f"excluded: {candidate['excluded']}"
-        if candidate["excluded"]
-        else f"priority {candidate['priority']}"
-    )
-    if not (candidate["chosen"] and explicit):
-        return ranked
-    if candidate["excluded"] is None:
-        return f"chosen (explicit); automatic selection: {ranked}"
-    why = candidate["honoured"] or DENIED
-    return (
-        f"chosen (explicit); automatic selection would exclude it "
-        f"({candidate['excluded']}), {'but ' + why if candidate['honoured'] else 'and ' + why}"
-    )
+    if candidate["note"] is not None:
+        return f"chosen (explicit); {candidate['note']}"
+    if candidate["excluded"]:
+        return f"excluded: {candidate['excluded']}"
+    return f"priority {candidate['priority']}"

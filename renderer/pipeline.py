@@ -25,7 +25,7 @@ from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import Document, read_documents
 from renderer.digests import canonical, digest, files_digest, inputs_digest, runway_fingerprint
-from renderer.gitops import GitError, Repo
+from renderer.gitops import GitError, Identity, Repo
 from renderer.incremental import Rendered, render_incremental
 from renderer.ownership import (
     DEFAULT_MAX_REMOVALS,
@@ -68,6 +68,7 @@ class RenderSettings:
     gateway: GatewayTarget | None = None  # the Gateway HTTPRoutes attach to (and --istio)
     full: bool = False  # render every ModelDeployment, ignoring the render cache
     max_removals: int = DEFAULT_MAX_REMOVALS
+    author: Identity | None = None  # the commits' author (default: the repository's user)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,9 @@ class RenderReport:
     removals: Removals
     reused: int  # results taken from the last render (unchanged since)
     committed: str | None = None  # the commit made, if any
+    # With `check`: the tree rendered in memory (path -> text) and, as its `current`, the tree
+    # on disk, so that the caller can show what would change (`runway render --diff`).
+    tree: Tree | None = None
 
     @property
     def failed(self) -> bool:
@@ -146,7 +150,7 @@ def _prepare(
     schema_digest, load_schemas = _schema_source(settings, cluster_crds)
     shared = _shared_inputs(fingerprint, configs, schema_digest, pins, settings.gateway)
     subdir = _checked_path(settings.path)
-    repo = Repo.open_or_init(settings.repo)
+    repo = Repo.open_or_init(settings.repo, author=settings.author)
     ownership = Ownership(
         origins_of(docs, repo.work),
         roots_of(settings.sources, repo.work),
@@ -239,7 +243,7 @@ def _store(job: _Job, done: Rendered, current: Mapping[str, str]) -> int:
 def _report(done: Rendered, current: Mapping[str, str], *, committed: str | None) -> RenderReport:
     changes = _changes(current, done.files)
     reused = len(done.results) - done.rendered
-    return RenderReport(done.results, changes, done.removals, reused, committed)
+    return RenderReport(done.results, changes, done.removals, reused, committed, done.files)
 
 
 def _checked_path(value: str) -> str:

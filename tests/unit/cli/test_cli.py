@@ -187,7 +187,7 @@ def test_explain_examples_json_has_the_documented_shape(capsys: pytest.CaptureFi
         assert set(result["engine"]) == {"type", "reason", "explicit"}
         assert set(result["provider"]) == {"name", "reason", "explicit"}
         for candidate in result["candidates"]:
-            assert set(candidate) == {"name", "priority", "excluded", "chosen", "honoured", "rules"}
+            assert set(candidate) == {"name", "priority", "excluded", "chosen", "note", "rules"}
             assert candidate["chosen"] == (candidate["name"] == result["provider"]["name"])
             for rule in candidate["rules"]:
                 assert set(rule) == {"condition", "priority", "result", "error"}
