@@ -472,3 +472,16 @@ def test_cluster_flags_before_a_command_that_has_no_use_for_them_are_refused(
     argv: list[str], flag: str, prog: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(capsys, *argv) == (Exit.USAGE, "", f"runway: {flag}: `{prog}` has no use for it\n")
+
+
+def test_gateway_plan_reads_standard_input(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = sorted((EXAMPLES / "gateway").glob("*.yaml"))
+    stdin(monkeypatch, "---\n".join(path.read_text() for path in files))
+
+    piped = run(capsys, "gateway-plan", "-", "-o", "json")
+    named = run(capsys, "gateway-plan", *map(str, files), "-o", "json")
+
+    assert piped == named
+    assert piped[0] == Exit.PARTIAL  # the worked example's clash
