@@ -154,29 +154,26 @@ def test_diff_is_coloured_only_on_a_terminal_without_no_color(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    argv = ["render", str(tmp_path / "models"), "--repo", str(rendered), "--diff"]
     if terminal:
         leader, follower = os.openpty()  # a real terminal device, so isatty() is the real answer
-        out = os.fdopen(follower, "w", encoding="utf-8")
-        reader = os.fdopen(leader, "rb", buffering=0)
+        with os.fdopen(follower, "w", encoding="utf-8") as out, os.fdopen(leader, "rb", 0) as tty:
+            monkeypatch.setattr("sys.stdout", out)
+            code = main(argv, env=env)
+            out.flush()
+            text = _drain(tty)
     else:
-        out = io.StringIO()
-    monkeypatch.setattr("sys.stdout", out)
-
-    code = main(["render", str(tmp_path / "models"), "--repo", str(rendered), "--diff"], env=env)
-    out.flush()
-    if terminal:
-        text = _drain(reader)
-        out.close()
-        reader.close()
-    else:
-        text = out.getvalue()  # type: ignore[attr-defined]  # io.StringIO
+        piped = io.StringIO()
+        monkeypatch.setattr("sys.stdout", piped)
+        code = main(argv, env=env)
+        text = piped.getvalue()
 
     assert code == Exit.PARTIAL
     assert ("\033[31m-        - '64'\033[0m" in text) is coloured
     assert ("-        - '64'" in text.replace("\r\n", "\n")) is True
 
 
-def _drain(reader: io.RawIOBase) -> str:
+def _drain(reader: io.BufferedReader | io.FileIO) -> str:
     """What was written to the terminal so far (the writer has flushed)."""
     chunks = []
     while select.select([reader], [], [], 0)[0]:
