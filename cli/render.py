@@ -177,9 +177,8 @@ def run_render(args: argparse.Namespace) -> int:
         # renderer.apply imports the kubernetes client (0.8 s): only when the cluster is asked
         cluster_crds = importlib.import_module("renderer.apply").cluster_crds
         reader = functools.partial(cluster_crds, context=getattr(args, CONTEXT, None))
-    report = pipeline.run_render(
-        settings, cluster_crds=reader, progress=_progress if sys.stderr.isatty() else None
-    )
+    progress = Progress(sys.stderr) if sys.stderr.isatty() else None
+    report = pipeline.run_render(settings, cluster_crds=reader, progress=progress)
     if args.diff and report.tree is not None:
         subdir = settings.path.strip("/")
         lines = tree_diff(report.changes, report.tree.current, report.tree, subdir)
@@ -204,8 +203,22 @@ def _author(name: str | None, email: str | None) -> Identity | None:
     return Identity(name, email)
 
 
-def _progress(count: int) -> None:
-    print(f"rendering {count} ModelDeployments ...", file=sys.stderr)
+class Progress:
+    """`rendering 120/10000 ModelDeployments` on a terminal, rewritten in place about every
+    hundredth of the way, ending its line when the pass is done (a pass with nothing to render
+    says nothing)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.shown = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if done < total and done - self.shown < max(1, total // 100):
+            return
+        self.shown = 0 if done == total else done
+        end = "\n" if done == total else ""
+        self.out.write(f"\rrendering {done}/{total} ModelDeployments{end}")
+        self.out.flush()
 
 
 def _gateway(value: str | None, *, istio: bool) -> GatewayTarget | None:

@@ -112,18 +112,18 @@ class _Job:
     ownership: Ownership
     context: Callable[[], RenderContext]
     cache_path: Path
-    progress: Callable[[int], None] | None
+    progress: Callable[[int, int], None] | None
 
 
 def run_render(
     settings: RenderSettings,
     *,
     cluster_crds: ClusterCrds | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RenderReport:
     """One render (see the module's text). `cluster_crds` reads the cluster's CRDs (needed with
-    `settings.crds_from_cluster`); `progress` is told how many ModelDeployments each pass
-    considers, before it renders."""
+    `settings.crds_from_cluster`); `progress` is told (rendered so far, to render) as each pass
+    renders the ModelDeployments whose inputs changed (never when none did)."""
     try:
         job = _prepare(settings, cluster_crds, progress)
         if settings.check:
@@ -138,7 +138,7 @@ def run_render(
 def _prepare(
     settings: RenderSettings,
     cluster_crds: ClusterCrds | None,
-    progress: Callable[[int], None] | None,
+    progress: Callable[[int, int], None] | None,
 ) -> _Job:
     fingerprint = runway_fingerprint()
     git_dir = Path(settings.repo) / ".git"
@@ -217,8 +217,6 @@ def _cache(job: _Job) -> RenderCache | None:
 def _render(job: _Job, cache: RenderCache | None) -> tuple[Rendered, Mapping[str, str]]:
     """One pass against the tree on disk now; `cache` None renders everything (--full)."""
     current = job.repo.scan(job.subdir)
-    if job.progress is not None:
-        job.progress(sum(1 for o in job.objects if o.get("kind") == MODEL_DEPLOYMENT))
     done = render_incremental(
         job.objects,
         current=current,
@@ -228,6 +226,7 @@ def _render(job: _Job, cache: RenderCache | None) -> tuple[Rendered, Mapping[str
         digests=job.parsed.digests,
         stats=None if job.settings.full else current.stats,  # --full: compared by content
         ownership=job.ownership,
+        progress=job.progress,
     )
     return done, current
 

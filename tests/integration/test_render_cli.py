@@ -18,6 +18,7 @@ import yaml
 
 from cli.exits import Exit
 from cli.main import main
+from cli.render import Progress
 from tests.conftest import EXAMPLES
 
 SOURCE = "vllm-direct-explicit.yaml"  # Direct vLLM: a Deployment and a Service
@@ -301,3 +302,46 @@ def test_yaml_report_is_the_json_report(
 
     assert as_json[0] == as_yaml[0] == Exit.PARTIAL
     assert yaml.safe_load(as_yaml[1]) == json.loads(as_json[1])
+
+
+def _sources(folder: Path, count: int) -> Path:
+    folder.mkdir()
+    base = yaml.safe_load((EXAMPLES / SOURCE).read_text())
+    for i in range(count):
+        obj = base | {"metadata": {"name": f"phi-{i}", "namespace": "models"}}
+        (folder / f"phi-{i}.yaml").write_text(yaml.safe_dump(obj))
+    return folder
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "pipe"])
+def test_progress_is_shown_on_a_terminal_only(
+    terminal: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_git: None
+) -> None:
+    sources = str(_sources(tmp_path / "models", 3))
+    argv = ["render", sources, "--repo", str(tmp_path / "gitops")]
+    leader, follower = os.openpty()
+    with os.fdopen(follower, "w", encoding="utf-8") as tty, os.fdopen(leader, "rb", 0) as reader:
+        monkeypatch.setattr("sys.stderr", tty if terminal else io.StringIO())
+        monkeypatch.setattr("sys.stdout", io.StringIO())
+        first = main(argv, env={})
+        tty.flush()
+        shown = _drain(reader)
+        again = main(argv, env={})  # nothing changed: nothing to render, nothing shown
+        tty.flush()
+        shown_again = _drain(reader)
+
+    assert (first, again) == (Exit.OK, Exit.OK)
+    expected = "".join(f"\rrendering {i}/3 ModelDeployments" for i in (1, 2, 3)) + "\r\n"
+    assert (shown, shown_again) == ((expected if terminal else ""), "")
+
+
+def test_progress_is_rewritten_about_every_hundredth() -> None:
+    out = io.StringIO()
+    progress = Progress(out)
+
+    for done in range(1, 251):
+        progress(done, 250)
+
+    assert out.getvalue() == (
+        "".join(f"\rrendering {i}/250 ModelDeployments" for i in range(2, 251, 2)) + "\n"
+    )
