@@ -179,11 +179,16 @@ def run_render(args: argparse.Namespace) -> int:
         reader = functools.partial(cluster_crds, context=getattr(args, CONTEXT, None))
     progress = Progress(sys.stderr) if sys.stderr.isatty() else None
     report = pipeline.run_render(settings, cluster_crds=reader, progress=progress)
+    subdir = settings.path.strip("/")
     if args.diff and report.tree is not None:
-        subdir = settings.path.strip("/")
         lines = tree_diff(report.changes, report.tree.current, report.tree, subdir)
         write_diff(lines, sys.stdout, colour=wants_colour(sys.stdout, args.env))
-    _report(report, args.output, sys.stderr if args.diff else sys.stdout, listed=check)
+    _report(
+        report,
+        args.output,
+        sys.stderr if args.diff else sys.stdout,
+        listed=subdir if check else None,
+    )
     if settings.check:  # as kubectl diff: 0 no differences, 1 differences, above 1 an error
         if report.failed:
             return Exit.CHECK_REJECTED
@@ -230,8 +235,9 @@ def _gateway(value: str | None, *, istio: bool) -> GatewayTarget | None:
     return GatewayTarget(name, namespace, istio)
 
 
-def _report(report: RenderReport, output: str, out: TextIO, *, listed: bool) -> None:
-    """The report: as JSON or YAML, or as text (with `listed`, each file that changes)."""
+def _report(report: RenderReport, output: str, out: TextIO, *, listed: str | None) -> None:
+    """The report: as JSON or YAML, or as text (with `listed`, the output folder, each file
+    that changes, by its path in the repository)."""
     if output != "text":
         payload = _payload(report)
         if output == "json":
@@ -250,10 +256,10 @@ def _report(report: RenderReport, output: str, out: TextIO, *, listed: bool) -> 
     _report_removals(report, out)
     for kind, origin in report.schema_sources.items():
         print(f"schema {kind}: {origin}", file=out)
-    if listed:
+    if listed is not None:
         for what, paths in report.changes.items():
             for path in paths:
-                print(f"{what}: {path}", file=out)
+                print(f"{what}: {listed}/{path}", file=out)
     failed = sum(1 for r in results if r.error is not None)
     summary = ", ".join(f"{len(v)} {k}" for k, v in report.changes.items())
     committed = report.committed

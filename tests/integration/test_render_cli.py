@@ -84,7 +84,7 @@ def test_check_lists_the_files_that_would_change(
         "models/phi-direct: rendered: vllm on vllm, 4 files",
         "schema apps/v1 Deployment: Kubernetes 1.37 (kubernetes-validate)",
         "schema v1 Service: Kubernetes 1.37 (kubernetes-validate)",
-        *(f"changed: {path}" for path in FILES),
+        *(f"changed: rendered/{path}" for path in FILES),
         "1 rendered, 0 failed (0 unchanged since the last render); files: 0 added, 2 changed, 0 removed",
     ]
 
