@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.exits import Exit
+from cli.options import CONTEXT, add_context, no_stdin
 from core.fields.errors import SourceError
 from kubeio.client import api_client
 from renderer.apply import apply_tree, summary
@@ -21,17 +22,29 @@ def add_commands(commands: Any) -> None:
         description="Exit status: 0 everything applied; 1 something was refused (IncompatibleUpstream is recorded "
         "in the ModelDeployment's status); 4 the API server could not be reached.",
     )
-    apply.add_argument("path", metavar="PATH", help="the rendered tree (e.g. REPO/rendered)")
+    tree = apply.add_mutually_exclusive_group(required=True)
+    tree.add_argument(
+        "path", nargs="?", metavar="PATH", help="the rendered tree (e.g. REPO/rendered)"
+    )
+    tree.add_argument(
+        "-f", "--filename", dest="tree", metavar="DIR", help="the rendered tree, as PATH"
+    )
     apply.add_argument("--kubeconfig", metavar="FILE")
+    add_context(apply)
     apply.add_argument("--field-manager", default="runway")
     apply.set_defaults(run=run_apply)
 
 
 def run_apply(args: argparse.Namespace) -> int:
-    root = Path(args.path)
+    given = args.path or args.tree
+    no_stdin(
+        [given],
+        "apply reads a rendered tree (a directory that `runway render` wrote), not a stream",
+    )
+    root = Path(given)
     if not root.is_dir():
-        raise SourceError(args.path, "not a rendered tree (no such directory)")
-    with api_client(args.kubeconfig) as client:
+        raise SourceError(given, "not a rendered tree (no such directory)")
+    with api_client(args.kubeconfig, context=getattr(args, CONTEXT, None)) as client:
         results = apply_tree(
             client, root, field_manager=args.field_manager, now=dt.datetime.now(dt.UTC)
         )

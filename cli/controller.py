@@ -5,15 +5,16 @@ run only while this replica holds the Lease; stop on SIGTERM or SIGINT."""
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import os
 import signal
 import socket
 import threading
 from typing import Any
 
+from cli.about import runway_version
 from cli.exits import Exit
 from cli.gateway import add_sync_arguments, print_report, sync_settings
+from cli.options import CONTEXT, NAMESPACE, add_context, add_namespace
 from controller.classify import ProbeSettings
 from controller.lease import LeaseSettings
 from controller.observe import ObserveSettings
@@ -34,7 +35,8 @@ def add_commands(commands: Any) -> None:
         ),
     )
     sub.add_argument("--kubeconfig", help="a kubeconfig (default: in a pod its service account)")
-    sub.add_argument("--namespace", help="watch one namespace (default: every namespace)")
+    add_context(sub)
+    add_namespace(sub, "watch one namespace (default: every namespace)")
     sub.add_argument(
         "--lease-namespace",
         default=os.environ.get("POD_NAMESPACE", "runway-system"),
@@ -97,13 +99,6 @@ def add_commands(commands: Any) -> None:
     sub.set_defaults(run=run_controller)
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("runway")
-    except importlib.metadata.PackageNotFoundError:
-        return "dev"
-
-
 def run_controller(args: argparse.Namespace) -> Exit:
     if not 0 < args.renew_seconds < args.lease_seconds:
         print("runway: --renew-seconds must be positive and less than --lease-seconds")
@@ -122,7 +117,7 @@ def run_controller(args: argparse.Namespace) -> Exit:
             args.lease_seconds,
             args.renew_seconds,
         ),
-        observe=ObserveSettings(args.namespace, args.gateway_url or ""),
+        observe=ObserveSettings(getattr(args, NAMESPACE, None), args.gateway_url or ""),
         probe_host=args.probe_address,
         probe_port=args.probe_port,
         resync_seconds=args.resync_seconds,
@@ -130,7 +125,7 @@ def run_controller(args: argparse.Namespace) -> Exit:
         dry_runs=ProbeSettings(
             grace=args.dry_run_grace, every=args.dry_run_every, per_minute=args.dry_runs_per_minute
         ),
-        version=f"runway {_version()}",
+        version=f"runway {runway_version()}",
     )
     sync = (
         sync_settings(args, os.environ, interval=args.gateway_interval)
@@ -145,7 +140,7 @@ def run_controller(args: argparse.Namespace) -> Exit:
 
     signal.signal(signal.SIGTERM, stopping)
     signal.signal(signal.SIGINT, stopping)
-    api = api_client(args.kubeconfig)
+    api = api_client(args.kubeconfig, context=getattr(args, CONTEXT, None))
     try:
         running = run(api, settings, stop, on_gateway_change=wake.set if sync else None)
         if sync is not None:  # the Lease covers both: only the leader registers in LiteLLM

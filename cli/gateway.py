@@ -7,7 +7,6 @@ outcomes."""
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import signal
@@ -18,8 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from cli.exits import Exit
+from cli.options import (
+    CONTEXT,
+    add_context,
+    add_inputs,
+    add_output,
+    destinations,
+    inputs,
+    write_structured,
+)
 from core.fields.errors import SourceError
-from core.model.destinations import Destinations
 from core.model.urls import url_problem
 from gateway.merge import Owner, Plan
 from gateway.run import (
@@ -47,9 +54,9 @@ def add_commands(commands: Any) -> None:
         "No cluster, no LiteLLM. Exit status: 0 no conflict; 1 a servedName is ambiguous or an "
         "object is invalid; 2 unusable input.",
     )
-    plan_cmd.add_argument("sources", nargs="+", metavar="SOURCE", help="files or directories")
+    add_inputs(plan_cmd, "ModelDeployments, ExternalModelProviders and Secrets")
     _common(plan_cmd)
-    plan_cmd.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    add_output(plan_cmd)
     plan_cmd.set_defaults(run=run_plan)
 
     sync = commands.add_parser(
@@ -64,20 +71,22 @@ def add_commands(commands: Any) -> None:
     )
     sync.add_argument("--litellm-url", required=True, metavar="URL", help="LiteLLM proxy root")
     sync.add_argument("--kubeconfig", metavar="FILE", help="default: in-cluster, else ~/.kube")
+    add_context(sync)
     add_sync_arguments(sync)
     sync.add_argument(
+        "-f",
         "--from",
         dest="sources",
         action="append",
         metavar="SOURCE",
-        help="files instead of a cluster",
+        help="files or directories instead of a cluster (repeatable)",
     )
     sync.add_argument("--secrets-dir", metavar="DIR", help="Secret manifests, with --from")
     sync.add_argument("--once", action="store_true", help="one pass, then exit (CI, cron)")
     sync.add_argument(
         "--interval", type=float, default=30.0, metavar="SECONDS", help="between passes (30)"
     )
-    sync.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    add_output(sync)
     sync.set_defaults(run=run_sync)
 
 
@@ -121,18 +130,11 @@ def _gateway_url(value: str | None) -> str | None:
     return value
 
 
-def _destinations(values: Sequence[str]) -> Destinations:
-    try:
-        return Destinations.parse(values)
-    except ValueError as err:
-        raise SourceError("--allow-destination", str(err)) from None
-
-
 def _planning(args: argparse.Namespace) -> PlanSettings:
     return PlanSettings(
         providers=tuple(args.providers or ()),
         gateway_url=_gateway_url(args.gateway_url),
-        destinations=_destinations(args.allow_destination),
+        destinations=destinations(args.allow_destination),
     )
 
 
@@ -186,15 +188,15 @@ def _plan_exit(result: Plan) -> Exit:
 
 
 def run_plan(args: argparse.Namespace) -> Exit:
-    result = plan_sources(args.sources, _planning(args))
+    result = plan_sources(inputs(args), _planning(args), stdin=sys.stdin)
     for c in result.conflicts:
         log.warning(
             "gateway-plan conflict served=%s claimants=%s",
             c.served_name,
             ",".join(str(o) for o in c.claimants),
         )
-    if args.output == "json":
-        print(json.dumps(plan_json(result), indent=2, sort_keys=True))
+    if args.output != "text":
+        write_structured(plan_json(result), args.output, sys.stdout)
     else:
         _print_plan(result)
     return _plan_exit(result)
@@ -248,8 +250,8 @@ def _litellm_url(value: str) -> str:
 
 
 def _print_report(report: SyncReport, output: str) -> None:
-    if output == "json":
-        print(json.dumps(_results_json(report.results, report.plan), indent=2, sort_keys=True))
+    if output != "text":
+        write_structured(_results_json(report.results, report.plan), output, sys.stdout)
     else:
         _print_results(report.results, report.plan)
     sys.stdout.flush()
@@ -275,6 +277,7 @@ def sync_settings(
         sources=tuple(getattr(args, "sources", None) or ()),
         secrets_dir=getattr(args, "secrets_dir", None),
         kubeconfig=args.kubeconfig,
+        context=getattr(args, CONTEXT, None),
         confirm_timeout=args.confirm_timeout,
         interval=interval,
     )

@@ -1,79 +1,114 @@
-"""`runway explain` and `runway validate`: the admission pipeline, offline, on YAML files."""
+"""`runway validate`: the webhook's admission, offline, on manifests, for every kind the webhook
+admits (ModelDeployment, InferenceProviderConfig, ExternalModelProvider); any other kind is
+skipped with a note, as kubeconform's -skip does, and allowed, as the webhook allows it. Also
+the helpers `explain` shares (reading manifests, the provider registry, the per-object guard)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TextIO
 
 from cli.exits import Exit
-from core.admission.hydrate import Hydration, hydrate
+from cli.options import (
+    add_inputs,
+    add_namespace,
+    add_output,
+    destinations,
+    read_inputs,
+    write_structured,
+)
+from core.admission.configs import check_external_provider, check_provider_config
+from core.admission.hydrate import hydrate
 from core.admission.pipeline import Admission, admit, patch_of
 from core.fields.errors import FieldError, SourceError
-from core.model.kinds import API_VERSION, MODEL_DEPLOYMENT, ModelDeployment
-from core.selection.choice import CandidateTrace, Decision, rank_providers, trace_warnings
+from core.model.destinations import Destinations
+from core.model.kinds import (
+    EMP_GROUP,
+    EXTERNAL_MODEL_PROVIDER,
+    GROUP,
+    INFERENCE_PROVIDER_CONFIG,
+    MODEL_DEPLOYMENT,
+    ModelDeployment,
+    dig,
+)
 from core.selection.configs import ProviderRegistry
 from kubeio.guard import per_object
 from kubeio.objects import DEFAULT_NAMESPACE, object_key
 from kubeio.registry import load_registry
-from kubeio.sources import Document, read_documents
+from kubeio.sources import Document, group_of, read_documents
 
 log = logging.getLogger(__name__)
 
+# The kinds the webhook admits (webhook/handlers.py), by API group and kind; the other two are
+# cluster-scoped or namespaced as their CRDs say (core/schema/crds.py).
+MD = (GROUP, MODEL_DEPLOYMENT)
+IPC = (GROUP, INFERENCE_PROVIDER_CONFIG)
+EMP = (EMP_GROUP, EXTERNAL_MODEL_PROVIDER)
+ADMITTED = (MD, IPC, EMP)
+NAMESPACED = (MD, EMP)
+SKIPPED = "not a kind Runway admits"
+NAMESPACE_HELP = (
+    "the namespace of ModelDeployments and ExternalModelProviders without one (as kubectl apply -n)"
+)
+
 
 def add_commands(commands: Any) -> None:
-    explain = commands.add_parser(
-        "explain",
-        help="show how the engine and provider are selected for each ModelDeployment",
-        description="For every ModelDeployment in FILEs, the engine and provider selection with "
-        "every candidate provider and every rule result.",
-    )
-    _common(explain)
-    explain.set_defaults(run=run_explain)
     validate = commands.add_parser(
         "validate",
         help="run admission (mutate, then validate) offline, exactly as the webhook does",
-        description="Exit status: 0 every object allowed, 1 any denied, 2 unusable input.",
+        description="Admission as the webhook runs it, for ModelDeployments, "
+        "InferenceProviderConfigs and ExternalModelProviders; other kinds are skipped (and "
+        "allowed, as the webhook allows them). Exit status: 0 every object allowed or skipped, "
+        "1 any denied, 2 unusable input.",
     )
-    _common(validate)
+    add_common(validate, "manifests")
     validate.add_argument(
         "--old",
         action="append",
         default=[],
         metavar="FILE",
-        help="previous versions of the objects (matched by namespace/name): exercises UPDATE rules",
+        help="previous versions of the objects (matched by kind, namespace and name): "
+        "exercises UPDATE rules",
+    )
+    validate.add_argument(
+        "--allow-destination",
+        action="append",
+        default=[],
+        metavar="HOST|CIDR",
+        help="an internal host or network an ExternalModelProvider base URL may name, as "
+        "`serve --allow-destination` (repeatable)",
     )
     validate.set_defaults(run=run_validate)
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "files", nargs="+", metavar="FILE", help="YAML files or directories of ModelDeployments"
-    )
+def add_common(parser: argparse.ArgumentParser, what: str) -> None:
+    add_inputs(parser, what)
     parser.add_argument(
         "--providers",
         action="append",
         metavar="DIR",
         help="InferenceProviderConfig YAML files or directories (default: the five shipped configs)",
     )
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    add_output(parser)
+    add_namespace(parser, NAMESPACE_HELP)
 
 
-def model_deployments(paths: Sequence[str]) -> list[Document]:
-    """The ModelDeployments in the files; any other kind is unusable input."""
-    docs = read_documents(paths)
-    for doc in docs:
-        if doc.obj.get("apiVersion") != API_VERSION or doc.obj.get("kind") != MODEL_DEPLOYMENT:
-            raise SourceError(doc.where, f"{doc.kind} is not a {API_VERSION} {MODEL_DEPLOYMENT}")
+def kind_of(obj: Mapping[str, Any]) -> tuple[str | None, Any]:
+    return group_of(obj.get("apiVersion")), obj.get("kind")
+
+
+def documents(args: argparse.Namespace, stdin: TextIO | None) -> list[Document]:
+    """The manifests' documents (-n applied); none at all is unusable input."""
+    docs = read_inputs(args, NAMESPACED, stdin=stdin)
     if not docs:
-        raise SourceError(", ".join(paths), "no ModelDeployment objects found")
+        raise SourceError(", ".join([*args.files, *args.filenames]), "no objects found")
     return docs
 
 
-def _registry(args: argparse.Namespace) -> ProviderRegistry:
+def registry_of(args: argparse.Namespace) -> ProviderRegistry:
     registry = load_registry(args.providers)
     for problem in registry.problems:
         print(f"runway: warning: {problem}", file=sys.stderr)
@@ -85,219 +120,192 @@ def key_of(obj: Mapping[str, Any]) -> str:
     return object_key(md.namespace, md.name)
 
 
-# -- explain ---------------------------------------------------------------------------------
-
-
-def run_explain(args: argparse.Namespace) -> int:
-    docs = model_deployments(args.files)
-    registry = _registry(args)
-    results = [guarded(explain_one, doc.obj, registry) for doc in docs]
-    if args.output == "json":
-        _dump_json(results, sys.stdout)
-    else:
-        for result in results:
-            _print_explanation(result, sys.stdout)
-    return Exit.OK
-
-
-def explain_one(obj: Mapping[str, Any], *, registry: ProviderRegistry) -> dict[str, Any]:
-    """The selection trace of one object, in the documented `explain -o json` shape."""
-    md = ModelDeployment(obj)
-    hydration = hydrate(obj, registry=registry)
-    candidates: tuple[CandidateTrace, ...] = ()
-    if hydration.engine is not None:
-        # Admission stops at the winning rule; the trace evaluates every rule of every candidate.
-        hydrated = ModelDeployment(hydration.obj)
-        candidates = rank_providers(_as_selection_saw(hydration), hydrated, registry)
-    warnings = list(hydration.warnings)
-    warnings += [w for w in trace_warnings(candidates) if w not in warnings]
-    return {
-        "name": md.name,
-        "namespace": md.namespace or DEFAULT_NAMESPACE,
-        "engine": _decision(hydration.engine, "type"),
-        "provider": _decision(hydration.provider, "name"),
-        "candidates": [_candidate(c) for c in candidates],
-        "error": "; ".join(str(e) for e in hydration.errors) or None,
-        "warnings": warnings,
-    }
-
-
-def _as_selection_saw(hydration: Hydration) -> dict[str, Any]:
-    """The spec rules were evaluated against: without the provider Runway itself stamped."""
-    spec = dict(hydration.obj["spec"])
-    provider = spec.get("provider")
-    auto = hydration.provider is not None and hydration.provider.choice == "auto"
-    if auto and isinstance(provider, dict):
-        spec["provider"] = {k: v for k, v in provider.items() if k != "name"}
-        if not spec["provider"]:
-            del spec["provider"]
-    return spec
-
-
-def _decision(decision: Decision | None, key: str) -> dict[str, Any]:
-    if decision is None:
-        return {key: None, "reason": None, "explicit": None}
-    return {
-        key: decision.value,
-        "reason": decision.reason,
-        "explicit": decision.choice == "explicit",
-    }
-
-
-def _candidate(candidate: CandidateTrace) -> dict[str, Any]:
-    return {
-        "name": candidate.name,
-        "priority": candidate.priority,
-        "excluded": candidate.excluded,
-        "rules": [
-            {"condition": r.condition, "priority": r.priority, "result": r.result, "error": r.error}
-            for r in candidate.rules
-        ],
-    }
-
-
-def _print_explanation(result: Mapping[str, Any], out: TextIO) -> None:
-    print(f"{result['namespace']}/{result['name']}", file=out)
-    for what, key in (("engine", "type"), ("provider", "name")):
-        decision = result[what]
-        if decision[key] is not None:
-            how = "explicit" if decision["explicit"] else "auto"
-            print(f"  {what + ':':<10} {decision[key]} ({how}) {decision['reason']}", file=out)
-    if result["error"]:
-        print(f"  error:     {result['error']}", file=out)
-    if result["candidates"]:
-        print("  candidates:", file=out)
-    for candidate in result["candidates"]:
-        state = (
-            f"excluded: {candidate['excluded']}"
-            if candidate["excluded"]
-            else f"priority {candidate['priority']}"
-        )
-        print(f"    {candidate['name']:<10} {state}", file=out)
-        for rule in candidate["rules"]:
-            shown = {True: "true", False: "false"}.get(rule["result"], "error")
-            error = f"  ({rule['error']})" if rule["error"] else ""
-            print(f"      [{shown:<5}] p{rule['priority']:<4} {rule['condition']}{error}", file=out)
-    for warning in result["warnings"]:
-        print(f"  warning:   {warning}", file=out)
-
-
-# -- validate --------------------------------------------------------------------------------
-
-
-def run_validate(args: argparse.Namespace) -> int:
-    docs = model_deployments(args.files)
-    registry = _registry(args)
-    stored = _stored_versions(args.old, registry)
-    results = [
-        guarded(validate_one, doc.obj, registry, old=stored.get(key_of(doc.obj))) for doc in docs
-    ]
-    if args.output == "json":
-        _dump_json(results, sys.stdout)
-    else:
-        for result in results:
-            _print_verdict(result, sys.stdout)
-        denied = sum(1 for r in results if not r["allowed"])
-        print(f"{len(results) - denied} allowed, {denied} denied", file=sys.stdout)
-    return Exit.OK if all(r["allowed"] for r in results) else Exit.PARTIAL
-
-
-def _stored_versions(paths: Sequence[str], registry: ProviderRegistry) -> dict[str, dict[str, Any]]:
-    """The --old objects as the cluster stored them: after their own mutation at CREATE."""
-    if not paths:
-        return {}
-    stored: dict[str, dict[str, Any]] = {}
-    for doc in model_deployments(paths):
-        hydration = hydrate(doc.obj, registry=registry)
-        stored[key_of(doc.obj)] = doc.obj if hydration.errors else hydration.obj
-    return stored
+def name_of(obj: Mapping[str, Any]) -> str:
+    """metadata.name, as text even when it is not a string (the check says what is wrong)."""
+    found = dig(obj, "metadata", "name")
+    return found if isinstance(found, str) else str(found)
 
 
 def guarded(
     check: Callable[..., dict[str, Any]],
     obj: Mapping[str, Any],
     registry: ProviderRegistry,
+    failed: Callable[[str], dict[str, Any]],
     **kwargs: Any,
 ) -> dict[str, Any]:
     """`check` for one object, where any exception at all is that object's one error (the
-    traceback goes to the debug log, -vv): one object never takes down the others."""
-    md = ModelDeployment(obj)
-    name = md.name if isinstance(md.name, str) else str(md.name)
-    return per_object(
-        object_key(md.namespace, name),
-        "checked",
-        lambda: check(obj, registry=registry, **kwargs),
-        lambda detail: _failed(check, obj, name, md.namespace, detail, kwargs),
-        log,
-    )
+    traceback goes to the debug log, -vv), in the shape `failed(detail)` builds: one object
+    never takes down the others."""
+    key = object_key(ModelDeployment(obj).namespace, name_of(obj))
+    return per_object(key, "checked", lambda: check(obj, registry=registry, **kwargs), failed, log)
 
 
-def _failed(  # noqa: PLR0917
-    check: Callable[..., dict[str, Any]],
-    obj: Mapping[str, Any],
-    name: str,
-    namespace: str,
-    detail: str,
-    kwargs: Mapping[str, Any],
+# -- validate --------------------------------------------------------------------------------
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    docs = documents(args, sys.stdin)
+    registry = registry_of(args)
+    allowed = destinations(args.allow_destination)
+    stored = _stored_versions(args, registry)
+    results = [_validate_doc(doc, registry, stored, allowed) for doc in docs]
+    if args.output != "text":
+        write_structured(results, args.output, sys.stdout)
+    else:
+        for result in results:
+            _printverdict(result, sys.stdout)
+        print(_summary(results), file=sys.stdout)
+    return Exit.OK if all(r["allowed"] for r in results) else Exit.PARTIAL
+
+
+def _summary(results: Sequence[Mapping[str, Any]]) -> str:
+    skipped = sum(1 for r in results if r["skipped"])
+    denied = sum(1 for r in results if not r["allowed"])
+    text = f"{len(results) - denied - skipped} allowed, {denied} denied"
+    return text + (f", {skipped} skipped" if skipped else "")
+
+
+def _stored_key(obj: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (*kind_of(obj), key_of(obj))
+
+
+def _stored_versions(
+    args: argparse.Namespace, registry: ProviderRegistry
+) -> dict[tuple[Any, ...], Mapping[str, Any]]:
+    """The --old objects as the cluster stored them: a ModelDeployment after its own mutation
+    at CREATE, an ExternalModelProvider as it is."""
+    if not args.old:
+        return {}
+    stored: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+    docs = read_documents(args.old)
+    for doc in docs:
+        obj = doc.obj
+        if kind_of(obj) == MD:
+            hydration = hydrate(obj, registry=registry)
+            obj = obj if hydration.errors else hydration.obj
+        stored[_stored_key(obj)] = obj
+    return stored
+
+
+def _validate_doc(
+    doc: Document,
+    registry: ProviderRegistry,
+    stored: Mapping[tuple[Any, ...], Mapping[str, Any]],
+    allowed: Destinations,
 ) -> dict[str, Any]:
-    """The one error of an object whose check raised, in the shape `check` answers in."""
-    base = {"name": name, "namespace": namespace or DEFAULT_NAMESPACE}
-    if check is explain_one:
-        return base | {
-            "engine": None,
-            "provider": None,
-            "candidates": [],
-            "error": detail,
-            "warnings": [],
-        }
-    return base | {
-        "operation": "UPDATE" if kwargs.get("old") is not None else "CREATE",
-        "allowed": False,
-        "errors": [{"field": "", "message": detail}],
-        "warnings": [],
-        "patch": [],
-        "object": dict(obj),
+    obj = doc.obj
+    old = stored.get(_stored_key(obj))
+    kind = kind_of(obj)
+    checks: dict[tuple[str | None, Any], Callable[..., dict[str, Any]]] = {
+        MD: validate_one,
+        IPC: _validate_config,
+        EMP: _validate_external,
+    }
+    check = checks.get(kind)
+    if check is None:
+        result = verdict(obj, doc, old, errors=[], skipped=SKIPPED)
+    else:
+        extra = {"destinations": allowed} if kind == EMP else {}
+        result = guarded(
+            check,
+            obj,
+            registry,
+            lambda detail: verdict(obj, doc, old, errors=[{"field": "", "message": detail}]),
+            old=old,
+            **extra,
+        )
+    return result | {
+        "source": doc.where,
+        "errors": [e | {"field": doc.field(e["field"])} for e in result["errors"]],
+    }
+
+
+def verdict(
+    obj: Mapping[str, Any],
+    doc: Document | None,
+    old: Mapping[str, Any] | None,
+    *,
+    errors: list[dict[str, str]],
+    skipped: str | None = None,
+    warnings: Sequence[str] = (),
+    patch: list[dict[str, Any]] | None = None,
+    admitted: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One element of the documented `validate -o json` array."""
+    namespace = ModelDeployment(obj).namespace
+    namespaced = kind_of(obj) in NAMESPACED
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "name": name_of(obj),
+        "namespace": (namespace or DEFAULT_NAMESPACE) if namespaced else (namespace or None),
+        "source": doc.where if doc is not None else None,
+        "operation": "UPDATE" if old is not None else "CREATE",
+        "allowed": not errors,
+        "skipped": skipped,
+        "errors": errors,
+        "warnings": list(warnings),
+        "patch": patch or [],
+        "object": dict(admitted if admitted is not None else obj),
     }
 
 
 def validate_one(
     obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None, registry: ProviderRegistry
 ) -> dict[str, Any]:
-    """One object's admission, in the documented `validate -o json` shape."""
+    """One ModelDeployment's admission, in the documented `validate -o json` shape."""
     admission: Admission = admit(obj, old=old, registry=registry)
-    md = ModelDeployment(obj)
-    return {
-        "name": md.name,
-        "namespace": md.namespace or DEFAULT_NAMESPACE,
-        "operation": "UPDATE" if old is not None else "CREATE",
-        "allowed": admission.allowed,
-        "errors": [_error(e) for e in admission.errors],
-        "warnings": list(admission.warnings),
-        "patch": patch_of(obj, admission),
-        "object": admission.obj,
-    }
+    return verdict(
+        obj,
+        None,
+        old,
+        errors=[_error(e) for e in admission.errors],
+        warnings=admission.warnings,
+        patch=patch_of(obj, admission),
+        admitted=admission.obj,
+    )
+
+
+def _validate_config(
+    obj: Mapping[str, Any], *, old: Mapping[str, Any] | None, registry: ProviderRegistry
+) -> dict[str, Any]:
+    errors = [_error(e) for e in check_provider_config(obj)]
+    return verdict(obj, None, old, errors=errors)
+
+
+def _validate_external(
+    obj: Mapping[str, Any],
+    *,
+    old: Mapping[str, Any] | None,
+    registry: ProviderRegistry,
+    destinations: Destinations,
+) -> dict[str, Any]:
+    errors = check_external_provider(obj, old=old, destinations=destinations)
+    return verdict(obj, None, old, errors=[_error(e) for e in errors])
 
 
 def _error(error: FieldError) -> dict[str, str]:
     return {"field": error.path, "message": f"{error.reason}: {error.detail}"}
 
 
-def _print_verdict(result: Mapping[str, Any], out: TextIO) -> None:
-    name = f"{result['namespace']}/{result['name']}"
-    if result["allowed"]:
+def _printverdict(result: Mapping[str, Any], out: TextIO) -> None:
+    name = f"{result['namespace']}/{result['name']}" if result["namespace"] else result["name"]
+    if result["skipped"]:
+        print(f"skipped {result['kind']}/{result['name']}: {result['skipped']}", file=out)
+        return
+    if result["kind"] != MODEL_DEPLOYMENT:
+        name = f"{result['kind']} {name}"
+    if not result["allowed"]:
+        print(f"{name}: denied", file=out)
+    elif result["kind"] == MODEL_DEPLOYMENT:
         spec = result["object"]["spec"]
         annotations = result["object"]["metadata"].get("annotations", {})
         engine = f"{spec['engine']['type']} ({annotations.get('airunway.ai/engine-selection', 'explicit')})"
         provider = f"{spec['provider']['name']} ({annotations.get('airunway.ai/provider-selection', 'explicit')})"
         print(f"{name}: allowed: engine {engine}, provider {provider}", file=out)
     else:
-        print(f"{name}: denied", file=out)
+        print(f"{name}: allowed", file=out)
     for error in result["errors"]:
         print(f"  {error['field']}: {error['message']}", file=out)
     for warning in result["warnings"]:
         print(f"  warning: {warning}", file=out)
-
-
-def _dump_json(value: Any, out: TextIO) -> None:
-    json.dump(value, out, indent=2, sort_keys=True)
-    out.write("\n")

@@ -5,11 +5,20 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cli.exits import Exit
+from cli.options import (
+    CLUSTER_OPTIONS,
+    USES,
+    VALUE_FLAGS,
+    add_globals,
+    add_local_verbose,
+    walk_parsers,
+)
 from core.fields.errors import RunwayError, SourceError
 from gateway.litellm import LiteLLMUnavailable
 from renderer.gitops import GitError
@@ -19,7 +28,7 @@ from webhook.settings import SettingsError
 # so `runway validate` and `explain` never import the kubernetes client (0.3 s), gunicorn or Git;
 # an unknown command or `--help` imports them all to list every command.
 COMMANDS: Mapping[str, str] = {
-    "explain": "cli.inspect",
+    "explain": "cli.explain",
     "validate": "cli.inspect",
     "crds": "cli.manifests",
     "provider-configs": "cli.manifests",
@@ -30,11 +39,14 @@ COMMANDS: Mapping[str, str] = {
     "gateway-plan": "cli.gateway",
     "gateway-sync": "cli.gateway",
     "status-controller": "cli.controller",
+    "version": "cli.about",
+    "completion": "cli.completion",
 }
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser for every command, or only for `command`'s module when it is a known one."""
+    """The parser for every command, or only for `command`'s module when it is a known one.
+    Every command parser also takes `-v`, and is the one whose usage an unknown flag prints."""
     parser = argparse.ArgumentParser(
         prog="runway",
         description=(
@@ -42,16 +54,30 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             "defaults, engine and provider selection, validation, rendering."
         ),
     )
-    parser.add_argument(
-        "-v", "--verbose", action="count", default=0, help="more log output on stderr"
-    )
+    add_globals(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     wanted = COMMANDS.get(command or "")
     for name in dict.fromkeys(COMMANDS.values()):  # in the order --help lists them
         if wanted in (None, name):
             module = importlib.import_module(name)
             module.add_commands(commands)
+    for each in walk_parsers(parser):
+        each.set_defaults(usage=each)  # the innermost command's parser is the one left set
+        if each is not parser:
+            add_local_verbose(each)
     return parser
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command named in `argv`: its first word that is neither an option nor the value of
+    one of runway's own options (`runway --context kind validate ...`)."""
+    words = iter(argv)
+    for word in words:
+        if word in VALUE_FLAGS:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
 
 
 def configure_logging(verbosity: int) -> None:
@@ -62,13 +88,15 @@ def configure_logging(verbosity: int) -> None:
     logging.getLogger("urllib3").setLevel(level if verbosity else logging.ERROR)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns its exit status (see Exit)."""
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    """Run one command; returns its exit status (see Exit). `env` is the environment (default
+    os.environ): NO_COLOR, LITELLM_MASTER_KEY."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    command = next((a for a in argv if not a.startswith("-")), None)
-    args = build_parser(command).parse_args(argv)
-    configure_logging(args.verbose)
+    args = parse(argv)
+    args.env = os.environ if env is None else env
+    configure_logging(args.verbose + getattr(args, "local_verbose", 0))
     try:
+        _refuse_unused(args)
         return int(args.run(args))
     except KeyboardInterrupt:
         return Exit.INTERRUPTED
@@ -78,6 +106,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"runway: {err if isinstance(err, RunwayError) else describe(err)}", file=sys.stderr)
         return code
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """The arguments; bad ones exit 2 with the usage of the command they were given to."""
+    args, unknown = build_parser(command_of(argv)).parse_known_args(argv)
+    if unknown:
+        args.usage.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if hasattr(args, "filenames") and not (args.files or args.filenames):
+        args.usage.error("the following arguments are required: FILE (or -f FILE)")
+    return args
+
+
+def _refuse_unused(args: argparse.Namespace) -> None:
+    """--context or -n given before a command that has no use for them is a usage error, not
+    silently ignored."""
+    used: frozenset[str] = getattr(args, USES, frozenset())
+    for dest, flag in CLUSTER_OPTIONS.items():
+        if getattr(args, dest, None) is not None and dest not in used:
+            raise SourceError(flag, f"`{args.usage.prog}` has no use for it")
 
 
 # What each error a command lets through means, first match wins (README "Exit status").

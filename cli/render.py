@@ -3,18 +3,35 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TextIO
 
+from cli.diffs import tree_diff, wants_colour, write_diff
 from cli.exits import Exit
+from cli.options import (
+    CONTEXT,
+    add_context,
+    add_inputs,
+    add_output,
+    inputs,
+    no_stdin,
+    write_structured,
+)
 from core.fields.errors import SourceError
 from core.rendering.inferencegateway import GatewayTarget
 from renderer import pipeline
+from renderer.gitops import Identity
 from renderer.ownership import DEFAULT_MAX_REMOVALS
 from renderer.pipeline import ClusterCrds, RenderReport, RenderSettings
+
+NO_STDIN = (
+    "render records the path of every source (what a later render may remove); standard "
+    "input has none: name files or directories"
+)
 
 
 def add_commands(commands: Any) -> None:
@@ -26,13 +43,12 @@ def add_commands(commands: Any) -> None:
         "another render is running in the repository. With --check, as kubectl diff: 0 up to date; "
         "1 the tree is out of date; 3 some ModelDeployment was not rendered (out of date or not). "
         "Only ModelDeployments whose inputs changed are rendered again (--full renders all); only "
-        "files whose bytes change are written.",
+        "files whose bytes change are written. --diff answers as --check.",
     )
-    render.add_argument(
-        "sources",
-        nargs="+",
-        metavar="SOURCE",
-        help="files or directories of ModelDeployments (and InferenceProviderConfigs)",
+    add_inputs(
+        render,
+        "ModelDeployments (and InferenceProviderConfigs, ExternalModelProviders)",
+        stdin=False,
     )
     render.add_argument(
         "--repo", required=True, metavar="PATH", help="Git work tree (created if missing)"
@@ -57,7 +73,25 @@ def add_commands(commands: Any) -> None:
     render.add_argument(
         "--check",
         action="store_true",
-        help="render in memory; exit 1 if the repository is out of date, 3 if an object is rejected",
+        help="render in memory and list the files that would change; exit 1 if the repository "
+        "is out of date, 3 if an object is rejected",
+    )
+    render.add_argument(
+        "--diff",
+        action="store_true",
+        help="as --check, printing a unified diff of what would change on stdout (the report "
+        "goes to stderr); coloured on a terminal unless NO_COLOR is set",
+    )
+    render.add_argument(
+        "--author-name",
+        metavar="NAME",
+        help="the commits' author (default: the repository's git user.name, else runway)",
+    )
+    render.add_argument(
+        "--author-email",
+        metavar="EMAIL",
+        help="the commits' author email (default: the repository's git user.email, else "
+        "runway@localhost)",
     )
     render.add_argument(
         "--providers",
@@ -79,6 +113,7 @@ def add_commands(commands: Any) -> None:
         help="the CRDs a live cluster serves (--kubeconfig) replace the schema pack for their kinds",
     )
     render.add_argument("--kubeconfig", metavar="FILE", help="for --crds-from-cluster")
+    add_context(render)
     render.add_argument(
         "--gateway",
         metavar="NAMESPACE/NAME",
@@ -103,7 +138,7 @@ def add_commands(commands: Any) -> None:
         "whose source was removed from the SOURCEs given) in one render; more are withheld and "
         f"the render exits 1 (default {DEFAULT_MAX_REMOVALS})",
     )
-    render.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    add_output(render)
     render.set_defaults(run=run_render)
 
 
@@ -115,14 +150,19 @@ def _count(value: str) -> int:
 
 def run_render(args: argparse.Namespace) -> int:
     """`render`: the settings from the flags, the pipeline, the report, the exit status."""
+    sources = inputs(args)
+    no_stdin(sources, NO_STDIN)
+    if args.diff and args.output != "text":
+        raise SourceError("--diff", "prints a unified diff; -o json and -o yaml go with --check")
+    check = args.check or args.diff
     settings = RenderSettings(
-        sources=tuple(args.sources),
+        sources=tuple(sources),
         repo=args.repo,
         path=args.path,
         commit=args.commit,
         push=args.push,
         branch=args.branch,
-        check=args.check,
+        check=check,
         providers=tuple(args.providers or ()),
         crds=tuple(args.crds or ()),
         crds_from_cluster=args.crds_from_cluster,
@@ -130,15 +170,25 @@ def run_render(args: argparse.Namespace) -> int:
         gateway=_gateway(args.gateway, istio=args.istio),
         full=args.full,
         max_removals=args.max_removals,
+        author=_author(args.author_name, args.author_email),
     )
     reader: ClusterCrds | None = None
     if settings.crds_from_cluster:
         # renderer.apply imports the kubernetes client (0.8 s): only when the cluster is asked
-        reader = importlib.import_module("renderer.apply").cluster_crds
-    report = pipeline.run_render(
-        settings, cluster_crds=reader, progress=_progress if sys.stderr.isatty() else None
+        cluster_crds = importlib.import_module("renderer.apply").cluster_crds
+        reader = functools.partial(cluster_crds, context=getattr(args, CONTEXT, None))
+    progress = Progress(sys.stderr) if sys.stderr.isatty() else None
+    report = pipeline.run_render(settings, cluster_crds=reader, progress=progress)
+    subdir = settings.path.strip("/")
+    if args.diff and report.tree is not None:
+        lines = tree_diff(report.changes, report.tree.current, report.tree, subdir)
+        write_diff(lines, sys.stdout, colour=wants_colour(sys.stdout, args.env))
+    _report(
+        report,
+        args.output,
+        sys.stderr if args.diff else sys.stdout,
+        listed=subdir if check else None,
     )
-    _report(report, args.output)
     if settings.check:  # as kubectl diff: 0 no differences, 1 differences, above 1 an error
         if report.failed:
             return Exit.CHECK_REJECTED
@@ -146,8 +196,34 @@ def run_render(args: argparse.Namespace) -> int:
     return Exit.PARTIAL if report.failed else Exit.OK
 
 
-def _progress(count: int) -> None:
-    print(f"rendering {count} ModelDeployments ...", file=sys.stderr)
+def _author(name: str | None, email: str | None) -> Identity | None:
+    """--author-name and --author-email, both or neither."""
+    if name is None and email is None:
+        return None
+    if not name or not email or "<" in name + email or ">" in name + email:
+        flag = "--author-email" if name else "--author-name"
+        raise SourceError(
+            flag, "give both --author-name and --author-email, neither holding < or >"
+        )
+    return Identity(name, email)
+
+
+class Progress:
+    """`rendering 120/10000 ModelDeployments` on a terminal, rewritten in place about every
+    hundredth of the way, ending its line when the pass is done (a pass with nothing to render
+    says nothing)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.shown = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if done < total and done - self.shown < max(1, total // 100):
+            return
+        self.shown = 0 if done == total else done
+        end = "\n" if done == total else ""
+        self.out.write(f"\rrendering {done}/{total} ModelDeployments{end}")
+        self.out.flush()
 
 
 def _gateway(value: str | None, *, istio: bool) -> GatewayTarget | None:
@@ -159,66 +235,82 @@ def _gateway(value: str | None, *, istio: bool) -> GatewayTarget | None:
     return GatewayTarget(name, namespace, istio)
 
 
-def _report(report: RenderReport, output: str) -> None:
-    results = report.results
-    if output == "json":
-        payload = {
-            "results": [
-                {
-                    "namespace": r.key.split("/")[0],
-                    "name": r.key.split("/")[1],
-                    "rendered": r.error is None,
-                    "engine": r.engine,
-                    "provider": r.provider,
-                    "files": sorted(r.files),
-                    "error": r.error,
-                    "warnings": list(r.warnings),
-                }
-                for r in results
-            ],
-            "changes": report.changes,
-            "commit": report.committed,
-            "removals": {
-                "removed": list(report.removals.removed),
-                "withheld": list(report.removals.withheld),
-                "reason": report.removals.reason,
-                "outside": report.removals.outside,
-            },
-            "reused": report.reused,
-            "schemas": report.schema_sources,
-        }
-        sys.stdout.write(_json_report(payload))
+def _report(report: RenderReport, output: str, out: TextIO, *, listed: str | None) -> None:
+    """The report: as JSON or YAML, or as text (with `listed`, the output folder, each file
+    that changes, by its path in the repository)."""
+    if output != "text":
+        payload = _payload(report)
+        if output == "json":
+            out.write(_json_report(payload))
+        else:
+            write_structured(payload, output, out)
         return
+    results = report.results
     for r in results:
         if r.error is None:
-            print(f"{r.key}: rendered: {r.engine} on {r.provider}, {len(r.files)} files")
+            print(f"{r.key}: rendered: {r.engine} on {r.provider}, {len(r.files)} files", file=out)
         else:
-            print(f"{r.key}: not rendered (previous output kept): {r.error}")
+            print(f"{r.key}: not rendered (previous output kept): {r.error}", file=out)
         for warning in r.warnings:
-            print(f"  warning: {warning}")
-    _report_removals(report)
+            print(f"  warning: {warning}", file=out)
+    _report_removals(report, out)
     for kind, origin in report.schema_sources.items():
-        print(f"schema {kind}: {origin}")
+        print(f"schema {kind}: {origin}", file=out)
+    if listed is not None:
+        for what, paths in report.changes.items():
+            for path in paths:
+                print(f"{what}: {listed}/{path}", file=out)
     failed = sum(1 for r in results if r.error is not None)
     summary = ", ".join(f"{len(v)} {k}" for k, v in report.changes.items())
     committed = report.committed
     print(
         f"{len(results) - failed} rendered, {failed} failed ({report.reused} unchanged since the last render); files: {summary}"
-        + (f"; commit {committed[:12]}" if committed else "")
+        + (f"; commit {committed[:12]}" if committed else ""),
+        file=out,
     )
 
 
-def _report_removals(report: RenderReport) -> None:
+def _payload(report: RenderReport) -> dict[str, Any]:
+    """The documented `render -o json` structure."""
+    return {
+        "results": [
+            {
+                "namespace": r.key.split("/")[0],
+                "name": r.key.split("/")[1],
+                "rendered": r.error is None,
+                "engine": r.engine,
+                "provider": r.provider,
+                "files": sorted(r.files),
+                "error": r.error,
+                "warnings": list(r.warnings),
+            }
+            for r in report.results
+        ],
+        "changes": report.changes,
+        "commit": report.committed,
+        "removals": {
+            "removed": list(report.removals.removed),
+            "withheld": list(report.removals.withheld),
+            "reason": report.removals.reason,
+            "outside": report.removals.outside,
+        },
+        "reused": report.reused,
+        "schemas": report.schema_sources,
+    }
+
+
+def _report_removals(report: RenderReport, out: TextIO) -> None:
     """Each folder removed, or each one withheld and why, and the count left alone."""
     removals = report.removals
     for key in removals.removed:
-        print(f"{key}: removed (its source is no longer among the SOURCEs given)")
+        print(f"{key}: removed (its source is no longer among the SOURCEs given)", file=out)
     if removals.withheld:
-        print(f"not removed: {removals.reason}: " + ", ".join(removals.withheld))
+        print(f"not removed: {removals.reason}: " + ", ".join(removals.withheld), file=out)
     if removals.outside:
         print(
             f"{removals.outside} output folders kept: their sources are outside the SOURCEs "
-            "given (or were never recorded); they are rendered only by a render given them"
+            "given (or were never recorded); they are rendered only by a render given them",
+            file=out,
         )
 
 

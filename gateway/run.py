@@ -16,7 +16,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 import kubernetes
 import urllib3
@@ -69,6 +69,7 @@ class SyncSettings:
     sources: tuple[str, ...] = ()  # files instead of the cluster
     secrets_dir: str | None = None  # Secret manifests, with sources
     kubeconfig: str | None = None  # None: in-cluster, else ~/.kube/config
+    context: str | None = None  # the kubeconfig context (None: its current one)
     confirm_timeout: float = 10.0
     interval: float = 30.0
 
@@ -96,10 +97,11 @@ class Connection:
     api: kubernetes.client.ApiClient | None
 
 
-def read_objects(paths: Sequence[str]) -> list[dict[str, Any]]:
-    """The objects in files and directories; a kind the gateway flow does not read is an error."""
+def read_objects(paths: Sequence[str], *, stdin: TextIO | None = None) -> list[dict[str, Any]]:
+    """The objects in files and directories (`-`: `stdin`); a kind the gateway flow does not
+    read is an error."""
     objects = []
-    for doc in read_documents(paths):
+    for doc in read_documents(paths, stdin=stdin):
         if doc.obj.get("kind") not in KINDS:
             raise SourceError(doc.where, f"{doc.kind} is not one of {', '.join(KINDS)}")
         objects.append(doc.obj)
@@ -119,9 +121,11 @@ def plan_objects(objects: Sequence[Mapping[str, Any]], settings: PlanSettings) -
     )
 
 
-def plan_sources(sources: Sequence[str], settings: PlanSettings) -> Plan:
-    """gateway-plan: the plan of the objects in files (no cluster, no LiteLLM)."""
-    return plan_objects(read_objects(sources), settings)
+def plan_sources(
+    sources: Sequence[str], settings: PlanSettings, *, stdin: TextIO | None = None
+) -> Plan:
+    """gateway-plan: the plan of the objects in files (`-`: `stdin`; no cluster, no LiteLLM)."""
+    return plan_objects(read_objects(sources, stdin=stdin), settings)
 
 
 def _registry(objects: Sequence[Mapping[str, Any]], dirs: Sequence[str]) -> ProviderRegistry:
@@ -141,7 +145,7 @@ def connect(settings: SyncSettings) -> Connection:
         api = None
         secrets: SecretSource = _file_secrets(settings.secrets_dir)
     else:
-        api = api_client(settings.kubeconfig)
+        api = api_client(settings.kubeconfig, context=settings.context)
         secrets = ClusterSecrets(api)
     return Connection(Syncer(litellm, secrets, confirm_timeout=settings.confirm_timeout), api)
 

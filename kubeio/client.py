@@ -10,17 +10,19 @@ import kubernetes
 
 
 def api_client(
-    kubeconfig: str | None = None, *, in_cluster: bool = False
+    kubeconfig: str | None = None, *, in_cluster: bool = False, context: str | None = None
 ) -> kubernetes.client.ApiClient:
-    """A client for the API server. `in_cluster`, or no kubeconfig given inside a pod
-    (KUBERNETES_SERVICE_HOST set), uses the service account; otherwise `kubeconfig` (None: the
-    default ~/.kube/config or $KUBECONFIG)."""
-    if in_cluster or (kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ):
+    """A client for the API server. `in_cluster`, or no kubeconfig and no context given inside
+    a pod (KUBERNETES_SERVICE_HOST set), uses the service account; otherwise `kubeconfig` (None:
+    the default ~/.kube/config or $KUBECONFIG) at `context` (None: its current context)."""
+    if in_cluster or (
+        kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ
+    ):
         configuration = kubernetes.client.Configuration()
         kubernetes.config.load_incluster_config(client_configuration=configuration)
         return kubernetes.client.ApiClient(configuration)
     client: kubernetes.client.ApiClient = kubernetes.config.new_client_from_config(
-        config_file=kubeconfig
+        config_file=kubeconfig, context=context
     )
     return client
 

@@ -1,4 +1,6 @@
-"""Reading YAML inputs: files and directories of objects, and the data bundled with Runway.
+"""Reading YAML inputs: files and directories of objects, standard input (`-`), and the data
+bundled with Runway. A `kind: List` (what `kubectl get -o yaml` prints) or a typed list
+(`ModelDeploymentList`) stands for its items, each named by its index (`items[2]`).
 
 Every failure is a SourceError naming the file (and the document) and the problem in one line.
 """
@@ -9,53 +11,154 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import Any, TextIO
 
 from core.fields.errors import SourceError
-from kubeio.yamlio import FastResolve
+from core.fields.paths import FieldPath
+from kubeio.yamlio import load_all
 
 YAML_SUFFIXES = (".yaml", ".yml")
-STR_TAG = "tag:yaml.org,2002:str"
-MERGE_TAG = "tag:yaml.org,2002:merge"
-# Nodes of one document with its aliases written out. A ModelDeployment or ExternalModelProvider
-# may hold 10,000 values (core.schema.bounds), an InferenceProviderConfig 128 KiB.
-MAX_EXPANDED = 100_000
+STDIN = "-"  # the path that means standard input, as kubectl -f - and most tools spell it
+STDIN_ORIGIN = "<stdin>"  # how messages name it
+LIST_KIND = "List"
 
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """One object from a file, with where it came from (for messages)."""
+    """One object from a file, with where it came from (for messages): the document, and for an
+    item of a List the index of the item in each List around it."""
 
     origin: str
     index: int
     obj: dict[str, Any]
+    items: tuple[int, ...] = ()
 
     @property
     def where(self) -> str:
-        return f"{self.origin} (document {self.index + 1})"
+        inside = f", {self.at}" if self.items else ""
+        return f"{self.origin} (document {self.index + 1}{inside})"
 
     @property
     def kind(self) -> str:
         return f"{self.obj.get('apiVersion')} {self.obj.get('kind')}"
+
+    @property
+    def at(self) -> FieldPath:
+        """The path of this object in its document: `items[2]`, `items[0].items[1]`, or empty."""
+        path = FieldPath()
+        for i in self.items:
+            path = path.child("items").index(i)
+        return path
+
+    def field(self, path: str) -> str:
+        """A field path of this object (a FieldError's, already text) as a path in its document:
+        `spec.model.id` of the third item of a List is `items[2].spec.model.id`."""
+        if not self.items:
+            return path
+        prefix = str(self.at)
+        if not path:
+            return prefix
+        return prefix + path if path.startswith("[") else f"{prefix}.{path}"
+
+
+def is_list(obj: dict[str, Any]) -> bool:
+    """`kind: List`, or a typed list (`kind: ModelDeploymentList` with `items`), as kubectl
+    reads them."""
+    kind = obj.get("kind")
+    return kind == LIST_KIND or (
+        isinstance(kind, str) and kind.endswith(LIST_KIND) and kind != LIST_KIND and "items" in obj
+    )
+
+
+def expand_lists(docs: Iterable[Document]) -> Iterator[Document]:
+    """Each document, or for a List each of its items (Lists inside Lists too), depth first in
+    order. An item of a typed list without apiVersion or kind takes the list's (`kind:
+    ModelDeploymentList` holds ModelDeployments), as the API server's list answers leave them
+    out."""
+    for doc in docs:
+        stack = [doc]
+        while stack:
+            top = stack.pop()
+            if not is_list(top.obj):
+                yield top
+                continue
+            stack.extend(reversed(list(_items(top))))
+
+
+def _items(doc: Document) -> Iterator[Document]:
+    items = doc.obj.get("items")
+    if items is None:
+        return
+    if not isinstance(items, list):
+        raise SourceError(doc.where, f"{doc.obj.get('kind')}: items must be a list of objects")
+    kind = doc.obj["kind"]
+    implied = {"apiVersion": doc.obj.get("apiVersion"), "kind": kind[: -len(LIST_KIND)]}
+    for i, item in enumerate(items):
+        inner = Document(doc.origin, doc.index, item, (*doc.items, i))
+        if not isinstance(item, dict):
+            got = type(item).__name__
+            raise SourceError(inner.where, f"is a {got}, not a Kubernetes object")
+        if kind != LIST_KIND and not ("apiVersion" in item and "kind" in item):
+            inner = Document(doc.origin, doc.index, implied | item, inner.items)
+        yield inner
+
+
+def in_namespace(
+    docs: Iterable[Document], namespace: str | None, namespaced: Iterable[tuple[str, str]]
+) -> list[Document]:
+    """`docs`, each object of a namespaced kind (group, kind) without a namespace given
+    `namespace` (a new dict; the input is not changed), as `kubectl apply -n` does; an object
+    that names another namespace is a SourceError, as kubectl refuses it. None: as they are."""
+    if namespace is None:
+        return list(docs)
+    kinds = set(namespaced)
+    out = []
+    for doc in docs:
+        if (group_of(doc.obj.get("apiVersion")), doc.obj.get("kind")) not in kinds:
+            out.append(doc)
+            continue
+        metadata = doc.obj.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        given = metadata.get("namespace")
+        if given not in (None, "", namespace):
+            raise SourceError(
+                doc.where,
+                f"the object's namespace {given!r} does not match -n/--namespace {namespace!r}; "
+                "remove one of them",
+            )
+        obj = doc.obj | {"metadata": metadata | {"namespace": namespace}}
+        out.append(Document(doc.origin, doc.index, obj, doc.items))
+    return out
+
+
+def group_of(api_version: Any) -> str | None:
+    """The API group of an apiVersion (`airunway.ai/v1alpha1` -> `airunway.ai`; `v1` -> "")."""
+    if not isinstance(api_version, str):
+        return None
+    group, slash, _ = api_version.rpartition("/")
+    return group if slash else ""
 
 
 def yaml_files(paths: Iterable[str]) -> list[Path]:
     """The files named, and the YAML files under the directories named, in a stable order. A
     file named is read as named; under a directory, a symbolic link is followed only when it
     leads inside one of the directories named (else a SourceError names it)."""
-    roots = [Path(raw).resolve() for raw in paths if Path(raw).is_dir()]
-    out: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            out.extend(sorted(_walk(path, roots)))
-        elif path.exists():
-            out.append(path)
-        else:
-            raise SourceError(raw, "no such file or directory")
-    return out
+    paths = list(paths)
+    roots = _roots(paths)
+    return [path for raw in paths for path in _files_of(raw, roots)]
+
+
+def _roots(paths: Sequence[str]) -> list[Path]:
+    return [Path(raw).resolve() for raw in paths if raw != STDIN and Path(raw).is_dir()]
+
+
+def _files_of(raw: str, roots: Sequence[Path]) -> list[Path]:
+    path = Path(raw)
+    if path.is_dir():
+        return sorted(_walk(path, roots))
+    if path.exists():
+        return [path]
+    raise SourceError(raw, "no such file or directory")
 
 
 def _walk(top: Path, roots: Sequence[Path]) -> Iterator[Path]:
@@ -85,14 +188,37 @@ def _walk(top: Path, roots: Sequence[Path]) -> Iterator[Path]:
                     yield path
 
 
-def read_documents(paths: Iterable[str]) -> list[Document]:
-    """Every non-empty YAML document in the given files and directories."""
-    return [doc for path in yaml_files(paths) for doc in parse_documents(_read(path), str(path))]
+def read_documents(paths: Iterable[str], *, stdin: TextIO | None = None) -> list[Document]:
+    """Every non-empty YAML document in the given files and directories, Lists expanded (see
+    expand_lists); `-` is `stdin`, read once (a SourceError when it is None: the caller reads no
+    standard input)."""
+    paths = list(paths)
+    if paths.count(STDIN) > 1:
+        raise SourceError(STDIN, "standard input can be read only once; name it once")
+    roots = _roots(paths)
+    docs: list[Document] = []
+    for raw in paths:
+        if raw == STDIN:
+            docs += parse_documents(_read_stdin(stdin), STDIN_ORIGIN)
+            continue
+        for path in _files_of(raw, roots):
+            docs += parse_documents(_read(path), str(path))
+    return list(expand_lists(docs))
+
+
+def _read_stdin(stdin: TextIO | None) -> str:
+    if stdin is None:
+        raise SourceError(STDIN, "this command does not read standard input; name a file")
+    try:
+        return stdin.read()
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise SourceError(STDIN_ORIGIN, f"cannot read: {reason}") from None
 
 
 def parse_documents(text: str, origin: str) -> Iterator[Document]:
     """The objects in one YAML stream; anything but a mapping per document is an error."""
-    for index, obj in enumerate(_load_all(text, origin)):
+    for index, obj in enumerate(load_all(text, origin)):
         if obj is None:
             continue
         if not isinstance(obj, dict):
@@ -101,104 +227,6 @@ def parse_documents(text: str, origin: str) -> Iterator[Document]:
         if not all(isinstance(k, str) for k in obj):
             raise SourceError(origin, f"document {index + 1} has a key that is not a string")
         yield Document(origin, index, obj)
-
-
-class _StrictLoader(FastResolve, yaml.CSafeLoader):
-    """PyYAML's C loader, refusing a key given twice in one mapping (kubectl and the API
-    server's strict decoding refuse duplicate fields; PyYAML keeps the last one silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == MERGE_TAG:
-                continue
-            if key_node.tag == STR_TAG:  # the common key: its text is its value
-                key = key_node.value
-            else:
-                key = self.construct_object(key_node, deep=deep)
-            if key in seen:  # named as written: `on` and `yes` are both the key True
-                raise yaml.constructor.ConstructorError(
-                    None, None, f'duplicate key "{key_node.value}"', key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-    def construct_checked_int(self, node: yaml.ScalarNode) -> int:
-        """An integer, or an error at its line when it has more digits than Python converts."""
-        try:
-            value: int = self.construct_yaml_int(node)
-        except ValueError:
-            raise yaml.constructor.ConstructorError(
-                None, None, "integer with too many digits (out of range)", node.start_mark
-            ) from None
-        return value
-
-
-_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_checked_int)
-
-
-class _AliasBoundLoader(_StrictLoader):
-    """_StrictLoader, refusing a document whose aliases expand it past MAX_EXPANDED nodes
-    before anything is built: the nodes an alias shares are built once, but every walk of the
-    result (the cache digest, admission) visits each use, so 758 bytes of nested aliases (a
-    "billion laughs") would cost a billion visits."""
-
-    def construct_document(self, node: yaml.Node) -> Any:
-        if _expanded_size(node) > MAX_EXPANDED:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"aliases expand this document past {MAX_EXPANDED:,} nodes (nested aliases, a "
-                "'billion laughs'?); write the values out",
-                node.start_mark,
-            )
-        return super().construct_document(node)
-
-
-def _expanded_size(root: yaml.Node) -> int:
-    """The number of nodes of the document with every alias written out (each shared node's
-    size computed once, so this costs one visit per distinct node)."""
-    sizes: dict[int, int] = {}
-    order: list[yaml.Node] = []
-    stack = [root]
-    while stack:  # every distinct node, parents before children
-        node = stack.pop()
-        if id(node) in sizes:
-            continue
-        sizes[id(node)] = 0
-        order.append(node)
-        if isinstance(node, yaml.MappingNode):
-            stack += [part for pair in node.value for part in pair]
-        elif isinstance(node, yaml.SequenceNode):
-            stack += node.value
-    for node in reversed(order):  # children first (a cycle cannot be built by the composer)
-        if isinstance(node, yaml.MappingNode):
-            children = [part for pair in node.value for part in pair]
-        elif isinstance(node, yaml.SequenceNode):
-            children = node.value
-        else:
-            children = []
-        sizes[id(node)] = min(1 + sum(sizes[id(c)] for c in children), MAX_EXPANDED + 1)
-    return sizes[id(root)]
-
-
-def _load_all(text: str, origin: str) -> list[Any]:
-    """Every document of a YAML stream; a SourceError names the document and the problem."""
-    loaded: list[Any] = []
-    # An alias is written `*name`: a stream without "*" has none, and skips the size walk.
-    loader = _AliasBoundLoader if "*" in text else _StrictLoader
-    try:
-        loaded.extend(yaml.load_all(text, Loader=loader))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise SourceError(
-            origin, f"document {len(loaded) + 1}: not valid YAML{where}: {problem}"
-        ) from None
-    except RecursionError:
-        raise SourceError(origin, f"document {len(loaded) + 1}: YAML nested too deeply") from None
-    return loaded
 
 
 def _read(path: Path) -> str:

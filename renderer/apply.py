@@ -184,10 +184,12 @@ def summary(results: Sequence[Applied]) -> str:
     return f"{len(results) - failed} applied, {failed} refused"
 
 
-def cluster_crds(kubeconfig: str | None) -> list[tuple[str, dict[str, Any]]]:
+def cluster_crds(
+    kubeconfig: str | None, *, context: str | None = None
+) -> list[tuple[str, dict[str, Any]]]:
     """The CRDs installed in the cluster (what its API server will accept, exactly), each with
-    where it came from."""
-    with api_client(kubeconfig) as client:
+    where it came from; `context`: the kubeconfig context (None: its current one)."""
+    with api_client(kubeconfig, context=context) as client:
         listed = kubernetes.client.ApiextensionsV1Api(client).list_custom_resource_definition()
         crds: list[dict[str, Any]] = client.sanitize_for_serialization(listed)["items"]
         server = client.configuration.host

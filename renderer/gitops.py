@@ -33,7 +33,8 @@ BULK = 1000  # files written by one render from which the commit goes through gi
 DETAIL_LIMIT = 200  # a commit message lists files up to this many, then counts per namespace
 MARKER = "runway-render.pid"
 log = logging.getLogger(__name__)
-IDENTITY = ("-c", "user.name=runway", "-c", "user.email=runway@localhost")
+# Who commits when the repository's git configuration (local, global or system) names nobody.
+FALLBACK_IDENTITY = ("runway", "runway@localhost")
 # A file's inode, size, mtime and ctime (ns): rewriting or editing a file changes at least one of
 # them (ctime cannot be set back by hand), as git's index relies on.
 Stat = tuple[int, int, int, int]
@@ -43,30 +44,55 @@ class GitError(RunwayError):
     """Git failed or the repository cannot be used (another render holds it, a push kept failing)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """A commit author: `name <email>`."""
+
+    name: str
+    email: str
+
+
 @dataclass(frozen=True)
 class Repo:
+    """A work tree. Commits are made as the repository's git configuration says (user.name,
+    user.email), Runway's FALLBACK_IDENTITY filling in what it leaves unset; `author`, when
+    given, is the commits' author (the committer stays as configured)."""
+
     work: Path
+    author: Identity | None = None
+    identity: tuple[str, ...] = (
+        "-c",
+        f"user.name={FALLBACK_IDENTITY[0]}",
+        "-c",
+        f"user.email={FALLBACK_IDENTITY[1]}",
+    )
 
     @property
     def git_dir(self) -> Path:
         return self.work / ".git"
 
     @classmethod
-    def open_or_init(cls, path: str | Path) -> Repo:
+    def open_or_init(cls, path: str | Path, *, author: Identity | None = None) -> Repo:
         work = Path(path).resolve()
         work.mkdir(parents=True, exist_ok=True)
-        repo = cls(work)
+        repo = cls(work, author, ())
         if not repo.git_dir.is_dir():
             repo.git("init", "-q", "-b", "main")
-        return repo
+        unset = []
+        for key, fallback in zip(("user.name", "user.email"), FALLBACK_IDENTITY, strict=True):
+            if repo.git("config", "--get", key, check=False).returncode != 0:
+                unset += ["-c", f"{key}={fallback}"]
+        return cls(work, author, tuple(unset))
 
     def git(
         self, *args: str, check: bool = True, stdin: str | bytes | None = None
     ) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **MALLOC}
+        if self.author is not None:
+            env |= {"GIT_AUTHOR_NAME": self.author.name, "GIT_AUTHOR_EMAIL": self.author.email}
         try:
             ran = subprocess.run(
-                ["git", *IDENTITY, *args],
+                ["git", *self.identity, *args],
                 cwd=self.work,
                 env=env,
                 input=stdin.encode() if isinstance(stdin, str) else stdin,

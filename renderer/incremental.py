@@ -67,6 +67,7 @@ def render_incremental(
     digests: Mapping[int, str] | None = None,
     stats: Mapping[str, Stat] | None = None,
     ownership: Ownership | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Rendered:
     """The tree a render of every object would give, rendering only the ModelDeployments whose
     key or folder changed. `current` is the tree now (path -> text); `cache` None renders all;
@@ -74,7 +75,8 @@ def render_incremental(
     `digests` may hold objects' digests by id (from ParsedSources); `stats` the Stat of each
     path in `current` (a folder whose Stats are those its cache entry recorded is not read).
     `ownership` decides what happens to folders no source defines now (renderer.ownership);
-    without it they are removed, as by a render of every source there is."""
+    without it they are removed, as by a render of every source there is. `progress` is told
+    (rendered so far, to render) as the stale ModelDeployments render."""
     digests = digests or {}
     ownership = ownership or Ownership()
     objects = [o for o in objects if output_key(o) not in ownership.refused]
@@ -86,7 +88,12 @@ def render_incremental(
     )
     plan = _plan(deployments, views, current, cache, shared=shared, digests=digests, stats=stats)
     stale = plan.stale
-    rendered = render_many(stale, previous=plan.previous, context=context()) if stale else []
+    told = None if progress is None else lambda done: progress(done, len(stale))
+    rendered = (
+        render_many(stale, previous=plan.previous, context=context(), progress=told)
+        if stale
+        else []
+    )
     entries = dict(plan.entries)
     for obj, result in zip(stale, rendered, strict=True):
         key, written = plan.keys[result.key], plan.hydrated[result.key]

@@ -11,7 +11,7 @@ from typing import Any
 
 from core.fields.errors import SourceError
 from kubeio.files import atomic_write
-from kubeio.sources import Document, parse_documents, yaml_files
+from kubeio.sources import Document, expand_lists, parse_documents, yaml_files
 from renderer.digests import digest, object_digest
 
 log = logging.getLogger(__name__)
@@ -31,10 +31,11 @@ class ParsedSources:
         self.pending: dict[str, Any] = {}  # parsed this time, stored by `finish`
 
     def read(self, paths: Sequence[str]) -> list[Document]:
+        """The documents of the files, each `kind: List` as its items (kubeio.sources)."""
         docs: list[Document] = []
         for path in yaml_files(paths):
             docs += self._read_file(path)
-        return docs
+        return list(expand_lists(docs))
 
     def _read_file(self, path: Path) -> list[Document]:
         try:

@@ -25,7 +25,7 @@ from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import Document, read_documents
 from renderer.digests import canonical, digest, files_digest, inputs_digest, runway_fingerprint
-from renderer.gitops import GitError, Repo
+from renderer.gitops import GitError, Identity, Repo
 from renderer.incremental import Rendered, render_incremental
 from renderer.ownership import (
     DEFAULT_MAX_REMOVALS,
@@ -68,6 +68,7 @@ class RenderSettings:
     gateway: GatewayTarget | None = None  # the Gateway HTTPRoutes attach to (and --istio)
     full: bool = False  # render every ModelDeployment, ignoring the render cache
     max_removals: int = DEFAULT_MAX_REMOVALS
+    author: Identity | None = None  # the commits' author (default: the repository's user)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,9 @@ class RenderReport:
     removals: Removals
     reused: int  # results taken from the last render (unchanged since)
     committed: str | None = None  # the commit made, if any
+    # With `check`: the tree rendered in memory (path -> text) and, as its `current`, the tree
+    # on disk, so that the caller can show what would change (`runway render --diff`).
+    tree: Tree | None = None
 
     @property
     def failed(self) -> bool:
@@ -108,18 +112,18 @@ class _Job:
     ownership: Ownership
     context: Callable[[], RenderContext]
     cache_path: Path
-    progress: Callable[[int], None] | None
+    progress: Callable[[int, int], None] | None
 
 
 def run_render(
     settings: RenderSettings,
     *,
     cluster_crds: ClusterCrds | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> RenderReport:
     """One render (see the module's text). `cluster_crds` reads the cluster's CRDs (needed with
-    `settings.crds_from_cluster`); `progress` is told how many ModelDeployments each pass
-    considers, before it renders."""
+    `settings.crds_from_cluster`); `progress` is told (rendered so far, to render) as each pass
+    renders the ModelDeployments whose inputs changed (never when none did)."""
     try:
         job = _prepare(settings, cluster_crds, progress)
         if settings.check:
@@ -134,7 +138,7 @@ def run_render(
 def _prepare(
     settings: RenderSettings,
     cluster_crds: ClusterCrds | None,
-    progress: Callable[[int], None] | None,
+    progress: Callable[[int, int], None] | None,
 ) -> _Job:
     fingerprint = runway_fingerprint()
     git_dir = Path(settings.repo) / ".git"
@@ -146,7 +150,7 @@ def _prepare(
     schema_digest, load_schemas = _schema_source(settings, cluster_crds)
     shared = _shared_inputs(fingerprint, configs, schema_digest, pins, settings.gateway)
     subdir = _checked_path(settings.path)
-    repo = Repo.open_or_init(settings.repo)
+    repo = Repo.open_or_init(settings.repo, author=settings.author)
     ownership = Ownership(
         origins_of(docs, repo.work),
         roots_of(settings.sources, repo.work),
@@ -213,8 +217,6 @@ def _cache(job: _Job) -> RenderCache | None:
 def _render(job: _Job, cache: RenderCache | None) -> tuple[Rendered, Mapping[str, str]]:
     """One pass against the tree on disk now; `cache` None renders everything (--full)."""
     current = job.repo.scan(job.subdir)
-    if job.progress is not None:
-        job.progress(sum(1 for o in job.objects if o.get("kind") == MODEL_DEPLOYMENT))
     done = render_incremental(
         job.objects,
         current=current,
@@ -224,6 +226,7 @@ def _render(job: _Job, cache: RenderCache | None) -> tuple[Rendered, Mapping[str
         digests=job.parsed.digests,
         stats=None if job.settings.full else current.stats,  # --full: compared by content
         ownership=job.ownership,
+        progress=job.progress,
     )
     return done, current
 
@@ -239,7 +242,7 @@ def _store(job: _Job, done: Rendered, current: Mapping[str, str]) -> int:
 def _report(done: Rendered, current: Mapping[str, str], *, committed: str | None) -> RenderReport:
     changes = _changes(current, done.files)
     reused = len(done.results) - done.rendered
-    return RenderReport(done.results, changes, done.removals, reused, committed)
+    return RenderReport(done.results, changes, done.removals, reused, committed, done.files)
 
 
 def _checked_path(value: str) -> str:

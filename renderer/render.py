@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -262,24 +262,34 @@ def render_many(
     previous: Mapping[str, Mapping[str, Any]],
     context: RenderContext,
     workers: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> list[Result]:
     """render_guarded over `deployments` (in their order), in a pool of `workers` processes
-    (default: the usable cores) when there are enough of them to pay for one."""
+    (default: the usable cores) when there are enough of them to pay for one. `progress` is
+    told how many are rendered so far, as they are (after each one, or each chunk of a pool)."""
     global _WORK  # noqa: PLW0603 - see _WORK
+    told = progress or (lambda done: None)
     count = workers if workers is not None else len(os.sched_getaffinity(0))
     if count <= 1 or len(deployments) < POOL_MINIMUM:
-        return [_render_in(context, o, previous) for o in deployments]
+        results = []
+        for obj in deployments:
+            results.append(_render_in(context, obj, previous))
+            told(len(results))
+        return results
     # The first one renders here: it builds what every render reuses (validators of built-in
     # kinds, compiled rules) once, before the fork, instead of once per worker.
-    first = _render_in(context, deployments[0], previous)
+    results = [_render_in(context, deployments[0], previous)]
+    told(1)
     _WORK = (deployments, previous, context)
     try:
         bounds = [(i, min(i + CHUNK, len(deployments))) for i in range(1, len(deployments), CHUNK)]
         with multiprocessing.get_context("fork").Pool(count) as pool:
-            chunks = pool.map(_render_range, bounds, chunksize=1)
+            for chunk in pool.imap(_render_range, bounds, chunksize=1):  # in order
+                results += chunk
+                told(len(results))
     finally:
         _WORK = None
-    return [first, *(result for chunk in chunks for result in chunk)]
+    return results
 
 
 def _render_range(bounds: tuple[int, int]) -> list[Result]:

@@ -25,7 +25,8 @@ from core.fields.errors import SourceError
 from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects
-from kubeio.sources import MAX_EXPANDED, parse_documents
+from kubeio.sources import parse_documents
+from kubeio.yamlio import MAX_EXPANDED
 from tests.fuzzing import Report
 from tests.support.hostile_render import CASES, laughs, laughs_nodes, outside_changes
 from tests.support.names import NAMES, SHAPES, kubernetes_problems, rendered, shaped

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.fields.errors import SourceError
-from kubeio.sources import MAX_EXPANDED, parse_documents
+from kubeio.sources import parse_documents
+from kubeio.yamlio import MAX_EXPANDED
 from tests.support.hostile_render import laughs, laughs_nodes
 
 

@@ -1,14 +1,17 @@
 """The YAML node builder gives exactly the bytes of PyYAML's representer, for any JSON-like value
-with any sharing of dicts and lists (anchors and aliases), and for the unusual values it hands
-back to the representer; the strict loader (with the same fast resolver) reads what PyYAML's
-loader reads."""
+with any sharing of dicts and lists, and for the unusual values it hands back to the
+representer; neither ever writes an anchor or an alias (a shared value is written out again);
+the strict loader (with the same fast resolver) reads what PyYAML's loader reads."""
 
 from __future__ import annotations
 
 import enum
+import math
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -43,7 +46,7 @@ def objects(draw: st.DrawFn) -> dict[str, Any]:
         if isinstance(tree[key], dict | list):
             shared.append(tree[key])
     for i, value in enumerate(shared):
-        tree[f"again-{i}"] = value  # the same object twice: an anchor and an alias
+        tree[f"again-{i}"] = value  # the same object twice (once an anchor and an alias)
     return tree
 
 
@@ -74,17 +77,78 @@ def test_unusual_values_take_the_representers_path() -> None:
         assert got == expected
 
 
-def test_a_shared_probe_is_an_anchor_and_an_alias() -> None:
+def _anchors(text: str) -> list[str]:
+    return [
+        repr(event)
+        for event in yaml.parse(text, Loader=yaml.CSafeLoader)
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(objects())
+def test_shared_values_are_written_out_with_no_anchor_or_alias(obj: dict[str, Any]) -> None:
+    text = dump(obj)
+
+    assert _anchors(text) == []
+    (doc,) = parse_documents(text, "t")
+    assert _comparable(doc.obj) == _comparable(obj)
+    assert dump(doc.obj) == text
+
+
+def _comparable(value: Any) -> Any:
+    """`value` with NaN (never equal to itself) as a tuple, which no parsed value is."""
+    if isinstance(value, dict):
+        return {k: _comparable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_comparable(v) for v in value]
+    return ("NaN",) if isinstance(value, float) and math.isnan(value) else value
+
+
+def test_a_shared_probe_is_written_out_twice() -> None:
     probe = {"httpGet": {"path": "/health", "port": 8000}}
     deployment = {"livenessProbe": probe, "readinessProbe": probe}
 
     assert dump(deployment) == (
-        "livenessProbe: &id001\n"
+        "livenessProbe:\n"
         "  httpGet:\n"
         "    path: /health\n"
         "    port: 8000\n"
-        "readinessProbe: *id001\n"
+        "readinessProbe:\n"
+        "  httpGet:\n"
+        "    path: /health\n"
+        "    port: 8000\n"
     )
+
+
+def _dict_in_itself() -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    obj["self"] = obj
+    return obj
+
+
+def _list_in_itself() -> dict[str, Any]:
+    items: list[Any] = []
+    items.append(items)
+    return {"items": items}
+
+
+def _through_another_mapping_type() -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    obj["o"] = OrderedDict(back=obj)
+    return obj
+
+
+@pytest.mark.parametrize(
+    "make",
+    [_dict_in_itself, _list_in_itself, _through_another_mapping_type],
+    ids=["dict-in-itself", "list-in-itself", "through-another-mapping-type"],
+)
+def test_a_value_inside_itself_is_refused_by_name(make: Callable[[], dict[str, Any]]) -> None:
+    with pytest.raises(ValueError) as raised:
+        dump(make())
+
+    assert str(raised.value) == "a value that contains itself cannot be written as YAML"
 
 
 SCALARS = st.sampled_from(

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from cli.exits import Exit
-from cli.inspect import guarded
+from cli.inspect import guarded, verdict
 from cli.main import main
 from core.selection.configs import ProviderRegistry
 from tests.conftest import EXAMPLES, REJECTED_EXAMPLES, ROOT, example_files
@@ -113,15 +113,22 @@ def test_validate_examples_json_has_the_documented_shape(
     assert len(results) == len(EXPECTED_SELECTION)
     for result in results:
         assert set(result) == {
+            "apiVersion",
+            "kind",
             "name",
             "namespace",
+            "source",
             "operation",
             "allowed",
+            "skipped",
             "errors",
             "warnings",
             "patch",
             "object",
         }
+        assert (result["apiVersion"], result["kind"]) == ("airunway.ai/v1alpha1", "ModelDeployment")
+        assert result["source"].endswith(".yaml (document 1)")
+        assert result["skipped"] is None
         assert result["namespace"] == "models"
         assert result["operation"] == "CREATE"
     denied = {
@@ -180,7 +187,8 @@ def test_explain_examples_json_has_the_documented_shape(capsys: pytest.CaptureFi
         assert set(result["engine"]) == {"type", "reason", "explicit"}
         assert set(result["provider"]) == {"name", "reason", "explicit"}
         for candidate in result["candidates"]:
-            assert set(candidate) == {"name", "priority", "excluded", "rules"}
+            assert set(candidate) == {"name", "priority", "excluded", "chosen", "note", "rules"}
+            assert candidate["chosen"] == (candidate["name"] == result["provider"]["name"])
             for rule in candidate["rules"]:
                 assert set(rule) == {"condition", "priority", "result", "error"}
                 assert rule["result"] in (True, False, "error")
@@ -320,14 +328,19 @@ def test_broken_provider_config_is_a_warning_not_a_failure(
             "document 1: not valid YAML at line 2, column 1: did not find expected ',' or ']'",
         ),
         ("- a\n- b\n", "document 1 is a list, not a Kubernetes object"),
-        (
-            "apiVersion: v1\nkind: ConfigMap\n",
-            "(document 1): v1 ConfigMap is not a airunway.ai/v1alpha1 ModelDeployment",
-        ),
-        ("", "no ModelDeployment objects found"),
+        ("", "no objects found"),
         (b"\xff\xfe\x00bad".decode("latin-1"), "cannot read:"),
+        ("kind: List\nitems: {a: 1}\n", "(document 1): List: items must be a list of objects"),
+        ("kind: List\nitems: [1]\n", "(document 1, items[0]): is a int, not a Kubernetes object"),
     ],
-    ids=["bad-yaml", "not-an-object", "wrong-kind", "empty", "not-utf8"],
+    ids=[
+        "bad-yaml",
+        "not-an-object",
+        "empty",
+        "not-utf8",
+        "list-items-not-a-list",
+        "list-item-not-an-object",
+    ],
 )
 @pytest.mark.parametrize("command", ["validate", "explain"])
 def test_unusable_input_exits_2_with_one_line_naming_file_and_problem(
@@ -444,13 +457,22 @@ def test_an_object_whose_check_raises_is_denied_alone() -> None:
     """#13.7: whatever one object raises in `validate` becomes that object's one error."""
     obj = model_deployment("broken", "models", gpu=1)
 
-    result = guarded(_raises, obj, shipped_registry(), old=None)
+    result = guarded(
+        _raises,
+        obj,
+        shipped_registry(),
+        lambda detail: verdict(obj, None, None, errors=[{"field": "", "message": detail}]),
+    )
 
     assert result == {
+        "apiVersion": "airunway.ai/v1alpha1",
+        "kind": "ModelDeployment",
         "name": "broken",
         "namespace": "models",
+        "source": None,
         "operation": "CREATE",
         "allowed": False,
+        "skipped": None,
         "errors": [
             {
                 "field": "",

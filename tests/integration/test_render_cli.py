@@ -1,0 +1,347 @@
+"""`runway render` as GitOps users drive it (issue #23): `--check` names the files, `--diff`
+shows what would change (a diff `git apply` takes, coloured only on a terminal without
+NO_COLOR), `-f` and Lists as sources, standard input refused by name, and the commit author
+taken from the flags, else the repository's git user, else Runway's own."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import select
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cli.exits import Exit
+from cli.main import main
+from cli.render import Progress
+from tests.conftest import EXAMPLES
+
+SOURCE = "vllm-direct-explicit.yaml"  # Direct vLLM: a Deployment and a Service
+FILES = [
+    "models/phi-direct/deployment-phi-direct.yaml",
+    "models/phi-direct/modeldeployment.yaml",
+]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv), env={})
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def git(repo: Path, *args: str, stdin: str | None = None) -> str:
+    return subprocess.run(
+        ["git", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        input=stdin,
+    ).stdout
+
+
+@pytest.fixture
+def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No global or system git configuration: only what a test sets in its repository."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in (
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def rendered(tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_git: None) -> Path:
+    """A repository holding the committed render of SOURCE, whose source then changes."""
+    source = tmp_path / "models" / "phi.yaml"
+    source.parent.mkdir()
+    shutil.copy(EXAMPLES / SOURCE, source)
+    repo = tmp_path / "gitops"
+    assert run(capsys, "render", str(source.parent), "--repo", str(repo), "--commit")[0] == 0
+    source.write_text(source.read_text().replace('max-num-seqs: "64"', 'max-num-seqs: "128"'))
+    return repo
+
+
+def test_check_lists_the_files_that_would_change(
+    rendered: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(
+        capsys, "render", str(tmp_path / "models"), "--repo", str(rendered), "--check"
+    )
+
+    assert code == Exit.PARTIAL
+    assert out.splitlines() == [
+        "models/phi-direct: rendered: vllm on vllm, 4 files",
+        "schema apps/v1 Deployment: Kubernetes 1.37 (kubernetes-validate)",
+        "schema v1 Service: Kubernetes 1.37 (kubernetes-validate)",
+        *(f"changed: rendered/{path}" for path in FILES),
+        "1 rendered, 0 failed (0 unchanged since the last render); files: 0 added, 2 changed, 0 removed",
+    ]
+
+
+def test_diff_is_what_a_render_would_write_and_git_applies_it(
+    rendered: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(rendered, copy)
+    head = git(rendered, "rev-parse", "HEAD")
+
+    code, diff, err = run(
+        capsys, "render", str(tmp_path / "models"), "--repo", str(rendered), "--diff"
+    )
+
+    assert code == Exit.PARTIAL
+    assert [line for line in diff.splitlines() if line.startswith("diff --git")] == [
+        f"diff --git a/rendered/{path} b/rendered/{path}" for path in FILES
+    ]
+    assert [line for line in diff.splitlines() if line[:1] in "+-" and "'" in line] == [
+        "-        - '64'",
+        "+        - '128'",
+        "-      max-num-seqs: '64'",
+        "+      max-num-seqs: '128'",
+    ]
+    assert "\033[" not in diff
+    assert err.splitlines()[-1].endswith("files: 0 added, 2 changed, 0 removed")
+    assert (git(rendered, "rev-parse", "HEAD"), git(rendered, "status", "--porcelain")) == (
+        head,
+        "",
+    )  # --diff writes nothing
+    git(copy, "apply", "-", stdin=diff)
+    run(capsys, "render", str(tmp_path / "models"), "--repo", str(rendered))
+    trees = []
+    for repo in (copy, rendered):
+        git(repo, "add", "-A")
+        trees.append(git(repo, "write-tree"))
+    assert trees[0] == trees[1]
+
+
+def test_diff_with_json_output_is_a_usage_error(
+    rendered: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(
+        capsys, "render", str(tmp_path / "models"), "--repo", str(rendered), "--diff", "-o", "json"
+    ) == (
+        Exit.USAGE,
+        "",
+        "runway: --diff: prints a unified diff; -o json and -o yaml go with --check\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("terminal", "env", "coloured"),
+    [
+        (True, {}, True),
+        (True, {"NO_COLOR": "1"}, False),
+        (False, {}, False),
+        (True, {"NO_COLOR": ""}, True),
+    ],
+    ids=["terminal", "terminal-no-color", "pipe", "terminal-empty-no-color"],
+)
+def test_diff_is_coloured_only_on_a_terminal_without_no_color(
+    terminal: bool,
+    env: dict[str, str],
+    coloured: bool,
+    rendered: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    argv = ["render", str(tmp_path / "models"), "--repo", str(rendered), "--diff"]
+    if terminal:
+        leader, follower = os.openpty()  # a real terminal device, so isatty() is the real answer
+        with os.fdopen(follower, "w", encoding="utf-8") as out, os.fdopen(leader, "rb", 0) as tty:
+            monkeypatch.setattr("sys.stdout", out)
+            code = main(argv, env=env)
+            out.flush()
+            text = _drain(tty)
+    else:
+        piped = io.StringIO()
+        monkeypatch.setattr("sys.stdout", piped)
+        code = main(argv, env=env)
+        text = piped.getvalue()
+
+    assert code == Exit.PARTIAL
+    assert ("\033[31m-        - '64'\033[0m" in text) is coloured
+    assert ("-        - '64'" in text.replace("\r\n", "\n")) is True
+
+
+def _drain(reader: io.BufferedReader | io.FileIO) -> str:
+    """What was written to the terminal so far (the writer has flushed)."""
+    chunks = []
+    while select.select([reader], [], [], 0)[0]:
+        chunk = reader.read(65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode()
+
+
+def test_sources_from_filename_flags_and_lists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_git: None
+) -> None:
+    direct = yaml.safe_load((EXAMPLES / SOURCE).read_text())
+    other = yaml.safe_load((EXAMPLES / SOURCE).read_text()) | {
+        "metadata": {"name": "phi-other", "namespace": "models"}
+    }
+    listed = tmp_path / "list.yaml"
+    listed.write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [direct, other]})
+    )
+
+    code, out, _ = run(capsys, "render", "-f", str(listed), "--repo", str(tmp_path / "gitops"))
+
+    assert code == Exit.OK
+    assert out.splitlines()[:2] == [
+        "models/phi-direct: rendered: vllm on vllm, 4 files",
+        "models/phi-other: rendered: vllm on vllm, 4 files",
+    ]
+
+
+def test_standard_input_is_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "render", "-", "--repo", str(tmp_path / "gitops")) == (
+        Exit.USAGE,
+        "",
+        "runway: -: render records the path of every source (what a later render may remove); "
+        "standard input has none: name files or directories\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("configured", "flags", "author", "committer"),
+    [
+        ({}, [], "runway <runway@localhost>", "runway <runway@localhost>"),
+        (
+            {"user.name": "Ops Bot", "user.email": "ops@example.com"},
+            [],
+            "Ops Bot <ops@example.com>",
+            "Ops Bot <ops@example.com>",
+        ),
+        ({"user.name": "Ops Bot"}, [], "Ops Bot <runway@localhost>", "Ops Bot <runway@localhost>"),
+        (
+            {"user.name": "Ops Bot", "user.email": "ops@example.com"},
+            ["--author-name", "Ana", "--author-email", "ana@example.com"],
+            "Ana <ana@example.com>",
+            "Ops Bot <ops@example.com>",
+        ),
+        (
+            {},
+            ["--author-name", "Ana", "--author-email", "ana@example.com"],
+            "Ana <ana@example.com>",
+            "runway <runway@localhost>",
+        ),
+    ],
+    ids=[
+        "nobody-configured",
+        "repository-user",
+        "repository-name-only",
+        "flags",
+        "flags-no-config",
+    ],
+)
+def test_the_commit_author_is_the_flags_else_the_repository_user_else_runway(
+    configured: dict[str, str],
+    flags: list[str],
+    author: str,
+    committer: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    isolated_git: None,
+) -> None:
+    repo = tmp_path / "gitops"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    for key, value in configured.items():
+        git(repo, "config", key, value)
+
+    code, _, _ = run(
+        capsys, "render", str(EXAMPLES / SOURCE), "--repo", str(repo), "--commit", *flags
+    )
+
+    assert code == Exit.OK
+    assert git(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip() == f"{author}|{committer}"
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--author-name", "Ana"],
+        ["--author-email", "a@x"],
+        ["--author-name", "A <b>", "--author-email", "a@x"],
+    ],
+    ids=["name-only", "email-only", "angle-brackets"],
+)
+def test_half_an_author_is_a_usage_error(
+    flags: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        capsys, "render", str(EXAMPLES / SOURCE), "--repo", str(tmp_path / "g"), *flags
+    )
+
+    assert (code, out) == (Exit.USAGE, "")
+    assert err.endswith(": give both --author-name and --author-email, neither holding < or >\n")
+
+
+def test_yaml_report_is_the_json_report(
+    rendered: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["render", str(tmp_path / "models"), "--repo", str(rendered), "--check"]
+
+    as_json = run(capsys, *argv, "-o", "json")
+    as_yaml = run(capsys, *argv, "-o", "yaml")
+
+    assert as_json[0] == as_yaml[0] == Exit.PARTIAL
+    assert yaml.safe_load(as_yaml[1]) == json.loads(as_json[1])
+
+
+def _sources(folder: Path, count: int) -> Path:
+    folder.mkdir()
+    base = yaml.safe_load((EXAMPLES / SOURCE).read_text())
+    for i in range(count):
+        obj = base | {"metadata": {"name": f"phi-{i}", "namespace": "models"}}
+        (folder / f"phi-{i}.yaml").write_text(yaml.safe_dump(obj))
+    return folder
+
+
+@pytest.mark.parametrize("terminal", [True, False], ids=["terminal", "pipe"])
+def test_progress_is_shown_on_a_terminal_only(
+    terminal: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_git: None
+) -> None:
+    sources = str(_sources(tmp_path / "models", 3))
+    argv = ["render", sources, "--repo", str(tmp_path / "gitops")]
+    leader, follower = os.openpty()
+    with os.fdopen(follower, "w", encoding="utf-8") as tty, os.fdopen(leader, "rb", 0) as reader:
+        monkeypatch.setattr("sys.stderr", tty if terminal else io.StringIO())
+        monkeypatch.setattr("sys.stdout", io.StringIO())
+        first = main(argv, env={})
+        tty.flush()
+        shown = _drain(reader)
+        again = main(argv, env={})  # nothing changed: nothing to render, nothing shown
+        tty.flush()
+        shown_again = _drain(reader)
+
+    assert (first, again) == (Exit.OK, Exit.OK)
+    expected = "".join(f"\rrendering {i}/3 ModelDeployments" for i in (1, 2, 3)) + "\r\n"
+    assert (shown, shown_again) == ((expected if terminal else ""), "")
+
+
+def test_progress_is_rewritten_about_every_hundredth() -> None:
+    out = io.StringIO()
+    progress = Progress(out)
+
+    for done in range(1, 251):
+        progress(done, 250)
+
+    assert out.getvalue() == (
+        "".join(f"\rrendering {i}/250 ModelDeployments" for i in range(2, 251, 2)) + "\n"
+    )

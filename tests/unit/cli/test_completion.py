@@ -1,0 +1,148 @@
+"""`runway completion`: scripts generated from the parser. The bash script is run by bash itself
+(as bash runs a completion function: COMP_WORDS and COMP_CWORD set, COMPREPLY read back); the
+zsh script shares its tables, and the fish script names every command and option."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cli.completion import commands_of, completion_script
+from cli.main import build_parser, main
+
+PARSER = build_parser()
+
+
+@pytest.fixture(scope="module")
+def bash_script(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("completion") / "runway.bash"
+    path.write_text(completion_script("bash", PARSER))
+    return path
+
+
+def complete(script: Path, line: str, cwd: Path) -> list[str]:
+    """What bash offers for the last word of `line` (an empty last word after a space)."""
+    probe = (
+        'source "$1"; read -ra COMP_WORDS <<< "$2"; [[ "$2" == *" " ]] && COMP_WORDS+=("");'
+        ' COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _runway; printf "%s\\n" "${COMPREPLY[@]}"'
+    )
+    done = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", probe, "bash", str(script), line],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+        cwd=cwd,
+    )
+    return [w for w in done.stdout.splitlines() if w]
+
+
+@pytest.mark.parametrize(
+    ("line", "offered"),
+    [
+        ("runway val", ["validate"]),
+        ("runway ver", ["version"]),
+        ("runway gateway-", ["gateway-plan", "gateway-sync"]),
+        ("runway validate --o", ["--output", "--old"]),
+        ("runway validate -o ", ["text", "json", "yaml"]),
+        ("runway validate -v -o y", ["yaml"]),
+        ("runway -v val", ["validate"]),
+        ("runway --context kind-a val", ["validate"]),
+        ("runway -n models exp", ["explain"]),
+        ("runway certs i", ["issue", "inject"]),
+        ("runway certs issue --ca", ["--ca-days"]),
+        ("runway crds --part ", ["all", "runtime", "gateway"]),
+        ("runway completion ", ["bash", "zsh", "fish"]),
+        ("runway validate models/o", ["models/one.yaml"]),
+        ("runway validate -f models/t", ["models/two.yaml"]),
+        ("runway render --repo gi", ["gitops"]),
+        ("runway render --max-removals ", []),
+    ],
+    ids=[
+        "command",
+        "version-command",
+        "two-commands",
+        "flags",
+        "flag-choices",
+        "choices-after-local-v",
+        "after-global-v",
+        "after-global-context-value",
+        "after-global-namespace-value",
+        "nested-command",
+        "nested-command-flag",
+        "crds-part",
+        "completion-shells",
+        "positional-files",
+        "filename-flag-files",
+        "directory-flag",
+        "value-without-suggestions",
+    ],
+)
+def test_bash_completes_commands_flags_and_values(
+    line: str, offered: list[str], bash_script: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "one.yaml").write_text("")
+    (tmp_path / "models" / "two.yaml").write_text("")
+    (tmp_path / "gitops").mkdir()
+
+    assert complete(bash_script, line, tmp_path) == offered
+
+
+def test_every_command_and_flag_of_the_parser_is_in_the_tables() -> None:
+    commands = {c.path: c for c in commands_of(PARSER)}
+
+    assert commands[""].commands == (
+        *("explain", "validate", "crds", "provider-configs", "serve", "certs", "render"),
+        *("apply", "gateway-plan", "gateway-sync", "status-controller", "version", "completion"),
+    )
+    assert commands["certs"].commands == ("issue", "rotate", "inject")
+    assert commands["validate"].options == (
+        *("-h", "--help", "-f", "--filename", "--providers", "-o", "--output"),
+        *("-n", "--namespace", "--old", "--allow-destination", "-v", "--verbose"),
+    )
+    assert dict(commands["validate"].values) == {
+        ("-f", "--filename"): ("@files",),
+        ("--providers",): ("@files",),
+        ("-o", "--output"): ("text", "json", "yaml"),
+        ("-n", "--namespace"): None,
+        ("--old",): ("@files",),
+        ("--allow-destination",): None,
+    }
+    assert commands["validate"].arguments == ("@files",)
+
+
+def test_zsh_uses_the_tables_bash_uses() -> None:
+    bash, zsh = (completion_script(shell, PARSER) for shell in ("bash", "zsh"))
+
+    def tables(script: str) -> str:
+        return script[script.index("_runway_commands() {") : script.index("\n_runway() {")]
+
+    assert zsh.splitlines()[0] == "#compdef runway"
+    assert tables(zsh) == tables(bash)
+
+
+def test_fish_names_every_command_and_option() -> None:
+    script = completion_script("fish", PARSER)
+    lines = script.splitlines()
+
+    for command in commands_of(PARSER):
+        at = f"complete -c runway -n \"__runway_at '{command.path}'\""
+        named = [line for line in lines if line.startswith(at + " ")]
+        subcommands = [re.search(r" -a (\S+) -d ", n) for n in named]
+        assert [m.group(1) for m in subcommands if m] == list(command.commands)
+        flags = {
+            ("--" if part[1] == "l" else "-") + part[3:]
+            for line in named
+            for part in re.findall(r"-[sl] [\w-]+", line.removeprefix(at))
+        }
+        assert flags == set(command.options), command.path
+
+
+def test_completion_prints_the_script(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["completion", "bash"])
+
+    assert (code, capsys.readouterr().out) == (0, completion_script("bash", build_parser()))
