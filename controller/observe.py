@@ -366,6 +366,10 @@ class Observer:
                     log.warning("status-controller: watching %s failed: %s", kind.kind, err)
                 self._metrics.restarted(kind.kind)
                 stop.wait(self._settings.retry_seconds if status != 404 else 30.0)
+            except Exception:  # an undecodable event, say: the watch restarts, it never dies
+                log.exception("status-controller: watching %s", kind.kind)
+                self._metrics.restarted(kind.kind)
+                stop.wait(self._settings.retry_seconds)
 
     def _events(
         self, kind: Kind, version: str | None, stop: threading.Event

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -66,6 +67,14 @@ def conditions(obj: dict[str, Any]) -> dict[str, str]:
     return {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or ()}
 
 
+def probe(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as err:
+        return int(err.code)
+
+
 def test_status_follows_the_rollout_and_one_replica_writes(
     live_cluster: Cluster, applied: str
 ) -> None:
@@ -97,9 +106,11 @@ def test_status_follows_the_rollout_and_one_replica_writes(
         }
         assert first.elector.leading
         probes = f"http://127.0.0.1:{first.probe_port}"
-        for path in ("/healthz", "/readyz"):
-            with urllib.request.urlopen(probes + path, timeout=5) as answer:
-                assert answer.status == 200
+        answers = {path: probe(probes + path) for path in ("/healthz", "/readyz")}
+        assert answers == {"/healthz": 200, "/readyz": 200}, (
+            [t.name for t in first.threads if not t.is_alive()],
+            [k.kind for k in KINDS if not first.observer.cache.synced((k,))],
+        )
         with urllib.request.urlopen(probes + "/metrics", timeout=5) as answer:
             metrics = answer.read().decode()
         assert "runway_status_leader 1" in metrics
