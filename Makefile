@@ -82,7 +82,8 @@ parsers: $(STAMP)
 	$(BIN)/python -m tools.parsers
 
 # The webhook row drives the server with wrk (Debian's package), installed here when missing.
-bench: $(STAMP)
+# The status loop row (bench/status_loop.py) runs the test cluster's kube-apiserver: `make cluster`.
+bench: $(STAMP) cluster
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.webhook
