@@ -52,6 +52,14 @@ def add_commands(commands: Any) -> None:
         help="threads per worker: requests read or answered at once; idle connections wait without one (default 64)",
     )
     server.add_argument(
+        "--stale-seconds",
+        type=int,
+        default=60,
+        metavar="SECONDS",
+        help="with --in-cluster or --kubeconfig: not ready once the provider configs have not "
+        "been known current for this long, e.g. while the watch keeps failing (default 60)",
+    )
+    server.add_argument(
         "--allow-destination",
         action="append",
         default=[],
@@ -112,6 +120,7 @@ def run_serve(args: argparse.Namespace) -> int:
         workers=args.workers,
         threads=args.threads,
         allow_destinations=tuple(args.allow_destination),
+        stale_seconds=args.stale_seconds,
     ).checked()
     serve(settings)
     return Exit.OK
