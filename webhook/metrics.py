@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 
 from core.model.kinds import (
     EMP_GROUP,
@@ -143,7 +144,7 @@ class Metrics:
                 registry.register(self._certificate)
         else:
             registry = self.registry
-        return generate_latest(_WithoutCreated(registry)).decode()
+        return generate_latest(_Exposed(registry)).decode()
 
 
 class ServingCertificate(Collector):
@@ -169,14 +170,22 @@ class ServingCertificate(Collector):
         yield family
 
 
-class _WithoutCreated(Collector):
-    """A registry's families without the `_created` samples prometheus_client adds in process
-    (the multiprocess collector has none): both modes answer the same series."""
+class _Exposed(Collector):
+    """A registry's families as /metrics shows them: sorted by name, samples by labels (buckets
+    by bound), whatever order the workers' files were read in; without the `_created` samples
+    prometheus_client adds in process (the multiprocess collector has none), so both modes
+    answer the same series."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self._registry = registry
 
     def collect(self) -> Iterator[Metric]:
-        for family in self._registry.collect():
-            family.samples = [s for s in family.samples if not s.name.endswith("_created")]
+        for family in sorted(self._registry.collect(), key=lambda f: f.name):
+            samples = [s for s in family.samples if not s.name.endswith("_created")]
+            family.samples = sorted(samples, key=_sample_order)
             yield family
+
+
+def _sample_order(sample: Sample) -> tuple[str, tuple[tuple[str, str], ...], float]:
+    labels = tuple(sorted((k, v) for k, v in sample.labels.items() if k != "le"))
+    return sample.name, labels, float(sample.labels.get("le", "0"))
