@@ -16,7 +16,7 @@ from typing import Any
 
 from prometheus_client import multiprocess, values
 
-from webhook.ports import check_port_free
+from webhook.ports import PortInUse, check_port_free
 
 log = logging.getLogger(__name__)
 ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -26,7 +26,12 @@ def server_starting(server: Any) -> None:
     """gunicorn's on_starting (master): refuse a busy port; create the metrics directory."""
     for address in server.cfg.address:
         if isinstance(address, tuple):
-            check_port_free(str(address[0]), int(address[1]))
+            try:
+                check_port_free(str(address[0]), int(address[1]))
+            except PortInUse as err:
+                # gunicorn prints a RuntimeError as one line ("Error: ...") and exits 1; any
+                # other exception here would reach the user as a traceback.
+                raise RuntimeError(str(err)) from None
     directory = tempfile.mkdtemp(prefix="runway-metrics-")
     os.environ[ENV] = directory  # inherited by every worker; Settings.from_env reads it
     # prometheus_client chooses how values are stored once, when first imported, from this

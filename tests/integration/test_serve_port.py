@@ -4,6 +4,7 @@ which a second server of the same user could otherwise join)."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.support.cluster import free_port
 from tests.support.webhook import issue_certs, start_webhook
 
@@ -70,4 +72,38 @@ def test_serve_refuses_a_port_in_use(holder: str, tmp_path: Path) -> None:
         "",
         f"runway: --port: 127.0.0.1:{port} is already in use (another runway serve?); "
         "stop that server or choose another port\n",
+    )
+
+
+def test_plain_gunicorn_with_the_shipped_config_refuses_a_port_in_use(tmp_path: Path) -> None:
+    """Images that start gunicorn themselves (webhook/gunicorn.conf.py) get the same check, in
+    gunicorn's on_starting: one "Error:" line and exit 1, gunicorn's own code for it."""
+    certs = issue_certs(tmp_path / "certs")
+    gunicorn = Path(sys.executable).parent / "gunicorn"
+    config = ROOT / "webhook" / "gunicorn.conf.py"
+    with plain_listener(tmp_path) as port:
+        env = {
+            **os.environ,
+            "RUNWAY_PORT": str(port),
+            "RUNWAY_CERT": str(certs / "tls.crt"),
+            "RUNWAY_KEY": str(certs / "tls.key"),
+        }
+        done = subprocess.run(
+            [str(gunicorn), "-c", str(config), "webhook.app:create_app()"],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+            env=env,
+        )
+
+    assert (done.returncode, done.stdout, done.stderr.splitlines()[1:]) == (
+        1,
+        "",
+        [
+            "",
+            f"Error: --port: 127.0.0.1:{port} is already in use (another runway serve?); "
+            "stop that server or choose another port",
+            "",
+        ],
     )
