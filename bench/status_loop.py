@@ -24,6 +24,7 @@ import kubernetes
 
 from controller.run import start, wait
 from core.admission.pipeline import admit
+from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
 from tests.support.cluster import install_crds, missing_binaries, start_cluster
 from tests.support.status import settings_for
@@ -33,7 +34,7 @@ NAMESPACE = "bench-status"
 GROUP, VERSION, PLURAL = "airunway.ai", "v1alpha1", "modeldeployments"
 
 
-def _model(i: int) -> dict[str, Any]:
+def _model(i: int, registry: ProviderRegistry) -> dict[str, Any]:
     md = {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "ModelDeployment",
@@ -45,7 +46,7 @@ def _model(i: int) -> dict[str, Any]:
             "resources": {"gpu": {"count": 1}},
         },
     }
-    return dict(admit(md, registry=build_registry()).obj)
+    return dict(admit(md, registry=registry).obj)
 
 
 def _deployment(name: str) -> dict[str, Any]:
@@ -157,8 +158,11 @@ def _run(cluster: Any, models: int, changes: int) -> None:
     objects = kubernetes.client.CustomObjectsApi(api)
     apps = kubernetes.client.AppsV1Api(api)
     names = [f"m{i}" for i in range(models)]
+    registry = build_registry()
     for i, name in enumerate(names):
-        objects.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, _model(i))
+        objects.create_namespaced_custom_object(
+            GROUP, VERSION, NAMESPACE, PLURAL, _model(i, registry)
+        )
         apps.create_namespaced_deployment(NAMESPACE, _deployment(name))  # type: ignore[arg-type]
     stop = threading.Event()
     phases = Phases(api)

@@ -16,7 +16,6 @@ from core.rendering.assemble import render_model
 from core.rendering.inferencegateway import GatewayTarget
 from kubeio.shipped import bundled_versions
 from kubeio.sources import parse_documents
-from kubeio.yamlio import dump
 from renderer.render import HYDRATED_FILE, kustomization, render_one
 from renderer.schemapack import load_pack
 from renderer.strict import Schemas
@@ -83,19 +82,3 @@ def test_rendered_files_have_no_anchors_and_parse_to_the_rendered_objects(
     }
     assert {n: yaml.safe_load(t) for n, t in result.files.items()} == _expected_files(obj)
     assert dict(again.files) == dict(result.files)  # byte for byte, render after render
-
-
-def test_a_value_used_twice_is_written_out_twice() -> None:
-    probe = {"httpGet": {"path": "/health", "port": 8000}}
-    container = {"livenessProbe": probe, "readinessProbe": probe}
-
-    assert dump(container) == (
-        "livenessProbe:\n"
-        "  httpGet:\n"
-        "    path: /health\n"
-        "    port: 8000\n"
-        "readinessProbe:\n"
-        "  httpGet:\n"
-        "    path: /health\n"
-        "    port: 8000\n"
-    )
