@@ -87,8 +87,10 @@ def issue(
     server: bool = True,
     client: bool = False,
 ) -> KeyPair:
-    """A leaf certificate signed by `authority` for a server, a client, or both."""
+    """A leaf certificate signed by `authority` for a server, a client, or both; it ends after
+    `days` or when the authority does, whichever comes first (never outliving its issuer)."""
     key = ec.generate_private_key(ec.SECP256R1())
+    not_after = min(now + dt.timedelta(days=days), authority.cert.not_valid_after_utc)
     usages = [ExtendedKeyUsageOID.SERVER_AUTH] * server + [ExtendedKeyUsageOID.CLIENT_AUTH] * client
     builder = (
         x509.CertificateBuilder()
@@ -97,7 +99,7 @@ def issue(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - BACKDATE)
-        .not_valid_after(now + dt.timedelta(days=days))
+        .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         .add_extension(

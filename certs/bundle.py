@@ -21,12 +21,12 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 
 from certs.authority import KeyPair, issue, new_authority
+from certs.contents import DATA, check_target, load_bundle
+from certs.errors import BundleError
+from certs.lifetimes import check_lifetimes, renew_window
 
-DATA = "..data"
-FILES = ("ca.crt", "ca.key", "tls.crt", "tls.key")
 SECRET_MODE = 0o600
 PUBLIC_MODE = 0o644
 
@@ -80,9 +80,19 @@ def _replace_with_link(path: Path, target: str) -> None:
 
 
 def issue_bundle(
-    directory: Path, identity: Identity, *, days: int, ca_days: int, now: dt.datetime
+    directory: Path,
+    identity: Identity,
+    *,
+    days: int,
+    ca_days: int,
+    now: dt.datetime,
+    replace_ca: bool = False,
 ) -> None:
-    """A new CA and a serving certificate signed by it."""
+    """A new CA and a serving certificate signed by it. A directory that already holds any
+    part of a bundle is refused unless `replace_ca`: its CA is in the caBundle the API server
+    trusts, and a new one breaks that trust until it is injected."""
+    check_lifetimes(days=days, ca_days=ca_days)
+    check_target(directory, replace_ca=replace_ca)
     ca = new_authority("runway-webhook-ca", days=ca_days, now=now)
     _write(directory, [ca.cert], ca, _leaf(ca, identity, days, now), now)
 
@@ -97,11 +107,9 @@ def rotate_bundle(
     certificate stays; once the old CA is within half the window of expiry, the serving
     certificate moves to the new CA. Expired CAs leave the bundle.
     """
-    cas = load_certificates(directory / "ca.crt")
-    ca_key = serialization.load_pem_private_key((directory / "ca.key").read_bytes(), password=None)
-    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
-        raise ValueError(f"{directory / 'ca.key'} is not an EC private key")
-    leaf = load_certificates(directory / "tls.crt")[0]
+    check_lifetimes(days=days, ca_days=ca_days)
+    renew_window(renew_within / dt.timedelta(days=1), ca_days=ca_days)
+    cas, ca_key, leaf, leaf_matches_key = load_bundle(directory)
     current = KeyPair(cas[0], ca_key)
     alive = [c for c in cas if c.not_valid_after_utc > now]
     changed: list[str] = []
@@ -109,13 +117,8 @@ def rotate_bundle(
         current = new_authority("runway-webhook-ca", days=ca_days, now=now)
         alive = [current.cert, *alive]
         changed.append("ca")
-    issuer = _issuer_of(leaf, alive)
-    leaf_due = (
-        leaf.not_valid_after_utc - now <= renew_within
-        or issuer is None
-        or issuer.not_valid_after_utc - now <= renew_within / 2
-    )
-    new_leaf = _leaf(current, _identity_of(leaf), days, now) if leaf_due else None
+    leaf_due = not leaf_matches_key or _is_leaf_due(leaf, alive, current.cert, renew_within, now)
+    new_leaf = _leaf(current, _identity_of(directory, leaf), days, now) if leaf_due else None
     if new_leaf is not None:
         changed.append("tls")
     if len(alive) != len(cas) and not changed:
@@ -125,13 +128,37 @@ def rotate_bundle(
     return changed
 
 
+def _is_leaf_due(
+    leaf: x509.Certificate,
+    alive: Sequence[x509.Certificate],
+    current: x509.Certificate,
+    renew_within: dt.timedelta,
+    now: dt.datetime,
+) -> bool:
+    """Renew a leaf of the current CA when it is within the window. A leaf of an older CA
+    (the overlap after a CA rotation, while the new CA reaches the caBundle) moves only once
+    it or its CA is within half the window; a leaf of no living CA in the bundle moves now."""
+    issuer = _issuer_of(leaf, alive)
+    if issuer is None:
+        return True
+    if issuer == current:
+        return leaf.not_valid_after_utc - now <= renew_within
+    ends = min(leaf.not_valid_after_utc, issuer.not_valid_after_utc)
+    return ends - now <= renew_within / 2
+
+
 def _issuer_of(leaf: x509.Certificate, cas: Sequence[x509.Certificate]) -> x509.Certificate | None:
     """The CA in `cas` whose key signed `leaf` (matched by key identifier), if any."""
-    wanted = leaf.extensions.get_extension_for_class(
-        x509.AuthorityKeyIdentifier
-    ).value.key_identifier
+    try:
+        wanted = leaf.extensions.get_extension_for_class(x509.AuthorityKeyIdentifier).value
+    except x509.ExtensionNotFound:
+        return None
     for ca in cas:
-        if ca.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value.digest == wanted:
+        try:
+            digest = ca.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value.digest
+        except x509.ExtensionNotFound:
+            continue
+        if digest == wanted.key_identifier:
             return ca
     return None
 
@@ -151,10 +178,20 @@ def _leaf(ca: KeyPair, identity: Identity, days: int, now: dt.datetime) -> KeyPa
     )
 
 
-def _identity_of(cert: x509.Certificate) -> Identity:
-    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+def _identity_of(directory: Path, cert: x509.Certificate) -> Identity:
+    try:
+        names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        raise BundleError(
+            str(directory / "tls.crt"),
+            "names no DNS names or addresses (no subjectAltName); issue a new bundle with --replace-ca",
+        ) from None
     dns = tuple(names.get_values_for_type(x509.DNSName))
     ips = tuple(str(ip) for ip in names.get_values_for_type(x509.IPAddress))
+    if not dns:
+        raise BundleError(
+            str(directory / "tls.crt"), "names no DNS name; issue a new bundle with --replace-ca"
+        )
     return Identity(dns, ips)
 
 

@@ -5,12 +5,43 @@ from __future__ import annotations
 import base64
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
 import kubernetes
+from cryptography import x509
+
+from certs.errors import BundleError
 
 log = logging.getLogger(__name__)
 FIELD_MANAGER = "runway-certs"
 API_VERSION = "admissionregistration.k8s.io/v1"
+
+
+def check_targets(*, mutating: Sequence[str], validating: Sequence[str]) -> None:
+    """At least one configuration to inject into, named before anything is contacted."""
+    if not mutating and not validating:
+        raise BundleError(
+            "--mutating/--validating",
+            "name at least one webhook configuration to set the caBundle on "
+            "(--mutating NAME, --validating NAME; repeatable)",
+        )
+
+
+def read_ca_bundle(path: str) -> bytes:
+    """The PEM file `--ca` names; it must hold at least one certificate."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise BundleError("--ca", f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise BundleError("--ca", f"{path}: is a directory (give DIR/ca.crt)") from None
+    try:
+        found = x509.load_pem_x509_certificates(data)
+    except ValueError:
+        found = []
+    if not found:
+        raise BundleError("--ca", f"{path}: holds no PEM certificate")
+    return data
 
 
 def inject_ca_bundle(

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from certs.bundle import Identity, issue_bundle, rotate_bundle
-from certs.inject import inject_ca_bundle
+from certs.inject import check_targets, inject_ca_bundle, read_ca_bundle
+from certs.lifetimes import MAX_DAYS, check_lifetimes, renew_window
 from cli.exits import Exit
 from kubeio.client import api_client
 from webhook.server import serve
@@ -52,6 +53,14 @@ def add_commands(commands: Any) -> None:
         help="threads per worker: requests read or answered at once; idle connections wait without one (default 64)",
     )
     server.add_argument(
+        "--stale-seconds",
+        type=int,
+        default=60,
+        metavar="SECONDS",
+        help="with --in-cluster or --kubeconfig: not ready once the provider configs have not "
+        "been known current for this long, e.g. while the watch keeps failing (default 60)",
+    )
+    server.add_argument(
         "--allow-destination",
         action="append",
         default=[],
@@ -68,10 +77,12 @@ def add_commands(commands: Any) -> None:
     issue.add_argument("--out", required=True, metavar="DIR")
     issue.add_argument("--service", default="runway-webhook")
     issue.add_argument("--namespace", default="runway-system")
+    _lifetimes(issue)
     issue.add_argument(
-        "--days", type=int, default=365, help="serving certificate lifetime (default 365)"
+        "--replace-ca",
+        action="store_true",
+        help="issue over an existing bundle: a new CA, so the caBundle must be injected again",
     )
-    issue.add_argument("--ca-days", type=int, default=3650, help="CA lifetime (default 3650)")
     issue.set_defaults(run=run_issue)
     rotate = actions.add_parser(
         "rotate", help="renew what expires soon; the old CA stays in ca.crt during the overlap"
@@ -83,8 +94,7 @@ def add_commands(commands: Any) -> None:
         default=30,
         help="renew when this close to expiry (default 30)",
     )
-    rotate.add_argument("--days", type=int, default=365)
-    rotate.add_argument("--ca-days", type=int, default=3650)
+    _lifetimes(rotate)
     rotate.set_defaults(run=run_rotate)
     inject = actions.add_parser(
         "inject", help="server-side apply the CA bundle into the webhook configurations"
@@ -92,12 +102,36 @@ def add_commands(commands: Any) -> None:
     inject.add_argument(
         "--ca", required=True, metavar="FILE", help="CA bundle (PEM), e.g. DIR/ca.crt"
     )
-    inject.add_argument("--mutating", action="append", default=[], metavar="NAME")
-    inject.add_argument("--validating", action="append", default=[], metavar="NAME")
+    inject.add_argument(
+        "--mutating",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a MutatingWebhookConfiguration (repeatable; this or --validating is needed)",
+    )
+    inject.add_argument(
+        "--validating",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a ValidatingWebhookConfiguration (repeatable)",
+    )
     where = inject.add_mutually_exclusive_group()
     where.add_argument("--kubeconfig", metavar="FILE")
     where.add_argument("--in-cluster", action="store_true")
     inject.set_defaults(run=run_inject)
+
+
+def _lifetimes(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--days",
+        type=int,
+        default=365,
+        help=f"serving certificate lifetime, 1 to {MAX_DAYS} and at most --ca-days (default 365)",
+    )
+    parser.add_argument(
+        "--ca-days", type=int, default=3650, help=f"CA lifetime, 1 to {MAX_DAYS} (default 3650)"
+    )
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -112,6 +146,7 @@ def run_serve(args: argparse.Namespace) -> int:
         workers=args.workers,
         threads=args.threads,
         allow_destinations=tuple(args.allow_destination),
+        stale_seconds=args.stale_seconds,
     ).checked()
     serve(settings)
     return Exit.OK
@@ -123,7 +158,14 @@ def _now() -> dt.datetime:
 
 def run_issue(args: argparse.Namespace) -> int:
     identity = Identity.for_service(args.service, args.namespace)
-    issue_bundle(Path(args.out), identity, days=args.days, ca_days=args.ca_days, now=_now())
+    issue_bundle(
+        Path(args.out),
+        identity,
+        days=args.days,
+        ca_days=args.ca_days,
+        now=_now(),
+        replace_ca=args.replace_ca,
+    )
     print(
         f"issued {args.out}/ca.crt, tls.crt, tls.key for {', '.join(identity.dns_names + identity.ip_addresses)}"
     )
@@ -131,7 +173,8 @@ def run_issue(args: argparse.Namespace) -> int:
 
 
 def run_rotate(args: argparse.Namespace) -> int:
-    within = dt.timedelta(days=args.renew_within_days)
+    check_lifetimes(days=args.days, ca_days=args.ca_days)
+    within = renew_window(args.renew_within_days, ca_days=args.ca_days)
     renewed = rotate_bundle(
         Path(args.out), renew_within=within, days=args.days, ca_days=args.ca_days, now=_now()
     )
@@ -140,10 +183,10 @@ def run_rotate(args: argparse.Namespace) -> int:
 
 
 def run_inject(args: argparse.Namespace) -> int:
+    check_targets(mutating=args.mutating, validating=args.validating)
+    bundle = read_ca_bundle(args.ca)
     with api_client(args.kubeconfig, in_cluster=args.in_cluster) as client:
-        done = inject_ca_bundle(
-            client, Path(args.ca).read_bytes(), mutating=args.mutating, validating=args.validating
-        )
+        done = inject_ca_bundle(client, bundle, mutating=args.mutating, validating=args.validating)
     for name in done:
         print(f"caBundle set on {name}")
-    return Exit.OK if done else Exit.USAGE
+    return Exit.OK

@@ -2,7 +2,8 @@
 
 Endpoints: POST /mutate and /validate (ModelDeployment), POST /validate-inferenceproviderconfig,
 POST /validate-externalmodelprovider, GET /healthz, /readyz (ready once provider configs are
-loaded and not stale) and /metrics (Prometheus text).
+loaded and not stale, see webhook/source.py) and /metrics (Prometheus text, the whole server's:
+webhook/metrics.py).
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ from webhook.handlers import (
     validate_provider_config,
 )
 from webhook.logfields import field
-from webhook.metrics import Metrics
+from webhook.metrics import CONTENT_TYPE, Metrics
 from webhook.responses import BAD_REQUEST, denied, review
 from webhook.review import AdmissionRequest, Undecodable, decode_review
 from webhook.settings import Settings
-from webhook.source import ClusterSource, ProviderSource, StaticSource
+from webhook.source import ClusterSource, ProviderSource, StaticSource, WatchObserver
 
 log = logging.getLogger(__name__)
 ROUTES: dict[str, Handler] = {
@@ -45,12 +46,15 @@ ROUTES: dict[str, Handler] = {
 UNAVAILABLE = 503
 
 
-def source_for(settings: Settings) -> ProviderSource:
+def source_for(settings: Settings, *, observer: WatchObserver | None = None) -> ProviderSource:
     """Directories or the shipped configs (static), or a watch of the cluster."""
     if settings.in_cluster or settings.kubeconfig:
         path, in_cluster = settings.kubeconfig, settings.in_cluster
         return ClusterSource(
-            lambda: api_client(path, in_cluster=in_cluster), flags=bundled_flag_catalogs()
+            lambda: api_client(path, in_cluster=in_cluster),
+            stale_seconds=settings.stale_seconds,
+            flags=bundled_flag_catalogs(),
+            observer=observer,
         )
     return StaticSource(load_registry(settings.providers or None))
 
@@ -70,6 +74,7 @@ def admission_routes(
             decoded = decode_review(request.get_data(cache=False), request.content_type)
             if isinstance(decoded, Undecodable):
                 log.info("admission rejected path=%s reason=%s", path, field(decoded.message))
+                metrics.failed(BAD_REQUEST)
                 if decoded.uid is None:
                     return _error(BAD_REQUEST, decoded.message)
                 return jsonify(review(denied(decoded.uid, decoded.message, code=BAD_REQUEST)))
@@ -113,6 +118,9 @@ def _account(req: AdmissionRequest, answer: Answer, metrics: Metrics, seconds: f
         allowed=response["allowed"],
         seconds=seconds,
     )
+    code = response.get("status", {}).get("code")
+    if not response["allowed"] and code in (500, UNAVAILABLE):
+        metrics.failed(code)
     if answer.provider and answer.selection and not req.get("dryRun"):
         metrics.selected(provider=answer.provider, how=answer.selection)
     obj = req.get("object") or {}
@@ -140,13 +148,16 @@ def health_routes(source: ProviderSource, metrics: Metrics) -> Blueprint:
 
     @routes.get("/readyz")
     def readyz() -> tuple[Response, int]:
-        if source.is_ready():
+        ready = source.is_ready()
+        metrics.source_ready(ready)
+        if ready:
             return jsonify(status="ready"), 200
         return jsonify(status="provider configurations not loaded or stale"), UNAVAILABLE
 
     @routes.get("/metrics")
     def metrics_view() -> Response:
-        return Response(metrics.render(), mimetype="text/plain; version=0.0.4")
+        metrics.source_ready(source.is_ready())
+        return Response(metrics.render(), content_type=CONTENT_TYPE)
 
     return routes
 
@@ -173,8 +184,9 @@ def _drain(stream: Any, length: int | None, limit: int) -> None:
 def create_app(settings: Settings | None = None, *, source: ProviderSource | None = None) -> Flask:
     """The webhook app; with no settings, from RUNWAY_* variables (what gunicorn workers do)."""
     settings = settings if settings is not None else Settings.from_env(os.environ)
-    source = source if source is not None else source_for(settings)
-    metrics = Metrics()
+    metrics = Metrics(multiprocess_dir=settings.metrics_dir, certificate=settings.cert)
+    source = source if source is not None else source_for(settings, observer=metrics)
+    metrics.source_ready(source.is_ready())
     app = Flask("runway-webhook")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.register_blueprint(admission_routes(source, metrics, destinations=settings.destinations()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 from typing import Any
 
+from webhook.multiprocess import server_exiting, server_starting, worker_exited
 from webhook.settings import Settings
 from webhook.tls import server_context
 from webhook.worker import MAX_CONNECTIONS
@@ -28,6 +29,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         # Each worker listens on its own SO_REUSEPORT socket and the kernel spreads new
         # connections over them. With one shared socket the first worker to wake accepted
         # them all: 8 of 8 keep-alive connections sat on one worker and throughput halved.
+        # A port another server holds is refused first (on_starting, webhook/ports.py).
         "reuse_port": True,
         # Longer than the API server's idle connection timeout (Go's default is 90 s), so the
         # server never closes a connection the client is about to reuse.
@@ -43,6 +45,10 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "loglevel": "info",
         "proc_name": "runway-webhook",
         "post_worker_init": settle_worker,
+        # One metrics directory per server, which every worker writes (webhook/multiprocess.py).
+        "on_starting": server_starting,
+        "child_exit": worker_exited,
+        "on_exit": server_exiting,
         "logconfig_dict": {
             "version": 1,
             "disable_existing_loggers": False,

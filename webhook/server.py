@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,8 @@ from gunicorn.app.base import BaseApplication
 
 from webhook.app import create_app
 from webhook.gunicorn_options import gunicorn_options
+from webhook.multiprocess import ENV
+from webhook.ports import check_port_free
 from webhook.settings import Settings, SettingsError
 
 
@@ -25,7 +29,8 @@ class WebhookServer(BaseApplication):  # type: ignore[misc]  # gunicorn ships no
             self.cfg.set(key, value)
 
     def load(self) -> Flask:
-        return create_app(self.settings)
+        # The metrics directory the master created at start (webhook/multiprocess.py).
+        return create_app(dataclasses.replace(self.settings, metrics_dir=os.environ.get(ENV, "")))
 
 
 def check_serving_files(settings: Settings) -> None:
@@ -39,4 +44,5 @@ def check_serving_files(settings: Settings) -> None:
 def serve(settings: Settings) -> Any:
     """Run until SIGTERM/SIGINT; gunicorn's master then stops the workers gracefully and exits."""
     check_serving_files(settings)
+    check_port_free(settings.host, settings.port)  # again in on_starting, for plain gunicorn
     WebhookServer(settings).run()

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from core.fields.errors import RunwayError
 from core.model.destinations import Destinations
 
+STALE_LOW, STALE_HIGH = 1, 3600
+
 
 class SettingsError(RunwayError):
     """A setting that cannot be used; startup stops and names it."""
@@ -29,7 +31,10 @@ class Settings:
     answers at once; idle connections wait without a thread, see webhook/worker.py),
     RUNWAY_MAX_BODY_BYTES (3 MiB, the API server's own
     request limit), RUNWAY_ALLOW_DESTINATIONS (host names and CIDRs, separated by ",", that an
-    ExternalModelProvider's base URL may name although they are internal; empty: public only).
+    ExternalModelProvider's base URL may name although they are internal; empty: public only),
+    RUNWAY_STALE_SECONDS (60: a cluster source whose data has not been current this long is not
+    ready, see webhook/source.py). PROMETHEUS_MULTIPROC_DIR is set by the server itself at
+    start (webhook/multiprocess.py): the directory its workers' metrics are written to.
     """
 
     host: str = "127.0.0.1"
@@ -43,6 +48,8 @@ class Settings:
     threads: int = 64
     max_body_bytes: int = 3 * 1024 * 1024
     allow_destinations: tuple[str, ...] = ()
+    stale_seconds: int = 60
+    metrics_dir: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -63,6 +70,8 @@ class Settings:
             allow_destinations=tuple(
                 d.strip() for d in env.get("RUNWAY_ALLOW_DESTINATIONS", "").split(",") if d.strip()
             ),
+            stale_seconds=_int(env, "RUNWAY_STALE_SECONDS", 60, low=STALE_LOW, high=STALE_HIGH),
+            metrics_dir=env.get("PROMETHEUS_MULTIPROC_DIR", ""),
         ).checked()
 
     def checked(self) -> Settings:
@@ -72,6 +81,10 @@ class Settings:
             raise SettingsError(
                 "RUNWAY_PROVIDERS",
                 "choose one provider source: directories, in-cluster or a kubeconfig",
+            )
+        if not STALE_LOW <= self.stale_seconds <= STALE_HIGH:
+            raise SettingsError(
+                "--stale-seconds", f"must be between {STALE_LOW} and {STALE_HIGH} seconds"
             )
         self.destinations()
         return self
@@ -97,6 +110,8 @@ class Settings:
             "RUNWAY_THREADS": str(self.threads),
             "RUNWAY_MAX_BODY_BYTES": str(self.max_body_bytes),
             "RUNWAY_ALLOW_DESTINATIONS": ",".join(self.allow_destinations),
+            "RUNWAY_STALE_SECONDS": str(self.stale_seconds),
+            "PROMETHEUS_MULTIPROC_DIR": self.metrics_dir,
         }
 
 

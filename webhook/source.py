@@ -1,14 +1,22 @@
 """Where the webhook's InferenceProviderConfigs come from: fixed files, or a cluster watch.
 
 Only configs whose status.ready is true take part in automatic selection; a config without a
-status counts as ready (see core/model/kinds.py). A cluster source lists, then watches; on any
-error it marks itself stale (readyz turns false), waits, and lists again.
+status counts as ready (see core/model/kinds.py). A cluster source lists, then watches, and
+lists again when the watch ends (the server closes it every `watch_seconds`, or answers 410
+Gone) or fails (then after `retry_seconds`).
+
+Readiness: the data is current while a watch is open, and was current when the last list
+succeeded or the last watch ended. The source is ready once the first list succeeded and as
+long as no more than `stale_seconds` passed without the data being current. A normal watch
+restart therefore never makes it unready; a watch that keeps failing does, `stale_seconds` after
+the last moment the data was known current.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -22,6 +30,11 @@ from kubeio.registry import build_registry
 from kubeio.shipped import bundled_facts
 
 log = logging.getLogger(__name__)
+STALE_SECONDS = 60.0  # default bound; `runway serve --stale-seconds`
+CONNECT_SECONDS = 10.0
+LIST_SECONDS = 30.0  # a list that has not answered by then failed
+WATCH_GRACE_SECONDS = 30.0  # a watch silent this long past its server-side timeout is dead
+GONE = 410  # the watch's resourceVersion is too old: list again, a normal restart
 
 
 class ProviderSource(Protocol):
@@ -29,6 +42,13 @@ class ProviderSource(Protocol):
     def is_ready(self) -> bool: ...
     def start(self) -> None: ...
     def stop(self) -> None: ...
+
+
+class WatchObserver(Protocol):
+    """What the source reports (webhook/metrics.py counts it)."""
+
+    def source_ready(self, ready: bool) -> None: ...
+    def watch_restarted(self, outcome: str) -> None: ...
 
 
 class StaticSource:
@@ -52,7 +72,7 @@ class StaticSource:
 
 
 class ClusterSource:
-    """InferenceProviderConfigs from the API server: list, then watch; re-list after errors."""
+    """InferenceProviderConfigs from the API server: list, then watch; list again when it ends."""
 
     def __init__(
         self,
@@ -60,16 +80,23 @@ class ClusterSource:
         *,
         watch_seconds: int = 300,
         retry_seconds: float = 2.0,
+        stale_seconds: float = STALE_SECONDS,
         flags: Mapping[str, FlagCatalog] | None = None,
+        observer: WatchObserver | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client_factory = client_factory
         self._flags = dict(flags or {})
         self._facts = bundled_facts()  # read once: every rebuild hands the same facts on
         self._watch_seconds = watch_seconds
         self._retry_seconds = retry_seconds
+        self._stale_seconds = stale_seconds
+        self._observer = observer
+        self._clock = clock
         self._lock = threading.Lock()
         self._registry: ProviderRegistry | None = None
-        self._stale = True
+        self._watching = False  # a watch is open: the data is current now
+        self._current_at = 0.0  # when the data was last known current (clock seconds)
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -79,7 +106,9 @@ class ClusterSource:
 
     def is_ready(self) -> bool:
         with self._lock:
-            return self._registry is not None and not self._stale
+            if self._registry is None:
+                return False
+            return self._watching or self._clock() - self._current_at <= self._stale_seconds
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="provider-config-watch", daemon=True)
@@ -90,6 +119,8 @@ class ClusterSource:
 
     def _run(self) -> None:
         while not self._stopping.is_set():
+            started = self._clock()
+            outcome = "ended"
             try:
                 client = self._client_factory()
                 self._sync(kubernetes.client.CustomObjectsApi(client))
@@ -100,42 +131,54 @@ class ClusterSource:
                 ValueError,
             ) as err:
                 log.warning("provider config watch failed; retrying: %s", type(err).__name__)
-            with self._lock:
-                self._stale = True
-            self._stopping.wait(self._retry_seconds)
+                outcome = "failed"
+            self._watch_ended()
+            self._report(outcome)
+            # A failure waits before trying again; so does a watch the server ended at once
+            # (never a busy loop of lists), but a watch that ran its course restarts now.
+            if outcome == "failed" or self._clock() - started < self._retry_seconds:
+                self._stopping.wait(self._retry_seconds)
+                self._report(None)
 
     def _sync(self, api: kubernetes.client.CustomObjectsApi) -> None:
         listed: dict[str, Any] = api.list_cluster_custom_object(
-            GROUP, VERSION, INFERENCE_PROVIDER_CONFIG_PLURAL
-        )  # type: ignore[assignment]  # the client's stubs say object; it returns the decoded JSON dict
-        objects = {item["metadata"]["name"]: item for item in listed.get("items", [])}
-        self._publish(objects, stale=False)
-        log.info("provider configs listed count=%d", len(objects))
-        watch = kubernetes.watch.Watch()
-        for event in watch.stream(
-            api.list_cluster_custom_object,
             GROUP,
             VERSION,
             INFERENCE_PROVIDER_CONFIG_PLURAL,
-            resource_version=listed["metadata"]["resourceVersion"],
-            timeout_seconds=self._watch_seconds,
-        ):
-            if self._stopping.is_set():
-                watch.stop()
-                return
-            kind: str = event["type"]
-            obj: dict[str, Any] = event["object"]
-            if kind == "ERROR":
-                return  # e.g. 410 Gone: list again
-            name = obj["metadata"]["name"]
-            if kind == "DELETED":
-                objects.pop(name, None)
-            else:
-                objects[name] = obj
-            self._publish(objects, stale=False)
-            log.info("provider config %s name=%s", kind.lower(), name)
+            _request_timeout=(CONNECT_SECONDS, LIST_SECONDS),
+        )  # type: ignore[assignment]  # the client's stubs say object; it returns the decoded JSON dict
+        objects = {item["metadata"]["name"]: item for item in listed.get("items", [])}
+        self._publish(objects, watching=True)
+        self._report(None)
+        log.info("provider configs listed count=%d", len(objects))
+        watch = kubernetes.watch.Watch()
+        try:
+            for event in watch.stream(
+                api.list_cluster_custom_object,
+                GROUP,
+                VERSION,
+                INFERENCE_PROVIDER_CONFIG_PLURAL,
+                resource_version=listed["metadata"]["resourceVersion"],
+                timeout_seconds=self._watch_seconds,
+                _request_timeout=(CONNECT_SECONDS, self._watch_seconds + WATCH_GRACE_SECONDS),
+            ):
+                if self._stopping.is_set():
+                    watch.stop()
+                    return
+                kind: str = event["type"]
+                obj: dict[str, Any] = event["object"]
+                name = obj["metadata"]["name"]
+                if kind == "DELETED":
+                    objects.pop(name, None)
+                else:
+                    objects[name] = obj
+                self._publish(objects, watching=True)
+                log.info("provider config %s name=%s", kind.lower(), name)
+        except kubernetes.client.ApiException as err:
+            if err.status != GONE:  # 410: our resourceVersion is too old; list again
+                raise
 
-    def _publish(self, objects: dict[str, dict[str, Any]], *, stale: bool) -> None:
+    def _publish(self, objects: dict[str, dict[str, Any]], *, watching: bool) -> None:
         registry = build_registry(
             (objects[n] for n in sorted(objects)), flags=self._flags, facts=self._facts
         )
@@ -143,4 +186,19 @@ class ClusterSource:
             log.warning("provider config problem: %s", problem)
         with self._lock:
             self._registry = registry
-            self._stale = stale
+            self._watching = watching
+            self._current_at = self._clock()
+
+    def _watch_ended(self) -> None:
+        """The data was current up to now if a watch was open until now."""
+        with self._lock:
+            if self._watching:
+                self._current_at = self._clock()
+            self._watching = False
+
+    def _report(self, outcome: str | None) -> None:
+        if self._observer is None:
+            return
+        if outcome is not None:
+            self._observer.watch_restarted(outcome)
+        self._observer.source_ready(self.is_ready())

@@ -5,12 +5,14 @@ connection errors are what reach the CLI's error boundary."""
 
 from __future__ import annotations
 
+import datetime as dt
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
+from certs.authority import new_authority
 from cli.exits import Exit
 from cli.main import main
 from tests.conftest import EXAMPLES
@@ -42,8 +44,8 @@ def commands(tmp_path: Path, port: int) -> dict[str, list[str]]:
     (tree / "a" / "cm.yaml").write_text(
         yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})
     )
-    ca = tmp_path / "ca.crt"
-    ca.write_text("-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n")
+    ca = tmp_path / "ca.crt"  # a real certificate: `certs inject` refuses a file without one
+    ca.write_bytes(new_authority("unreachable-ca", days=1, now=dt.datetime.now(dt.UTC)).cert_pem)
     key = tmp_path / "master.key"
     key.write_text("sk-master-unreachable\n")
     return {
