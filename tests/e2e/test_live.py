@@ -30,6 +30,7 @@ from renderer.apply import folders
 from tests.conftest import EXAMPLES
 from tests.support.builders import disaggregated
 from tests.support.cluster import Cluster
+from tests.support.live import persistent_volume, user_claim
 from tests.support.rollout import (
     Placed,
     claims_of_pods,
@@ -114,33 +115,6 @@ class RolledOut:
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [o for o in self.rendered if o["kind"] == kind]
-
-
-def persistent_volume(name: str, size: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": size},
-            "accessModes": ["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "hostPath": {"path": f"/var/lib/runway-test/{name}"},
-        },
-    }
-
-
-def user_claim(name: str, namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "accessModes": ["ReadWriteOnce"],
-            "resources": {"requests": {"storage": "20Gi"}},
-            "storageClassName": "",
-        },
-    }
 
 
 def render(source: dict[str, Any], namespace: str, work: Path) -> Path:

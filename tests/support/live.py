@@ -163,3 +163,33 @@ def start_live_cluster(workdir: Path) -> Cluster:
         cluster.stop()
         raise
     return cluster
+
+
+def persistent_volume(name: str, size: str) -> dict[str, Any]:
+    """A PersistentVolume the cluster administrator provides (static provisioning: no
+    provisioner runs here); the controller-manager binds a claim to it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": size},
+            "accessModes": ["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "hostPath": {"path": f"/var/lib/runway-test/{name}"},
+        },
+    }
+
+
+def user_claim(name: str, namespace: str) -> dict[str, Any]:
+    """A claim the user created before the ModelDeployment (a model cache it names)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "20Gi"}},
+            "storageClassName": "",
+        },
+    }
