@@ -29,7 +29,7 @@ import yaml
 from cli.main import main
 from kubeio.yamlio import dump
 from renderer.schemapack import load_pack
-from tests.conftest import ROOT
+from tests.conftest import EXAMPLES, ROOT
 from tests.e2e.test_gitops import refuses_field
 from tests.support.argocd import ArgoCD, missing_binaries, start_argocd
 from tests.support.cluster import Cluster
@@ -50,6 +50,14 @@ from tests.support.gitops_tier import (
     write_sources,
 )
 from tests.support.gitserver import start_git_server
+from tests.support.serving import (
+    Recorder,
+    accept_routes,
+    gpus_held_back,
+    model_phases,
+    phases_in_order,
+    provide_claim,
+)
 from tests.support.status import controller
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook
@@ -603,3 +611,131 @@ def test_a_commit_the_installed_crd_refuses_fails_in_argocd_and_in_runway_apply(
     assert "spec.serveConfigV2" in after_apply["status"]["message"]
     assert code_after == 0
     assert recovered["status"]["sync"]["revision"] == revision
+
+
+def live_copy(example: str, name: str, sources: Path) -> None:
+    """A copy of an example under a new name (and routing name) in the tier's namespace."""
+    doc = yaml.safe_load((EXAMPLES / example).read_text())
+    doc["metadata"] = {"name": name, "namespace": NAMESPACE}
+    if (doc["spec"].get("gateway") or {}).get("enabled"):
+        doc["spec"]["gateway"]["modelName"] = name
+    (sources / f"{name}.yaml").write_text(dump(doc))
+
+
+LIVE_MODELS = ("mistral-live", "phi-live")
+SERVING = {name: "Running" for name in LIVE_MODELS}
+Snapshot = tuple[tuple[str, str, str | None], ...]
+
+
+def serving_snapshot(gitops: GitOps) -> Snapshot:
+    """Each live model's (name, Argo CD health, phase): the Application read first, so that a
+    Healthy read while a model read after it is not Running would be a health called early."""
+    resources = gitops.app().get("status", {}).get("resources", [])
+    health = {
+        r["name"]: (r.get("health") or {}).get("status", "")
+        for r in resources
+        if r["kind"] == "ModelDeployment"
+    }
+    phases = model_phases(gitops.cluster, NAMESPACE)
+    return tuple((n, health.get(n, ""), phases.get(n)) for n in LIVE_MODELS)
+
+
+def healthy_early(seen: list[Snapshot]) -> list[tuple[str, int]]:
+    """Where Argo CD called a model Healthy it had no Running status for: (model, index).
+
+    The Application's health is what the controller computed at its last look, a moment after
+    the status changed, so a loss shows there a little later than on the model (Healthy read
+    beside Deploying, once). What must never happen: Healthy before the model was ever Running,
+    or Healthy again after Argo CD has seen the loss, before the model is Running again."""
+    early = []
+    for name in LIVE_MODELS:
+        backed = False  # a Running status Argo CD may still be showing
+        for index, snapshot in enumerate(seen):
+            ((_, health, phase),) = [s for s in snapshot if s[0] == name]
+            if phase == "Running":
+                backed = True
+            elif health != "Healthy":
+                backed = False  # Argo CD has caught up with a model that does not run
+            if health == "Healthy" and not backed:
+                early.append((name, index))
+    return early
+
+
+def test_llmd_and_direct_vllm_roll_out_and_are_healthy_in_argocd_only_while_they_run(
+    gitops: GitOps, baseline: dict[str, Any]
+) -> None:
+    """The live plane end to end: a commit adds an llm-d model behind the gateway and a Direct
+    vLLM model (its cache claim made first, as a user would). While the GPU nodes are cordoned
+    their pods cannot schedule: Deploying, Progressing. Uncordoned, they roll out, the status
+    controller reports Running with replicas and endpoint, and Argo CD's health (the shipped
+    Lua) turns Healthy. Pods lost turn them back to Deploying and Progressing. A Gateway API
+    implementation is stood in for (tests/support/serving.py)."""
+    cluster = gitops.cluster
+    volume = provide_claim(cluster, NAMESPACE, "shared-model-cache")
+    sources = write_sources(gitops.work / "sources", NAMESPACE)
+    live_copy("llmd-explicit.yaml", "mistral-live", sources)
+    live_copy("vllm-direct-explicit.yaml", "phi-live", sources)
+    stop = threading.Event()
+    api = cluster.api_client()
+    controller(api, NAMESPACE, "argocd-live", stop)
+
+    def all_health(status: str) -> Callable[[], dict[str, Any] | None]:
+        def reported() -> dict[str, Any] | None:
+            gitops.argo.alive()
+            accept_routes(cluster, NAMESPACE, "mistral-live")
+            app = gitops.refreshed()
+            found = {n: health_of(app, "ModelDeployment", n)[0] for n in LIVE_MODELS}
+            return app if set(found.values()) == {status} else None
+
+        return reported
+
+    try:
+        with Recorder(lambda: serving_snapshot(gitops)) as recorder:
+            with gpus_held_back(cluster):
+                revision = gitops.push(sources)
+                gitops.synced(revision)
+                held = until(all_health("Progressing"), "both models Progressing")
+                held_phases = model_phases(cluster, NAMESPACE)
+            healthy = until(all_health("Healthy"), "both models Healthy")
+            models = {
+                n: gitops.get(f"modeldeployment.airunway.ai/{n}", "-n", NAMESPACE)
+                for n in LIVE_MODELS
+            }
+            rolled_out = len(recorder.seen)
+            with gpus_held_back(cluster):
+                for name in LIVE_MODELS:
+                    labels = gitops.get(f"deployment/{name}", "-n", NAMESPACE)["spec"]["selector"]
+                    selector = ",".join(
+                        f"{k}={v}" for k, v in sorted(labels["matchLabels"].items())
+                    )
+                    cluster.kubectl(
+                        "delete", "pods", "-n", NAMESPACE, "-l", selector, "--wait=false"
+                    )
+                lost = until(all_health("Progressing"), "both models Progressing again")
+                lost_phases = model_phases(cluster, NAMESPACE)
+            until(all_health("Healthy"), "both models Healthy again")
+    finally:
+        stop.set()
+        api.close()
+        cluster.kubectl("delete", "persistentvolume", volume, "--wait=false", check=False)
+
+    assert healthy_early(recorder.seen) == [], recorder.seen
+    assert {n: held_phases[n] for n in LIVE_MODELS} == {n: "Deploying" for n in LIVE_MODELS}
+    assert {n: lost_phases[n] for n in LIVE_MODELS} == {n: "Deploying" for n in LIVE_MODELS}
+    for name in LIVE_MODELS:
+        phases = [p for s in recorder.seen[:rolled_out] for n, _, p in s if n == name]
+        assert phases_in_order(phases)[-2:] == ["Deploying", "Running"], (name, phases)
+        message = models[name]["status"]["message"]
+        assert health_of(healthy, "ModelDeployment", name) == ("Healthy", message)
+        assert health_of(held, "ModelDeployment", name)[0] == "Progressing"
+        assert health_of(lost, "ModelDeployment", name)[0] == "Progressing"
+    assert {n: md["status"]["replicas"] for n, md in models.items()} == {
+        n: {"desired": 1, "ready": 1, "available": 1} for n in LIVE_MODELS
+    }
+    assert {n: md["status"]["endpoint"] for n, md in models.items()} == {
+        n: {"service": n, "port": 8000} for n in LIVE_MODELS
+    }
+    assert models["mistral-live"]["status"]["gateway"] == {
+        "endpoint": "",
+        "modelName": "mistral-live",
+    }
