@@ -1,7 +1,20 @@
-# The webhook image: `runway serve` on a slim Python, as an unprivileged user.
-# (Not built in CI: these machines have no container engine.)
-FROM python:3.11-slim AS build
+# The Runway image: `runway serve` (the webhook), `runway status-controller` and `runway gateway
+# sync`, on a slim Python, as an unprivileged user. Reproducible from this repository alone:
+# - the base is pinned by its full tag (PYTHON_IMAGE below). Pin it by digest where your registry
+#   can be reached: `docker buildx imagetools inspect python:3.11.7-slim-bookworm` prints it, and
+#   `--build-arg PYTHON_IMAGE=python:3.11.7-slim-bookworm@sha256:...` uses it (docs/image.md);
+# - every Python package, Runway's build backend included, is installed from a lock with hashes
+#   (requirements/runtime.lock, requirements/build.lock; `make lock` regenerates both, and the
+#   unit tier checks that they agree with pyproject.toml and with the tested virtualenv);
+# - Runway itself is built without build isolation, so nothing is resolved at build time.
+# `git` is inside: `runway render --push` and the gateway sync may run in the cluster.
+ARG PYTHON_IMAGE=python:3.11.7-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
+COPY requirements/build.lock requirements/runtime.lock ./requirements/
+RUN pip install --no-cache-dir --require-hashes --no-deps -r requirements/build.lock \
+ && pip install --no-cache-dir --require-hashes --no-deps --prefix=/install -r requirements/runtime.lock
 COPY pyproject.toml README.md ./
 COPY core ./core
 COPY providers ./providers
@@ -12,9 +25,12 @@ COPY renderer ./renderer
 COPY gateway ./gateway
 COPY certs ./certs
 COPY controller ./controller
-RUN pip install --no-cache-dir --prefix=/install .
+RUN pip install --no-cache-dir --no-deps --no-build-isolation --prefix=/install .
 
-FROM python:3.11-slim
+FROM ${PYTHON_IMAGE}
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git \
+ && rm -rf /var/lib/apt/lists/*
 COPY --from=build /install /usr/local
 USER 65532:65532
 EXPOSE 8443

@@ -8,13 +8,25 @@ STAMP  := $(VENV)/.installed
 LITELLM_VENV  := .venv-litellm
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
-.PHONY: install test lint format test-unit test-e2e bench bench-large clean manifests cluster schemas flags fuzz parsers facts
+.PHONY: lock install test lint format test-unit test-e2e bench bench-large clean manifests cluster schemas flags fuzz parsers facts
 
-$(STAMP): pyproject.toml
+# The runtime dependencies come from the lock the image installs (with hashes), so the tests run
+# on exactly what the image ships; the test extras and Runway itself come after.
+$(STAMP): pyproject.toml requirements/runtime.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements/runtime.lock
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
+
+# requirements/*.lock from pyproject.toml and requirements/build.in (needs PyPI; pip-tools in a
+# virtualenv of its own). Run it after changing a dependency; the unit tier fails until then.
+LOCK_VENV := .venv-lock
+lock:
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet pip-tools==7.7.0
+	$(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links --output-file requirements/runtime.lock pyproject.toml
+	$(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links --output-file requirements/build.lock requirements/build.in
 
 $(LITELLM_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(LITELLM_VENV)
@@ -102,4 +114,4 @@ fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz
 
 clean:
-	rm -rf $(VENV) $(LITELLM_VENV) .venv-parsers-* .mypy_cache .ruff_cache .pytest_cache .cache
+	rm -rf $(VENV) $(LITELLM_VENV) $(LOCK_VENV) .venv-parsers-* .mypy_cache .ruff_cache .pytest_cache .cache

@@ -11,15 +11,20 @@ unready (the operator waits for the serve applications on the head's dashboard).
 
 from __future__ import annotations
 
+import copy
 import shutil
+import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli.main import main
 from core.selection.configs import ProviderRegistry
 from kubeio.shipped import bundled_versions
+from kubeio.yamlio import dump
 from tests.conftest import EXAMPLES
 from tests.e2e.test_kuberay_operator import expected_pods, get_json, rayservice
 from tests.support.cluster import Cluster
@@ -31,6 +36,7 @@ from tests.support.kuberay import (
 )
 from tests.support.live import GPU
 from tests.support.rayservices import kuberay_cases
+from tests.support.status import controller
 from tests.support.wait import wait_until
 
 RECONCILE_TIMEOUT = 180
@@ -118,3 +124,76 @@ def test_rayservice_pods_run_on_the_nodes_their_gpus_need(
         if requested(p) == 0 and nodes[p["spec"]["nodeName"]] > 0 and not tolerates_gpu(p)
     ] == []
     live_cluster.kubectl("delete", "namespace", namespace, "--wait=false")
+
+
+def test_the_operators_own_rayservice_status_drives_the_model_deployment_status(
+    live_cluster: Cluster, live_operator: Operator, tmp_path: Path
+) -> None:
+    """A KubeRay ModelDeployment rendered and applied with Runway's commands; the real operator
+    makes its RayCluster and writes the RayService's status; Runway's status controller (in
+    this process) maps that status. No Ray process runs under KWOK, so the serve application
+    never starts: as far as it runs here, the model is Deploying, with the operator's counts,
+    and Flux's kstatus and Argo CD's Lua read it as not serving."""
+    namespace = f"ray-status-{uuid.uuid4().hex[:8]}"
+    live_cluster.kubectl("create", "namespace", namespace)
+    (case, doc), *_ = CASES
+    md = copy.deepcopy(doc)
+    md["metadata"]["namespace"] = namespace
+    name = md["metadata"]["name"]
+    (tmp_path / "sources").mkdir()
+    (tmp_path / "sources" / "md.yaml").write_text(dump(md))
+    assert main(["render", str(tmp_path / "sources"), "--repo", str(tmp_path / "repo")]) == 0
+    rendered = tmp_path / "repo" / "rendered"
+    assert main(["apply", str(rendered), "--kubeconfig", str(live_cluster.kubeconfig)]) == 0
+    stop = threading.Event()
+    api = live_cluster.api_client()
+    controller(api, namespace, "kuberay-live", stop)
+    try:
+
+        def reported() -> dict[str, Any] | None:
+            live_operator.running()
+            service = get_json(
+                live_cluster,
+                f"rayservice.ray.io/{name}",
+                "-n",
+                namespace,
+                "--show-managed-fields",
+            )
+            model = get_json(live_cluster, f"modeldeployment.airunway.ai/{name}", "-n", namespace)
+            status = model.get("status") or {}
+            # The operator has written a status and the controller has mapped this one.
+            written = bool(service.get("status", {}).get("conditions"))
+            mapped = status.get("observedGeneration") == model["metadata"]["generation"]
+            return {"service": service, "model": model} if written and mapped else None
+
+        seen = wait_until(reported, timeout=RECONCILE_TIMEOUT, what="the operator's status mapped")
+        assert seen is not None
+    finally:
+        stop.set()
+        api.close()
+        live_cluster.kubectl("delete", "namespace", namespace, "--wait=false")
+
+    service, model = seen["service"], seen["model"]
+    managers = {
+        m["manager"]
+        for m in service["metadata"]["managedFields"]
+        if m.get("subresource") == "status"
+    }
+    workers = sum(
+        g.get("replicas", 0) for g in service["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+    )
+    status = model["status"]
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert managers == {"kuberay-operator"}, (case, managers)
+    assert (status["phase"], status["replicas"]["desired"], status["endpoint"]) == (
+        "Deploying",
+        workers,
+        {"service": f"{name}-serve-svc", "port": 8000},
+    )
+    assert status["message"].startswith(f"RayService/{name}: "), status["message"]
+    assert (conditions["ResourceCreated"], conditions["Ready"], conditions["Reconciling"]) == (
+        "True",
+        "False",
+        "True",
+    )
+    assert "Stalled" not in conditions
