@@ -53,6 +53,7 @@ from tests.support.gitserver import start_git_server
 from tests.support.serving import (
     Recorder,
     accept_routes,
+    delete_pods,
     gpus_held_back,
     model_phases,
     phases_in_order,
@@ -703,14 +704,7 @@ def test_llmd_and_direct_vllm_roll_out_and_are_healthy_in_argocd_only_while_they
             }
             rolled_out = len(recorder.seen)
             with gpus_held_back(cluster):
-                for name in LIVE_MODELS:
-                    labels = gitops.get(f"deployment/{name}", "-n", NAMESPACE)["spec"]["selector"]
-                    selector = ",".join(
-                        f"{k}={v}" for k, v in sorted(labels["matchLabels"].items())
-                    )
-                    cluster.kubectl(
-                        "delete", "pods", "-n", NAMESPACE, "-l", selector, "--wait=false"
-                    )
+                delete_pods(cluster, NAMESPACE, LIVE_MODELS)
                 lost = until(all_health("Progressing"), "both models Progressing again")
                 lost_phases = model_phases(cluster, NAMESPACE)
             until(all_health("Healthy"), "both models Healthy again")

@@ -35,6 +35,7 @@ from tests.support.gitserver import start_git_server
 from tests.support.serving import (
     Recorder,
     accept_routes,
+    delete_pods,
     gpus_held_back,
     model_phases,
     phases_in_order,
@@ -214,10 +215,7 @@ def test_pods_lost_turn_the_models_back_to_deploying_and_flux_waits_until_they_r
     with Recorder(lambda: snapshot(env, revision)) as recorder:
         with gpus_held_back(cluster):
             # The GPU pods go (a node drained, say); their replacements find no node.
-            for name in MODELS:
-                labels = env.get(f"deployment/{name}", "-n", NAMESPACE)["spec"]["selector"]
-                selector = ",".join(f"{k}={v}" for k, v in sorted(labels["matchLabels"].items()))
-                cluster.kubectl("delete", "pods", "-n", NAMESPACE, "-l", selector, "--wait=false")
+            delete_pods(cluster, NAMESPACE, MODELS)
             wait_until(
                 lambda: set(model_phases(cluster, NAMESPACE).values()) == {"Deploying"},
                 timeout=TIMEOUT,

@@ -37,6 +37,18 @@ def gpus_held_back(cluster: Cluster) -> Iterator[None]:
         cluster.kubectl("uncordon", *names)
 
 
+def delete_pods(cluster: Cluster, namespace: str, deployments: tuple[str, ...]) -> None:
+    """Delete the pods of `deployments` (as a drained node loses them); their ReplicaSets make
+    new ones at once."""
+    for name in deployments:
+        found = json.loads(
+            cluster.kubectl("get", f"deployment/{name}", "-n", namespace, "-o", "json").stdout
+        )
+        labels = found["spec"]["selector"]["matchLabels"]
+        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        cluster.kubectl("delete", "pods", "-n", namespace, "-l", selector, "--wait=false")
+
+
 def provide_claim(cluster: Cluster, namespace: str, claim: str) -> str:
     """A PersistentVolume and the user's claim `claim` in `namespace`, as the examples'
     pre-existing model cache needs; the PersistentVolume's name."""
