@@ -41,7 +41,7 @@ from tests.support.serving import (
     phases_in_order,
     provide_claim,
 )
-from tests.support.status import InProcess
+from tests.support.status import InProcess, conditions
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook
 
@@ -139,10 +139,6 @@ def never_green_early(seen: list[Snapshot]) -> None:
 def statuses(env: GitOps) -> dict[str, dict[str, Any]]:
     listed = env.get("modeldeployments.airunway.ai", "-n", NAMESPACE)["items"]
     return {md["metadata"]["name"]: md for md in listed}
-
-
-def conditions(md: dict[str, Any]) -> dict[str, str]:
-    return {c["type"]: c["status"] for c in md["status"]["conditions"]}
 
 
 def phases_of(seen: list[Snapshot], name: str) -> list[str | None]:

@@ -29,7 +29,7 @@ from kubeio.yamlio import dump
 from tests.support.builders import model_deployment
 from tests.support.cluster import Cluster
 from tests.support.rollout import wait_rolled_out
-from tests.support.status import LEASE, controller
+from tests.support.status import LEASE, conditions, controller
 from tests.support.wait import wait_until
 
 
@@ -61,10 +61,6 @@ def status_of(api: kubernetes.client.ApiClient, namespace: str) -> dict[str, Any
         "airunway.ai", "v1alpha1", namespace, "modeldeployments", "qwen"
     )  # type: ignore[assignment]  # the client's stubs say object; it returns the decoded JSON
     return obj
-
-
-def conditions(obj: dict[str, Any]) -> dict[str, str]:
-    return {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or ()}
 
 
 def probe(url: str) -> int:

@@ -95,60 +95,69 @@ def summary(md: dict[str, Any]) -> tuple[str, str, dict[str, int], dict[str, str
     return status["phase"], status["message"], status["replicas"], conditions
 
 
+def walk(
+    cluster: Cluster,
+    namespace: str,
+    what: str,
+    steps: list[tuple[dict[str, Any], str]],
+) -> list[dict[str, Any]]:
+    """With the status controller running for `namespace`: the ModelDeployment `what` names once
+    it is Pending (its upstream object without a status), then after each (status written on
+    the upstream object, phase the model must reach) of `steps`."""
+    name = what.rpartition("/")[2]
+    stop = threading.Event()
+    api = cluster.api_client()
+    controller(api, namespace, name, stop)
+    try:
+        seen = [reported(cluster, namespace, name, "Pending")]
+        for status, phase in steps:
+            write_status(cluster, what, namespace, status)
+            seen.append(reported(cluster, namespace, name, phase))
+    finally:
+        stop.set()
+        api.close()
+    return seen
+
+
 def test_workspace_status_as_kaito_writes_it_drives_the_model_deployment(
     cluster: Cluster, applied: str
 ) -> None:
-    namespace = applied
-    stop = threading.Event()
-    api = cluster.api_client()
-    controller(api, namespace, "kaito", stop)
-    seen = []
-    try:
-        seen.append(reported(cluster, namespace, "phi-kaito", "Pending"))
-        write_status(
-            cluster,
-            WORKSPACE,
-            namespace,
+    resources = condition("ResourceReady", "True", "ResourcesReady", "nodes ready")
+    steps = [
+        (
             {
                 "state": "NotReady",
                 "conditions": [
-                    condition("ResourceReady", "True", "ResourcesReady", "nodes ready"),
+                    resources,
                     condition("InferenceReady", "False", "Pending", "inference pod starting"),
                 ],
             },
-        )
-        seen.append(reported(cluster, namespace, "phi-kaito", "Deploying"))
-        write_status(
-            cluster,
-            WORKSPACE,
-            namespace,
+            "Deploying",
+        ),
+        (
             {
                 "state": "Ready",
                 "conditions": [
-                    condition("ResourceReady", "True", "ResourcesReady", "nodes ready"),
+                    resources,
                     condition("InferenceReady", "True", "InferenceReady", "inference ready"),
                     condition("WorkspaceSucceeded", "True", "Succeeded", "workspace ready"),
                 ],
             },
-        )
-        seen.append(reported(cluster, namespace, "phi-kaito", "Running"))
-        write_status(
-            cluster,
-            WORKSPACE,
-            namespace,
+            "Running",
+        ),
+        (
             {
                 "state": "Failed",
                 "conditions": [
-                    condition("ResourceReady", "True", "ResourcesReady", "nodes ready"),
+                    resources,
                     condition("InferenceReady", "False", "Crashed", "inference pod crashed"),
                     condition("WorkspaceSucceeded", "False", "InferenceFailed", "pod crashed"),
                 ],
             },
-        )
-        seen.append(reported(cluster, namespace, "phi-kaito", "Failed"))
-    finally:
-        stop.set()
-        api.close()
+            "Failed",
+        ),
+    ]
+    seen = walk(cluster, applied, WORKSPACE, steps)
 
     ready_false = {"Ready": "False", "ResourceCreated": "True", "Reconciling": "True"}
     assert [
@@ -186,11 +195,6 @@ def test_workspace_status_as_kaito_writes_it_drives_the_model_deployment(
 def test_dynamo_graph_status_as_the_operator_writes_it_drives_the_model_deployment(
     cluster: Cluster, applied: str
 ) -> None:
-    namespace = applied
-    stop = threading.Event()
-    api = cluster.api_client()
-    controller(api, namespace, "dynamo", stop)
-
     # As the operator reports a component run as a Deployment (status.services.<name>).
     def component(name: str, ready: int) -> dict[str, Any]:
         return {
@@ -202,44 +206,33 @@ def test_dynamo_graph_status_as_the_operator_writes_it_drives_the_model_deployme
             "availableReplicas": ready,
         }
 
-    services = {"Frontend": component("Frontend", 1)}
-    worker = component("VllmWorker", 0)
-    seen = []
-    try:
-        seen.append(reported(cluster, namespace, "qwen-mocker", "Pending"))
-        write_status(
-            cluster,
-            GRAPH,
-            namespace,
-            {"state": "initializing", "services": {**services, "VllmWorker": worker}},
-        )
-        seen.append(reported(cluster, namespace, "qwen-mocker", "Deploying"))
-        running = component("VllmWorker", 1)
-        write_status(
-            cluster,
-            GRAPH,
-            namespace,
+    frontend = component("Frontend", 1)
+    steps: list[tuple[dict[str, Any], str]] = [
+        (
+            {
+                "state": "initializing",
+                "services": {"Frontend": frontend, "VllmWorker": component("VllmWorker", 0)},
+            },
+            "Deploying",
+        ),
+        (
             {
                 "state": "successful",
                 "observedGeneration": 1,
-                "services": {**services, "VllmWorker": running},
+                "services": {"Frontend": frontend, "VllmWorker": component("VllmWorker", 1)},
                 "conditions": [condition("Ready", "True", "AllReady", "all services ready")],
             },
-        )
-        seen.append(reported(cluster, namespace, "qwen-mocker", "Running"))
-        write_status(
-            cluster,
-            GRAPH,
-            namespace,
+            "Running",
+        ),
+        (
             {
                 "state": "failed",
                 "conditions": [condition("Ready", "False", "Failed", "VllmWorker crashed")],
             },
-        )
-        seen.append(reported(cluster, namespace, "qwen-mocker", "Failed"))
-    finally:
-        stop.set()
-        api.close()
+            "Failed",
+        ),
+    ]
+    seen = walk(cluster, applied, GRAPH, steps)
 
     assert [(p, m, r) for p, m, r, _ in map(summary, seen)] == [
         (

@@ -5,6 +5,7 @@ dry-run timings so that takeovers and classifications are quick to see."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import kubernetes
 
@@ -72,3 +73,8 @@ class InProcess:
             self._stop.set()
             wait(self.running, self._settings, self._stop)
             self.running = None
+
+
+def conditions(obj: dict[str, Any]) -> dict[str, str]:
+    """{condition type: status} of an object's status.conditions (empty before any status)."""
+    return {c["type"]: c["status"] for c in (obj.get("status") or {}).get("conditions") or ()}
