@@ -8,14 +8,22 @@ STAMP  := $(VENV)/.installed
 LITELLM_VENV  := .venv-litellm
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
-.PHONY: lock install test lint format test-unit test-e2e bench bench-large clean manifests cluster schemas flags fuzz parsers facts
+.PHONY: lock install test lint format test-unit test-e2e bench bench-large clean manifests chart cluster schemas flags fuzz parsers facts
 
-# The runtime dependencies come from the lock the image installs (with hashes), so the tests run
-# on exactly what the image ships; the test extras and Runway itself come after.
+TEST_STAMP := $(VENV)/.installed-test
+
+# `make install`: the runtime dependencies from the lock the image installs (with hashes), then
+# Runway itself as the image builds it (a wheel), nothing else, without a warning.
 $(STAMP): pyproject.toml requirements/runtime.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --require-hashes --no-deps -r requirements/runtime.lock
+	$(BIN)/python -m pip install --quiet --no-deps .
+	touch $@
+
+# The tests run on exactly those dependencies, with the test extras added and Runway installed
+# editable (setuptools says so in a notice), so `runway` runs the code of the working tree.
+$(TEST_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
@@ -36,12 +44,12 @@ $(LITELLM_STAMP): pyproject.toml
 
 install: $(STAMP)
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-format: $(STAMP)
+format: $(TEST_STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
@@ -51,25 +59,31 @@ test: lint cluster $(LITELLM_STAMP)
 	$(BIN)/python -m pytest tests
 
 # kube-apiserver and etcd from pinned Go modules, upstream CRDs from their Go modules.
-cluster: $(STAMP)
+cluster: $(TEST_STAMP)
 	$(BIN)/python tests/cluster/build.py
 
 test-e2e: cluster
 	$(BIN)/python -m pytest tests/e2e
 
-test-unit: $(STAMP)
+test-unit: $(TEST_STAMP)
 	$(BIN)/python -m pytest tests/unit
 
 # Manifests generated from the core's data; a unit test fails when they drift.
-manifests: $(STAMP)
+manifests: $(TEST_STAMP)
 	$(BIN)/runway crds --part runtime > kustomize/base/crds.yaml
 	$(BIN)/runway crds --part gateway > kustomize/gateway/crds.yaml
 	$(BIN)/runway provider-configs > kustomize/providers/provider-configs.yaml
+	$(BIN)/python -m tools.chart
+
+# The Helm chart's templates from the kustomize files (tools/chart.py); a unit test fails when
+# they drift, and the e2e tier renders, lints and installs the chart with the pinned Helm.
+chart: $(TEST_STAMP)
+	$(BIN)/python -m tools.chart
 
 # The schema pack (renderer/schemas/) at the pins of core/model/versions.env: Go-module upstreams are
 # downloaded, KAITO and Dynamo CRDs are read from UPSTREAM_CRDS (development time only).
 UPSTREAM_CRDS ?= ../shared/upstream-crds
-schemas: $(STAMP)
+schemas: $(TEST_STAMP)
 	$(BIN)/python -m tools.schemapack --upstream-crds $(UPSTREAM_CRDS) --save-inputs .cache/schemas/inputs
 
 # The operators' facts (providers/kaito/facts/presets.json, providers/llmd/facts/pd.json) from
@@ -77,12 +91,12 @@ schemas: $(STAMP)
 # llm-d-inference-scheduler holding the pinned tags (development time only).
 KAITO_GIT ?= ../kaito
 LLMD_GIT ?= ../llm-d-inference-scheduler
-facts: $(STAMP)
+facts: $(TEST_STAMP)
 	$(BIN)/python -m tools.facts --kaito-git $(KAITO_GIT) --llmd-git $(LLMD_GIT)
 
 # Engine flag catalogs (providers/<name>/catalogs/*.json) from the pinned engines' own argument
 # definitions: downloads the pinned wheels from PyPI and reads them statically (no torch).
-flags: $(STAMP)
+flags: $(TEST_STAMP)
 	$(BIN)/python -m tools.flags
 
 # Every launch Runway renders (the render matrix, the examples), parsed by the pinned engines' own
@@ -90,12 +104,12 @@ flags: $(STAMP)
 # Serve LLM's builders with vLLM's AsyncEngineArgs (tools/parsers). Each engine set gets a cached
 # virtualenv, .venv-parsers-<set>, built on first use from PyPI (torch with CUDA libraries: about
 # 40 GiB for the five, README-parsers.md has the measurements). Not part of `make test`.
-parsers: $(STAMP)
+parsers: $(TEST_STAMP)
 	$(BIN)/python -m tools.parsers
 
 # The webhook row drives the server with wrk (Debian's package), installed here when missing.
 # The status loop row (bench/status_loop.py) runs the test cluster's kube-apiserver: `make cluster`.
-bench: $(STAMP) cluster
+bench: $(TEST_STAMP) cluster
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.webhook
@@ -105,12 +119,12 @@ bench: $(STAMP) cluster
 	$(BIN)/python -m bench.gateway
 
 # `runway render --commit` of 10,000 ModelDeployments (first, unchanged, one changed).
-bench-large: $(STAMP)
+bench-large: $(TEST_STAMP)
 	$(BIN)/python -m bench.render --count 10000
 
 # Generated AdmissionReviews of every hardening class (issue #13), in process and over TLS
 # under a slow-client attack; prints the counts and fails on any 5xx, traceback or slow answer.
-fuzz: $(STAMP)
+fuzz: $(TEST_STAMP)
 	$(BIN)/python -m tests.fuzz
 
 clean:

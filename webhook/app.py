@@ -150,9 +150,13 @@ def health_routes(source: ProviderSource, metrics: Metrics) -> Blueprint:
     def readyz() -> tuple[Response, int]:
         ready = source.is_ready()
         metrics.source_ready(ready)
-        if ready:
-            return jsonify(status="ready"), 200
-        return jsonify(status="provider configurations not loaded or stale"), UNAVAILABLE
+        if not ready:
+            return jsonify(status="provider configurations not loaded or stale"), UNAVAILABLE
+        if not metrics.every_worker_ready():
+            return jsonify(status="another worker's provider configurations are not loaded"), (
+                UNAVAILABLE
+            )
+        return jsonify(status="ready"), 200
 
     @routes.get("/metrics")
     def metrics_view() -> Response:

@@ -132,6 +132,23 @@ class Metrics:
     def source_ready(self, ready: bool) -> None:
         self._ready.set(1 if ready else 0)
 
+    def every_worker_ready(self) -> bool:
+        """Whether every live worker of the server last reported itself ready (the lowest of
+        their runway_webhook_ready); in process, there is no other worker to ask. A pod whose
+        /readyz one worker answers must not be ready while another cannot answer admissions yet:
+        the API server's next request may reach that one."""
+        if not self._dir:
+            return True
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=self._dir)
+        values = [
+            sample.value
+            for family in registry.collect()
+            if family.name == "runway_webhook_ready"
+            for sample in family.samples
+        ]
+        return bool(values) and min(values) >= 1
+
     def watch_restarted(self, outcome: str) -> None:
         self._restarts.labels(outcome if outcome in OUTCOMES else OTHER).inc()
 

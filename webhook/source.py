@@ -120,18 +120,15 @@ class ClusterSource:
     def _run(self) -> None:
         while not self._stopping.is_set():
             started = self._clock()
-            outcome = "ended"
             try:
                 client = self._client_factory()
-                self._sync(kubernetes.client.CustomObjectsApi(client))
-            except (
-                kubernetes.client.ApiException,
-                urllib3.exceptions.HTTPError,
-                OSError,
-                ValueError,
-            ) as err:
-                log.warning("provider config watch failed; retrying: %s", type(err).__name__)
+            except kubernetes.config.ConfigException as err:
+                # A kubeconfig naming a missing file or key: said once per try, never a traceback;
+                # the source stays unready (admission fails closed) and tries again.
+                log.error("provider config watch cannot build its client; retrying: %s", err)
                 outcome = "failed"
+            else:
+                outcome = self._watch_once(client)
             self._watch_ended()
             self._report(outcome)
             # A failure waits before trying again; so does a watch the server ended at once
@@ -139,6 +136,20 @@ class ClusterSource:
             if outcome == "failed" or self._clock() - started < self._retry_seconds:
                 self._stopping.wait(self._retry_seconds)
                 self._report(None)
+
+    def _watch_once(self, client: kubernetes.client.ApiClient) -> str:
+        """One list and watch: "ended" when the watch ran its course, "failed" when not."""
+        try:
+            self._sync(kubernetes.client.CustomObjectsApi(client))
+        except (
+            kubernetes.client.ApiException,
+            urllib3.exceptions.HTTPError,
+            OSError,
+            ValueError,
+        ) as err:
+            log.warning("provider config watch failed; retrying: %s", type(err).__name__)
+            return "failed"
+        return "ended"
 
     def _sync(self, api: kubernetes.client.CustomObjectsApi) -> None:
         listed: dict[str, Any] = api.list_cluster_custom_object(

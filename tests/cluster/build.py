@@ -3,7 +3,8 @@
 Everything lands in the cache directory (default `.cache/cluster`, or $RUNWAY_CLUSTER_CACHE):
   bin/kube-apiserver, bin/kube-controller-manager, bin/kube-scheduler
                                         from tests/cluster/kubernetes/go.mod, stamped with the pin
-  bin/etcd, bin/kuberay-operator        from tests/cluster/{etcd,kuberay}/go.mod
+  bin/etcd, bin/kuberay-operator, bin/helm
+                                        from tests/cluster/{etcd,kuberay,helm}/go.mod
   bin/kwok, kwok/stages.yaml            KWOK's fake nodes and pod lifecycles (tests/cluster/kwok.py)
   bin/argocd, bin/kustomize, ...        a slim Argo CD (tests/cluster/argocd.py)
   bin/source-controller, ...            Flux (tests/cluster/flux.py)
@@ -63,6 +64,7 @@ KUBERNETES_MODULE = "k8s.io/kubernetes"
 # release build sets them from git (hack/lib/version.sh), a module build has to set them itself.
 VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 KUBERNETES_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+HELM_MODULE = "helm.sh/helm/v4"
 
 
 def kubernetes_ldflags(version: str) -> tuple[str, ...]:
@@ -92,6 +94,13 @@ def binaries(versions: Versions) -> tuple[Binary, ...]:
         Binary("etcd", HERE / "etcd", "."),
         # The KubeRay operator (its go.mod has a `tool` line for the pinned ray-operator module).
         Binary("kuberay-operator", HERE / "kuberay", "github.com/ray-project/kuberay/ray-operator"),
+        # Helm, for the chart tests (tests/e2e/test_helm.py); stamped as its Makefile does.
+        Binary(
+            "helm",
+            HERE / "helm",
+            HELM_MODULE + "/cmd/helm",
+            (f"-X {HELM_MODULE}/internal/version.version={versions.as_env()['HELM_VERSION']}",),
+        ),
     )
 
 
@@ -214,6 +223,7 @@ def stamp_of(binary: Binary, go: str) -> str:
 def build_binaries(cache: Path, versions: Versions) -> None:
     go = go_version()
     check_pin(KUBERNETES, KUBERNETES_MODULE, "KUBERNETES_VERSION", versions.kubernetes)
+    check_pin(HERE / "helm", HELM_MODULE, "HELM_VERSION", versions.as_env()["HELM_VERSION"])
     for binary in binaries(versions):
         build_binary(binary, cache / "bin", go)
 

@@ -1,18 +1,24 @@
 """/metrics of a real `runway serve` (gunicorn, two workers, TLS): the whole server's counts, from
-whichever worker answers, and they never go back, not even when a worker is killed."""
+whichever worker answers, and they never go back, not even when a worker is killed; and /readyz
+is ready only when every live worker is."""
 
 from __future__ import annotations
 
 import os
 import re
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+from prometheus_client import multiprocess
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.builders import model_deployment
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook, review, start_webhook
+from webhook.metrics import Metrics
 
 REQUESTS = 40
 SCRAPES = 20
@@ -84,3 +90,42 @@ def test_metrics_add_up_over_workers_and_survive_a_killed_worker(tmp_path: Path)
     assert after == [expected] * SCRAPES  # the killed worker's counts stay in the totals
     assert list(cert_expiry) == [()]
     assert not directory.exists()  # removed when the server stopped
+
+
+def report(directory: Path, ready: bool) -> int:
+    """One worker process of a server: it reports its readiness into the server's directory,
+    as a gunicorn worker does, and exits; its pid."""
+    code = (
+        "import os, sys\n"
+        "from webhook.metrics import Metrics\n"
+        f"Metrics(multiprocess_dir={str(directory)!r}).source_ready({ready!r})\n"
+        "print(os.getpid())\n"
+    )
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(directory)}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return int(done.stdout)
+
+
+@pytest.mark.parametrize(
+    "workers",
+    [(True,), (False,), (True, True), (True, False), (False, True), (True, True, False)],
+)
+def test_the_server_is_ready_only_when_every_live_worker_is(
+    tmp_path: Path, workers: tuple[bool, ...]
+) -> None:
+    pids = [report(tmp_path, ready) for ready in workers]
+    server = Metrics(multiprocess_dir=str(tmp_path))
+
+    assert server.every_worker_ready() is all(workers)
+    for pid, ready in zip(pids, workers, strict=True):
+        if not ready:  # gunicorn marks an exited worker dead (webhook/multiprocess.py)
+            multiprocess.mark_process_dead(pid, str(tmp_path))
+    assert server.every_worker_ready() is any(workers)
+    assert Metrics().every_worker_ready() is True

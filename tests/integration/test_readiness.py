@@ -9,16 +9,22 @@ while the source is between two watches. Where the bound matters the clock is th
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+import pytest
+import yaml
 from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
+from kubeio.client import api_client
 from tests.support.fakeapi import FakeApiServer, fake_api_server
 from tests.support.wait import wait_until
 from webhook.app import create_app
@@ -209,3 +215,54 @@ def test_readiness_follows_the_rule_for_any_script_of_lists(
             source.stop()
 
     assert recorder.seen[: len(expected_readiness(steps))] == expected_readiness(steps)
+
+
+def test_a_kubeconfig_that_cannot_be_loaded_keeps_it_unready_and_retrying(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A kubeconfig naming a CA file that is not there (found installing the Helm chart): the
+    watch thread once died of the traceback and never tried again."""
+    config = tmp_path / "kubeconfig"
+    missing = tmp_path / "missing-ca.crt"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [
+                    {
+                        "name": "c",
+                        "cluster": {
+                            "server": "https://127.0.0.1:1",
+                            "certificate-authority": str(missing),
+                        },
+                    }
+                ],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    tries: list[int] = []
+
+    def factory() -> Any:
+        tries.append(1)
+        return api_client(str(config))
+
+    source = ClusterSource(factory, retry_seconds=0.01, stale_seconds=STALE)
+    client = create_app(Settings(), source=source).test_client()
+    with caplog.at_level(logging.INFO, logger="webhook.source"):
+        source.start()
+        try:
+            wait_until(lambda: len(tries) >= 3, timeout=10, what="three tries")
+            status = client.get("/readyz").status_code
+        finally:
+            source.stop()
+
+    messages = {r.getMessage() for r in caplog.records if r.name == "webhook.source"}
+    assert status == NOT_READY
+    assert messages == {
+        f"provider config watch cannot build its client; retrying: File does not exist: {missing}"
+    }
+    assert not [r for r in caplog.records if r.exc_info]

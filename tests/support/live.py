@@ -146,9 +146,10 @@ def _default_service_account(cluster: Cluster) -> bool:
     return cluster.kubectl("get", "serviceaccount", "default", check=False).returncode == 0
 
 
-def start_live_cluster(workdir: Path) -> Cluster:
-    """A test cluster with a live control plane and the fake nodes of NODES, all Ready."""
-    cluster = start_cluster(workdir, admission=("ExtendedResourceToleration",))
+def start_live_cluster(workdir: Path, *, crds: bool = True) -> Cluster:
+    """A test cluster with a live control plane and the fake nodes of NODES, all Ready (without
+    any CRD when crds=False)."""
+    cluster = start_cluster(workdir, admission=("ExtendedResourceToleration",), crds=crds)
     try:
         for name, argv in _components(cluster).items():
             spawn(cluster, name, argv)

@@ -1,0 +1,564 @@
+"""The Helm chart (charts/runway) with the pinned Helm (tests/cluster/helm): it lints, renders what
+kustomize builds object for object, puts every value where it belongs, refuses values it does not
+know, and installed on a real API server it admits a ModelDeployment through the webhook
+configurations, Service, Secret and RBAC it deploys.
+
+What cannot run here, and what stands in: no kubelet or container runtime runs the chart's pod,
+so the test runs the pod's own command (the Deployment's args, with only the bind address, the
+port and the TLS file paths mapped, and the pod's ServiceAccount token in place of the in-cluster
+credentials) as a local process on 127.0.0.1. No kube-proxy or CNI delivers the Service's traffic
+to a pod, so the test points the chart's Service at that process (type ExternalName, `localhost`):
+the API server still resolves the webhook through the Service, verifies the chart's certificate
+for runway-webhook.<namespace>.svc against the chart's caBundle, and calls the chart's paths.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography import x509
+
+from tests.conftest import ROOT
+from tests.e2e.conftest import _unavailable
+from tests.support import live
+from tests.support.builders import model_deployment
+from tests.support.cluster import Cluster, binaries_dir, free_port, terminate
+from tests.support.wait import wait_until
+from tests.support.webhook import Webhook
+
+CHART = ROOT / "charts" / "runway"
+KUBECTL = Path(sys.executable).parent / "kubectl"
+RUNWAY = Path(sys.executable).parent / "runway"
+RELEASE, NAMESPACE = "runway", "runway-system"
+TIMEOUT = 120
+# The differences the chart makes on purpose: `helm uninstall` keeps the CRDs, and the provider
+# configs are created once the webhook that validates them runs (post-install hooks).
+HELM_ONLY_ANNOTATIONS = {"helm.sh/resource-policy", "helm.sh/hook", "helm.sh/hook-delete-policy"}
+WEBHOOK_NAMES = [
+    "mutate.modeldeployments.airunway.ai",
+    "validate.modeldeployments.airunway.ai",
+    "validate.inferenceproviderconfigs.airunway.ai",
+    "validate.externalmodelproviders.gateway.tokenfactory.mirantis.com",
+]
+
+
+@pytest.fixture(scope="module")
+def helm() -> Path:
+    path = binaries_dir() / "helm"
+    if not path.exists():
+        _unavailable(f"Helm tests: helm not built in {binaries_dir()}; run `make cluster`")
+    return path
+
+
+def run(argv: Sequence[str | Path], *, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [str(a) for a in argv], capture_output=True, text=True, timeout=TIMEOUT, check=False
+    )
+    if check:
+        assert done.returncode == 0, f"{argv[0]} {argv[1]}: {done.stderr}"
+    return done
+
+
+def template(helm: Path, *sets: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    args = [a for s in sets for a in ("--set", s)]
+    done = run([helm, "template", RELEASE, CHART, "--namespace", namespace, *args])
+    assert done.stderr == ""
+    return [d for d in yaml.safe_load_all(done.stdout) if d]
+
+
+def kustomize(*names: str) -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    for name in names:
+        done = run([KUBECTL, "kustomize", ROOT / "kustomize" / name])
+        docs += [d for d in yaml.safe_load_all(done.stdout) if d]
+    return docs
+
+
+def key(obj: dict[str, Any]) -> tuple[str, str, str]:
+    meta = obj["metadata"]
+    return (obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def without_helm_annotations(obj: dict[str, Any]) -> dict[str, Any]:
+    obj = json.loads(json.dumps(obj))
+    annotations = obj["metadata"].get("annotations", {})
+    for name in HELM_ONLY_ANNOTATIONS:
+        annotations.pop(name, None)
+    if "annotations" in obj["metadata"] and not annotations:
+        del obj["metadata"]["annotations"]
+    return obj
+
+
+def test_the_chart_lints_strictly_in_every_tls_mode(helm: Path) -> None:
+    for mode in ("helm", "cert-manager", "manual"):
+        done = run([helm, "lint", "--strict", CHART, "--set", f"tls.mode={mode}"])
+
+        assert done.stdout.splitlines()[-1] == "1 chart(s) linted, 0 chart(s) failed", done.stdout
+        assert "[WARNING]" not in done.stdout and "[ERROR]" not in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("sets", "kustomizations"),
+    [
+        (("tls.mode=manual",), ("base", "status", "providers")),
+        (("tls.mode=cert-manager",), ("cert-manager", "status", "providers")),
+        (
+            (
+                "tls.mode=manual",
+                "monitoring.serviceMonitor=true",
+                "monitoring.prometheusRule=true",
+                "monitoring.dashboard=true",
+            ),
+            ("base", "status", "providers", "monitoring"),
+        ),
+    ],
+    ids=["manual-tls", "cert-manager", "monitoring"],
+)
+def test_the_chart_renders_what_kustomize_builds(
+    helm: Path, sets: tuple[str, ...], kustomizations: tuple[str, ...]
+) -> None:
+    chart = {
+        key(o): without_helm_annotations(o) for o in template(helm, "namespace.create=true", *sets)
+    }
+    built = {key(o): o for o in kustomize(*kustomizations)}
+
+    assert sorted(chart) == sorted(built)
+    for name, obj in built.items():
+        assert chart[name] == obj, name
+    crds = [o for o in template(helm) if o["kind"] == "CustomResourceDefinition"]
+    assert [o["metadata"]["annotations"] for o in crds] == [{"helm.sh/resource-policy": "keep"}] * 2
+
+
+def test_every_value_lands_where_it_belongs(helm: Path) -> None:
+    objects = template(
+        helm,
+        "image.repository=registry.example.com/platform/runway",
+        "image.tag=1.2.3",
+        "image.pullPolicy=Always",
+        "webhook.replicas=3",
+        "webhook.workers=4",
+        "webhook.nodeSelector.pool=system",
+        "webhook.resources.limits.memory=1Gi",
+        "service.port=9443",
+        "statusController.replicas=1",
+        "statusController.gatewayURL=https://gw.example.com/v1",
+        "providerConfigs.install=false",
+        namespace="platform",
+    )
+    by_key = {key(o): o for o in objects}
+    webhook = by_key[("Deployment", "platform", "runway-webhook")]["spec"]
+    status = by_key[("Deployment", "platform", "runway-status-controller")]["spec"]
+    (webhook_container,) = webhook["template"]["spec"]["containers"]
+    (status_container,) = status["template"]["spec"]["containers"]
+    hooks = [
+        h
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for h in by_key[(kind, "", "runway")]["webhooks"]
+    ]
+
+    assert "runway-system" not in yaml.safe_dump_all(objects)
+    assert not [k for k in by_key if k[0] == "InferenceProviderConfig"]
+    assert {k[1] for k in by_key if k[0] not in CLUSTER_SCOPED} == {"platform"}
+    assert (webhook["replicas"], status["replicas"]) == (3, 1)
+    assert {c["image"] for c in (webhook_container, status_container)} == {
+        "registry.example.com/platform/runway:1.2.3"
+    }
+    assert {c["imagePullPolicy"] for c in (webhook_container, status_container)} == {"Always"}
+    assert webhook_container["args"][-2:] == ["--workers", "4"]
+    assert webhook_container["resources"] == {
+        "requests": {"cpu": "100m", "memory": "160Mi"},
+        "limits": {"memory": "1Gi"},
+    }
+    assert webhook["template"]["spec"]["nodeSelector"] == {"pool": "system"}
+    assert "nodeSelector" not in status["template"]["spec"]
+    assert status_container["args"][-2:] == ["--gateway-url", "https://gw.example.com/v1"]
+    assert by_key[("Service", "platform", "runway-webhook")]["spec"]["ports"][0]["port"] == 9443
+    assert [h["clientConfig"]["service"] for h in hooks] == [
+        {"name": "runway-webhook", "namespace": "platform", "path": path, "port": 9443}
+        for path in (
+            "/mutate",
+            "/validate",
+            "/validate-inferenceproviderconfig",
+            "/validate-externalmodelprovider",
+        )
+    ]
+    for hook in hooks:
+        if "namespaceSelector" in hook:
+            assert hook["namespaceSelector"]["matchExpressions"][0]["values"] == [
+                "kube-system",
+                "platform",
+            ]
+
+
+CLUSTER_SCOPED = {
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "CustomResourceDefinition",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+    "InferenceProviderConfig",
+    "Namespace",
+}
+
+
+def secret_and_bundles(objects: list[dict[str, Any]]) -> tuple[dict[str, bytes], list[str]]:
+    (secret,) = [o for o in objects if o["kind"] == "Secret"]
+    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
+    bundles = [
+        h["clientConfig"].get("caBundle", "")
+        for o in objects
+        if o["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for h in o["webhooks"]
+    ]
+    return data, bundles
+
+
+def test_helm_tls_issues_a_chain_for_the_service_and_every_webhook_trusts_it(helm: Path) -> None:
+    objects = template(helm, "tls.days=30", namespace="platform")
+    data, bundles = secret_and_bundles(objects)
+    ca = x509.load_pem_x509_certificate(data["ca.crt"])
+    leaf = x509.load_pem_x509_certificate(data["tls.crt"])
+    names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    lifetime = leaf.not_valid_after_utc - leaf.not_valid_before_utc
+
+    assert sorted(data) == ["ca.crt", "tls.crt", "tls.key"]
+    assert bundles == [base64.b64encode(data["ca.crt"]).decode()] * 4
+    leaf.verify_directly_issued_by(ca)
+    assert names.get_values_for_type(x509.DNSName) == [
+        "runway-webhook.platform.svc",
+        "runway-webhook.platform.svc.cluster.local",
+    ]
+    assert dt.timedelta(days=29) < lifetime <= dt.timedelta(days=30, hours=1)
+    assert b"PRIVATE KEY" in data["tls.key"]
+    assert [o for o in template(helm, "tls.mode=manual") if o["kind"] == "Secret"] == []
+    _, manual = secret_and_bundles(
+        [*template(helm, "tls.mode=manual", "tls.caBundle=Q0E="), {"kind": "Secret", "data": {}}]
+    )
+    assert manual == ["Q0E="] * 4
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        (
+            "tls.mode=selfsigned",
+            "at '/tls/mode': value must be one of 'helm', 'cert-manager', 'manual'",
+        ),
+        ("webhook.replica=3", "at '/webhook': additional properties 'replica' not allowed"),
+        ("service.port=0", "at '/service/port': minimum: got 0, want 1"),
+        ("tls.days=0", "at '/tls/days': minimum: got 0, want 1"),
+        ("webhook.workers=many", "at '/webhook/workers': got string, want integer"),
+        ("tls.caBundle=not base64!", "at '/tls/caBundle'"),
+        ("statusController.gatewayURL=gw:80", "at '/statusController/gatewayURL'"),
+        ("image.pullPolicy=Sometimes", "at '/image/pullPolicy'"),
+    ],
+)
+def test_a_mistaken_value_is_refused_with_its_path(helm: Path, setting: str, message: str) -> None:
+    done = run([helm, "template", RELEASE, CHART, "--set", setting], check=False)
+
+    assert (done.returncode, done.stdout) == (1, "")
+    assert message in done.stderr, done.stderr
+
+
+# --- installed on a real API server ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def plane(tmp_path_factory: pytest.TempPathFactory, helm: Path) -> Iterator[Cluster]:
+    """A live control plane of its own (Deployments roll out onto KWOK nodes, so `helm --wait`
+    has something to wait for), without Runway's CRDs: the chart brings them, and its webhooks
+    cover every namespace, which the other clusters' tests must not meet."""
+    missing = live.missing_binaries()
+    if missing:
+        _unavailable(f"Helm install: {', '.join(missing)} not built in {binaries_dir()}")
+    started = live.start_live_cluster(tmp_path_factory.mktemp("helm-plane"), crds=False)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def helm_on(helm: Path, cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    return run([helm, "--kubeconfig", cluster.kubeconfig, *args])
+
+
+def live_json(cluster: Cluster, *args: str) -> Any:
+    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
+
+
+def exists(cluster: Cluster, *args: str) -> bool:
+    return cluster.kubectl("get", *args, check=False).returncode == 0
+
+
+def service_account_kubeconfig(cluster: Cluster, path: Path) -> Path:
+    """What the pod's in-cluster credentials are: a token of the chart's ServiceAccount."""
+    token = cluster.kubectl("-n", NAMESPACE, "create", "token", "runway-webhook").stdout.strip()
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "test",
+                "cluster": {
+                    "server": cluster.server,
+                    "certificate-authority": str(cluster.pki / "ca.pem"),
+                },
+            }
+        ],
+        "users": [{"name": "runway-webhook", "user": {"token": token}}],
+        "contexts": [{"name": "pod", "context": {"cluster": "test", "user": "runway-webhook"}}],
+        "current-context": "pod",
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def pod_command(args: list[str], *, port: int, tls: Path, kubeconfig: Path) -> list[str]:
+    """The chart's container args with the pod-only settings mapped to this machine; fails on any
+    argument it does not expect, so a changed Deployment is looked at here."""
+    mapped = {
+        "--host": "127.0.0.1",
+        "--port": str(port),
+        "--cert": str(tls / "tls.crt"),
+        "--key": str(tls / "tls.key"),
+    }
+    out: list[str] = []
+    items = iter(args)
+    for arg in items:
+        if arg == "--in-cluster":
+            out += ["--kubeconfig", str(kubeconfig)]
+        elif arg in mapped:
+            next(items)
+            out += [arg, mapped[arg]]
+        else:
+            assert arg in ("serve", "--workers", "2"), f"unexpected container argument {arg!r}"
+            out.append(arg)
+    return [str(RUNWAY), *out]
+
+
+def point_service_at_loopback(cluster: Cluster) -> None:
+    """What kube-proxy and the CNI do for a real pod: deliver the Service's traffic to it."""
+    patch = {
+        "spec": {
+            "type": "ExternalName",
+            "externalName": "localhost",
+            "clusterIP": None,
+            "clusterIPs": None,
+            "selector": None,
+        }
+    }
+    cluster.kubectl(
+        "-n",
+        NAMESPACE,
+        "patch",
+        "service",
+        "runway-webhook",
+        "--type",
+        "merge",
+        "-p",
+        json.dumps(patch),
+    )
+
+
+def ready(server: Webhook) -> bool:
+    if server.proc.poll() is not None:
+        raise AssertionError(
+            f"the pod's command exited {server.proc.returncode}:\n{server.log_text()}"
+        )
+    try:
+        # by the Service's DNS name: the chart's certificate names no IP address
+        request = b"GET /readyz HTTP/1.1\r\nHost: runway-webhook\r\nConnection: close\r\n\r\n"
+        return server.raw(request)[0] == 200
+    except OSError:
+        return False
+
+
+HOST_LABEL = "runway.test/webhook-host"
+HOST_KEY = HOST_LABEL.replace(".", "\\.")  # as `--set` spells a dotted key
+
+
+@pytest.fixture(scope="module")
+def installed(
+    helm: Path, plane: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Webhook]:
+    """`helm install --wait`, with the webhook's pod process started the moment its Secret and
+    ServiceAccount exist. The webhook's pods may only land on a node labelled HOST_LABEL, which
+    is labelled once the process answers /readyz: so when KWOK reports them Ready (and Helm goes
+    on to the post-install hooks, the provider configs, which the webhook validates), it serves."""
+    workdir = tmp_path_factory.mktemp("helm-pod")
+    port = free_port()
+    install_log = (workdir / "helm-install.log").open("w+")
+    install = subprocess.Popen(
+        [
+            str(helm),
+            "--kubeconfig",
+            str(plane.kubeconfig),
+            "install",
+            RELEASE,
+            str(CHART),
+            "--namespace",
+            NAMESPACE,
+            "--create-namespace",
+            "--wait",
+            "--timeout",
+            "3m",
+            "--set",
+            f"service.port={port}",
+            "--set",
+            f"webhook.nodeSelector.{HOST_KEY}=yes",
+        ],
+        stdout=install_log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    wait_until(
+        lambda: exists(
+            plane, "-n", NAMESPACE, "secret/runway-webhook-tls", "serviceaccount/runway-webhook"
+        ),
+        timeout=60,
+        what="the chart's Secret and ServiceAccount",
+    )
+    secret = live_json(plane, "-n", NAMESPACE, "secret", "runway-webhook-tls")
+    tls = workdir / "tls"
+    tls.mkdir()
+    for name in ("ca.crt", "tls.crt", "tls.key"):
+        (tls / name).write_bytes(base64.b64decode(secret["data"][name]))
+    wait_until(
+        lambda: exists(plane, "-n", NAMESPACE, "deployment/runway-webhook"),
+        timeout=60,
+        what="the Deployment",
+    )
+    deployment = live_json(plane, "-n", NAMESPACE, "deployment", "runway-webhook")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    argv = pod_command(
+        container["args"],
+        port=port,
+        tls=tls,
+        kubeconfig=service_account_kubeconfig(plane, workdir / "pod.kubeconfig"),
+    )
+    log = workdir / "pod.log"
+    handle = log.open("wb")
+    proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+    server = Webhook(port, tls, proc, log, [handle])
+    try:
+        point_service_at_loopback(plane)
+        wait_until(lambda: ready(server), timeout=30, what="the chart's webhook /readyz")
+        plane.kubectl("label", "node", "cpu-a", f"{HOST_LABEL}=yes")
+        code = install.wait(timeout=240)
+        install_log.seek(0)
+        assert code == 0, install_log.read()
+        yield server
+    finally:
+        if install.poll() is None:
+            install.kill()
+        terminate(proc)
+        handle.close()
+        install_log.close()
+
+
+def admitted(cluster: Cluster, name: str, namespace: str) -> dict[str, Any]:
+    done = cluster.strict_apply(model_deployment(name, namespace, gpu=2))
+    assert (done.returncode, done.stderr) == (0, "")
+    stored: dict[str, Any] = live_json(cluster, "-n", namespace, "modeldeployment", name)
+    return stored
+
+
+def test_the_installed_chart_admits_through_the_webhook_it_deploys(
+    plane: Cluster, installed: Webhook
+) -> None:
+    plane.kubectl("create", "namespace", "team-a")
+    stored = admitted(plane, "llama", "team-a")
+    refused = plane.strict_apply(
+        model_deployment(
+            "typo", "team-a", gpu=1, provider="dynamo", overrides={"epp": {"imag": "r.example/e:1"}}
+        )
+    )
+    configs = [
+        live_json(plane, f"{kind}webhookconfiguration", "runway")
+        for kind in ("mutating", "validating")
+    ]
+
+    assert (stored["spec"]["engine"]["type"], stored["spec"]["provider"]["name"]) == (
+        "vllm",
+        "kuberay",
+    )
+    assert stored["metadata"]["annotations"]["airunway.ai/provider-selection"] == "auto"
+    assert refused.returncode == 1
+    assert (
+        'admission webhook "validate.modeldeployments.airunway.ai" denied the request: '
+        'spec.provider.overrides.epp.imag: Unknown field: not declared in the schema (did you mean "image"?)'
+    ) in refused.stderr
+    assert [h["name"] for c in configs for h in c["webhooks"]] == WEBHOOK_NAMES
+    ca = (installed.certs / "ca.crt").read_bytes()
+    assert {h["clientConfig"]["caBundle"] for c in configs for h in c["webhooks"]} == {
+        base64.b64encode(ca).decode()
+    }
+
+
+def test_an_upgrade_keeps_the_ca_the_api_server_trusts(
+    helm: Path, plane: Cluster, installed: Webhook
+) -> None:
+    before = live_json(plane, "-n", NAMESPACE, "secret", "runway-webhook-tls")["data"]
+
+    helm_on(
+        helm,
+        plane,
+        "upgrade",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        NAMESPACE,
+        "--reuse-values",
+        "--set",
+        "webhook.replicas=3",
+    )
+    after = live_json(plane, "-n", NAMESPACE, "secret", "runway-webhook-tls")["data"]
+    bundles = {
+        h["clientConfig"]["caBundle"]
+        for kind in ("mutating", "validating")
+        for h in live_json(plane, f"{kind}webhookconfiguration", "runway")["webhooks"]
+    }
+    replicas = live_json(plane, "-n", NAMESPACE, "deployment", "runway-webhook")["spec"]["replicas"]
+
+    assert after == before
+    assert bundles == {before["ca.crt"]}
+    assert replicas == 3
+    plane.kubectl("create", "namespace", "team-b")
+    assert admitted(plane, "qwen", "team-b")["spec"]["provider"]["name"] == "kuberay"
+
+
+def test_uninstall_removes_the_webhooks_and_keeps_the_models_and_their_configs(
+    helm: Path, plane: Cluster, installed: Webhook
+) -> None:
+    plane.kubectl("create", "namespace", "team-c")
+    admitted(plane, "phi", "team-c")
+
+    helm_on(helm, plane, "uninstall", RELEASE, "--namespace", NAMESPACE)
+    hooks = plane.kubectl(
+        "get", "mutatingwebhookconfigurations,validatingwebhookconfigurations", "-o", "name"
+    ).stdout.split()
+    crds = plane.kubectl("get", "crd", "-o", "name").stdout.split()
+    models = plane.kubectl("get", "modeldeployments", "-A", "-o", "name").stdout.split()
+    configs = plane.kubectl("get", "inferenceproviderconfigs", "-o", "name").stdout.split()
+
+    assert hooks == []
+    assert crds == [
+        "customresourcedefinition.apiextensions.k8s.io/inferenceproviderconfigs.airunway.ai",
+        "customresourcedefinition.apiextensions.k8s.io/modeldeployments.airunway.ai",
+    ]
+    assert sorted(models) == sorted(
+        f"modeldeployment.airunway.ai/{n}" for n in ("llama", "phi", "qwen")
+    )
+    assert configs == [
+        f"inferenceproviderconfig.airunway.ai/{n}"
+        for n in ("dynamo", "kaito", "kuberay", "llmd", "vllm")
+    ]
