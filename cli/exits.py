@@ -1,4 +1,4 @@
-"""The one exit-code table every `runway` subcommand uses (README "Exit status")."""
+"""The one exit-code table every `runway` subcommand uses (docs/cli.md "Exit status")."""
 
 from __future__ import annotations
 
@@ -15,3 +15,6 @@ class Exit(IntEnum):
     CHECK_REJECTED = 3  # `render --check`: an object cannot be rendered (or removals withheld)
     UNAVAILABLE = 4  # Git, the API server or LiteLLM could not be reached, or the repo is locked
     INTERRUPTED = 130
+    # The reader of standard output went away (`runway ... | head`): nothing more is printed,
+    # not even about that, as 128 + SIGPIPE, the status git and coreutils give then.
+    PIPE_CLOSED = 141

@@ -100,6 +100,8 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         return int(args.run(args))
     except KeyboardInterrupt:
         return Exit.INTERRUPTED
+    except BrokenPipeError:
+        return _pipe_closed()
     except Exception as err:  # the CLI's one error boundary: only the errors of ERRORS map
         code = exit_for(err)
         if code is None:
@@ -127,7 +129,7 @@ def _refuse_unused(args: argparse.Namespace) -> None:
             raise SourceError(flag, f"`{args.usage.prog}` has no use for it")
 
 
-# What each error a command lets through means, first match wins (README "Exit status").
+# What each error a command lets through means, first match wins (docs/cli.md "Exit status").
 ERRORS: tuple[tuple[tuple[type[Exception], ...], Exit], ...] = (
     ((SourceError, SettingsError), Exit.USAGE),
     ((OSError, LiteLLMUnavailable, GitError), Exit.UNAVAILABLE),
@@ -191,6 +193,20 @@ def _errno_text(err: OSError) -> str:
     return (err.strerror or type(err).__name__).lower()
 
 
+def _pipe_closed() -> Exit:
+    """Standard output's reader is gone: point the descriptor at /dev/null, so that the flush
+    at exit finds nowhere to fail either."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return Exit.PIPE_CLOSED
+
+
 def run() -> None:
     """The console-script entry point."""
-    sys.exit(main())
+    code = main()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _pipe_closed()
+    sys.exit(code)

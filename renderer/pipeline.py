@@ -52,7 +52,7 @@ ClusterCrds = Callable[[str | None], list[tuple[str, dict[str, Any]]]]
 
 @dataclass(frozen=True, slots=True)
 class RenderSettings:
-    """One render, as `runway render` is asked for it (README "Rendering")."""
+    """One render, as `runway render` is asked for it (docs/rendering.md)."""
 
     sources: tuple[str, ...]  # files or directories of ModelDeployments (SOURCE...)
     repo: str  # the Git work tree, created if missing

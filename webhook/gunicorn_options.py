@@ -1,4 +1,4 @@
-"""gunicorn settings for the webhook (measured choices: see README, "Serving")."""
+"""gunicorn settings for the webhook (measured choices: see docs/admission.md, "The webhook (`runway serve`)")."""
 
 from __future__ import annotations
 

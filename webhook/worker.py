@@ -5,8 +5,7 @@ limit, lets a connection that has sent nothing wait for its first byte for 125 s
 connection on the worker's main thread, lingering up to 2 s for the client to close first. Slow
 clients (a header line per second, a Content-Length larger than the body) then held every
 thread, idle ones (no TLS ClientHello) every connection slot, and each close of a client that
-kept sending stalled the accept loop: a new client's handshake waited 19-37 s (README,
-"Security and limits"). This worker:
+kept sending stalled the accept loop: a new client's handshake waited 19-37 s (docs/security.md). This worker:
 
 * keeps a new connection off the thread pool until it sends its first byte (it waits in the
   main loop's poller, costing a file descriptor), and closes it when its TLS handshake has not

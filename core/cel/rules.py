@@ -3,7 +3,7 @@
 The environment is AI Runway's: exactly one variable `spec` of type dyn (the defaulted spec with
 the resolved engine filled in), the standard library, no extensions and no Kubernetes libraries.
 cel-expr-python follows cel-go, so `has(spec.resources.gpu)` is an error when `spec.resources`
-is missing; the shipped rules guard every level (README, "CEL semantics").
+is missing; the shipped rules guard every level (docs/admission.md, "CEL semantics").
 
 A rule is refused (compile_error set; it never matches) when it does not compile, is longer than
 MAX_RULE_LENGTH, calls `matches` with a pattern that is not a literal of the regex subset
@@ -39,7 +39,7 @@ MAX_RULE_LENGTH = 1024
 # Estimated cost in units of about 0.1 µs (core/cel/cost.py), for one rule and for all the
 # rules of one config together. At most five configs (one per provider Runway renders) are
 # evaluated per admission, so one admission spends at most 5 x 150,000 units, about 75 ms
-# (README "Security and limits").
+# (docs/security.md).
 RULE_COST_LIMIT = 150_000
 CONFIG_COST_LIMIT = 150_000
 _MATCHES_HINT = (

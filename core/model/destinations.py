@@ -20,7 +20,7 @@ must be a public destination:
 
 What a name resolves to is not known here (the core does no I/O): a public name pointing at an
 internal address, or a two-label name a pod's DNS search path turns into `NAME.NAMESPACE.svc`,
-passes. README "Security and limits" says so and asks for an egress NetworkPolicy on LiteLLM.
+passes. docs/security.md says so and asks for an egress NetworkPolicy on LiteLLM.
 An operator who runs a provider at an internal address names it in `Destinations`.
 """
 

@@ -92,7 +92,7 @@ STRING_FORMATS: Mapping[str, Callable[[str], bool]] = {
     "password": lambda _: True,
 }
 # Formats the pinned API server validates that no schema Runway ships uses: a CRD given with
-# --crds that uses one is checked for everything else; the README names the gap.
+# --crds that uses one is checked for everything else; docs/checks.md names the gap.
 UNCHECKED_FORMATS = frozenset(
     {"bsonobjectid", "uri", "email", "hostname", "cidr", "mac", "uuid", "uuid3", "uuid4"}
     | {"uuid5", "isbn", "isbn10", "isbn13", "creditcard", "ssn", "hexcolor", "rgbcolor", "byte"}

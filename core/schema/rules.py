@@ -18,7 +18,7 @@ object. As the API server does:
   spells it: `spec.rules[0]: Invalid value: <message>` for an object or list,
   `spec.x: Invalid value: "0s": <message>` for a scalar.
 
-The bound (README "Security and limits"): the runtime stops one evaluation after 10,000 loop
+The bound (docs/security.md): the runtime stops one evaluation after 10,000 loop
 steps, and one object gets at most MAX_EVALUATIONS rule evaluations; past that, the object is
 refused with one error saying so, as the API server refuses past its cost budget.
 """

@@ -3,7 +3,7 @@
 Each case is one InferenceProviderConfig with one generated rule, through the admission check
 (core.admission.configs). The rule it protects: a refused config names the rule's field
 path; an admitted rule's evaluation over a spec at CEL's input limits stays under the per-rule
-bound (README "Security and limits"). As many generated patterns again check that an accepted
+bound (docs/security.md). As many generated patterns again check that an accepted
 pattern's bound covers the program RE2 (google-re2) compiles for it. 2,000 cases (and 2,000
 patterns) take about 20 s of CPU: a refused case costs about a millisecond, an admitted one at
 most the bound.

@@ -29,7 +29,7 @@ _SCALARS: tuple[Any, ...] = (
     -1,
     2**63,
     -(2**63) - 1,
-    10**4000,  # past int64; YAML input stops at 4,300 digits (README "Security and limits")
+    10**4000,  # past int64; YAML input stops at 4,300 digits (docs/security.md)
     1.5,
     float("nan"),
     "",

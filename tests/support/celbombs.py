@@ -3,7 +3,7 @@
 Shared by the property test (tests/unit/providers/test_cel_regex.py), the `make fuzz` area
 (tests/fuzzing/cel.py) and `make bench` (bench/cel.py). A generated rule is either refused at
 InferenceProviderConfig admission or, when it is accepted, its slowest evaluation over
-`worst_spec()` must stay under RULE_BOUND_MS: the per-rule bound README "Security and limits"
+`worst_spec()` must stay under RULE_BOUND_MS: the per-rule bound docs/security.md
 documents (RULE_COST_LIMIT units of about 0.1 µs).
 """
 

@@ -1,5 +1,5 @@
 """The costliest reviews the webhook accepts, one per hardening class: each at the documented
-input limits (README "Security and limits"): a 3 MiB body, 10,000 values, 100 levels of nesting.
+input limits (docs/security.md): a 3 MiB body, 10,000 values, 100 levels of nesting.
 Shared by the tests (each must get the right answer) and `python -m bench` (their CPU time)."""
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ def test_the_pack_agrees_with_the_version_pins_kind_by_kind() -> None:
 
     assert agreed == {
         "DestinationRule": ("Istio", "ISTIO_VERSION", True, f"v{pins['ISTIO_VERSION']}"),
-        # Not the v1.1.1 tag: the CRD file comes from the release/1.1 branch point (README).
+        # Not the v1.1.1 tag: the CRD file comes from the release/1.1 branch point (docs/rendering.md).
         "DynamoGraphDeployment": ("Dynamo", "DYNAMO_VERSION", True, "main@01a4b6d6d"),
         "Gateway": ("Gateway API", "GATEWAY_API_VERSION", True, pins["GATEWAY_API_VERSION"]),
         "HTTPRoute": ("Gateway API", "GATEWAY_API_VERSION", True, pins["GATEWAY_API_VERSION"]),

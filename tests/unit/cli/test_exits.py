@@ -1,4 +1,4 @@
-"""README documents the one exit-code table once, as cli/exits.py defines it."""
+"""docs/cli.md documents the one exit-code table once, as cli/exits.py defines it."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from cli.exits import Exit
 from tests.conftest import ROOT
 
 
-def test_readme_lists_every_exit_code_once_with_its_name() -> None:
-    readme = (ROOT / "README.md").read_text()
+def test_the_cli_reference_lists_every_exit_code_once_with_its_name() -> None:
+    readme = (ROOT / "docs" / "cli.md").read_text()
     rows = re.findall(r"^\| (\d+) \| `([A-Z_]+)` \|", readme, re.M)
 
     assert rows == [(str(int(code)), code.name) for code in Exit]

@@ -35,7 +35,7 @@ def outcome(condition: str, spec: dict[str, Any]) -> RuleResult:
     return evaluate(rule, activation(ENV, spec))
 
 
-# --- Semantic differences from cel-python 0.5.0 (README, "CEL semantics") -------------------
+# --- Semantic differences from cel-python 0.5.0 (docs/admission.md, "CEL semantics") -------------------
 
 
 def test_has_on_a_missing_parent_is_an_error_not_false() -> None:
