@@ -1,0 +1,236 @@
+"""Every command block in the README and docs/ that claims an output is run, and what it prints
+must be what the block says.
+
+A claim is a fenced block with `$ COMMAND` lines: the lines after each command, up to the next
+one, are its output (standard output and standard error as a terminal shows them), and a last
+line `[exit N]` its exit status (0 when there is none). In the expected output a line `...`
+stands for any lines, and `...` inside a line for any text. Each block runs in a scratch folder
+of its own, with `examples/` of this repository beside it and the files SETUPS writes (the
+docs say what they hold); `runway` is this virtualenv's. A block that needs a cluster or
+credentials is listed in NOT_RUN with the reason, and a new one fails here until it is.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+BIN = Path(sys.executable).parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+EXIT = re.compile(r"^\[exit (\d+)\]$")
+RUNNABLE = re.compile(r"^(runway|cat|echo)\b")
+
+
+@dataclass
+class Step:
+    command: str
+    expected: list[str] = field(default_factory=list)
+    status: int = 0
+
+
+@dataclass
+class Block:
+    doc: str  # path in the repository
+    line: int  # of the first command
+    steps: list[Step]
+
+    @property
+    def name(self) -> str:
+        return f"{self.doc}:{self.steps[0].command}"
+
+
+def claims(path: Path) -> Iterator[Block]:
+    fence: list[tuple[int, str]] | None = None
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if line.startswith("```"):
+            if fence is not None and any(text.startswith("$ ") for _, text in fence):
+                yield parse(path, fence)
+            fence = None if fence is not None else []
+        elif fence is not None:
+            fence.append((number, line))
+
+
+def parse(path: Path, lines: list[tuple[int, str]]) -> Block:
+    steps: list[Step] = []
+    first = 0
+    for number, text in lines:
+        if text.startswith("$ "):
+            first = first or number
+            steps.append(Step(text[2:]))
+        elif not steps:
+            raise AssertionError(f"{path.name}:{number}: output before the first command")
+        elif EXIT.match(text):
+            steps[-1].status = int(EXIT.match(text).group(1))  # type: ignore[union-attr]
+        else:
+            steps[-1].expected.append(text.rstrip())
+    name = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+    return Block(name, first, steps)
+
+
+def pattern(expected: list[str]) -> re.Pattern[str]:
+    parts = []
+    for line in expected:
+        if line.strip() == "...":
+            parts.append(r"(?:[^\n]*\n)*?")
+        else:
+            parts.append(".*?".join(re.escape(p) for p in line.split("...")) + r"\n")
+    return re.compile("".join(parts), re.DOTALL)
+
+
+# --- what the docs say the scratch folder holds ----------------------------------------------
+
+LIST_YAML = """\
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: airunway.ai/v1alpha1
+    kind: ModelDeployment
+    metadata: {name: phi, namespace: models}
+    spec:
+      model: {id: microsoft/Phi-3-mini-4k-instruct}
+      resources: {gpu: {count: 1}}
+  - apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: web, namespace: models}
+    spec: {}
+  - apiVersion: airunway.ai/v1alpha1
+    kind: ModelDeployment
+    metadata: {name: broken, namespace: models}
+    spec:
+      model: {id: 7}
+"""
+
+
+def runway(scratch: Path, *args: str) -> None:
+    done = subprocess.run(
+        [str(BIN / "runway"), *args],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def cli_files(scratch: Path) -> AbstractContextManager[object]:
+    """docs/cli.md: `list.yaml`; `models/phi.yaml`, examples/vllm-direct-explicit.yaml rendered and
+    committed into `gitops/`, then edited from max-num-seqs "64" to "128"."""
+    (scratch / "list.yaml").write_text(LIST_YAML)
+    (scratch / "models").mkdir()
+    phi = (ROOT / "examples" / "vllm-direct-explicit.yaml").read_text()
+    (scratch / "models" / "phi.yaml").write_text(phi)
+    runway(scratch, "render", "models/", "--repo", "gitops", "--commit")
+    edited = phi.replace('max-num-seqs: "64"', 'max-num-seqs: "128"')
+    assert edited != phi
+    (scratch / "models" / "phi.yaml").write_text(edited)
+    return nullcontext()
+
+
+def busy_port(scratch: Path) -> AbstractContextManager[object]:
+    """docs/operations.md, `runway serve` on a busy port: a bundle in `tls/`, and port 18445 held."""
+    runway(scratch, "certs", "issue", "--out", "tls")
+    stack = ExitStack()
+    held = stack.enter_context(socket.socket())
+    try:
+        held.bind(("127.0.0.1", 18445))
+        held.listen()
+    except OSError:
+        pass  # something else holds it: the command meets a busy port all the same
+    return stack
+
+
+SETUPS: dict[str, Callable[[Path], AbstractContextManager[object]]] = {
+    "docs/cli.md": cli_files,
+    "docs/operations.md:runway serve --cert tls/tls.crt --key tls/tls.key --port 18445": busy_port,
+}
+NOT_RUN = {
+    "docs/gateway.md:kubectl -n gateway create secret generic openai-key "
+    '--from-literal=apiKey="$OPENAI_API_KEY"': "a cluster with the gateway part, LiteLLM and an "
+    "OpenAI key; tests/integration/test_gateway_sync*.py and the e2e tier run these steps",
+}
+
+
+def all_claims() -> list[Block]:
+    return [block for doc in DOCS for block in claims(doc)]
+
+
+def runnable(block: Block) -> bool:
+    return all(RUNNABLE.match(step.command) for step in block.steps)
+
+
+def test_every_block_that_cannot_run_here_says_why() -> None:
+    blocks = all_claims()
+
+    assert sorted(b.name for b in blocks if not runnable(b)) == sorted(NOT_RUN)
+    assert len([b for b in blocks if runnable(b)]) >= 10
+
+
+@pytest.mark.parametrize(
+    "block", [b for b in all_claims() if runnable(b)], ids=lambda b: f"{b.doc}:{b.line}"
+)
+def test_the_block_prints_what_it_says(block: Block, tmp_path: Path) -> None:
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    setup = SETUPS.get(block.name) or SETUPS.get(block.doc) or (lambda _: nullcontext())
+    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONUNBUFFERED": "1"}
+    with setup(tmp_path):
+        for step in block.steps:
+            done = subprocess.run(
+                ["bash", "-c", step.command],
+                cwd=tmp_path,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+            printed = "".join(line.rstrip() + "\n" for line in done.stdout.splitlines())
+
+            assert pattern(step.expected).fullmatch(printed), (
+                f"{block.doc}:{block.line} `{step.command}` printed:\n{printed}"
+            )
+            assert done.returncode == step.status, f"`{step.command}` exited {done.returncode}"
+
+
+@pytest.mark.parametrize(
+    ("expected", "printed", "holds"),
+    [
+        (["a", "...", "c"], "a\nb\nb\nc\n", True),
+        (["a", "...", "c"], "a\nc\n", True),
+        (["a", "...", "c"], "a\nc\nd\n", False),
+        (["x ... z"], "x y z\n", True),
+        (["x ... z"], "x y\n", False),
+        (["a", "b"], "a\nb\nextra\n", False),
+        (["a (b)"], "a (b)\n", True),
+    ],
+)
+def test_the_comparison_holds_a_claim_to_every_line(
+    expected: list[str], printed: str, holds: bool
+) -> None:
+    assert bool(pattern(expected).fullmatch(printed)) is holds
+
+
+def test_a_block_is_read_as_commands_outputs_and_statuses(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "text\n```\n$ runway one\nout 1\n[exit 2]\n$ runway two\n```\n```sh\nnot a claim\n```\n"
+    )
+
+    (block,) = claims(doc)
+
+    assert (block.doc, block.line) == ("doc.md", 3)
+    assert [(s.command, s.expected, s.status) for s in block.steps] == [
+        ("runway one", ["out 1"], 2),
+        ("runway two", [], 0),
+    ]
