@@ -234,3 +234,35 @@ def test_a_block_is_read_as_commands_outputs_and_statuses(tmp_path: Path) -> Non
         ("runway one", ["out 1"], 2),
         ("runway two", [], 0),
     ]
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def anchors(text: str) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    found = set()
+    for line in text.splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
+
+
+def test_the_readme_is_a_short_guide_and_every_link_resolves() -> None:
+    readme = (ROOT / "README.md").read_text()
+    broken = []
+    for doc in DOCS:
+        for target in LINK.findall(doc.read_text()):
+            if re.match(r"[a-z]+://", target):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (doc.parent / path).resolve() if path else doc
+            if not file.exists() or (anchor and anchor not in anchors(file.read_text())):
+                broken.append(f"{doc.relative_to(ROOT)}: {target}")
+
+    assert len(readme.splitlines()) <= 200
+    assert "## The two commands" in readme and "make test" in readme
+    assert broken == []
+    linked = {m.partition("#")[0] for m in LINK.findall(readme)}
+    assert {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")} <= linked
