@@ -149,13 +149,33 @@ def yaml_files(paths: Iterable[str]) -> list[Path]:
 
 
 def _roots(paths: Sequence[str]) -> list[Path]:
-    return [Path(raw).resolve() for raw in paths if raw != STDIN and Path(raw).is_dir()]
+    return [Path(raw).resolve() for raw in paths if raw != STDIN and _is_dir(raw)]
+
+
+def _is_dir(raw: str) -> bool:
+    if not raw:
+        # "" would be read as the working directory, and all of it walked
+        raise SourceError(
+            "''", "an empty path names nothing; name a file or a directory (. for this one)"
+        )
+    try:
+        return Path(raw).is_dir()
+    except (OSError, ValueError) as err:  # a name too long, an unreadable parent, a NUL
+        raise SourceError(raw, f"cannot read: {_reason(err)}") from None
+
+
+def _reason(err: Exception) -> str:
+    return err.strerror if isinstance(err, OSError) and err.strerror else str(err)
 
 
 def _files_of(raw: str, roots: Sequence[Path]) -> list[Path]:
     path = Path(raw)
-    if path.is_dir():
-        return sorted(_walk(path, roots))
+    if _is_dir(raw):
+        try:
+            return sorted(_walk(path, roots))
+        except OSError as err:  # an entry that vanished or cannot be read during the walk
+            where = str(err.filename) if err.filename else raw
+            raise SourceError(where, f"cannot read: {_reason(err)}") from None
     if path.exists():
         return [path]
     raise SourceError(raw, "no such file or directory")
@@ -233,5 +253,4 @@ def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise SourceError(str(path), f"cannot read: {reason}") from None
+        raise SourceError(str(path), f"cannot read: {_reason(err)}") from None

@@ -41,7 +41,9 @@ class SourceError(RunwayError):
     def __init__(self, path: str, message: str) -> None:
         self.path = path
         self.message = message
-        super().__init__(f"{path}: {message}")
+        # A name with a newline or a control character in it is quoted, so the error stays one
+        # line and says exactly which name it means.
+        super().__init__(f"{path if path.isprintable() else repr(path)}: {message}")
 
 
 class IncompatibleUpstream(RunwayError):

@@ -11,6 +11,13 @@ from tests.conftest import ROOT
 SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
 
 
+# Folders of data only (flag catalogs, facts, the schema pack): packages without __init__.py,
+# listed so that setuptools ships them and says nothing.
+DATA_PACKAGES = sorted(
+    p for p in SETUPTOOLS["packages"] if not (ROOT / p.replace(".", "/") / "__init__.py").exists()
+)
+
+
 def test_every_package_of_the_tree_is_listed() -> None:
     top = {p.split(".")[0] for p in SETUPTOOLS["packages"]}
     found = {
@@ -18,7 +25,16 @@ def test_every_package_of_the_tree_is_listed() -> None:
         for room in top
         for init in (ROOT / room).rglob("__init__.py")
     }
-    assert sorted(found) == sorted(SETUPTOOLS["packages"])
+    assert sorted(found | set(DATA_PACKAGES)) == sorted(SETUPTOOLS["packages"])
+    assert DATA_PACKAGES == [
+        "providers.dynamo.catalogs",
+        "providers.kaito.facts",
+        "providers.llmd.facts",
+        "providers.vllm.catalogs",
+        "renderer.schemas",
+    ]
+    for package in DATA_PACKAGES:
+        assert not list((ROOT / package.replace(".", "/")).glob("*.py")), package
 
 
 def data_files(package: str) -> list[str]:
@@ -27,7 +43,13 @@ def data_files(package: str) -> list[str]:
     folder = ROOT / package.replace(".", "/")
     out = [p.name for p in folder.iterdir() if p.is_file() and p.suffix not in (".py", ".pyc")]
     for sub in folder.iterdir():
-        if sub.is_dir() and not (sub / "__init__.py").exists() and sub.name != "__pycache__":
+        listed = ".".join(sub.relative_to(ROOT).parts) in SETUPTOOLS["packages"]
+        if (
+            sub.is_dir()
+            and not (sub / "__init__.py").exists()
+            and sub.name != "__pycache__"
+            and not listed
+        ):
             out += [str(f.relative_to(folder)) for f in sub.rglob("*") if f.is_file()]
     return sorted(out)
 
@@ -41,7 +63,8 @@ def test_every_data_file_is_package_data() -> None:
         if not any(fnmatch.fnmatch(name, pattern) for pattern in data.get(package, ()))
     ]
     assert unshipped == []
-    assert data_files("providers.vllm") == ["catalogs/vllm.json", "config.yaml"]
+    assert data_files("providers.vllm") == ["config.yaml"]
+    assert data_files("providers.vllm.catalogs") == ["vllm.json"]
 
 
 def test_the_image_copies_every_top_level_package() -> None:

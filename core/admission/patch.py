@@ -1,0 +1,67 @@
+"""JSON Patch (RFC 6902) from two versions of an object, in one walk of what differs.
+
+Mappings are compared key by key and descended into; anything else that differs (a list, a
+scalar, a mapping where there was none) is replaced whole. Hydration adds defaults and stamps
+into mappings and fills in list items, so its patches are a handful of `add`s and `replace`s at
+the places it touched: what make_patch finds after comparing every element of both versions,
+with less work. A value counts as changed when its JSON text changes, as make_patch counts it.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping
+from typing import Any
+
+
+def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The operations that turn `before` into `after`; [] when they are equal. Values in the
+    operations are copies: changing `after` later does not change the patch."""
+    ops: list[dict[str, Any]] = []
+    _mapping(before, after, "", ops)
+    return ops
+
+
+def _mapping(
+    before: Mapping[str, Any], after: Mapping[str, Any], path: str, ops: list[dict[str, Any]]
+) -> None:
+    for key in before:
+        if key not in after:
+            ops.append({"op": "remove", "path": _join(path, key)})
+    for key, value in after.items():
+        where = _join(path, key)
+        if key not in before:
+            ops.append({"op": "add", "path": where, "value": copy.deepcopy(value)})
+            continue
+        old = before[key]
+        if _same(old, value):
+            continue
+        if isinstance(old, Mapping) and isinstance(value, Mapping):
+            _mapping(old, value, where, ops)
+        else:
+            ops.append({"op": "replace", "path": where, "value": copy.deepcopy(value)})
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON text is equal, which is make_patch's test for a value: `1`, `1.0` and `true`
+    are three values (Python's == holds them one). Python's == rejects what differs at C speed;
+    only a subtree it calls equal is walked for its types."""
+    if a is b:
+        return True
+    if a != b:
+        return _nan(a) and _nan(b)  # NaN is unequal to itself; its text is not
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list) and isinstance(b, list):
+        return all(map(_same, a, b))
+    return type(a) is type(b)
+
+
+def _nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _join(path: str, key: object) -> str:
+    """A JSON Pointer one key deeper (RFC 6901: `~` as `~0`, `/` as `~1`)."""
+    return f"{path}/{str(key).replace('~', '~0').replace('/', '~1')}"

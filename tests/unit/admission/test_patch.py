@@ -1,0 +1,175 @@
+"""The admission patch generator (core.admission.patch) against the reference, jsonpatch's
+make_patch: applied to the input, its patch gives exactly the object make_patch's patch gives
+(compared as JSON text with sorted keys, so `1`, `1.0` and `true` are three different values),
+over generated pairs of objects, the hydrations of generated ModelDeployments, and every
+example."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.admission.pipeline import admit, json_patch, patch_of
+from tests.conftest import ROOT
+from tests.support.builders import model_deployment, shipped_registry
+
+REGISTRY = shipped_registry()
+# Keys a JSON Pointer must escape, and ones it must not confuse.
+KEYS = st.sampled_from(["a", "b", "~", "/", "~1", "a/b", "~0~1", "", "0", "-", "é", "spec"])
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.sampled_from([0.0, 1.0, 2.5])
+    | st.text(max_size=3)
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=4),
+    max_leaves=20,
+)
+OBJECTS = st.dictionaries(KEYS, VALUES, max_size=5)
+
+
+def text(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True)
+
+
+def holds(before: dict[str, Any], after: dict[str, Any]) -> None:
+    ours = json_patch(before, after)
+    reference = jsonpatch.make_patch(before, after).patch
+
+    assert text(jsonpatch.apply_patch(copy.deepcopy(before), ours)) == text(
+        jsonpatch.apply_patch(copy.deepcopy(before), reference)
+    )
+    assert text(jsonpatch.apply_patch(copy.deepcopy(before), ours)) == text(after)
+    assert (ours == []) is (reference == [])
+
+
+@st.composite
+def edited(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An object and a version of it with keys added, replaced and removed at any depth: what
+    hydration does, and more."""
+    before = draw(OBJECTS)
+    after = copy.deepcopy(before)
+    for _ in range(draw(st.integers(0, 6))):
+        node: Any = after
+        while isinstance(node, dict) and node and draw(st.booleans()):
+            child = node[draw(st.sampled_from(sorted(node)))]
+            if not isinstance(child, dict):
+                break
+            node = child
+        if not isinstance(node, dict):
+            continue
+        action = draw(st.sampled_from(["add", "replace", "remove"]))
+        if action == "remove" and node:
+            del node[draw(st.sampled_from(sorted(node)))]
+        else:
+            node[draw(KEYS)] = draw(VALUES)
+    return before, after
+
+
+@settings(max_examples=400, deadline=None)
+@given(pair=edited())
+def test_an_edited_object_patches_as_make_patch_does(
+    pair: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    holds(*pair)
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=OBJECTS, after=OBJECTS)
+def test_any_two_objects_patch_as_make_patch_does(
+    before: dict[str, Any], after: dict[str, Any]
+) -> None:
+    holds(before, after)
+
+
+@st.composite
+def model_deployments(draw: st.DrawFn) -> dict[str, Any]:
+    """ModelDeployments of every shape selection and defaults meet: engines, providers, modes,
+    volumes, annotations, explicit and missing fields."""
+    mode = draw(st.sampled_from([None, "aggregated", "disaggregated"]))
+    spec: dict[str, Any] = {}
+    if mode == "disaggregated":
+        spec["scaling"] = {
+            role: {"replicas": draw(st.integers(1, 3)), "gpu": {"count": draw(st.integers(1, 4))}}
+            for role in ("prefill", "decode")
+        }
+    elif draw(st.booleans()):
+        spec["scaling"] = {"replicas": draw(st.integers(1, 4))}
+    if draw(st.booleans()):
+        spec["model"] = {
+            "id": "org/model",
+            "storage": {
+                "volumes": [
+                    {
+                        "name": f"v{i}",
+                        **({"size": "10Gi"} if draw(st.booleans()) else {}),
+                        **({"purpose": "modelCache"} if draw(st.booleans()) else {}),
+                    }
+                    for i in range(draw(st.integers(0, 2)))
+                ]
+            },
+        }
+    annotations = draw(
+        st.none()
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "airunway.ai/engine-selection",
+                    "airunway.ai/provider-selection",
+                    "airunway.ai/dynamo-test-backend",
+                    "team/a~b",
+                    "x",
+                ]
+            ),
+            st.sampled_from(["auto", "explicit", "mocker", "", "v"]),
+            max_size=3,
+        )
+    )
+    obj = model_deployment(
+        draw(st.sampled_from(["m", "llama"])),
+        draw(st.sampled_from(["models", "team-a"])),
+        gpu=draw(st.sampled_from([None, 0, 1, 2, 8])),
+        engine=draw(st.sampled_from([None, "vllm", "sglang", "trtllm", "llamacpp"])),
+        provider=draw(st.sampled_from([None, "dynamo", "kaito", "kuberay", "llmd", "vllm"])),
+        mode=mode,
+        annotations=annotations,
+    )
+    obj["spec"].update(spec)
+    return obj
+
+
+@settings(max_examples=400, deadline=None)
+@given(obj=model_deployments())
+def test_every_hydration_patches_as_make_patch_does(obj: dict[str, Any]) -> None:
+    admission = admit(obj, registry=REGISTRY)
+    if admission.hydration.structural or admission.hydration.errors:
+        assert patch_of(obj, admission) == []
+        return
+    holds(obj, admission.obj)
+    applied = jsonpatch.apply_patch(copy.deepcopy(obj), patch_of(obj, admission))
+    assert text(applied) == text(admission.obj)
+    # a hydrated object admitted again gets no patch
+    assert patch_of(admission.obj, admit(admission.obj, registry=REGISTRY)) == []
+
+
+EXAMPLES = sorted((ROOT / "examples").rglob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: str(p.relative_to(ROOT / "examples")))
+def test_every_example_patches_as_make_patch_does(path: Path) -> None:
+    for obj in yaml.safe_load_all(path.read_text()):
+        if not obj or obj.get("kind") != "ModelDeployment":
+            continue
+        admission = admit(obj, registry=REGISTRY)
+        holds(obj, admission.obj)
