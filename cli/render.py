@@ -27,6 +27,7 @@ from renderer import pipeline
 from renderer.gitops import Identity
 from renderer.ownership import DEFAULT_MAX_REMOVALS
 from renderer.pipeline import ClusterCrds, RenderReport, RenderSettings
+from renderer.shard import Shard
 
 NO_STDIN = (
     "render records the path of every source (what a later render may remove); standard "
@@ -130,6 +131,13 @@ def add_commands(commands: Any) -> None:
         help="render every ModelDeployment, ignoring what the last render recorded",
     )
     render.add_argument(
+        "--shard",
+        type=_shard,
+        metavar="K/N",
+        help="render only the namespaces of shard K of N (a fixed partition by namespace; N "
+        "shards pushing to one branch converge on one full render)",
+    )
+    render.add_argument(
         "--max-removals",
         type=_count,
         default=DEFAULT_MAX_REMOVALS,
@@ -140,6 +148,13 @@ def add_commands(commands: Any) -> None:
     )
     add_output(render)
     render.set_defaults(run=run_render)
+
+
+def _shard(value: str) -> Shard:
+    try:
+        return Shard.parse(value)
+    except SourceError as err:
+        raise argparse.ArgumentTypeError(err.message) from None
 
 
 def _count(value: str) -> int:
@@ -171,6 +186,7 @@ def run_render(args: argparse.Namespace) -> int:
         full=args.full,
         max_removals=args.max_removals,
         author=_author(args.author_name, args.author_email),
+        shard=args.shard,
     )
     reader: ClusterCrds | None = None
     if settings.crds_from_cluster:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib.metadata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from renderer.ownership import (
     Removals,
     duplicates,
     origins_of,
+    output_key,
     roots_of,
 )
 from renderer.parsecache import ParsedSources, cached
@@ -40,6 +41,7 @@ from renderer.render import RenderContext, Result
 from renderer.rendercache import RenderCache
 from renderer.safefs import UnsafePath, plain_parts
 from renderer.schemapack import load_pack
+from renderer.shard import Shard
 from renderer.strict import Schemas
 from renderer.tree import Tree
 
@@ -69,6 +71,7 @@ class RenderSettings:
     full: bool = False  # render every ModelDeployment, ignoring the render cache
     max_removals: int = DEFAULT_MAX_REMOVALS
     author: Identity | None = None  # the commits' author (default: the repository's user)
+    shard: Shard | None = None  # render only this shard's namespaces (renderer.shard)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +148,8 @@ def _prepare(
     parsed = ParsedSources(git_dir / SOURCES_CACHE if git_dir.is_dir() else None, fingerprint)
     docs = _sources(settings.sources, parsed)
     configs = _config_objects(docs, settings.providers)
+    if settings.shard is not None:
+        docs = [d for d in docs if _in_shard(d, settings.shard)]
     registry = build_registry(configs)
     pins = bundled_versions()
     schema_digest, load_schemas = _schema_source(settings, cluster_crds)
@@ -176,7 +181,7 @@ def _prepare(
         inputs_digest(shared),
         ownership,
         context,
-        repo.git_dir / f"runway-render-cache-{digest(settings.path)[:12]}.pickle",
+        repo.git_dir / f"runway-render-cache-{_cache_key(settings)}.pickle",
         progress,
     )
 
@@ -215,8 +220,11 @@ def _cache(job: _Job) -> RenderCache | None:
 
 
 def _render(job: _Job, cache: RenderCache | None) -> tuple[Rendered, Mapping[str, str]]:
-    """One pass against the tree on disk now; `cache` None renders everything (--full)."""
-    current = job.repo.scan(job.subdir)
+    """One pass against the tree on disk now; `cache` None renders everything (--full). A shard
+    renders against its part of the tree, then writes the shared files whole (renderer.shard)."""
+    whole = job.repo.scan(job.subdir)
+    shard = job.settings.shard
+    current = whole if shard is None else shard.view(whole)
     done = render_incremental(
         job.objects,
         current=current,
@@ -228,6 +236,8 @@ def _render(job: _Job, cache: RenderCache | None) -> tuple[Rendered, Mapping[str
         ownership=job.ownership,
         progress=job.progress,
     )
+    if shard is not None:
+        done = replace(done, files=shard.merged(done.files, whole))
     return done, current
 
 
@@ -243,6 +253,21 @@ def _report(done: Rendered, current: Mapping[str, str], *, committed: str | None
     changes = _changes(current, done.files)
     reused = len(done.results) - done.rendered
     return RenderReport(done.results, changes, done.removals, reused, committed, done.files)
+
+
+def _in_shard(doc: Document, shard: Shard) -> bool:
+    """A document with an output folder goes to the shard of its namespace; the others (provider
+    configs, kinds Runway does not render) go to every shard."""
+    key = output_key(doc.obj)
+    return key is None or shard.owns(key.split("/", 1)[0])
+
+
+def _cache_key(settings: RenderSettings) -> str:
+    """The render cache's name: one per output folder, and per shard of it."""
+    shard = settings.shard
+    if shard is None:
+        return digest(settings.path)[:12]
+    return digest(settings.path, f"{shard.index}/{shard.count}")[:12]
 
 
 def _checked_path(value: str) -> str:

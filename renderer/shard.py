@@ -1,0 +1,81 @@
+"""`runway render --shard K/N`: one of N renders that together make one full render.
+
+The partition is by namespace, and deterministic: a namespace belongs to shard
+1 + (the first 8 bytes of sha256(namespace), as a number) mod N, wherever and whenever it is
+computed. A shard renders the ModelDeployments and ExternalModelProviders of its namespaces and
+sees, in the tree, only their folders: every other folder is not its business (never read, never
+written, never removed). Two files at the top of the tree belong to every shard, and each shard
+writes them as the union of its own part and what the tree holds for the others: the top
+kustomization (the namespaces) and the record of sources (folder -> source). After a rejected
+push, the render starts again from the remote head (renderer.gitops.Repo.push), so N shards
+pushing to one branch converge on the tree one full render writes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from core.fields.errors import SourceError
+from kubeio.yamlio import dump
+from renderer.gitops import DiskTree
+from renderer.ownership import SOURCES_FILE, read_record, record_text
+from renderer.render import kustomization
+from renderer.tree import Tree
+
+TOP = "kustomization.yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    index: int  # 1..count
+    count: int
+
+    @classmethod
+    def parse(cls, value: str) -> Shard:
+        """`K/N` with 1 <= K <= N; a SourceError naming --shard otherwise."""
+        left, slash, right = value.partition("/")
+        if slash and left.isdigit() and right.isdigit() and 1 <= int(left) <= int(right):
+            return cls(int(left), int(right))
+        raise SourceError("--shard", f"expected K/N with 1 <= K <= N (as 2/4), got {value!r}")
+
+    def owns(self, namespace: str) -> bool:
+        number = int.from_bytes(hashlib.sha256(namespace.encode()).digest()[:8], "big")
+        return number % self.count == self.index - 1
+
+    def holds(self, path: str) -> bool:
+        """Whether a path of the tree is this shard's to read and write: a file at the top, or
+        anything in one of its namespaces."""
+        namespace, slash, _ = path.partition("/")
+        return not slash or self.owns(namespace)
+
+    def view(self, current: DiskTree) -> DiskTree:
+        """The tree on disk as this shard sees it."""
+        return DiskTree(current.root, {p: s for p, s in current.stats.items() if self.holds(p)})
+
+    def merged(self, tree: Tree, current: Mapping[str, str]) -> Tree:
+        """`tree` (this shard's render) with the two shared files holding the other shards'
+        parts as `current` (the whole tree on disk) has them."""
+        others = sorted(
+            {
+                path.split("/", 1)[0]
+                for path in current
+                if path.count("/") == 1 and path.endswith(f"/{TOP}")
+            }
+            - {ns for ns in _namespaces(current) if self.owns(ns)}
+        )
+        own = {p.split("/", 1)[0] for p in tree if p.count("/") == 1 and p.endswith(f"/{TOP}")}
+        texts = dict(tree.written)
+        texts[TOP] = dump(kustomization(sorted(own | set(others))))
+        record = {k: v for k, v in read_record(current).items() if not self.owns(k.split("/")[0])}
+        record.update(read_record(tree))
+        if record:
+            texts[SOURCES_FILE] = record_text(record)
+        else:
+            texts.pop(SOURCES_FILE, None)
+        return Tree(texts, tree.current, tree.unchanged - {TOP, SOURCES_FILE}, tree.scanned)
+
+
+def _namespaces(current: Mapping[str, str]) -> set[str]:
+    return {path.split("/", 1)[0] for path in current if "/" in path}
