@@ -115,12 +115,12 @@ bench: $(TEST_STAMP) cluster
 	$(BIN)/python -m bench.webhook
 	$(BIN)/python -m bench.status
 	$(BIN)/python -m bench.status_loop
-	$(BIN)/python -m bench.render
+	$(BIN)/python -m bench.render --count 2000
 	$(BIN)/python -m bench.gateway
 
 # `runway render --commit` of 10,000 ModelDeployments (first, unchanged, one changed).
 bench-large: $(TEST_STAMP)
-	$(BIN)/python -m bench.render --count 10000
+	$(BIN)/python -m bench.render --count 10000 --shards 1,2,4
 
 # Generated AdmissionReviews of every hardening class (issue #13), in process and over TLS
 # under a slow-client attack; prints the counts and fails on any 5xx, traceback or slow answer.

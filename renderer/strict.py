@@ -15,10 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import kubernetes_validate
-import referencing
-
 from core.fields.errors import FieldError, IncompatibleUpstream, Reason, SourceError
 from core.fields.paths import FieldPath
 from core.schema.rules import Node, compile_crd_schema, new_environment, validate
@@ -143,14 +139,18 @@ class BuiltinSchemas:
         self.inline = inline  # False: references resolved on every object (tests compare)
         self.reference = reference  # True: jsonschema on every object (tests compare)
         self._structurals: dict[tuple[str, str], dict[str, Any]] = {}
+        # Imported here, not with the module: a render with nothing to render never builds
+        # Schemas, and these two cost 0.12 s of its start-up (jsonschema's formats).
+        import kubernetes_validate.utils  # noqa: PLC0415
+
+        self._utils = kubernetes_validate.utils
         wanted = kubernetes.lstrip("v")
         known = [
             v
-            for v in kubernetes_validate.utils.all_versions()
-            if kubernetes_validate.utils.major_minor(v)
-            <= kubernetes_validate.utils.major_minor(wanted)
+            for v in self._utils.all_versions()
+            if self._utils.major_minor(v) <= self._utils.major_minor(wanted)
         ]
-        self.minor = kubernetes_validate.utils.major_minor(wanted)
+        self.minor = self._utils.major_minor(wanted)
         self._dir = f"v{known[-1]}-local-strict" if known else ""
         self._validators: dict[tuple[str, str], Any] = {}
         self._definitions: Any = None
@@ -159,9 +159,9 @@ class BuiltinSchemas:
         """kubernetes-validate's schema of a kind, as written (FileNotFoundError: none)."""
         group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
         path = f"kubernetes-json-schema/{self._dir}/{kind.lower()}-{group}.json"
-        schema = kubernetes_validate.utils.schema_contents(path, self.minor)
+        schema = self._utils.schema_contents(path, self.minor)
         if self._definitions is None:
-            self._definitions = kubernetes_validate.utils.schema_contents(
+            self._definitions = self._utils.schema_contents(
                 f"kubernetes-json-schema/{self._dir}/_definitions.json", self.minor
             )
         return schema
@@ -178,6 +178,9 @@ class BuiltinSchemas:
         """The jsonschema validator of a kind (the reference; see check)."""
         key = (api_version, kind)
         if key not in self._validators:
+            import jsonschema  # noqa: PLC0415  (the reference validator, for the tests)
+            import referencing  # noqa: PLC0415
+
             schema = self._source(api_version, kind)
             registry = referencing.Resource.from_contents(schema) @ (
                 referencing.Resource.from_contents(self._definitions) @ referencing.Registry()
