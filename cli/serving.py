@@ -147,6 +147,7 @@ def run_serve(args: argparse.Namespace) -> int:
         threads=args.threads,
         allow_destinations=tuple(args.allow_destination),
         stale_seconds=args.stale_seconds,
+        verbose=min(2, args.verbose + getattr(args, "local_verbose", 0)),
     ).checked()
     serve(settings)
     return Exit.OK

@@ -63,6 +63,8 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
             "root": {"level": "INFO", "handlers": ["stderr"]},
             "loggers": {
                 "gunicorn.error": {"level": "INFO", "handlers": ["stderr"], "propagate": False},
+                # -v: each allowed admission too (webhook/app.py logs those at DEBUG)
+                "webhook": {"level": "DEBUG" if settings.verbose else "INFO"},
                 "gunicorn.access": {"level": "WARNING", "handlers": ["stderr"], "propagate": False},
             },
         },

@@ -32,7 +32,7 @@ class Settings:
     RUNWAY_MAX_BODY_BYTES (3 MiB, the API server's own
     request limit), RUNWAY_ALLOW_DESTINATIONS (host names and CIDRs, separated by ",", that an
     ExternalModelProvider's base URL may name although they are internal; empty: public only),
-    RUNWAY_STALE_SECONDS (60: a cluster source whose data has not been current this long is not
+    RUNWAY_VERBOSE (0; 1: every allowed admission is logged too), RUNWAY_STALE_SECONDS (60: a cluster source whose data has not been current this long is not
     ready, see webhook/source.py). PROMETHEUS_MULTIPROC_DIR is set by the server itself at
     start (webhook/multiprocess.py): the directory its workers' metrics are written to.
     """
@@ -50,6 +50,7 @@ class Settings:
     allow_destinations: tuple[str, ...] = ()
     stale_seconds: int = 60
     metrics_dir: str = ""
+    verbose: int = 0  # 1 or more: the webhook's DEBUG lines too (each allowed admission)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -72,6 +73,7 @@ class Settings:
             ),
             stale_seconds=_int(env, "RUNWAY_STALE_SECONDS", 60, low=STALE_LOW, high=STALE_HIGH),
             metrics_dir=env.get("PROMETHEUS_MULTIPROC_DIR", ""),
+            verbose=_int(env, "RUNWAY_VERBOSE", 0, low=0, high=2),
         ).checked()
 
     def checked(self) -> Settings:

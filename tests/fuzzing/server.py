@@ -103,7 +103,7 @@ def labels_and_logs(examples: int, report: Report) -> None:
     logger = logging.getLogger("webhook.app")
     logger.addHandler(handler)
     level = logger.level
-    logger.setLevel(logging.INFO)  # as `runway serve` configures it
+    logger.setLevel(logging.DEBUG)  # as `runway serve -v` configures it (allowed ones: DEBUG)
     try:
         _each(REQUEST_VALUES, examples, lambda values: _admit_once(client, stream, values, report))
     finally:

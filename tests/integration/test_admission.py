@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonpatch
@@ -15,7 +16,7 @@ from cli.inspect import validate_one
 from core.selection.configs import ProviderRegistry
 from tests.conftest import EXAMPLES, example_files, example_name
 from tests.support.builders import external_model_provider, model_deployment, provider_config
-from tests.support.webhook import Webhook, review
+from tests.support.webhook import Webhook, review, start_webhook
 
 
 def examples() -> list[tuple[str, dict[str, Any]]]:
@@ -209,16 +210,34 @@ def test_health_readiness_and_metrics(webhook: Webhook) -> None:
     assert "# TYPE runway_provider_selection_total counter" in text
 
 
-def test_one_log_line_per_admission_without_object_contents(webhook: Webhook) -> None:
+def test_a_denial_is_one_log_line_and_an_allowed_admission_one_with_v(
+    webhook: Webhook, tmp_path: Path
+) -> None:
+    """Allowed admissions are logged at DEBUG (`serve -v`), denials at INFO; neither line holds
+    the object's contents."""
     secret = "hf_do_not_log_me"
     obj = model_deployment("logged", gpu=1, env=[{"name": "TOKEN", "value": secret}])
+    bad = model_deployment("refused", gpu=1, provider="kaito", overrides={"resource": {"count": 4}})
 
     webhook.admit("/mutate", review(obj, uid="log-uid"))
+    webhook.admit("/validate", review(bad, uid="deny-uid"))
+    verbose = start_webhook(tmp_path, args=["-v"])
+    try:
+        verbose.admit("/mutate", review(obj, uid="log-uid"))
+    finally:
+        assert verbose.stop() == 0
 
-    lines = [line for line in webhook.log_text().splitlines() if "uid=log-uid" in line]
-    assert len(lines) == 1
-    assert "kind=ModelDeployment op=CREATE obj=ns/logged allowed=True patch=True" in lines[0]
-    assert secret not in webhook.log_text()
+    def lines(server: Webhook, uid: str) -> list[str]:
+        return [line for line in server.log_text().splitlines() if f"uid={uid}" in line]
+
+    assert lines(webhook, "log-uid") == []
+    (denied,) = lines(webhook, "deny-uid")
+    assert " INFO webhook.app admission uid=deny-uid kind=ModelDeployment op=CREATE " in denied
+    assert "obj=ns/refused allowed=False patch=False" in denied
+    (allowed,) = lines(verbose, "log-uid")
+    assert " DEBUG webhook.app admission uid=log-uid kind=ModelDeployment op=CREATE " in allowed
+    assert "obj=ns/logged allowed=True patch=True" in allowed
+    assert secret not in webhook.log_text() + verbose.log_text()
 
 
 def test_examples_cover_every_file(webhook: Webhook) -> None:

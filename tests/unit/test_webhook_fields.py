@@ -47,7 +47,7 @@ def log_lines() -> Iterator[io.StringIO]:
     logger = logging.getLogger("webhook.app")
     logger.addHandler(handler)
     previous = logger.level
-    logger.setLevel(logging.INFO)
+    logger.setLevel(logging.DEBUG)  # allowed admissions are logged at DEBUG (`serve -v`)
     try:
         yield stream
     finally:
