@@ -205,20 +205,26 @@ class Repo:
         """Make `subdir` hold exactly `files`, touching only files whose bytes change (each
         replaced atomically by a rename). `current` is what `subdir` holds now; paths in
         `unchanged` are known to hold their text already (neither side is read). Returns the
-        paths written or removed. Every path is checked to be plain first, and every folder is
-        opened without following links (renderer.safefs): nothing is written outside `subdir`."""
-        for relative in [*files, *current]:
+        paths written or removed. Every path written or removed is checked to be plain first,
+        and every folder is opened without following links (renderer.safefs): nothing is written outside `subdir`."""
+        writes = [
+            relative
+            for relative in files
+            if relative not in unchanged
+            and not (relative in current and current[relative] == files[relative])
+        ]
+        removals = sorted(set(current) - set(files))
+        # Every path to be written or removed is checked before anything is touched (a path
+        # neither written nor removed is not opened, so it needs no check: 73,000 checks were
+        # 0.15 s of an unchanged re-render of 10,000).
+        for relative in [*writes, *removals]:
             plain_parts(f"{subdir}/{relative}")
         scratch = self._scratch
         scratch.mkdir(exist_ok=True)
         touched: list[str] = []
         with Folders(self.work) as folders:
-            for relative in files:
-                if relative in unchanged:
-                    continue
+            for relative in writes:
                 text = files[relative]
-                if relative in current and current[relative] == text:
-                    continue
                 folder, _, name = f"{subdir}/{relative}".rpartition("/")
                 into = folders.fd(folder, create=True)
                 temporary = f"{scratch}/{len(touched)}"
@@ -231,7 +237,7 @@ class Repo:
                     os.close(handle)
                 os.replace(temporary, name, dst_dir_fd=into)  # a rename never follows `name`
                 touched.append(relative)
-            for relative in sorted(set(current) - set(files)):
+            for relative in removals:
                 _remove(folders, subdir, relative)
                 touched.append(relative)
         shutil.rmtree(scratch, ignore_errors=True)
