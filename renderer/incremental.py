@@ -79,7 +79,8 @@ def render_incremental(
     (rendered so far, to render) as the stale ModelDeployments render."""
     digests = digests or {}
     ownership = ownership or Ownership()
-    objects = [o for o in objects if output_key(o) not in ownership.refused]
+    if ownership.refused:  # the folders two sources define: neither is rendered
+        objects = [o for o in objects if output_key(o) not in ownership.refused]
     # in name order: `current` is walked in path order
     views = folders_of(current, current if isinstance(current, DiskTree) else sorted(current))
     deployments = sorted(

@@ -67,13 +67,16 @@ def output_key(obj: Mapping[str, Any]) -> str | None:
     return None
 
 
-def duplicates(docs: Sequence[Document]) -> dict[str, str]:
+def duplicates(
+    docs: Sequence[Document], keys: Sequence[str | None] | None = None
+) -> dict[str, str]:
     """folder -> the error for every folder two documents define (the same kind, namespace and
-    name), naming each place. Two InferenceProviderConfigs of one name are unusable input."""
+    name), naming each place. Two InferenceProviderConfigs of one name are unusable input.
+    `keys`: each document's output_key, when the caller has them already."""
     places: dict[str, list[str]] = {}
     configs: dict[str, list[str]] = {}
-    for doc in docs:
-        key = output_key(doc.obj)
+    keys = keys if keys is not None else [output_key(doc.obj) for doc in docs]
+    for doc, key in zip(docs, keys, strict=True):
         if key is not None:
             places.setdefault(key, []).append(doc.where)
         elif doc.obj.get("kind") == INFERENCE_PROVIDER_CONFIG:
@@ -161,13 +164,16 @@ def decide(
     return Removals(removed=tuple(eligible), outside=outside)
 
 
-def origins_of(docs: Sequence[Document], work: Path) -> dict[str, str]:
-    """folder -> the source it comes from now (the first definition; duplicates are refused)."""
+def origins_of(
+    docs: Sequence[Document], work: Path, keys: Sequence[str | None] | None = None
+) -> dict[str, str]:
+    """folder -> the source it comes from now (the first definition; duplicates are refused).
+    `keys`: each document's output_key, when the caller has them already."""
     found: dict[str, str] = {}
     paths: dict[str, str] = {}  # origin as read -> as recorded (a file holds many documents)
     cwd = Path.cwd().resolve()
-    for doc in docs:
-        key = output_key(doc.obj)
+    keys = keys if keys is not None else [output_key(doc.obj) for doc in docs]
+    for doc, key in zip(docs, keys, strict=True):
         if key is not None and key not in found:
             if doc.origin not in paths:
                 paths[doc.origin] = portable(doc.origin, work, cwd)

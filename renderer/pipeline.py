@@ -156,10 +156,11 @@ def _prepare(
     shared = _shared_inputs(fingerprint, configs, schema_digest, pins, settings.gateway)
     subdir = _checked_path(settings.path)
     repo = Repo.open_or_init(settings.repo, author=settings.author)
+    keys = [output_key(d.obj) for d in docs]  # each document's folder, worked out once
     ownership = Ownership(
-        origins_of(docs, repo.work),
+        origins_of(docs, repo.work, keys),
         roots_of(settings.sources, repo.work),
-        duplicates(docs),
+        duplicates(docs, keys),
         settings.max_removals,
     )
     schema_key = digest(fingerprint, schema_digest)[:16]
