@@ -3,6 +3,7 @@ of setuptools): silently, and with every data file the code reads at run time.""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -70,8 +71,11 @@ def test_make_install_prints_no_warning_and_installs_only_the_runtime(tmp_path: 
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
     python: str = getattr(sys, "_base_executable", sys.executable)  # the interpreter, not this venv
+    # A make of its own: under `make test`, MAKELEVEL would have it print "Entering directory".
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     done = subprocess.run(
         ["make", "install", f"PYTHON={python}"],
+        env=env,
         cwd=tmp_path,
         capture_output=True,
         text=True,
