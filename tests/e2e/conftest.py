@@ -161,7 +161,8 @@ def configurations(url: str) -> list[dict[str, Any]]:
 @contextlib.contextmanager
 def registered_webhook(cluster: Cluster, workdir: Path) -> Iterator[Webhook]:
     """`runway serve` registered on `cluster` for labelled namespaces, its CA injected."""
-    server = start_webhook(workdir)
+    # -v: allowed admissions are logged too (at DEBUG), which the GitOps tests read
+    server = start_webhook(workdir, args=["-v"])
     manifests = dump_all(configurations(server.url))
     try:
         cluster.apply_manifests(manifests)
