@@ -20,7 +20,6 @@ from cli.options import (
     walk_parsers,
 )
 from core.fields.errors import RunwayError, SourceError
-from gateway.litellm import LiteLLMUnavailable
 from renderer.gitops import GitError
 from webhook.settings import SettingsError
 
@@ -132,17 +131,27 @@ def _refuse_unused(args: argparse.Namespace) -> None:
 # What each error a command lets through means, first match wins (docs/cli.md "Exit status").
 ERRORS: tuple[tuple[tuple[type[Exception], ...], Exit], ...] = (
     ((SourceError, SettingsError), Exit.USAGE),
-    ((OSError, LiteLLMUnavailable, GitError), Exit.UNAVAILABLE),
+    ((OSError, GitError), Exit.UNAVAILABLE),
     ((RunwayError,), Exit.PARTIAL),
 )
 
 
 def exit_for(err: Exception) -> Exit | None:
     """The exit status of an error a command raised; None for a bug (it propagates)."""
+    if is_litellm_error(err):  # a RunwayError, but unavailable rather than partial
+        return Exit.UNAVAILABLE
     for types, code in ERRORS:
         if isinstance(err, types):
             return code
     return Exit.UNAVAILABLE if is_cluster_error(err) else None
+
+
+def is_litellm_error(err: BaseException) -> bool:
+    """LiteLLM could not be reached. Its module (and urllib.request under it, 70 ms of every
+    command's start-up) is imported by the gateway commands only: when it was never imported,
+    nothing can have raised it."""
+    litellm = sys.modules.get("gateway.litellm")
+    return litellm is not None and isinstance(err, litellm.LiteLLMUnavailable)
 
 
 def is_cluster_error(err: BaseException) -> bool:
