@@ -32,11 +32,11 @@ from tests.e2e.conftest import _unavailable
 from tests.support import live
 from tests.support.builders import model_deployment
 from tests.support.cluster import Cluster, binaries_dir, free_port, terminate
+from tests.support.kustomize import build
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook
 
 CHART = ROOT / "charts" / "runway"
-KUBECTL = Path(sys.executable).parent / "kubectl"
 RUNWAY = Path(sys.executable).parent / "runway"
 RELEASE, NAMESPACE = "runway", "runway-system"
 TIMEOUT = 120
@@ -73,14 +73,6 @@ def template(helm: Path, *sets: str, namespace: str = NAMESPACE) -> list[dict[st
     done = run([helm, "template", RELEASE, CHART, "--namespace", namespace, *args])
     assert done.stderr == ""
     return [d for d in yaml.safe_load_all(done.stdout) if d]
-
-
-def kustomize(*names: str) -> list[dict[str, Any]]:
-    docs: list[dict[str, Any]] = []
-    for name in names:
-        done = run([KUBECTL, "kustomize", ROOT / "kustomize" / name])
-        docs += [d for d in yaml.safe_load_all(done.stdout) if d]
-    return docs
 
 
 def key(obj: dict[str, Any]) -> tuple[str, str, str]:
@@ -129,7 +121,7 @@ def test_the_chart_renders_what_kustomize_builds(
     chart = {
         key(o): without_helm_annotations(o) for o in template(helm, "namespace.create=true", *sets)
     }
-    built = {key(o): o for o in kustomize(*kustomizations)}
+    built = {key(o): o for o in build(*kustomizations)}
 
     assert sorted(chart) == sorted(built)
     for name, obj in built.items():

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,21 +11,8 @@ import yaml
 from cli.manifests import provider_configs_yaml
 from core.cel.rules import compile_problem, new_environment
 from tests.conftest import ROOT
+from tests.support.kustomize import build
 from webhook.app import ROUTES
-
-KUBECTL = Path(sys.executable).parent / "kubectl"
-
-
-def build(name: str) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [str(KUBECTL), "kustomize", str(ROOT / "kustomize" / name)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert (done.returncode, done.stderr) == (0, "")
-    return [d for d in yaml.safe_load_all(done.stdout) if d]
 
 
 def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

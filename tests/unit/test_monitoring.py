@@ -7,39 +7,23 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import promql_parser
 import pytest
-import yaml
 
 from certs.bundle import Identity, issue_bundle
 from tests.conftest import ROOT
+from tests.support.kustomize import build
 from webhook.metrics import Metrics
 
-KUBECTL = Path(sys.executable).parent / "kubectl"
 MONITORING = ROOT / "kustomize" / "monitoring"
 # Labels Prometheus adds to every scraped series (target labels of a ServiceMonitor endpoint).
 TARGET_LABELS = frozenset(
     {"job", "instance", "namespace", "pod", "service", "container", "endpoint"}
 )
 SUFFIXES = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
-
-
-def build(name: str) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [str(KUBECTL), "kustomize", str(ROOT / "kustomize" / name)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert (done.returncode, done.stderr) == (0, "")
-    return [d for d in yaml.safe_load_all(done.stdout) if d]
 
 
 @pytest.fixture(scope="module")
