@@ -24,6 +24,7 @@ from pathlib import Path
 
 from kubeio.yamlio import dump_all
 from tests.support.builders import model_deployment
+from tests.support.shards import start_shards
 
 RUNWAY = str(Path(sys.executable).parent / "runway")
 NAMESPACES = 20
@@ -164,29 +165,7 @@ def shard_seconds(src: Path, work: Path, count: int) -> float:
         )
         clones.append(clone)
     start = time.perf_counter()
-    procs = [
-        subprocess.Popen(
-            [
-                RUNWAY,
-                "render",
-                str(src),
-                "--repo",
-                str(clone),
-                "--shard",
-                f"{k}/{count}",
-                "--push",
-                "origin",
-                "--branch",
-                "main",
-                "-o",
-                "json",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for k, clone in enumerate(clones, start=1)
-    ]
+    procs = start_shards(src, clones, "-o", "json")
     for proc in procs:
         _, err = proc.communicate()
         if proc.returncode != 0:

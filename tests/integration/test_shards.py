@@ -6,7 +6,6 @@ on that tree, byte for byte, without one shard's commit losing another's."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,8 @@ from renderer.pipeline import RenderSettings, run_render
 from renderer.shard import Shard
 from tests.support.builders import model_deployment
 from tests.support.gitserver import GitServer, start_git_server
+from tests.support.shards import start_shards
 
-RUNWAY = Path(sys.executable).parent / "runway"
 NAMESPACES = [f"team-{i}" for i in range(12)]
 
 
@@ -157,28 +156,11 @@ def test_shards_pushing_at_once_converge_on_one_full_render(
         git("clone", "-q", url, str(clone))
         clones.append(clone)
 
-    running = [
-        subprocess.Popen(
-            [
-                str(RUNWAY),
-                "render",
-                str(sources),
-                "--repo",
-                str(clone),
-                "--shard",
-                f"{k}/{count}",
-                "--push",
-                "origin",
-                "--branch",
-                "main",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for k, clone in enumerate(clones, start=1)
-    ]
-    outcomes = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in running]
+    running = start_shards(sources, clones)
+    outcomes = []
+    for process in running:  # read while waiting: a full pipe would block the shard
+        _, stderr = process.communicate(timeout=300)
+        outcomes.append((process.returncode, stderr))
     final = tmp_path / "final"
     git("clone", "-q", url, str(final))
     full = tmp_path / "full"
