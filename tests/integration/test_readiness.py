@@ -9,10 +9,11 @@ while the source is between two watches. Where the bound matters the clock is th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,12 +63,20 @@ class Recorder:
         self.then(kind, index)
 
 
-def watch(api: FakeApiServer, recorder: Recorder, clock: Callable[[], float]) -> ClusterSource:
-    """Start the app over a source watching `api` with `clock`; the recorder reads its /readyz."""
-    source = ClusterSource(api.client, retry_seconds=0.01, stale_seconds=STALE, clock=clock)
-    recorder.client = create_app(Settings(), source=source).test_client()
-    recorder.app_built.set()
-    return source
+@contextlib.contextmanager
+def watching(
+    recorder: Recorder, list_status: Callable[[int], int], clock: Callable[[], float]
+) -> Iterator[FakeApiServer]:
+    """The fake API server answering lists with `list_status`, and the app over a source that
+    watches it with `clock` (the recorder reads its /readyz); the source stops on leaving."""
+    with fake_api_server(on_request=recorder, list_status=list_status) as api:
+        source = ClusterSource(api.client, retry_seconds=0.01, stale_seconds=STALE, clock=clock)
+        recorder.client = create_app(Settings(), source=source).test_client()
+        recorder.app_built.set()
+        try:
+            yield api
+        finally:
+            source.stop()
 
 
 def ready_gauge(client: FlaskClient) -> float:
@@ -78,12 +87,8 @@ def ready_gauge(client: FlaskClient) -> float:
 
 def test_normal_watch_restarts_never_make_it_unready() -> None:
     recorder = Recorder()
-    with fake_api_server(on_request=recorder, list_status=lambda index: 200) as api:
-        source = watch(api, recorder, time.monotonic)
-        try:
-            wait_until(lambda: api.count("list") > CYCLES, timeout=60, what="watch cycles")
-        finally:
-            source.stop()
+    with watching(recorder, lambda index: 200, time.monotonic) as api:
+        wait_until(lambda: api.count("list") > CYCLES, timeout=60, what="watch cycles")
 
     # Not ready before the first list; ready at every later list and watch.
     cycle = [("watch", 200), ("list", 200)]
@@ -103,16 +108,10 @@ def test_lists_failing_longer_than_the_bound_make_it_unready_until_one_succeeds(
             recovered.set()
 
     recorder = Recorder(then=then)
-    with fake_api_server(
-        on_request=recorder, list_status=lambda index: statuses[min(index, len(statuses) - 1)]
-    ) as api:
-        source = watch(api, recorder, clock)
-        try:
-            wait_until(recovered.is_set, timeout=60, what="the watch to recover")
-            assert recorder.client is not None
-            gauge_after_recovery = ready_gauge(recorder.client)
-        finally:
-            source.stop()
+    with watching(recorder, lambda index: statuses[min(index, len(statuses) - 1)], clock):
+        wait_until(recovered.is_set, timeout=60, what="the watch to recover")
+        assert recorder.client is not None
+        gauge_after_recovery = ready_gauge(recorder.client)
 
     # The data was last current at t=0 (list 0 and its watch). At list i (i = 1..7) the clock
     # reads i-1: ready up to t=5 (the bound), not ready at t=6, ready again once list 7 worked.
@@ -142,16 +141,10 @@ def test_the_ready_gauge_follows_readiness() -> None:
                 stale.set()
 
     recorder = Recorder(then=then)
-    with fake_api_server(
-        on_request=recorder, list_status=lambda index: 200 if index == 0 else FAILED
-    ) as api:
-        source = watch(api, recorder, clock)
-        try:
-            wait_until(stale.is_set, timeout=60, what="lists to fail past the bound")
-            assert recorder.client is not None
-            gauge = ready_gauge(recorder.client)
-        finally:
-            source.stop()
+    with watching(recorder, lambda index: 200 if index == 0 else FAILED, clock):
+        wait_until(stale.is_set, timeout=60, what="lists to fail past the bound")
+        assert recorder.client is not None
+        gauge = ready_gauge(recorder.client)
 
     assert gauge == 0.0
 
@@ -201,18 +194,14 @@ def test_readiness_follows_the_rule_for_any_script_of_lists(
         return 200 if index < len(steps) and steps[index][0] else FAILED
 
     recorder = Recorder(then=then)
-    with fake_api_server(on_request=recorder, list_status=status) as api:
-        source = watch(api, recorder, clock)
-        try:
-            wait_until(done.is_set, timeout=60, what="the script of lists")
-            # The last step's watch (if it succeeded) is read before the source is stopped.
-            wait_until(
-                lambda: len(recorder.seen) >= len(expected_readiness(steps)),
-                timeout=60,
-                what="the last watch",
-            )
-        finally:
-            source.stop()
+    with watching(recorder, status, clock):
+        wait_until(done.is_set, timeout=60, what="the script of lists")
+        # The last step's watch (if it succeeded) is read before the source is stopped.
+        wait_until(
+            lambda: len(recorder.seen) >= len(expected_readiness(steps)),
+            timeout=60,
+            what="the last watch",
+        )
 
     assert recorder.seen[: len(expected_readiness(steps))] == expected_readiness(steps)
 
