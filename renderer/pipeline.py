@@ -148,15 +148,17 @@ def _prepare(
     parsed = ParsedSources(git_dir / SOURCES_CACHE if git_dir.is_dir() else None, fingerprint)
     docs = _sources(settings.sources, parsed)
     configs = _config_objects(docs, settings.providers)
-    if settings.shard is not None:
-        docs = [d for d in docs if _in_shard(d, settings.shard)]
+    keys = [output_key(d.obj) for d in docs]  # each document's folder, worked out once
+    if settings.shard is not None:  # a document without a folder (a config) goes to every shard
+        shard = settings.shard
+        kept = [(d, k) for d, k in zip(docs, keys, strict=True) if k is None or shard.owns_key(k)]
+        docs, keys = [d for d, _ in kept], [k for _, k in kept]
     registry = build_registry(configs)
     pins = bundled_versions()
     schema_digest, load_schemas = _schema_source(settings, cluster_crds)
     shared = _shared_inputs(fingerprint, configs, schema_digest, pins, settings.gateway)
     subdir = _checked_path(settings.path)
     repo = Repo.open_or_init(settings.repo, author=settings.author)
-    keys = [output_key(d.obj) for d in docs]  # each document's folder, worked out once
     ownership = Ownership(
         origins_of(docs, repo.work, keys),
         roots_of(settings.sources, repo.work),
@@ -254,13 +256,6 @@ def _report(done: Rendered, current: Mapping[str, str], *, committed: str | None
     changes = _changes(current, done.files)
     reused = len(done.results) - done.rendered
     return RenderReport(done.results, changes, done.removals, reused, committed, done.files)
-
-
-def _in_shard(doc: Document, shard: Shard) -> bool:
-    """A document with an output folder goes to the shard of its namespace; the others (provider
-    configs, kinds Runway does not render) go to every shard."""
-    key = output_key(doc.obj)
-    return key is None or shard.owns(key.split("/", 1)[0])
 
 
 def _cache_key(settings: RenderSettings) -> str:

@@ -14,7 +14,7 @@ pushing to one branch converge on the tree one full render writes.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from core.fields.errors import SourceError
@@ -44,6 +44,10 @@ class Shard:
         number = int.from_bytes(hashlib.sha256(namespace.encode()).digest()[:8], "big")
         return number % self.count == self.index - 1
 
+    def owns_key(self, key: str) -> bool:
+        """Whether an output folder (namespace/name) is this shard's."""
+        return self.owns(key.split("/", 1)[0])
+
     def holds(self, path: str) -> bool:
         """Whether a path of the tree is this shard's to read and write: a file at the top, or
         anything in one of its namespaces."""
@@ -57,18 +61,11 @@ class Shard:
     def merged(self, tree: Tree, current: Mapping[str, str]) -> Tree:
         """`tree` (this shard's render) with the two shared files holding the other shards'
         parts as `current` (the whole tree on disk) has them."""
-        others = sorted(
-            {
-                path.split("/", 1)[0]
-                for path in current
-                if path.count("/") == 1 and path.endswith(f"/{TOP}")
-            }
-            - {ns for ns in _namespaces(current) if self.owns(ns)}
-        )
-        own = {p.split("/", 1)[0] for p in tree if p.count("/") == 1 and p.endswith(f"/{TOP}")}
+        others = {ns for ns in _namespaces(current) if not self.owns(ns)}
+        own = _namespaces(tree)
         texts = dict(tree.written)
-        texts[TOP] = dump(kustomization(sorted(own | set(others))))
-        record = {k: v for k, v in read_record(current).items() if not self.owns(k.split("/")[0])}
+        texts[TOP] = dump(kustomization(sorted(own | others)))
+        record = {k: v for k, v in read_record(current).items() if not self.owns_key(k)}
         record.update(read_record(tree))
         if record:
             texts[SOURCES_FILE] = record_text(record)
@@ -77,5 +74,6 @@ class Shard:
         return Tree(texts, tree.current, tree.unchanged - {TOP, SOURCES_FILE}, tree.scanned)
 
 
-def _namespaces(current: Mapping[str, str]) -> set[str]:
-    return {path.split("/", 1)[0] for path in current if "/" in path}
+def _namespaces(tree: Iterable[str]) -> set[str]:
+    """The namespaces a tree holds Runway's folders for (each has its kustomization)."""
+    return {p.split("/", 1)[0] for p in tree if p.count("/") == 1 and p.endswith(f"/{TOP}")}
