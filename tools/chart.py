@@ -94,13 +94,6 @@ def resources(part: str) -> str:
     return f"          resources:\n            {{{{- toYaml .Values.{part}.resources | nindent 12 }}}}\n"
 
 
-def image() -> str:
-    return (
-        '          image: {{ printf "%s:%s" .Values.image.repository .Values.image.tag | quote }}\n'
-        "          imagePullPolicy: {{ .Values.image.pullPolicy }}\n"
-    )
-
-
 @dataclass(frozen=True)
 class Replace:
     old: str
@@ -125,8 +118,11 @@ def resource_block(requests: str, limits: str, part: str) -> Replace:
     )
 
 
-WEBHOOK_IMAGE = Replace(
-    "          image: runway-webhook:0.1.0\n          imagePullPolicy: IfNotPresent\n", image()
+# Both Deployments run the one image.
+IMAGE = Replace(
+    "          image: runway-webhook:0.1.0\n          imagePullPolicy: IfNotPresent\n",
+    '          image: {{ printf "%s:%s" .Values.image.repository .Values.image.tag | quote }}\n'
+    "          imagePullPolicy: {{ .Values.image.pullPolicy }}\n",
 )
 
 SOURCES: tuple[Template, ...] = (
@@ -147,7 +143,7 @@ SOURCES: tuple[Template, ...] = (
         ("base/deployment.yaml",),
         replace=(
             Replace("  replicas: 2\n", "  replicas: {{ .Values.webhook.replicas }}\n"),
-            WEBHOOK_IMAGE,
+            IMAGE,
             Replace('"--workers", "2"]', '"--workers", {{ .Values.webhook.workers | quote }}]'),
             resource_block("{cpu: 100m, memory: 160Mi}", "{memory: 512Mi}", "webhook"),
             Replace("      containers:\n", SCHEDULING.replace("{part}", "webhook")),
@@ -179,7 +175,7 @@ SOURCES: tuple[Template, ...] = (
         condition=".Values.statusController.enabled",
         replace=(
             Replace("  replicas: 2\n", "  replicas: {{ .Values.statusController.replicas }}\n"),
-            WEBHOOK_IMAGE,
+            IMAGE,
             Replace(
                 '"--gateway-url", "http://inference-gateway.gateways.svc.cluster.local/v1"]',
                 '"--gateway-url", {{ .Values.statusController.gatewayURL | quote }}]',

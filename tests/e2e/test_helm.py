@@ -202,21 +202,25 @@ CLUSTER_SCOPED = {
 }
 
 
-def secret_and_bundles(objects: list[dict[str, Any]]) -> tuple[dict[str, bytes], list[str]]:
+def secret_data(objects: list[dict[str, Any]]) -> dict[str, bytes]:
+    """The files of the one Secret among `objects`, decoded."""
     (secret,) = [o for o in objects if o["kind"] == "Secret"]
-    data = {k: base64.b64decode(v) for k, v in secret["data"].items()}
-    bundles = [
+    return {k: base64.b64decode(v) for k, v in secret["data"].items()}
+
+
+def ca_bundles(objects: list[dict[str, Any]]) -> list[str]:
+    """Every webhook's caBundle ("" where none is set), in order."""
+    return [
         h["clientConfig"].get("caBundle", "")
         for o in objects
         if o["kind"] in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
         for h in o["webhooks"]
     ]
-    return data, bundles
 
 
 def test_helm_tls_issues_a_chain_for_the_service_and_every_webhook_trusts_it(helm: Path) -> None:
     objects = template(helm, "tls.days=30", namespace="platform")
-    data, bundles = secret_and_bundles(objects)
+    data, bundles = secret_data(objects), ca_bundles(objects)
     ca = x509.load_pem_x509_certificate(data["ca.crt"])
     leaf = x509.load_pem_x509_certificate(data["tls.crt"])
     names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
@@ -232,10 +236,7 @@ def test_helm_tls_issues_a_chain_for_the_service_and_every_webhook_trusts_it(hel
     assert dt.timedelta(days=29) < lifetime <= dt.timedelta(days=30, hours=1)
     assert b"PRIVATE KEY" in data["tls.key"]
     assert [o for o in template(helm, "tls.mode=manual") if o["kind"] == "Secret"] == []
-    _, manual = secret_and_bundles(
-        [*template(helm, "tls.mode=manual", "tls.caBundle=Q0E="), {"kind": "Secret", "data": {}}]
-    )
-    assert manual == ["Q0E="] * 4
+    assert ca_bundles(template(helm, "tls.mode=manual", "tls.caBundle=Q0E=")) == ["Q0E="] * 4
 
 
 @pytest.mark.parametrize(
