@@ -124,7 +124,8 @@ def _int(env: Mapping[str, str], name: str, default: int, *, low: int, high: int
     try:
         value = int(raw)
     except ValueError:
-        raise SettingsError(name, f"must be a whole number, not {raw!r}") from None
+        shown = repr(raw) if len(raw) <= 40 else f"{raw[:40]!r}... ({len(raw)} characters)"
+        raise SettingsError(name, f"must be a whole number, not {shown}") from None
     if not low <= value <= high:
         raise SettingsError(name, f"must be between {low} and {high}")
     return value
