@@ -26,7 +26,7 @@ from core.rendering.inferencegateway import GatewayTarget
 from renderer import pipeline
 from renderer.gitops import Identity
 from renderer.ownership import DEFAULT_MAX_REMOVALS
-from renderer.pipeline import ClusterCrds, RenderReport, RenderSettings
+from renderer.settings import ClusterCrds, RenderReport, RenderSettings
 from renderer.shard import Shard
 
 NO_STDIN = (
@@ -334,10 +334,11 @@ def _json_report(payload: Mapping[str, Any]) -> str:
     """The JSON report, keys sorted, one result per line (json's indenting encoder is pure
     Python: a third of a second for 10,000 results, where this takes a tenth of that)."""
     parts = []
+    encode = json.JSONEncoder(sort_keys=True).encode  # one encoder: json.dumps makes one a call
     for key in sorted(payload):
         value = payload[key]
         if key == "results" and value:
-            rows = ",\n    ".join(json.dumps(r, sort_keys=True) for r in value)
+            rows = ",\n    ".join(map(encode, value))
             text = f"[\n    {rows}\n  ]"
         else:
             text = json.dumps(value, sort_keys=True)

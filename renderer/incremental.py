@@ -20,16 +20,10 @@ from typing import Any
 from core.model.kinds import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
 from kubeio.sources import parse_documents
 from renderer.digests import folder_digest, render_key, text_digest
+from renderer.folders import HYDRATED_FILE, Result, folder_of
 from renderer.gitops import DiskTree, Stat
 from renderer.ownership import Ownership, Removals, decide, output_key, read_record
-from renderer.render import (
-    HYDRATED_FILE,
-    RenderContext,
-    Result,
-    folder_of,
-    render_external_guarded,
-    render_many,
-)
+from renderer.render import RenderContext, render_external_guarded, render_many
 from renderer.rendercache import Entry, RenderCache
 from renderer.tree import Folder, Tree, build_tree, folders_of, with_record
 
@@ -43,6 +37,9 @@ class Rendered:
     cache: RenderCache
     rendered: int  # ModelDeployments actually rendered (the rest were unchanged)
     removals: Removals = field(default_factory=Removals)
+    # The next render, of the same inputs against this tree, reuses every ModelDeployment: each
+    # has a cache entry under the key that render will compute (renderer.stamp relies on it).
+    stable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +93,18 @@ def render_incremental(
         else []
     )
     entries = dict(plan.entries)
+    stable = True
     for obj, result in zip(stale, rendered, strict=True):
         key, written = plan.keys[result.key], plan.hydrated[result.key]
         if result.error is None:
             written = text_digest(result.files[HYDRATED_FILE])
         if result.settled:
             key = render_key(shared, obj, written, digests.get(id(obj)))
+        # next time the key is computed from `written`: the same key only when settled, or
+        # when the hydrated file did not change
+        stable = (
+            stable and key is not None and (result.settled or written == plan.hydrated[result.key])
+        )
         if key is not None:
             entries[result.key] = Entry(
                 key,
@@ -120,7 +123,7 @@ def render_incremental(
     results = sorted(plan.reused + rendered + externals + refused, key=lambda r: r.key)
     loaded = cache.loaded if cache is not None else None
     tree, removals = _owned_tree(results, views, current, ownership)
-    return Rendered(results, tree, RenderCache(entries, loaded), len(stale), removals)
+    return Rendered(results, tree, RenderCache(entries, loaded), len(stale), removals, stable)
 
 
 def _plan(

@@ -29,7 +29,7 @@ from core.model.kinds import (
     MODEL_DEPLOYMENT,
 )
 from kubeio.sources import Document
-from renderer.render import Result, external_folder_of, folder_of
+from renderer.folders import Result, external_folder_of, folder_of
 
 SOURCES_FILE = "runway-sources.json"  # at the top of the tree: folder -> the source it came from
 RECORD_KIND = "RenderSources"  # not a Kubernetes kind: no kustomization lists this file

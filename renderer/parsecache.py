@@ -29,6 +29,7 @@ class ParsedSources:
         self.used: set[str] = set()
         self.digests: dict[int, str] = {}  # id(object) -> digest(canonical(object))
         self.pending: dict[str, Any] = {}  # parsed this time, stored by `finish`
+        self.read_keys: list[str] = []  # file_key of every file read, in order (renderer.stamp)
 
     def read(self, paths: Sequence[str]) -> list[Document]:
         """The documents of the files, each `kind: List` as its items (kubeio.sources)."""
@@ -42,7 +43,8 @@ class ParsedSources:
             data = path.read_bytes()
         except OSError as err:
             raise SourceError(str(path), f"cannot read: {err.strerror or err}") from None
-        name = digest(self.fingerprint, str(path), data)
+        name = file_key(self.fingerprint, path, data)
+        self.read_keys.append(name)
         entry = self.folder / f"{name}.pickle" if self.folder is not None else None
         self.used.add(f"{name}.pickle")
         if entry is not None and entry.is_file():
@@ -81,6 +83,11 @@ class ParsedSources:
             for entry in folder.iterdir():
                 if entry.name not in self.used:
                     entry.unlink(missing_ok=True)
+
+
+def file_key(fingerprint: str, path: Path, data: bytes) -> str:
+    """One source file as read: Runway's fingerprint, its path and its bytes."""
+    return digest(fingerprint, str(path), data)
 
 
 def cached(path: Path, build: Callable[[], Any]) -> Any:

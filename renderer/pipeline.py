@@ -1,121 +1,39 @@
 """The render pipeline, one entry point: sources -> render -> check -> write -> commit -> push.
 
-`run_render(settings)` reads the sources and the provider configs, renders the ModelDeployments
+`run_render(settings)` first asks the stamp (renderer.stamp) whether a render would change
+nothing; then it answers with the recorded report, and only pushes. Otherwise it renders as
+usual (renderer.job): reads the sources and the provider configs, renders the ModelDeployments
 whose inputs changed (renderer.incremental), and with `check` answers from memory; otherwise,
 under the repository's lock, writes only the files whose bytes change, commits and pushes
 (re-rendering after a rejected push). It returns a RenderReport; `runway render` prints it and
 maps it to an exit status. A Git failure, another render holding the repository, or a link in
 the tree raises GitError.
+
+The renderers, the schemas and the registry's CEL are imported by renderer.job, only when a
+render is done: a render that changes nothing never needs them (importing them took a third of
+its time).
 """
 
 from __future__ import annotations
 
-import importlib.metadata
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+import importlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
-from core.checks.credentials import credential_kind
-from core.fields.errors import RunwayError, SourceError
-from core.model.kinds import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
-from core.model.versions import Versions
-from core.rendering.inferencegateway import GatewayTarget
-from kubeio.registry import build_registry
-from kubeio.shipped import bundled_config_objects, bundled_versions
-from kubeio.sources import Document, read_documents
-from renderer.digests import canonical, digest, files_digest, inputs_digest, runway_fingerprint
-from renderer.gitops import GitError, Identity, Repo
-from renderer.incremental import Rendered, render_incremental
-from renderer.ownership import (
-    DEFAULT_MAX_REMOVALS,
-    Ownership,
-    Removals,
-    duplicates,
-    origins_of,
-    output_key,
-    roots_of,
+from core.fields.errors import SourceError
+from kubeio.sources import STDIN
+from renderer.digests import files_digest, runway_fingerprint
+from renderer.gitops import GitError, Repo
+from renderer.safefs import UnsafePath
+from renderer.settings import ClusterCrds, RenderReport, RenderSettings, checked_path
+from renderer.stamp import (
+    Stamp,
+    file_keys,
+    stamp_inputs,
+    stamp_path,
+    stamped_settings,
+    tree_if_clean,
 )
-from renderer.parsecache import ParsedSources, cached
-from renderer.render import RenderContext, Result
-from renderer.rendercache import RenderCache
-from renderer.safefs import UnsafePath, plain_parts
-from renderer.schemapack import load_pack
-from renderer.shard import Shard
-from renderer.strict import Schemas
-from renderer.tree import Tree
-
-KINDS = (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG, EXTERNAL_MODEL_PROVIDER)
-SOURCES_CACHE = "runway-sources"  # in .git: parsed source files, by content
-# Reads the CRDs a live cluster serves (renderer.apply.cluster_crds): handed in by the caller,
-# so that a render without --crds-from-cluster never imports the kubernetes client.
-ClusterCrds = Callable[[str | None], list[tuple[str, dict[str, Any]]]]
-
-
-@dataclass(frozen=True, slots=True)
-class RenderSettings:
-    """One render, as `runway render` is asked for it (docs/rendering.md)."""
-
-    sources: tuple[str, ...]  # files or directories of ModelDeployments (SOURCE...)
-    repo: str  # the Git work tree, created if missing
-    path: str = "rendered"  # the folder in the repository
-    commit: bool = False
-    push: str | None = None  # the remote to push to (implies commit)
-    branch: str = "main"  # the branch to push
-    check: bool = False  # render in memory and compare; write nothing
-    providers: tuple[str, ...] = ()  # InferenceProviderConfigs (else the sources', else shipped)
-    crds: tuple[str, ...] = ()  # CRD directories that override the schema pack kind by kind
-    crds_from_cluster: bool = False  # the cluster's CRDs override the schema pack
-    kubeconfig: str | None = None  # for crds_from_cluster
-    gateway: GatewayTarget | None = None  # the Gateway HTTPRoutes attach to (and --istio)
-    full: bool = False  # render every ModelDeployment, ignoring the render cache
-    max_removals: int = DEFAULT_MAX_REMOVALS
-    author: Identity | None = None  # the commits' author (default: the repository's user)
-    shard: Shard | None = None  # render only this shard's namespaces (renderer.shard)
-
-
-@dataclass(frozen=True, slots=True)
-class RenderReport:
-    """What one render did: every object's result, the files changed, the removals."""
-
-    results: Sequence[Result]
-    changes: Mapping[str, Sequence[str]]  # "added", "changed", "removed" -> paths, sorted
-    removals: Removals
-    reused: int  # results taken from the last render (unchanged since)
-    committed: str | None = None  # the commit made, if any
-    # With `check`: the tree rendered in memory (path -> text) and, as its `current`, the tree
-    # on disk, so that the caller can show what would change (`runway render --diff`).
-    tree: Tree | None = None
-
-    @property
-    def failed(self) -> bool:
-        """Some object was not rendered, or a removal was withheld."""
-        return any(r.error is not None for r in self.results) or bool(self.removals.withheld)
-
-    @property
-    def out_of_date(self) -> bool:
-        return any(self.changes.values())
-
-    @property
-    def schema_sources(self) -> dict[str, str]:
-        """`apiVersion Kind` -> where its schema came from, for every kind the results checked."""
-        return dict(sorted({k: v for r in self.results for k, v in r.schemas}.items()))
-
-
-@dataclass(frozen=True, slots=True)
-class _Job:
-    """A render, prepared: its inputs read, its repository open."""
-
-    settings: RenderSettings
-    repo: Repo
-    subdir: str
-    parsed: ParsedSources
-    objects: list[dict[str, Any]]
-    shared: str  # inputs_digest of every input besides the objects
-    ownership: Ownership
-    context: Callable[[], RenderContext]
-    cache_path: Path
-    progress: Callable[[int, int], None] | None
 
 
 def run_render(
@@ -128,243 +46,56 @@ def run_render(
     `settings.crds_from_cluster`); `progress` is told (rendered so far, to render) as each pass
     renders the ModelDeployments whose inputs changed (never when none did)."""
     try:
-        job = _prepare(settings, cluster_crds, progress)
-        if settings.check:
-            done, current = _render(job, _cache(job))
-            return _report(done, current, committed=None)
-        with job.repo.locked():
-            return _write(job)
+        if not (settings.check or settings.full or settings.crds_from_cluster):
+            unchanged = _unchanged(settings)
+            if unchanged is not None:
+                return unchanged
+        job = importlib.import_module("renderer.job")
+        report: RenderReport = job.render(settings, cluster_crds, progress)
+        return report
     except UnsafePath as err:  # a link in the tree: the repository cannot be used as it is
         raise GitError(str(err)) from None
 
 
-def _prepare(
-    settings: RenderSettings,
-    cluster_crds: ClusterCrds | None,
-    progress: Callable[[int, int], None] | None,
-) -> _Job:
-    fingerprint = runway_fingerprint()
+def _unchanged(settings: RenderSettings) -> RenderReport | None:
+    """The report of a render that would change nothing, when the stamp shows it; None: render
+    as usual. Pushes, as a render does; when the push is rejected, the render as usual starts
+    from the remote's head."""
+    subdir = checked_path(settings.path)
     git_dir = Path(settings.repo) / ".git"
-    parsed = ParsedSources(git_dir / SOURCES_CACHE if git_dir.is_dir() else None, fingerprint)
-    docs = _sources(settings.sources, parsed)
-    configs = _config_objects(docs, settings.providers)
-    keys = [output_key(d.obj) for d in docs]  # each document's folder, worked out once
-    if settings.shard is not None:  # a document without a folder (a config) goes to every shard
-        shard = settings.shard
-        kept = [(d, k) for d, k in zip(docs, keys, strict=True) if k is None or shard.owns_key(k)]
-        docs, keys = [d for d, _ in kept], [k for _, k in kept]
-    registry = build_registry(configs)
-    pins = bundled_versions()
-    schema_digest, load_schemas = _schema_source(settings, cluster_crds)
-    shared = _shared_inputs(fingerprint, configs, schema_digest, pins, settings.gateway)
-    subdir = _checked_path(settings.path)
+    if not git_dir.is_dir():
+        return None
+    stamp = Stamp.load(stamp_path(git_dir, settings))
+    if stamp is None:
+        return None
+    fingerprint = runway_fingerprint()
+    try:
+        read = file_keys(settings.sources, fingerprint)
+        if settings.providers and STDIN not in settings.providers:
+            read += file_keys(settings.providers, fingerprint)
+        schemas = files_digest([Path(d) for d in settings.crds]) if settings.crds else None
+    except (OSError, SourceError):  # the render as usual says what is wrong
+        return None
+    if stamp.inputs != stamp_inputs(stamped_settings(settings, schemas), read):
+        return None
     repo = Repo.open_or_init(settings.repo, author=settings.author)
-    ownership = Ownership(
-        origins_of(docs, repo.work, keys),
-        roots_of(settings.sources, repo.work),
-        duplicates(docs, keys),
-        settings.max_removals,
-    )
-    schema_key = digest(fingerprint, schema_digest)[:16]
-
-    def context() -> RenderContext:
-        # Parsed upstream schemas, kept per content: parsing the CRDs is most of a small render.
-        for stale in repo.git_dir.glob("runway-schemas-*.pickle"):
-            if stale.name != f"runway-schemas-{schema_key}.pickle":
-                stale.unlink(missing_ok=True)
-        schemas = cached(repo.git_dir / f"runway-schemas-{schema_key}.pickle", load_schemas)
-        return RenderContext(registry, schemas, pins, settings.gateway)
-
-    return _Job(
-        settings,
-        repo,
-        subdir,
-        parsed,
-        [d.obj for d in docs],
-        inputs_digest(shared),
-        ownership,
-        context,
-        repo.git_dir / f"runway-render-cache-{_cache_key(settings)}.pickle",
-        progress,
-    )
-
-
-def _write(job: _Job) -> RenderReport:
-    """Under the lock: recover, render, write, commit, push; the render cache is saved once, at
-    the end (also when Git fails after the tree was written)."""
-    repo, subdir, settings = job.repo, job.subdir, job.settings
-    repo.recover(subdir)
-    done, current = _render(job, _cache(job))
-    changes = _changes(current, done.files)
-    written = _store(job, done, current)
     try:
-        job.parsed.finish(repo.git_dir / SOURCES_CACHE)
-        committed = None
-        if settings.commit or settings.push:
-            committed = repo.commit(subdir, written, done.files.written)
-        if settings.push:
-
-            def rerender() -> None:
-                nonlocal done, changes
-                done, current = _render(job, None if settings.full else done.cache)
-                changes = _changes(current, done.files)
-                repo.commit(subdir, _store(job, done, current), done.files.written)
-
-            repo.push(settings.push, settings.branch, rerender=rerender)
-    finally:
-        done.cache.save(job.cache_path)
-    return RenderReport(
-        done.results, changes, done.removals, len(done.results) - done.rendered, committed
-    )
+        with repo.locked():
+            repo.recover(subdir)
+            if tree_if_clean(repo, subdir) != stamp.tree:
+                return None
+            if settings.push:
+                repo.push(settings.push, settings.branch, rerender=_moved)
+    except _Moved:  # HEAD is now the remote's: render against it
+        return None
+    results = stamp.results(repo.work / subdir)
+    changes: dict[str, Sequence[str]] = {"added": [], "changed": [], "removed": []}
+    return RenderReport(results, changes, stamp.removals, len(results), None)
 
 
-def _cache(job: _Job) -> RenderCache | None:
-    return None if job.settings.full else RenderCache.load(job.cache_path)
+class _Moved(Exception):
+    """The push was rejected, and HEAD moved to the remote's head."""
 
 
-def _render(job: _Job, cache: RenderCache | None) -> tuple[Rendered, Mapping[str, str]]:
-    """One pass against the tree on disk now; `cache` None renders everything (--full). A shard
-    renders against its part of the tree, then writes the shared files whole (renderer.shard)."""
-    whole = job.repo.scan(job.subdir)
-    shard = job.settings.shard
-    current = whole if shard is None else shard.view(whole)
-    done = render_incremental(
-        job.objects,
-        current=current,
-        cache=cache,
-        shared=job.shared,
-        context=job.context,
-        digests=job.parsed.digests,
-        stats=None if job.settings.full else current.stats,  # --full: compared by content
-        ownership=job.ownership,
-        progress=job.progress,
-    )
-    if shard is not None:
-        done = replace(done, files=shard.merged(done.files, whole))
-    return done, current
-
-
-def _store(job: _Job, done: Rendered, current: Mapping[str, str]) -> int:
-    """Write the tree (only files whose bytes change); the count of files written or removed."""
-    _refuse_credentials(done.files, current)
-    written = job.repo.write_tree(job.subdir, done.files, current, done.files.unchanged)
-    done.cache.record_stats(job.repo.work / job.subdir)
-    return len(written)
-
-
-def _report(done: Rendered, current: Mapping[str, str], *, committed: str | None) -> RenderReport:
-    changes = _changes(current, done.files)
-    reused = len(done.results) - done.rendered
-    return RenderReport(done.results, changes, done.removals, reused, committed, done.files)
-
-
-def _cache_key(settings: RenderSettings) -> str:
-    """The render cache's name: one per output folder, and per shard of it."""
-    shard = settings.shard
-    if shard is None:
-        return digest(settings.path)[:12]
-    return digest(settings.path, f"{shard.index}/{shard.count}")[:12]
-
-
-def _checked_path(value: str) -> str:
-    """--path: a plain folder inside the work tree, never .git or above it."""
-    try:
-        parts = plain_parts(value.strip("/") if not value.startswith("/") else "/")
-    except UnsafePath:
-        parts = []
-    if not parts or ".git" in parts:
-        raise SourceError("--path", f"expected a folder inside the repository, got {value!r}")
-    return "/".join(parts)
-
-
-def _sources(paths: Sequence[str], parsed: ParsedSources) -> list[Document]:
-    docs = parsed.read(paths)
-    for doc in docs:
-        if doc.obj.get("kind") not in KINDS:
-            raise SourceError(
-                doc.where,
-                f"{doc.kind} is not a ModelDeployment, InferenceProviderConfig or ExternalModelProvider",
-            )
-    if not any(d.obj.get("kind") == MODEL_DEPLOYMENT for d in docs):
-        raise SourceError(", ".join(paths), "no ModelDeployment objects found")
-    return docs
-
-
-def _config_objects(docs: Sequence[Document], providers: Sequence[str]) -> list[dict[str, Any]]:
-    """The InferenceProviderConfigs in force: --providers, else the sources', else the shipped."""
-    if providers:
-        docs = read_documents(providers)
-        for doc in docs:
-            if doc.obj.get("kind") != INFERENCE_PROVIDER_CONFIG:
-                raise SourceError(doc.where, f"expected an InferenceProviderConfig, got {doc.kind}")
-        return [d.obj for d in docs]
-    configs = [d.obj for d in docs if d.obj.get("kind") == INFERENCE_PROVIDER_CONFIG]
-    return configs or bundled_config_objects()
-
-
-def _schema_source(
-    settings: RenderSettings, cluster_crds: ClusterCrds | None
-) -> tuple[str, Callable[[], Schemas]]:
-    """The digest of the schemas in force, and how to parse them (only when something renders):
-    the schema pack (part of Runway's fingerprint), overridden kind by kind by --crds or
-    --crds-from-cluster."""
-    if settings.crds_from_cluster:
-        if cluster_crds is None:
-            raise ValueError("crds_from_cluster needs cluster_crds, the reader of the cluster")
-        crds = cluster_crds(settings.kubeconfig)
-        return canonical(crds), lambda: Schemas.from_pack(load_pack()).overridden_by(
-            Schemas.from_crds(crds)
-        )
-    if settings.crds:
-        for directory in settings.crds:
-            if not Path(directory).is_dir():
-                raise SourceError(directory, "CRD directory does not exist")
-        directories = list(settings.crds)
-        return files_digest([Path(d) for d in directories]), lambda: Schemas.from_pack(
-            load_pack()
-        ).overridden_by(Schemas.from_directories(directories))
-    return "schema pack", lambda: Schemas.from_pack(load_pack())
-
-
-def _shared_inputs(
-    fingerprint: str,
-    configs: Sequence[Mapping[str, Any]],
-    schemas: str,
-    pins: Versions,
-    gateway: GatewayTarget | None,
-) -> dict[str, bytes | str]:
-    """Everything rendering reads besides the object and its previous output, by name; an
-    input missing here would let an incremental render keep stale output."""
-    return {
-        "runway": fingerprint,  # our version, code and data (incl. flag catalogs)
-        "configs": canonical(list(configs)),
-        "pins": repr(pins),
-        "schemas": schemas,
-        "builtin-schemas": importlib.metadata.version("kubernetes-validate"),
-        "gateway": repr(gateway),
-    }
-
-
-def _refuse_credentials(files: Tree, current: Mapping[str, str]) -> None:
-    """The last guard before Git: no file about to be written may hold a credential. Rendering
-    scans every file of a ModelDeployment and refuses the object (files.scanned); this scans
-    every other file to be written."""
-    for path in files:
-        if path in files.unchanged or path in files.scanned:
-            continue
-        text = files[path]
-        if current.get(path) != text:
-            kind = credential_kind(text)
-            if kind is not None:
-                raise RunwayError(
-                    f"{path}: looks like {kind}; refusing to write it into Git (use a Secret)"
-                )
-
-
-def _changes(before: Mapping[str, str], after: Tree) -> dict[str, list[str]]:
-    both = (set(after) & set(before)) - after.unchanged
-    return {
-        "added": sorted(set(after) - set(before)),
-        "changed": sorted(p for p in both if after[p] != before[p]),
-        "removed": sorted(set(before) - set(after)),
-    }
+def _moved() -> None:
+    raise _Moved

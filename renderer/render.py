@@ -14,7 +14,7 @@ import logging
 import multiprocessing
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from core.admission.configs import check_external_provider
@@ -34,8 +34,16 @@ from core.schema.crds import external_model_provider_spec
 from core.schema.rules import apply_defaults
 from core.selection.configs import ProviderRegistry
 from kubeio.guard import per_object
-from kubeio.objects import object_key
 from kubeio.yamlio import dump
+from renderer.folders import (
+    EXTERNAL_FILE,
+    EXTERNAL_SUFFIX,
+    HYDRATED_FILE,
+    Result,
+    external_folder_of,
+    folder_of,
+    kustomization,
+)
 from renderer.safefs import NAME_MAX
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
 
@@ -47,30 +55,9 @@ SERVER_FIELDS = (
     "managedFields",
     "selfLink",
 )
-HYDRATED_FILE = "modeldeployment.yaml"
-EXTERNAL_FILE = "externalmodelprovider.yaml"
-EXTERNAL_SUFFIX = ".emp"  # a dot: no ModelDeployment name can have one, so folders never clash
 POOL_MINIMUM = 64  # fewer ModelDeployments than this render in-process (a pool costs ~0.1 s)
 CHUNK = 32  # ModelDeployments per pool task: small enough to balance, large enough to amortize
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Result:
-    """One ModelDeployment's outcome: its files (relative to its folder), or why it has none."""
-
-    key: str  # namespace/name
-    files: Mapping[str, str] = field(default_factory=dict)
-    error: str | None = None
-    warnings: tuple[str, ...] = ()
-    engine: str | None = None
-    provider: str | None = None
-    # True when rendering again with this output's own hydrated object as the previous one gives
-    # the same output (admission is sticky), so an incremental render may key on that object.
-    settled: bool = False
-    # (`apiVersion Kind`, where its schema came from) of every object the strict check consulted
-    schemas: tuple[tuple[str, str], ...] = ()
-    scanned: bool = False  # every file was found free of credentials (core.checks.credentials)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,17 +68,6 @@ class RenderContext:
     schemas: Schemas
     pins: Versions
     gateway: GatewayTarget | None = None
-
-
-def folder_of(obj: Mapping[str, Any]) -> str:
-    md = ModelDeployment(obj)
-    return object_key(md.namespace, md.name)
-
-
-def external_folder_of(obj: Mapping[str, Any]) -> str:
-    """The folder of an ExternalModelProvider: its name with EXTERNAL_SUFFIX."""
-    emp = ExternalModelProvider(obj)
-    return object_key(emp.namespace, f"{emp.name}{EXTERNAL_SUFFIX}")
 
 
 def render_one(
@@ -232,14 +208,6 @@ def _source_view(obj: Mapping[str, Any]) -> dict[str, Any]:
     metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_FIELDS}
     spec = apply_defaults(out.get("spec"), external_model_provider_spec())
     return {**out, "metadata": metadata, "spec": spec}
-
-
-def kustomization(resources: Sequence[str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        "resources": [r for r in resources if r != "kustomization.yaml"],
-    }
 
 
 def render_external_guarded(obj: Mapping[str, Any]) -> Result:

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.model.kinds import ModelDeployment, dig
 from core.model.names import PICKER_SUFFIX, child_name
 from core.model.servednames import served_name
 from core.model.versions import Versions
 from core.rendering.common import object_meta
-from core.selection.configs import ProviderRegistry
+
+if TYPE_CHECKING:
+    from core.selection.configs import ProviderRegistry
 
 POOL_GROUP = "inference.networking.k8s.io"
 ROUTE_HEADER = "X-Gateway-Model-Name"

@@ -16,7 +16,8 @@ from core.rendering.assemble import render_model
 from core.rendering.inferencegateway import GatewayTarget
 from kubeio.shipped import bundled_versions
 from kubeio.sources import parse_documents
-from renderer.render import HYDRATED_FILE, kustomization, render_one
+from renderer.folders import HYDRATED_FILE, kustomization
+from renderer.render import render_one
 from renderer.schemapack import load_pack
 from renderer.strict import Schemas
 from tests.conftest import EXAMPLES, example_name

@@ -24,16 +24,9 @@ from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import parse_documents
 from kubeio.yamlio import dump_all
 from renderer.digests import inputs_digest
+from renderer.folders import HYDRATED_FILE, Result, folder_of
 from renderer.incremental import Rendered, render_incremental
-from renderer.render import (
-    HYDRATED_FILE,
-    POOL_MINIMUM,
-    RenderContext,
-    Result,
-    folder_of,
-    render_external_guarded,
-    render_many,
-)
+from renderer.render import POOL_MINIMUM, RenderContext, render_external_guarded, render_many
 from renderer.rendercache import Entry, RenderCache
 from renderer.schemapack import load_pack
 from renderer.strict import Schemas

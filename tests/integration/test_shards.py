@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubeio.yamlio import dump_all
-from renderer.pipeline import RenderSettings, run_render
+from renderer.pipeline import run_render
+from renderer.settings import RenderSettings
 from renderer.shard import Shard
 from tests.support.builders import model_deployment
 from tests.support.gitserver import GitServer, start_git_server

@@ -1,0 +1,53 @@
+"""What one output folder is: its key (namespace/name), its files, the Result of rendering it,
+and the kustomization that lists it. Kept apart from renderer.render, so that reading a render's
+report (renderer.stamp) does not import the renderers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.model.kinds import ExternalModelProvider, ModelDeployment
+from kubeio.objects import object_key
+
+HYDRATED_FILE = "modeldeployment.yaml"
+EXTERNAL_FILE = "externalmodelprovider.yaml"
+EXTERNAL_SUFFIX = ".emp"  # a dot: no ModelDeployment name can have one, so folders never clash
+
+
+@dataclass(frozen=True)
+class Result:
+    """One ModelDeployment's outcome: its files (relative to its folder), or why it has none."""
+
+    key: str  # namespace/name
+    files: Mapping[str, str] = field(default_factory=dict)
+    error: str | None = None
+    warnings: tuple[str, ...] = ()
+    engine: str | None = None
+    provider: str | None = None
+    # True when rendering again with this output's own hydrated object as the previous one gives
+    # the same output (admission is sticky), so an incremental render may key on that object.
+    settled: bool = False
+    # (`apiVersion Kind`, where its schema came from) of every object the strict check consulted
+    schemas: tuple[tuple[str, str], ...] = ()
+    scanned: bool = False  # every file was found free of credentials (core.checks.credentials)
+
+
+def folder_of(obj: Mapping[str, Any]) -> str:
+    md = ModelDeployment(obj)
+    return object_key(md.namespace, md.name)
+
+
+def external_folder_of(obj: Mapping[str, Any]) -> str:
+    """The folder of an ExternalModelProvider: its name with EXTERNAL_SUFFIX."""
+    emp = ExternalModelProvider(obj)
+    return object_key(emp.namespace, f"{emp.name}{EXTERNAL_SUFFIX}")
+
+
+def kustomization(resources: Sequence[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [r for r in resources if r != "kustomization.yaml"],
+    }

@@ -1,0 +1,314 @@
+"""A render as usual, the part of renderer.pipeline that renders: read the sources and the
+provider configs, render the ModelDeployments whose inputs changed (renderer.incremental), and
+with `check` answer from memory; otherwise, under the repository's lock, write only the files
+whose bytes change, commit and push (re-rendering after a rejected push), and leave the stamp
+(renderer.stamp) the next render may answer from.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from core.checks.credentials import credential_kind
+from core.fields.errors import RunwayError, SourceError
+from core.model.kinds import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
+from core.model.versions import Versions
+from core.rendering.inferencegateway import GatewayTarget
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects, bundled_versions
+from kubeio.sources import STDIN, Document, read_documents
+from renderer.digests import canonical, digest, files_digest, inputs_digest, runway_fingerprint
+from renderer.gitops import Repo
+from renderer.incremental import Rendered, render_incremental
+from renderer.ownership import (
+    Ownership,
+    duplicates,
+    origins_of,
+    output_key,
+    roots_of,
+)
+from renderer.parsecache import ParsedSources, cached
+from renderer.render import RenderContext
+from renderer.rendercache import RenderCache
+from renderer.schemapack import load_pack
+from renderer.settings import ClusterCrds, RenderReport, RenderSettings, cache_key, checked_path
+from renderer.stamp import (
+    Stamp,
+    head_tree,
+    named_schemas,
+    stamp_inputs,
+    stamp_path,
+    stamped_settings,
+)
+from renderer.strict import Schemas
+from renderer.tree import Tree
+
+KINDS = (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG, EXTERNAL_MODEL_PROVIDER)
+SOURCES_CACHE = "runway-sources"  # in .git: parsed source files, by content
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    """A render, prepared: its inputs read, its repository open."""
+
+    settings: RenderSettings
+    repo: Repo
+    subdir: str
+    parsed: ParsedSources
+    objects: list[dict[str, Any]]
+    shared: str  # inputs_digest of every input besides the objects
+    ownership: Ownership
+    context: Callable[[], RenderContext]
+    cache_path: Path
+    progress: Callable[[int, int], None] | None
+    stamp_inputs: str  # renderer.stamp
+
+
+def render(
+    settings: RenderSettings,
+    cluster_crds: ClusterCrds | None,
+    progress: Callable[[int, int], None] | None,
+) -> RenderReport:
+    """A render as usual (renderer.pipeline has the whole story)."""
+    job = _prepare(settings, cluster_crds, progress)
+    if settings.check:
+        done, current = _render(job, _cache(job))
+        return _report(done, current, committed=None)
+    with job.repo.locked():
+        return _write(job)
+
+
+def _prepare(
+    settings: RenderSettings,
+    cluster_crds: ClusterCrds | None,
+    progress: Callable[[int, int], None] | None,
+) -> _Job:
+    fingerprint = runway_fingerprint()
+    git_dir = Path(settings.repo) / ".git"
+    parsed = ParsedSources(git_dir / SOURCES_CACHE if git_dir.is_dir() else None, fingerprint)
+    docs = _sources(settings.sources, parsed)
+    configs = _config_objects(docs, settings.providers, parsed)
+    keys = [output_key(d.obj) for d in docs]  # each document's folder, worked out once
+    if settings.shard is not None:  # a document without a folder (a config) goes to every shard
+        shard = settings.shard
+        kept = [(d, k) for d, k in zip(docs, keys, strict=True) if k is None or shard.owns_key(k)]
+        docs, keys = [d for d, _ in kept], [k for _, k in kept]
+    registry = build_registry(configs)
+    pins = bundled_versions()
+    schema_digest, load_schemas = _schema_source(settings, cluster_crds)
+    shared = _shared_inputs(fingerprint, configs, schema_digest, pins, settings.gateway)
+    subdir = checked_path(settings.path)
+    repo = Repo.open_or_init(settings.repo, author=settings.author)
+    ownership = Ownership(
+        origins_of(docs, repo.work, keys),
+        roots_of(settings.sources, repo.work),
+        duplicates(docs, keys),
+        settings.max_removals,
+    )
+    schema_key = digest(fingerprint, schema_digest)[:16]
+
+    def context() -> RenderContext:
+        # Parsed upstream schemas, kept per content: parsing the CRDs is most of a small render.
+        for stale in repo.git_dir.glob("runway-schemas-*.pickle"):
+            if stale.name != f"runway-schemas-{schema_key}.pickle":
+                stale.unlink(missing_ok=True)
+        schemas = cached(repo.git_dir / f"runway-schemas-{schema_key}.pickle", load_schemas)
+        return RenderContext(registry, schemas, pins, settings.gateway)
+
+    return _Job(
+        settings,
+        repo,
+        subdir,
+        parsed,
+        [d.obj for d in docs],
+        inputs_digest(shared),
+        ownership,
+        context,
+        repo.git_dir / f"runway-render-cache-{cache_key(settings)}.pickle",
+        progress,
+        stamp_inputs(
+            stamped_settings(settings, named_schemas(settings, schema_digest)), parsed.read_keys
+        ),
+    )
+
+
+def _write(job: _Job) -> RenderReport:
+    """Under the lock: recover, render, write, commit, push; the render cache is saved once, at
+    the end (also when Git fails after the tree was written)."""
+    repo, subdir, settings = job.repo, job.subdir, job.settings
+    repo.recover(subdir)
+    done, current = _render(job, _cache(job))
+    changes = _changes(current, done.files)
+    written = _store(job, done, current)
+    try:
+        job.parsed.finish(repo.git_dir / SOURCES_CACHE)
+        committed = None
+        if settings.commit or settings.push:
+            committed = repo.commit(subdir, written, done.files.written)
+        if settings.push:
+
+            def rerender() -> None:
+                nonlocal done, changes
+                done, current = _render(job, None if settings.full else done.cache)
+                changes = _changes(current, done.files)
+                repo.commit(subdir, _store(job, done, current), done.files.written)
+
+            repo.push(settings.push, settings.branch, rerender=rerender)
+        _record_stamp(job, done)
+    finally:
+        done.cache.save(job.cache_path)
+    return RenderReport(
+        done.results, changes, done.removals, len(done.results) - done.rendered, committed
+    )
+
+
+def _record_stamp(job: _Job, done: Rendered) -> None:
+    """After a render that committed: its stamp, when the next render would reuse every
+    object (else none, and an old one goes)."""
+    path = stamp_path(job.repo.git_dir, job.settings)
+    committed = job.settings.commit or job.settings.push
+    tree = head_tree(job.repo, job.subdir) if done.stable and committed else None
+    if tree is None:
+        path.unlink(missing_ok=True)
+        return
+    Stamp.of(job.stamp_inputs, tree, done.results, done.removals).save(path)
+
+
+def _cache(job: _Job) -> RenderCache | None:
+    return None if job.settings.full else RenderCache.load(job.cache_path)
+
+
+def _render(job: _Job, cache: RenderCache | None) -> tuple[Rendered, Mapping[str, str]]:
+    """One pass against the tree on disk now; `cache` None renders everything (--full). A shard
+    renders against its part of the tree, then writes the shared files whole (renderer.shard)."""
+    whole = job.repo.scan(job.subdir)
+    shard = job.settings.shard
+    current = whole if shard is None else shard.view(whole)
+    done = render_incremental(
+        job.objects,
+        current=current,
+        cache=cache,
+        shared=job.shared,
+        context=job.context,
+        digests=job.parsed.digests,
+        stats=None if job.settings.full else current.stats,  # --full: compared by content
+        ownership=job.ownership,
+        progress=job.progress,
+    )
+    if shard is not None:
+        done = replace(done, files=shard.merged(done.files, whole))
+    return done, current
+
+
+def _store(job: _Job, done: Rendered, current: Mapping[str, str]) -> int:
+    """Write the tree (only files whose bytes change); the count of files written or removed."""
+    _refuse_credentials(done.files, current)
+    written = job.repo.write_tree(job.subdir, done.files, current, done.files.unchanged)
+    done.cache.record_stats(job.repo.work / job.subdir)
+    return len(written)
+
+
+def _report(done: Rendered, current: Mapping[str, str], *, committed: str | None) -> RenderReport:
+    changes = _changes(current, done.files)
+    reused = len(done.results) - done.rendered
+    return RenderReport(done.results, changes, done.removals, reused, committed, done.files)
+
+
+def _sources(paths: Sequence[str], parsed: ParsedSources) -> list[Document]:
+    docs = parsed.read(paths)
+    for doc in docs:
+        if doc.obj.get("kind") not in KINDS:
+            raise SourceError(
+                doc.where,
+                f"{doc.kind} is not a ModelDeployment, InferenceProviderConfig or ExternalModelProvider",
+            )
+    if not any(d.obj.get("kind") == MODEL_DEPLOYMENT for d in docs):
+        raise SourceError(", ".join(paths), "no ModelDeployment objects found")
+    return docs
+
+
+def _config_objects(
+    docs: Sequence[Document], providers: Sequence[str], parsed: ParsedSources
+) -> list[dict[str, Any]]:
+    """The InferenceProviderConfigs in force: --providers, else the sources', else the shipped.
+    Named files are read through `parsed`, as the sources are (renderer.stamp keys on them)."""
+    if providers:
+        docs = read_documents(providers) if STDIN in providers else parsed.read(providers)
+        for doc in docs:
+            if doc.obj.get("kind") != INFERENCE_PROVIDER_CONFIG:
+                raise SourceError(doc.where, f"expected an InferenceProviderConfig, got {doc.kind}")
+        return [d.obj for d in docs]
+    configs = [d.obj for d in docs if d.obj.get("kind") == INFERENCE_PROVIDER_CONFIG]
+    return configs or bundled_config_objects()
+
+
+def _schema_source(
+    settings: RenderSettings, cluster_crds: ClusterCrds | None
+) -> tuple[str, Callable[[], Schemas]]:
+    """The digest of the schemas in force, and how to parse them (only when something renders):
+    the schema pack (part of Runway's fingerprint), overridden kind by kind by --crds or
+    --crds-from-cluster."""
+    if settings.crds_from_cluster:
+        if cluster_crds is None:
+            raise ValueError("crds_from_cluster needs cluster_crds, the reader of the cluster")
+        crds = cluster_crds(settings.kubeconfig)
+        return canonical(crds), lambda: Schemas.from_pack(load_pack()).overridden_by(
+            Schemas.from_crds(crds)
+        )
+    if settings.crds:
+        for directory in settings.crds:
+            if not Path(directory).is_dir():
+                raise SourceError(directory, "CRD directory does not exist")
+        directories = list(settings.crds)
+        return files_digest([Path(d) for d in directories]), lambda: Schemas.from_pack(
+            load_pack()
+        ).overridden_by(Schemas.from_directories(directories))
+    return "schema pack", lambda: Schemas.from_pack(load_pack())
+
+
+def _shared_inputs(
+    fingerprint: str,
+    configs: Sequence[Mapping[str, Any]],
+    schemas: str,
+    pins: Versions,
+    gateway: GatewayTarget | None,
+) -> dict[str, bytes | str]:
+    """Everything rendering reads besides the object and its previous output, by name; an
+    input missing here would let an incremental render keep stale output."""
+    return {
+        "runway": fingerprint,  # our version, code and data (incl. flag catalogs)
+        "configs": canonical(list(configs)),
+        "pins": repr(pins),
+        "schemas": schemas,
+        "builtin-schemas": importlib.metadata.version("kubernetes-validate"),
+        "gateway": repr(gateway),
+    }
+
+
+def _refuse_credentials(files: Tree, current: Mapping[str, str]) -> None:
+    """The last guard before Git: no file about to be written may hold a credential. Rendering
+    scans every file of a ModelDeployment and refuses the object (files.scanned); this scans
+    every other file to be written."""
+    for path in files:
+        if path in files.unchanged or path in files.scanned:
+            continue
+        text = files[path]
+        if current.get(path) != text:
+            kind = credential_kind(text)
+            if kind is not None:
+                raise RunwayError(
+                    f"{path}: looks like {kind}; refusing to write it into Git (use a Secret)"
+                )
+
+
+def _changes(before: Mapping[str, str], after: Tree) -> dict[str, list[str]]:
+    both = (set(after) & set(before)) - after.unchanged
+    return {
+        "added": sorted(set(after) - set(before)),
+        "changed": sorted(p for p in both if after[p] != before[p]),
+        "removed": sorted(set(before) - set(after)),
+    }

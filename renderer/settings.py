@@ -1,0 +1,94 @@
+"""What a render is asked (RenderSettings, as `runway render`'s flags give it) and what it answers
+(RenderReport), apart from the pipeline (renderer.pipeline) so that reading them imports no
+renderer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from core.fields.errors import SourceError
+from renderer.digests import digest
+from renderer.folders import Result
+from renderer.gitops import Identity
+from renderer.ownership import DEFAULT_MAX_REMOVALS, Removals
+from renderer.safefs import UnsafePath, plain_parts
+from renderer.shard import Shard
+from renderer.tree import Tree
+
+if TYPE_CHECKING:
+    from core.rendering.inferencegateway import GatewayTarget
+
+# Reads the CRDs a live cluster serves (renderer.apply.cluster_crds): handed in by the caller,
+# so that a render without --crds-from-cluster never imports the kubernetes client.
+ClusterCrds = Callable[[str | None], list[tuple[str, dict[str, Any]]]]
+
+
+@dataclass(frozen=True, slots=True)
+class RenderSettings:
+    """One render, as `runway render` is asked for it (docs/rendering.md)."""
+
+    sources: tuple[str, ...]  # files or directories of ModelDeployments (SOURCE...)
+    repo: str  # the Git work tree, created if missing
+    path: str = "rendered"  # the folder in the repository
+    commit: bool = False
+    push: str | None = None  # the remote to push to (implies commit)
+    branch: str = "main"  # the branch to push
+    check: bool = False  # render in memory and compare; write nothing
+    providers: tuple[str, ...] = ()  # InferenceProviderConfigs (else the sources', else shipped)
+    crds: tuple[str, ...] = ()  # CRD directories that override the schema pack kind by kind
+    crds_from_cluster: bool = False  # the cluster's CRDs override the schema pack
+    kubeconfig: str | None = None  # for crds_from_cluster
+    gateway: GatewayTarget | None = None  # the Gateway HTTPRoutes attach to (and --istio)
+    full: bool = False  # render every ModelDeployment, ignoring the render cache
+    max_removals: int = DEFAULT_MAX_REMOVALS
+    author: Identity | None = None  # the commits' author (default: the repository's user)
+    shard: Shard | None = None  # render only this shard's namespaces (renderer.shard)
+
+
+@dataclass(frozen=True, slots=True)
+class RenderReport:
+    """What one render did: every object's result, the files changed, the removals."""
+
+    results: Sequence[Result]
+    changes: Mapping[str, Sequence[str]]  # "added", "changed", "removed" -> paths, sorted
+    removals: Removals
+    reused: int  # results taken from the last render (unchanged since)
+    committed: str | None = None  # the commit made, if any
+    # With `check`: the tree rendered in memory (path -> text) and, as its `current`, the tree
+    # on disk, so that the caller can show what would change (`runway render --diff`).
+    tree: Tree | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Some object was not rendered, or a removal was withheld."""
+        return any(r.error is not None for r in self.results) or bool(self.removals.withheld)
+
+    @property
+    def out_of_date(self) -> bool:
+        return any(self.changes.values())
+
+    @property
+    def schema_sources(self) -> dict[str, str]:
+        """`apiVersion Kind` -> where its schema came from, for every kind the results checked."""
+        return dict(sorted({k: v for r in self.results for k, v in r.schemas}.items()))
+
+
+def cache_key(settings: RenderSettings) -> str:
+    """The render cache's name: one per output folder, and per shard of it."""
+    shard = settings.shard
+    if shard is None:
+        return digest(settings.path)[:12]
+    return digest(settings.path, f"{shard.index}/{shard.count}")[:12]
+
+
+def checked_path(value: str) -> str:
+    """--path: a plain folder inside the work tree, never .git or above it."""
+    try:
+        parts = plain_parts(value.strip("/") if not value.startswith("/") else "/")
+    except UnsafePath:
+        parts = []
+    if not parts or ".git" in parts:
+        raise SourceError("--path", f"expected a folder inside the repository, got {value!r}")
+    return "/".join(parts)

@@ -1,0 +1,200 @@
+"""The render stamp: a render that would change nothing is answered without rendering.
+
+After a render that committed (or found nothing to commit) and whose every ModelDeployment the
+next render would reuse as it is (renderer.incremental, Rendered.stable), the stamp records, in
+.git (never committed):
+- `inputs`: the digest of everything the render read besides the tree: Runway's fingerprint,
+  the settings that shape the output, the working directory, and the path and bytes of every
+  source, provider-config and CRD file;
+- `tree`: the git tree HEAD holds at the output folder;
+- the report every object's result gave (names of its files, error, warnings, engine, provider,
+  schemas) and the removals as a render of that tree would report them.
+
+A render with the same inputs asks git whether the output folder holds exactly that tree:
+`git status` of the folder is empty (nothing staged, changed, deleted, untracked or ignored:
+git's index is the stat cache, and git compares by content what a stat cannot settle) and
+HEAD's tree there is the recorded one. Then the report is the recorded one (every object reused,
+no file changed), and nothing is parsed, rendered, written or committed: that is what a render
+would have done, since a render's output is a function of its inputs and the tree (outputs are
+deterministic). Any other answer, or an unreadable stamp, means a render as usual.
+
+What git's stat cache cannot see, the stamp cannot either: git as Debian builds it compares
+whole seconds, so a file edited to the same size in the same second as its last change of
+ctime, with its mtime put back, reads as unchanged (files git writes or Runway writes are
+"racily clean" for that second, and git compares those by content). `runway render --full`
+compares every file by content.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import os
+import pickle
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubeio.files import atomic_write
+from kubeio.sources import yaml_files
+from renderer.digests import digest
+from renderer.folders import Result
+from renderer.gitops import Repo
+from renderer.ownership import Removals
+from renderer.parsecache import file_key
+from renderer.safefs import read_text
+from renderer.settings import RenderSettings, cache_key, checked_path
+
+STAMP_FORMAT = 1
+log = logging.getLogger(__name__)
+# A result as the stamp keeps it: key, file names, error, warnings, engine, provider, schemas.
+Row = tuple[
+    str,
+    tuple[str, ...],
+    str | None,
+    tuple[str, ...],
+    str | None,
+    str | None,
+    tuple[tuple[str, str], ...],
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    inputs: str
+    tree: str
+    rows: tuple[Row, ...]
+    removals: Removals
+
+    @classmethod
+    def of(cls, inputs: str, tree: str, results: Sequence[Result], removals: Removals) -> Stamp:
+        """The stamp of a render's results; the removals as the next render reports them (what
+        this one removed is gone: only the withheld and the outside count stay)."""
+        rows = tuple(
+            (r.key, tuple(sorted(r.files)), r.error, r.warnings, r.engine, r.provider, r.schemas)
+            for r in results
+        )
+        return cls(
+            inputs, tree, rows, Removals((), removals.withheld, removals.reason, removals.outside)
+        )
+
+    @classmethod
+    def load(cls, path: Path) -> Stamp | None:
+        try:
+            with path.open("rb") as handle:
+                raw = pickle.load(handle)
+            if raw[0] != STAMP_FORMAT:
+                return None
+            _, inputs, tree, rows, removals = raw
+            return cls(inputs, tree, tuple(rows), Removals(*removals))
+        except FileNotFoundError:
+            return None
+        except Exception:  # unreadable or of another shape: as if absent (a render as usual)
+            log.debug("ignoring unreadable %s", path, exc_info=True)
+            return None
+
+    def save(self, path: Path) -> None:
+        removals = self.removals
+        fields = (removals.removed, removals.withheld, removals.reason, removals.outside)
+        raw = (STAMP_FORMAT, self.inputs, self.tree, self.rows, fields)
+        atomic_write(path, pickle.dumps(raw, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def results(self, root: Path) -> list[Result]:
+        """The recorded results, each folder's files read from `root` only when asked for."""
+        return [
+            Result(
+                key,
+                _Listed(f"{root}/{key}", names),
+                error,
+                warnings,
+                engine,
+                provider,
+                schemas=schemas,
+            )
+            for key, names, error, warnings, engine, provider, schemas in self.rows
+        ]
+
+
+def stamp_inputs(settings: Mapping[str, Any], read: Sequence[str]) -> str:
+    """The digest of a render's inputs besides the tree: `settings` (name -> a value with a
+    stable repr), the working directory, and `read`, the file_key (renderer.parsecache) of
+    every source and provider-config file in the order the render read them."""
+    parts: list[bytes | str] = [os.getcwd(), *read]
+    parts += [f"{name}={settings[name]!r}" for name in sorted(settings)]
+    return digest(*parts)
+
+
+def stamped_settings(settings: RenderSettings, schemas: str | None) -> dict[str, Any]:
+    """The settings that shape a render's output and its report (besides the files it reads),
+    with `schemas`, the digest of the CRDs named (named_schemas)."""
+    return {
+        "sources": settings.sources,
+        "repo": str(Path(settings.repo).resolve()),
+        "path": checked_path(settings.path),
+        "providers": settings.providers,
+        "crds": schemas,
+        "gateway": settings.gateway,
+        "max_removals": settings.max_removals,
+        "shard": None if settings.shard is None else (settings.shard.index, settings.shard.count),
+        "builtin-schemas": importlib.metadata.version("kubernetes-validate"),
+    }
+
+
+def named_schemas(settings: RenderSettings, schema_digest: str) -> str | None:
+    """The digest of the schemas in force when CRDs were named (--crds, --crds-from-cluster);
+    the schema pack is part of Runway's fingerprint."""
+    return schema_digest if settings.crds or settings.crds_from_cluster else None
+
+
+def stamp_path(git_dir: Path, settings: RenderSettings) -> Path:
+    """One stamp per output folder, and per shard of it, as the render cache."""
+    return git_dir / f"runway-stamp-{cache_key(settings)}.pickle"
+
+
+def file_keys(paths: Sequence[str], fingerprint: str) -> list[str]:
+    """The file_key of each file that reading `paths` reads (folders walked as a render walks
+    them), in order."""
+    return [file_key(fingerprint, path, path.read_bytes()) for path in yaml_files(paths)]
+
+
+def tree_if_clean(repo: Repo, subdir: str) -> str | None:
+    """HEAD's tree at `subdir`, when the index and the work tree hold exactly it there: nothing
+    staged, changed, deleted, untracked or ignored (git compares by content whatever its
+    stat cache cannot settle); else None."""
+    status = repo.git(
+        "status",
+        "--porcelain",
+        "-z",
+        "--untracked-files=all",
+        "--ignored",
+        "--",
+        subdir,
+        check=False,
+    )
+    if status.returncode != 0 or status.stdout:
+        return None
+    return head_tree(repo, subdir)
+
+
+def head_tree(repo: Repo, subdir: str) -> str | None:
+    found = repo.git("rev-parse", "-q", "--verify", f"HEAD:{subdir}", check=False)
+    return found.stdout.strip() if found.returncode == 0 else None
+
+
+class _Listed(Mapping[str, str]):
+    """One folder's files by name, each read from disk when first asked for."""
+
+    def __init__(self, folder: str, names: tuple[str, ...]) -> None:
+        self._folder, self._names = folder, names
+
+    def __getitem__(self, name: str) -> str:
+        if name not in self._names:
+            raise KeyError(name)
+        return read_text(f"{self._folder}/{name}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)

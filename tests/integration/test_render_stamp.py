@@ -1,0 +1,365 @@
+"""The render stamp (renderer.stamp): a render that would change nothing is answered from the
+stamp, with the report a render gives, and nothing written or committed; after any change to
+the tree (edited, deleted, added, ignored, staged or committed by hand) or to any input (a
+source, a provider config, a setting, the working directory), the render is done as usual and
+gives what a render of everything gives, byte for byte; a rejected push falls back to a
+render against the remote's head."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import renderer.job
+from core.rendering.inferencegateway import GatewayTarget
+from kubeio.shipped import bundled_config_objects
+from kubeio.yamlio import dump_all
+from renderer.pipeline import run_render
+from renderer.settings import RenderReport, RenderSettings
+from renderer.stamp import stamp_path
+from tests.support.builders import model_deployment
+from tests.support.gitserver import start_git_server
+
+SUBDIR = "rendered"
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def files_of(repo: Path) -> dict[str, bytes]:
+    root = repo / SUBDIR
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def deployments(seqs: int = 128, count: int = 4) -> str:
+    return dump_all(
+        model_deployment(
+            f"m{i}",
+            f"team{i % 2}",
+            gpu=1,
+            provider=("vllm", "llmd")[i % 2],
+            engine={"type": "vllm", "extraArgs": [f"--max-num-seqs={seqs}"]},
+        )
+        for i in range(count)
+    )
+
+
+def summary(report: RenderReport) -> tuple[Any, ...]:
+    """Everything a report says, each result with the names of its files."""
+    results = [
+        (r.key, sorted(r.files), r.error, r.warnings, r.engine, r.provider, r.schemas)
+        for r in report.results
+    ]
+    return (results, dict(report.changes), report.removals, report.reused, report.schema_sources)
+
+
+class Renders:
+    """Counts the renders done as usual (renderer.job.render), the rest being stamp answers."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.done = 0
+        real = renderer.job.render
+
+        def counted(*args: Any) -> RenderReport:
+            self.done += 1
+            return real(*args)
+
+        monkeypatch.setattr(renderer.job, "render", counted)
+
+
+@pytest.fixture
+def renders(monkeypatch: pytest.MonkeyPatch) -> Renders:
+    return Renders(monkeypatch)
+
+
+@pytest.fixture
+def rendered(tmp_path: Path) -> Iterator[tuple[RenderSettings, RenderReport]]:
+    """Sources, a repository with their committed render, its stamp, and the settings."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "mds.yaml").write_text(deployments())
+    ask = RenderSettings(sources=(str(src),), repo=str(tmp_path / "gitops"), commit=True)
+    first = run_render(ask)
+    assert stamp_path(Path(ask.repo) / ".git", ask).is_file()
+    yield ask, first
+
+
+def test_an_unchanged_render_is_the_stamp_and_reports_what_a_render_reports(
+    rendered: tuple[RenderSettings, RenderReport], renders: Renders
+) -> None:
+    ask, first = rendered
+    repo = Path(ask.repo)
+    head, before = git(repo, "rev-parse", "HEAD"), files_of(repo)
+    mtimes = {p: p.stat().st_mtime_ns for p in (repo / SUBDIR).rglob("*")}
+
+    answered = run_render(ask)
+    assert renders.done == 0  # nothing parsed, rendered, written or committed
+    stamp_path(repo / ".git", ask).unlink()
+    usual = run_render(ask)  # the same render, done as usual
+
+    assert renders.done == 1
+    assert summary(answered) == summary(usual)
+    assert summary(answered)[3] == len(first.results)  # every object reused
+    assert all(dict(r.files) for r in answered.results)  # and its files read from disk
+    assert {r.key: dict(r.files) for r in answered.results} == {
+        r.key: dict(r.files) for r in first.results
+    }
+    assert (git(repo, "rev-parse", "HEAD"), files_of(repo)) == (head, before)
+    assert {p: p.stat().st_mtime_ns for p in (repo / SUBDIR).rglob("*")} == mtimes
+
+
+def _edit(path: Path) -> None:
+    path.write_text(path.read_text() + "# edited\n")
+
+
+def _edit_same_size_and_mtime(path: Path) -> None:
+    before, text = path.stat(), path.read_text()
+    path.write_text(text[:-2] + ("xx" if text[-2:] != "xx" else "yy"))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def _tree_change(repo: Path, what: str, index: int) -> None:
+    """One hand change to the rendered tree (or to the index or HEAD over it)."""
+    paths = sorted(p for p in (repo / SUBDIR).rglob("*") if p.is_file())
+    path = paths[index % len(paths)]
+    # a stray file goes in an object's folder (one beside the folders is a person's: it stays)
+    folder = [p for p in paths if len(p.relative_to(repo / SUBDIR).parts) == 3][index % 8].parent
+    if what == "edit":
+        _edit(path)
+    elif what == "same size and mtime":
+        _edit_same_size_and_mtime(path)
+    elif what == "delete":
+        path.unlink()
+    elif what == "untracked":
+        (folder / f"stray-{index}.yaml").write_text("kind: Stray\n")
+    elif what == "ignored":
+        (repo / ".gitignore").write_text("*.ignored\n")
+        (folder / f"x{index}.ignored").write_text("kind: Stray\n")
+    elif what == "staged":
+        _edit(path)
+        git(repo, "add", "-f", "--", str(path))
+    elif what == "committed":
+        _edit(path)
+        git(repo, "add", "-f", "--", str(path))
+        git(repo, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "by hand")
+    elif what == "touched":  # the same bytes, a new mtime: git settles it by content
+        os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+
+
+CHANGES = st.tuples(
+    st.sampled_from(
+        [
+            "edit",
+            "same size and mtime",
+            "delete",
+            "untracked",
+            "ignored",
+            "staged",
+            "committed",
+            "touched",
+        ]
+    ),
+    st.integers(min_value=0, max_value=100),
+)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(changes=st.lists(CHANGES, min_size=1, max_size=4))
+def test_after_any_hand_change_to_the_tree_the_render_is_a_full_render(
+    rendered: tuple[RenderSettings, RenderReport],
+    renders: Renders,
+    tmp_path_factory: pytest.TempPathFactory,
+    changes: list[tuple[str, int]],
+) -> None:
+    """The render gives what --full gives on a twin of the repository (the tree, HEAD's tree
+    there, the results), and leaves nothing for git status; only a change git settles as none
+    (a touch) is answered from the stamp. (A hand-edited hydrated file is an input: stickiness
+    reads it, so the tree is not simply put back.)"""
+    ask, _ = rendered
+    base = tmp_path_factory.mktemp("copy")
+    work, twin = base / "gitops", base / "twin" / "gitops"
+    shutil.copytree(ask.repo, work, symlinks=True)
+    for path in (work / SUBDIR).rglob("*"):  # as a clone or a render leaves them: mtime new
+        os.utime(path)  # (git here compares whole seconds: see renderer.stamp)
+    here = replace(ask, repo=str(work))
+    run_render(here)  # the repository moved: a render as usual, stamped for this place
+    renders.done = 0
+
+    for what, index in changes:
+        _tree_change(work, what, index)
+    shutil.copytree(work, twin, symlinks=True)
+    report = run_render(here)
+    want = run_render(replace(here, repo=str(twin), full=True))
+
+    assert files_of(work) == files_of(twin)
+    assert git(work, "rev-parse", f"HEAD:{SUBDIR}") == git(twin, "rev-parse", f"HEAD:{SUBDIR}")
+    assert git(work, "status", "--porcelain", "--ignored", "--", SUBDIR) == ""
+    assert summary(report)[0] == summary(want)[0]
+    done = renders.done
+    assert done == (1 if {w for w, _ in changes} == {"touched"} else 2)
+    assert run_render(here).changes == {"added": [], "changed": [], "removed": []}
+    assert renders.done == done  # the render after it is the stamp again
+
+
+def _input_change(ask: RenderSettings, what: str, step: int) -> RenderSettings:
+    src = Path(ask.sources[0])
+    if what == "source":
+        (src / "mds.yaml").write_text(deployments(seqs=100 + step))
+    elif what == "source, the same bytes":
+        (src / "mds.yaml").write_bytes((src / "mds.yaml").read_bytes())
+    elif what == "another source":
+        (src / f"more{step}.yaml").write_text(
+            dump_all([model_deployment(f"x{step}", "team9", gpu=1, provider="vllm")])
+        )
+    elif what == "providers":
+        configs = Path(ask.repo).parent / "configs.yaml"
+        objects = bundled_config_objects()
+        if step % 2:  # Direct vLLM no longer offered: its objects go elsewhere or fail
+            objects = [c for c in objects if c["metadata"]["name"] != "vllm"]
+        configs.write_text(dump_all(objects))
+        return replace(ask, providers=(str(configs),))
+    elif what == "gateway":
+        return replace(ask, gateway=GatewayTarget(f"gw{step % 2}", "gateways", False))
+    elif what == "max removals":
+        return replace(ask, max_removals=step % 3)
+    return ask
+
+
+INPUTS = st.sampled_from(
+    ["source", "source, the same bytes", "another source", "providers", "gateway", "max removals"]
+)
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps=st.lists(INPUTS, min_size=1, max_size=4))
+def test_after_any_change_of_inputs_the_render_equals_a_full_render(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[str]
+) -> None:
+    """Each step changes one input (or rewrites the same bytes) and renders, stamp and all; a
+    second repository renders the same with --full each time: the trees and the results agree
+    after every step, and a step that changed nothing is answered from the stamp."""
+    base = tmp_path_factory.mktemp("inputs")
+    src = base / "src"
+    src.mkdir()
+    (src / "mds.yaml").write_text(deployments())
+    ask = RenderSettings(sources=(str(src),), repo=str(base / "gitops"), commit=True)
+    full = replace(ask, repo=str(base / "full"), full=True)
+    run_render(ask)
+    run_render(full)
+    for step, what in enumerate(steps):
+        ask = _input_change(ask, what, step)
+        full = replace(ask, repo=full.repo, full=True)
+        got, want = run_render(ask), run_render(full)
+
+        assert files_of(Path(ask.repo)) == files_of(Path(full.repo))
+        assert summary(got)[0] == summary(want)[0]
+        assert summary(got)[2] == summary(want)[2] or want.removals.removed
+
+
+def test_the_stamp_follows_the_working_directory(
+    rendered: tuple[RenderSettings, RenderReport],
+    renders: Renders,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Relative sources name other files from another directory: not the stamp's inputs."""
+    ask, _ = rendered
+    root = Path(ask.sources[0]).parent
+    monkeypatch.chdir(root)
+    relative = replace(ask, sources=("src",))
+    run_render(relative)  # a first render with relative paths: new inputs, rendered as usual
+    assert renders.done == 1
+    run_render(relative)
+    assert renders.done == 1  # answered from the stamp
+    other = root / "elsewhere"
+    (other / "src").mkdir(parents=True)
+    (other / "src" / "mds.yaml").write_text(deployments(seqs=64))
+    monkeypatch.chdir(other)
+    report = run_render(relative)
+
+    assert renders.done == 2
+    assert (
+        "--max-num-seqs=64" in (Path(ask.repo) / SUBDIR / "team0/m0/deployment-m0.yaml").read_text()
+    )
+    assert report.changes["changed"]
+
+
+@pytest.mark.parametrize("garbage", [b"", b"\x80\x04not a pickle", b"\x80\x04K\x07."])
+def test_an_unreadable_stamp_means_a_render_as_usual(
+    rendered: tuple[RenderSettings, RenderReport], renders: Renders, garbage: bytes
+) -> None:
+    ask, first = rendered
+    stamp_path(Path(ask.repo) / ".git", ask).write_bytes(garbage)
+
+    report = run_render(ask)
+
+    assert renders.done == 1
+    assert [r.key for r in report.results] == [r.key for r in first.results]
+    assert stamp_path(Path(ask.repo) / ".git", ask).read_bytes() != garbage  # written anew
+
+
+def test_a_render_that_does_not_commit_leaves_no_stamp(
+    rendered: tuple[RenderSettings, RenderReport], renders: Renders
+) -> None:
+    """Its tree is not HEAD's: the stamp goes, and the next render is done as usual."""
+    ask, _ = rendered
+    (Path(ask.sources[0]) / "mds.yaml").write_text(deployments(seqs=7))
+    run_render(replace(ask, commit=False))
+    assert not stamp_path(Path(ask.repo) / ".git", ask).exists()
+    run_render(replace(ask, commit=False))
+    assert renders.done == 2
+
+
+def test_a_rejected_push_renders_against_the_remote_head(tmp_path: Path, renders: Renders) -> None:
+    """The stamp answers, the push is refused (the remote moved on): the render is done as usual
+    on the remote's head and pushed, keeping the other commit."""
+    server = start_git_server(tmp_path / "server")
+    try:
+        url = server.create("gitops")
+        src = tmp_path / "src"
+        src.mkdir()
+        (src / "mds.yaml").write_text(deployments())
+        ask = RenderSettings(
+            sources=(str(src),), repo=str(tmp_path / "a"), push="origin", branch="main"
+        )
+        subprocess.run(["git", "clone", "-q", url, ask.repo], check=True, capture_output=True)
+        run_render(ask)
+        run_render(ask)
+        assert renders.done == 1  # the second: the stamp, and a push with nothing new
+        other = tmp_path / "b"
+        subprocess.run(["git", "clone", "-q", url, str(other)], check=True)
+        (other / "README.md").write_text("the platform team's\n")
+        git(other, "add", "README.md")
+        git(other, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", "readme")
+        git(other, "push", "-q", "origin", "HEAD:main")
+
+        run_render(ask)
+
+        assert renders.done == 2
+        check = tmp_path / "c"
+        subprocess.run(["git", "clone", "-q", url, str(check)], check=True)
+        assert (check / "README.md").is_file()
+        assert files_of(check) == files_of(Path(ask.repo))
+        assert git(check, "rev-parse", "HEAD") == git(Path(ask.repo), "rev-parse", "HEAD")
+    finally:
+        server.stop()
