@@ -87,33 +87,49 @@ class Repo:
     def git(
         self, *args: str, check: bool = True, stdin: str | bytes | None = None
     ) -> subprocess.CompletedProcess[str]:
+        return self.start(*args, check=check, stdin=stdin)()
+
+    def start(
+        self, *args: str, check: bool = True, stdin: str | bytes | None = None
+    ) -> Callable[[], subprocess.CompletedProcess[str]]:
+        """`git args`, started now; calling the answer waits for it and gives what `git` gives
+        (so that Runway can work while git does)."""
         env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **MALLOC}
         if self.author is not None:
             env |= {"GIT_AUTHOR_NAME": self.author.name, "GIT_AUTHOR_EMAIL": self.author.email}
         try:
-            ran = subprocess.run(
+            process = subprocess.Popen(
                 ["git", *self.identity, *args],
                 cwd=self.work,
                 env=env,
-                input=stdin.encode() if isinstance(stdin, str) else stdin,
-                stdin=None if stdin is not None else subprocess.DEVNULL,
-                capture_output=True,
-                timeout=GIT_TIMEOUT,
-                check=False,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
             )
-        except (OSError, subprocess.TimeoutExpired) as err:
+        except OSError as err:
             raise GitError(f"git {args[0]}: {err}") from None
-        done = subprocess.CompletedProcess(
-            ran.args,
-            ran.returncode,
-            ran.stdout.decode("utf-8", errors="replace"),
-            ran.stderr.decode("utf-8", errors="replace"),
-        )
-        if check and done.returncode != 0:
-            raise GitError(
-                f"git {args[0]} failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+
+        def finish() -> subprocess.CompletedProcess[str]:
+            try:
+                out, err = process.communicate(data, timeout=GIT_TIMEOUT)
+            except subprocess.TimeoutExpired as expired:
+                process.kill()
+                process.communicate()
+                raise GitError(f"git {args[0]}: {expired}") from None
+            done = subprocess.CompletedProcess(
+                process.args,
+                process.returncode,
+                out.decode("utf-8", errors="replace"),
+                err.decode("utf-8", errors="replace"),
             )
-        return done
+            if check and done.returncode != 0:
+                raise GitError(
+                    f"git {args[0]} failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
+                )
+            return done
+
+        return finish
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -178,6 +194,11 @@ class Repo:
             retired = retired[:-1]
         for leftover in [*retired, *self.git_dir.glob("runway-new-*"), self._scratch]:
             shutil.rmtree(leftover, ignore_errors=True)
+
+    def leftovers(self) -> bool:
+        """Whether a killed render left a swap or temporary files for `recover` to undo."""
+        found = [*self.git_dir.glob("runway-old-*"), *self.git_dir.glob("runway-new-*")]
+        return bool(found) or self._scratch.exists()
 
     @property
     def _scratch(self) -> Path:

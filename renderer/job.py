@@ -175,7 +175,7 @@ def _record_stamp(job: _Job, done: Rendered) -> None:
     if tree is None:
         path.unlink(missing_ok=True)
         return
-    Stamp.of(job.stamp_inputs, tree, done.results, done.removals).save(path)
+    Stamp.of(job.parsed.fingerprint, job.stamp_inputs, tree, done.results, done.removals).save(path)
 
 
 def _cache(job: _Job) -> RenderCache | None:

@@ -43,8 +43,9 @@ class ParsedSources:
             data = path.read_bytes()
         except OSError as err:
             raise SourceError(str(path), f"cannot read: {err.strerror or err}") from None
-        name = file_key(self.fingerprint, path, data)
-        self.read_keys.append(name)
+        key = file_key(path, data)
+        self.read_keys.append(key)
+        name = digest(self.fingerprint, key)
         entry = self.folder / f"{name}.pickle" if self.folder is not None else None
         self.used.add(f"{name}.pickle")
         if entry is not None and entry.is_file():
@@ -85,9 +86,9 @@ class ParsedSources:
                     entry.unlink(missing_ok=True)
 
 
-def file_key(fingerprint: str, path: Path, data: bytes) -> str:
-    """One source file as read: Runway's fingerprint, its path and its bytes."""
-    return digest(fingerprint, str(path), data)
+def file_key(path: Path, data: bytes) -> str:
+    """One source file as read: its path and its bytes."""
+    return digest(str(path), data)
 
 
 def cached(path: Path, build: Callable[[], Any]) -> Any:

@@ -62,35 +62,46 @@ def _unchanged(settings: RenderSettings) -> RenderReport | None:
     as usual. Pushes, as a render does; when the push is rejected, the render as usual starts
     from the remote's head."""
     subdir = checked_path(settings.path)
-    git_dir = Path(settings.repo) / ".git"
-    if not git_dir.is_dir():
+    work = Path(settings.repo).resolve()
+    if not (work / ".git").is_dir():
         return None
-    stamp = Stamp.load(stamp_path(git_dir, settings))
+    stamp = Stamp.load(stamp_path(work / ".git", settings))
     if stamp is None:
         return None
-    fingerprint = runway_fingerprint()
-    try:
-        read = file_keys(settings.sources, fingerprint)
-        if settings.providers and STDIN not in settings.providers:
-            read += file_keys(settings.providers, fingerprint)
-        schemas = files_digest([Path(d) for d in settings.crds]) if settings.crds else None
-    except (OSError, SourceError):  # the render as usual says what is wrong
+    if stamp.inputs != _inputs(settings):  # a source, a setting: a render as usual
         return None
-    if stamp.inputs != stamp_inputs(stamped_settings(settings, schemas), read):
-        return None
-    repo = Repo.open_or_init(settings.repo, author=settings.author)
+    repo = Repo(work, settings.author)  # commits nothing: no identity needed
     try:
         with repo.locked():
-            repo.recover(subdir)
-            if tree_if_clean(repo, subdir) != stamp.tree:
+            if repo.leftovers():  # of a killed render: the render as usual recovers them
+                return None
+            tree = tree_if_clean(repo, subdir)  # git looks at the tree while Runway reads
+            try:
+                same = stamp.fingerprint == runway_fingerprint()
+                results = stamp.results(repo.work / subdir)
+            finally:
+                clean = tree() == stamp.tree
+            if not (same and clean):
                 return None
             if settings.push:
                 repo.push(settings.push, settings.branch, rerender=_moved)
     except _Moved:  # HEAD is now the remote's: render against it
         return None
-    results = stamp.results(repo.work / subdir)
     changes: dict[str, Sequence[str]] = {"added": [], "changed": [], "removed": []}
     return RenderReport(results, changes, stamp.removals, len(results), None)
+
+
+def _inputs(settings: RenderSettings) -> str | None:
+    """The stamp's digest of the inputs (renderer.stamp); None when a file cannot be read (the
+    render as usual says why)."""
+    try:
+        read = file_keys(settings.sources)
+        if settings.providers and STDIN not in settings.providers:
+            read += file_keys(settings.providers)
+        schemas = files_digest([Path(d) for d in settings.crds]) if settings.crds else None
+    except (OSError, SourceError):
+        return None
+    return stamp_inputs(stamped_settings(settings, schemas), read)
 
 
 class _Moved(Exception):

@@ -3,9 +3,9 @@
 After a render that committed (or found nothing to commit) and whose every ModelDeployment the
 next render would reuse as it is (renderer.incremental, Rendered.stable), the stamp records, in
 .git (never committed):
-- `inputs`: the digest of everything the render read besides the tree: Runway's fingerprint,
-  the settings that shape the output, the working directory, and the path and bytes of every
-  source, provider-config and CRD file;
+- Runway's fingerprint, and `inputs`: the digest of everything else the render read besides the
+  tree: the settings that shape the output, the working directory, and the path and bytes of
+  every source, provider-config and CRD file;
 - `tree`: the git tree HEAD holds at the output folder;
 - the report every object's result gave (names of its files, error, warnings, engine, provider,
   schemas) and the removals as a render of that tree would report them.
@@ -31,7 +31,7 @@ import importlib.metadata
 import logging
 import os
 import pickle
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +46,7 @@ from renderer.parsecache import file_key
 from renderer.safefs import read_text
 from renderer.settings import RenderSettings, cache_key, checked_path
 
-STAMP_FORMAT = 1
+STAMP_FORMAT = 2
 log = logging.getLogger(__name__)
 # A result as the stamp keeps it: key, file names, error, warnings, engine, provider, schemas.
 Row = tuple[
@@ -62,13 +62,21 @@ Row = tuple[
 
 @dataclass(frozen=True, slots=True)
 class Stamp:
-    inputs: str
+    fingerprint: str  # Runway's (renderer.digests.runway_fingerprint)
+    inputs: str  # stamp_inputs
     tree: str
     rows: tuple[Row, ...]
     removals: Removals
 
     @classmethod
-    def of(cls, inputs: str, tree: str, results: Sequence[Result], removals: Removals) -> Stamp:
+    def of(
+        cls,
+        fingerprint: str,
+        inputs: str,
+        tree: str,
+        results: Sequence[Result],
+        removals: Removals,
+    ) -> Stamp:
         """The stamp of a render's results; the removals as the next render reports them (what
         this one removed is gone: only the withheld and the outside count stay)."""
         rows = tuple(
@@ -76,7 +84,11 @@ class Stamp:
             for r in results
         )
         return cls(
-            inputs, tree, rows, Removals((), removals.withheld, removals.reason, removals.outside)
+            fingerprint,
+            inputs,
+            tree,
+            rows,
+            Removals((), removals.withheld, removals.reason, removals.outside),
         )
 
     @classmethod
@@ -86,8 +98,8 @@ class Stamp:
                 raw = pickle.load(handle)
             if raw[0] != STAMP_FORMAT:
                 return None
-            _, inputs, tree, rows, removals = raw
-            return cls(inputs, tree, tuple(rows), Removals(*removals))
+            _, fingerprint, inputs, tree, rows, removals = raw
+            return cls(fingerprint, inputs, tree, tuple(rows), Removals(*removals))
         except FileNotFoundError:
             return None
         except Exception:  # unreadable or of another shape: as if absent (a render as usual)
@@ -97,7 +109,7 @@ class Stamp:
     def save(self, path: Path) -> None:
         removals = self.removals
         fields = (removals.removed, removals.withheld, removals.reason, removals.outside)
-        raw = (STAMP_FORMAT, self.inputs, self.tree, self.rows, fields)
+        raw = (STAMP_FORMAT, self.fingerprint, self.inputs, self.tree, self.rows, fields)
         atomic_write(path, pickle.dumps(raw, protocol=pickle.HIGHEST_PROTOCOL))
 
     def results(self, root: Path) -> list[Result]:
@@ -152,17 +164,17 @@ def stamp_path(git_dir: Path, settings: RenderSettings) -> Path:
     return git_dir / f"runway-stamp-{cache_key(settings)}.pickle"
 
 
-def file_keys(paths: Sequence[str], fingerprint: str) -> list[str]:
+def file_keys(paths: Sequence[str]) -> list[str]:
     """The file_key of each file that reading `paths` reads (folders walked as a render walks
     them), in order."""
-    return [file_key(fingerprint, path, path.read_bytes()) for path in yaml_files(paths)]
+    return [file_key(path, path.read_bytes()) for path in yaml_files(paths)]
 
 
-def tree_if_clean(repo: Repo, subdir: str) -> str | None:
-    """HEAD's tree at `subdir`, when the index and the work tree hold exactly it there: nothing
-    staged, changed, deleted, untracked or ignored (git compares by content whatever its
-    stat cache cannot settle); else None."""
-    status = repo.git(
+def tree_if_clean(repo: Repo, subdir: str) -> Callable[[], str | None]:
+    """HEAD's tree at `subdir` when the index and the work tree hold exactly it there: nothing
+    staged, changed, deleted, untracked or ignored (git compares by content whatever its stat
+    cache cannot settle); else None. Git starts now; calling the answer waits for it."""
+    status = repo.start(
         "status",
         "--porcelain",
         "-z",
@@ -172,9 +184,12 @@ def tree_if_clean(repo: Repo, subdir: str) -> str | None:
         subdir,
         check=False,
     )
-    if status.returncode != 0 or status.stdout:
-        return None
-    return head_tree(repo, subdir)
+
+    def answer() -> str | None:
+        done = status()
+        return head_tree(repo, subdir) if done.returncode == 0 and not done.stdout else None
+
+    return answer
 
 
 def head_tree(repo: Repo, subdir: str) -> str | None:
