@@ -40,7 +40,9 @@ CONNECTIONS = 8
 SECONDS = 8
 RUNS = 3
 WORKERS = 2
-TARGET_RATE, TARGET_P99 = 0.5, 2.0
+# Issue #24 (round three; issue #12 asked for 0.5 and 2.0): req/s at least 0.7 of the floor, p99
+# at most 1.5 times the floor's.
+TARGET_RATE, TARGET_P99 = 0.7, 1.5
 _CLOCK_TICKS = 100  # USER_HZ on Linux
 
 

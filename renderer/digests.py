@@ -9,8 +9,9 @@ digest; `render_key` adds the per-object ones.
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
+import importlib.util
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -82,11 +83,31 @@ def runway_fingerprint() -> str:
     """Runway's own version: the package version and the bytes of the code and data that
     rendering runs (core/, providers/ with their configs and catalogs, kubeio/ with the pins it
     loads, and renderer/ with its schema pack)."""
+    from importlib import metadata  # noqa: PLC0415  (20 ms to import: only when asked for)
+
     try:
-        version = importlib.metadata.version("runway")
-    except importlib.metadata.PackageNotFoundError:
+        version = metadata.version("runway")
+    except metadata.PackageNotFoundError:
         version = "unknown"
     return source_fingerprint(rendering_folders(), version)
+
+
+def builtin_schemas_version() -> str:
+    """The version of kubernetes-validate (the built-in kinds' schemas), from its version.py,
+    read without importing the package or importlib.metadata (a render that changes nothing
+    asks for it first thing); from the distribution's metadata when that file says otherwise."""
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is not None and spec.origin is not None:
+        try:
+            text = (Path(spec.origin).parent / "version.py").read_text()
+        except OSError:
+            text = ""
+        found = re.fullmatch(r"__version__ = ['\"]([^'\"]+)['\"]\s*", text)
+        if found:
+            return found.group(1)
+    from importlib import metadata  # noqa: PLC0415
+
+    return metadata.version("kubernetes-validate")
 
 
 def object_digest(obj: Any) -> str | None:

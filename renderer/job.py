@@ -7,7 +7,6 @@ whose bytes change, commit and push (re-rendering after a rejected push), and le
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,7 +20,14 @@ from core.rendering.inferencegateway import GatewayTarget
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import STDIN, Document, read_documents
-from renderer.digests import canonical, digest, files_digest, inputs_digest, runway_fingerprint
+from renderer.digests import (
+    builtin_schemas_version,
+    canonical,
+    digest,
+    files_digest,
+    inputs_digest,
+    runway_fingerprint,
+)
 from renderer.gitops import Repo
 from renderer.incremental import Rendered, render_incremental
 from renderer.ownership import (
@@ -284,7 +290,7 @@ def _shared_inputs(
         "configs": canonical(list(configs)),
         "pins": repr(pins),
         "schemas": schemas,
-        "builtin-schemas": importlib.metadata.version("kubernetes-validate"),
+        "builtin-schemas": builtin_schemas_version(),
         "gateway": repr(gateway),
     }
 

@@ -27,7 +27,6 @@ compares every file by content.
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import os
 import pickle
@@ -38,7 +37,7 @@ from typing import Any
 
 from kubeio.files import atomic_write
 from kubeio.sources import yaml_files
-from renderer.digests import digest
+from renderer.digests import builtin_schemas_version, digest
 from renderer.folders import Result
 from renderer.gitops import Repo
 from renderer.ownership import Removals
@@ -149,7 +148,7 @@ def stamped_settings(settings: RenderSettings, schemas: str | None) -> dict[str,
         "gateway": settings.gateway,
         "max_removals": settings.max_removals,
         "shard": None if settings.shard is None else (settings.shard.index, settings.shard.count),
-        "builtin-schemas": importlib.metadata.version("kubernetes-validate"),
+        "builtin-schemas": builtin_schemas_version(),
     }
 
 

@@ -8,8 +8,10 @@ import os
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
+from renderer.digests import builtin_schemas_version
 from tests.conftest import ROOT
 
 PROBE = (
@@ -52,3 +54,9 @@ def test_a_change_in_any_room_rendering_runs_changes_the_fingerprint(tmp_path: P
 
     assert imported == sorted(ROOMS)  # every room rendering imports is one edited here
     assert len({before, *after}) == 1 + len(ROOMS)
+
+
+def test_the_builtin_schemas_version_read_from_the_file_is_the_distributions() -> None:
+    """Read from kubernetes_validate/version.py (no import of the package or of
+    importlib.metadata): the version the distribution's metadata gives."""
+    assert builtin_schemas_version() == metadata.version("kubernetes-validate")
