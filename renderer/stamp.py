@@ -98,7 +98,10 @@ class Stamp:
             if raw[0] != STAMP_FORMAT:
                 return None
             _, fingerprint, inputs, tree, rows, removals = raw
-            return cls(fingerprint, inputs, tree, tuple(rows), Removals(*removals))
+            stamp = cls(fingerprint, inputs, tree, tuple(map(_row, rows)), _removals(removals))
+            if not all(isinstance(v, str) for v in (fingerprint, inputs, tree)):
+                raise TypeError("a digest that is not text")
+            return stamp
         except FileNotFoundError:
             return None
         except Exception:  # unreadable or of another shape: as if absent (a render as usual)
@@ -194,6 +197,30 @@ def tree_if_clean(repo: Repo, subdir: str) -> Callable[[], str | None]:
 def head_tree(repo: Repo, subdir: str) -> str | None:
     found = repo.git("rev-parse", "-q", "--verify", f"HEAD:{subdir}", check=False)
     return found.stdout.strip() if found.returncode == 0 else None
+
+
+def _row(raw: Any) -> Row:
+    """One recorded result, each field of the type it must have (else TypeError): the report
+    is printed from it."""
+    key, names, error, warnings, engine, provider, schemas = raw
+    texts = (key, *names, *warnings, *(part for pair in schemas for part in pair))
+    optional = (error, engine, provider)
+    if not all(isinstance(t, str) for t in texts) or not all(
+        o is None or isinstance(o, str) for o in optional
+    ):
+        raise TypeError("a result field of the wrong type")
+    pairs = tuple((kind, origin) for kind, origin in schemas)
+    return key, tuple(names), error, tuple(warnings), engine, provider, pairs
+
+
+def _removals(raw: Any) -> Removals:
+    removed, withheld, reason, outside = raw
+    texts = (*removed, *withheld)
+    if not all(isinstance(t, str) for t in texts) or type(outside) is not int:
+        raise TypeError("a removal field of the wrong type")
+    if reason is not None and not isinstance(reason, str):
+        raise TypeError("a removal reason that is not text")
+    return Removals(tuple(removed), tuple(withheld), reason, outside)
 
 
 class _Listed(Mapping[str, str]):

@@ -8,6 +8,7 @@ render against the remote's head."""
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from kubeio.shipped import bundled_config_objects
 from kubeio.yamlio import dump_all
 from renderer.pipeline import run_render
 from renderer.settings import RenderReport, RenderSettings
-from renderer.stamp import stamp_path
+from renderer.stamp import STAMP_FORMAT, Stamp, stamp_path
 from tests.support.builders import model_deployment
 from tests.support.gitserver import start_git_server
 
@@ -364,3 +365,64 @@ def test_a_rejected_push_renders_against_the_remote_head(tmp_path: Path, renders
         assert git(check, "rev-parse", "HEAD") == git(Path(ask.repo), "rev-parse", "HEAD")
     finally:
         server.stop()
+
+
+VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5) | st.binary(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    fields=st.lists(VALUES, min_size=0, max_size=7),
+    rows=st.lists(st.lists(VALUES, min_size=7, max_size=7), max_size=3),
+    shape=st.booleans(),
+)
+def test_a_stamp_of_any_shape_loads_as_a_stamp_of_its_types_or_as_none(
+    tmp_path_factory: pytest.TempPathFactory,
+    fields: list[Any],
+    rows: list[list[Any]],
+    shape: bool,
+) -> None:
+    """Whatever the file holds (the right format number and any values, rows of seven fields
+    of any type): a Stamp whose every field has its type, or None; never an exception."""
+    path = tmp_path_factory.mktemp("stamps") / "stamp.pickle"
+    raw = (
+        (STAMP_FORMAT, "fp", "inputs", "tree", rows, fields[:4])
+        if shape
+        else (STAMP_FORMAT, *fields)
+    )
+    path.write_bytes(pickle.dumps(tuple(raw)))
+
+    stamp = Stamp.load(path)
+
+    if stamp is not None:
+        assert all(isinstance(v, str) for v in (stamp.fingerprint, stamp.inputs, stamp.tree))
+        for key, names, error, warnings, engine, provider, schemas in stamp.rows:
+            assert all(isinstance(t, str) for t in (key, *names, *warnings))
+            assert all(o is None or isinstance(o, str) for o in (error, engine, provider))
+            assert all(isinstance(k, str) and isinstance(o, str) for k, o in schemas)
+        assert isinstance(stamp.removals.outside, int)
+        assert [r.key for r in stamp.results(path.parent)] == [row[0] for row in stamp.rows]
+
+
+def test_a_stamp_round_trips(rendered: tuple[RenderSettings, RenderReport]) -> None:
+    ask, first = rendered
+    path = stamp_path(Path(ask.repo) / ".git", ask)
+    stamp = Stamp.load(path)
+    assert stamp is not None
+    again = path.with_name("again.pickle")
+    stamp.save(again)
+
+    assert Stamp.load(again) == stamp
+    assert [(r.key, sorted(r.files), r.error) for r in stamp.results(Path(ask.repo) / SUBDIR)] == [
+        (r.key, sorted(r.files), r.error) for r in first.results
+    ]
