@@ -13,6 +13,7 @@ from core.fields.errors import SourceError
 from kubeio.files import atomic_write
 from kubeio.sources import Document, expand_lists, parse_documents, yaml_files
 from renderer.digests import digest, object_digest
+from renderer.rendercache import Shared
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,8 @@ class ParsedSources:
 
     def _store(self, entry: Path, value: Any) -> None:
         try:
-            atomic_write(entry, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+            data = pickle.dumps(Shared().deep(value), protocol=pickle.HIGHEST_PROTOCOL)
+            atomic_write(entry, data)
         except (OSError, pickle.PicklingError, RecursionError):
             log.debug("not caching %s", entry, exc_info=True)
 

@@ -42,6 +42,7 @@ from renderer.folders import Result
 from renderer.gitops import Repo
 from renderer.ownership import Removals
 from renderer.parsecache import file_key
+from renderer.rendercache import Shared
 from renderer.safefs import read_text
 from renderer.settings import RenderSettings, cache_key, checked_path
 
@@ -78,8 +79,17 @@ class Stamp:
     ) -> Stamp:
         """The stamp of a render's results; the removals as the next render reports them (what
         this one removed is gone: only the withheld and the outside count stay)."""
+        one = Shared()  # equal values pickled once
         rows = tuple(
-            (r.key, tuple(sorted(r.files)), r.error, r.warnings, r.engine, r.provider, r.schemas)
+            (
+                r.key,
+                tuple(one(n) for n in sorted(r.files)),
+                r.error,
+                one(r.warnings),
+                one(r.engine),
+                one(r.provider),
+                one(r.schemas),
+            )
             for r in results
         )
         return cls(
