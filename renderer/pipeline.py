@@ -65,10 +65,13 @@ def _unchanged(settings: RenderSettings) -> RenderReport | None:
     work = Path(settings.repo).resolve()
     if not (work / ".git").is_dir():
         return None
-    stamp = Stamp.load(stamp_path(work / ".git", settings))
-    if stamp is None:
+    path = stamp_path(work / ".git", settings)
+    if not path.is_file():
         return None
-    if stamp.inputs != _inputs(settings):  # a source, a setting: a render as usual
+    inputs = _inputs(settings)
+    # Another source or setting: a render as usual (and the stamp's report is not even read).
+    stamp = Stamp.load(path, inputs) if inputs is not None else None
+    if stamp is None:
         return None
     repo = Repo(work, settings.author)  # commits nothing: no identity needed
     try:

@@ -46,7 +46,7 @@ from renderer.rendercache import Shared
 from renderer.safefs import read_text
 from renderer.settings import RenderSettings, cache_key, checked_path
 
-STAMP_FORMAT = 2
+STAMP_FORMAT = 3
 log = logging.getLogger(__name__)
 # A result as the stamp keeps it: key, file names, error, warnings, engine, provider, schemas.
 Row = tuple[
@@ -101,17 +101,22 @@ class Stamp:
         )
 
     @classmethod
-    def load(cls, path: Path) -> Stamp | None:
+    def load(cls, path: Path, inputs: str | None = None) -> Stamp | None:
+        """The stamp at `path`; None when there is none, when it is unreadable or of another
+        shape, or when it was made from other `inputs` (given: then its report, the bulk of
+        the file, is not read)."""
         try:
             with path.open("rb") as handle:
-                raw = pickle.load(handle)
-            if raw[0] != STAMP_FORMAT:
-                return None
-            _, fingerprint, inputs, tree, rows, removals = raw
-            stamp = cls(fingerprint, inputs, tree, tuple(map(_row, rows)), _removals(removals))
-            if not all(isinstance(v, str) for v in (fingerprint, inputs, tree)):
-                raise TypeError("a digest that is not text")
-            return stamp
+                header = pickle.load(handle)
+                if header[0] != STAMP_FORMAT:
+                    return None
+                _, fingerprint, recorded, tree = header
+                if not all(isinstance(v, str) for v in (fingerprint, recorded, tree)):
+                    raise TypeError("a digest that is not text")
+                if inputs is not None and recorded != inputs:
+                    return None
+                rows, removals = pickle.load(handle)
+            return cls(fingerprint, recorded, tree, tuple(map(_row, rows)), _removals(removals))
         except FileNotFoundError:
             return None
         except Exception:  # unreadable or of another shape: as if absent (a render as usual)
@@ -119,10 +124,14 @@ class Stamp:
             return None
 
     def save(self, path: Path) -> None:
+        """Two pickles: the digests, then the report (read only when the digests agree)."""
         removals = self.removals
         fields = (removals.removed, removals.withheld, removals.reason, removals.outside)
-        raw = (STAMP_FORMAT, self.fingerprint, self.inputs, self.tree, self.rows, fields)
-        atomic_write(path, pickle.dumps(raw, protocol=pickle.HIGHEST_PROTOCOL))
+        header = (STAMP_FORMAT, self.fingerprint, self.inputs, self.tree)
+        protocol = pickle.HIGHEST_PROTOCOL
+        atomic_write(
+            path, pickle.dumps(header, protocol) + pickle.dumps((self.rows, fields), protocol)
+        )
 
     def results(self, root: Path) -> list[Result]:
         """The recorded results, each folder's files read from `root` only when asked for."""
