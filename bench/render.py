@@ -189,7 +189,10 @@ def main(argv: list[str] | None = None) -> None:
         command = [RUNWAY, "render", str(src), "--repo", str(repo)]  # the schema pack
         command += ["--commit", "-o", "json"]
         rows = [run("first render + commit", command, repo)]
-        rows.append(run("re-render, nothing changed", command, repo))
+        # the fastest of 3, as git status is timed: the first run after a first render also
+        # pays git's re-reading of the files written in the second the index was (racily clean)
+        unchanged = [run("re-render, nothing changed", command, repo) for _ in range(3)]
+        rows.append(min(unchanged, key=lambda row: row.seconds))
         status = git_status_seconds(repo)
         write_sources(src, count, changed=count // 2)
         rows.append(run("one ModelDeployment changed", command, repo))
@@ -227,6 +230,8 @@ def main(argv: list[str] | None = None) -> None:
             f"  {row.what:28} {row.seconds:7.2f} {row.cpu_seconds:7.2f} {ratio:>22} {target:>7} "
             f"{row.peak_rss_mb:7.0f} {row.rendered:8} {row.rewritten:9}"
         )
+    runs = ", ".join(f"{row.seconds:.2f}" for row in unchanged)
+    print(f"  re-render, nothing changed: {runs} s (3 runs; the row is the fastest)")
     for n, seconds in sharded.items():
         print(f"  {n} shard(s) at once, pushing   {seconds:7.2f} s wall ({os.cpu_count()} cores)")
     print(
