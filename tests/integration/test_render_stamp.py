@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import renderer.job
+from cli.main import main
 from core.rendering.inferencegateway import GatewayTarget
 from kubeio.shipped import bundled_config_objects
 from kubeio.yamlio import dump_all
@@ -29,6 +31,7 @@ from renderer.settings import RenderReport, RenderSettings
 from renderer.stamp import STAMP_FORMAT, Stamp, stamp_path
 from tests.support.builders import model_deployment
 from tests.support.gitserver import start_git_server
+from tests.support.hostile_render import laughs
 
 SUBDIR = "rendered"
 
@@ -430,3 +433,58 @@ def test_a_stamp_round_trips(rendered: tuple[RenderSettings, RenderReport]) -> N
     assert [(r.key, sorted(r.files), r.error) for r in stamp.results(Path(ask.repo) / SUBDIR)] == [
         (r.key, sorted(r.files), r.error) for r in first.results
     ]
+
+
+HOSTILE_SOURCES = [
+    "",  # names nothing
+    "x" * 300,  # too long for the file system
+    "../../../../nope",  # climbs out, to nothing
+    "outside",  # a folder whose file is a link out of it
+    "laughs.yaml",  # aliases that expand past the bound
+    "huge.yaml",  # one value of 4 MiB
+    "src/../src",  # the stamped source, named another way
+    "*.yaml",  # a glob the shell did not expand
+]
+
+
+@pytest.mark.parametrize("source", HOSTILE_SOURCES)
+def test_a_hostile_source_gets_from_a_stamped_repository_what_it_gets_from_any(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    renders: Renders,
+    source: str,
+) -> None:
+    """With a stamp in place, each mistaken or hostile SOURCE is answered as in a repository
+    without one (the same exit status and the same lines), never with a traceback, and the
+    stamped output is all still there (nothing lost)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "mds.yaml").write_text(deployments())
+    (tmp_path / "laughs.yaml").write_text(laughs(depth=9, width=10))
+    huge = model_deployment("huge", "team0", gpu=1, provider="vllm")
+    huge["metadata"]["annotations"] = {"note": "x" * (4 << 20)}
+    (tmp_path / "huge.yaml").write_text(dump_all([huge]))
+    (tmp_path / "secret.yaml").write_text("not: yours\n")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "x.yaml").symlink_to(tmp_path / "secret.yaml")
+    answers = []
+    for repo in ("stamped", "plain"):
+        assert main(["render", "src", "--repo", repo, "--commit", "-o", "json"], env={}) == 0
+        capsys.readouterr()
+        if repo == "plain":
+            stamp_path(tmp_path / repo / ".git", RenderSettings(("src",), repo)).unlink()
+        before = files_of(tmp_path / repo)
+        code = main(["render", source, "--repo", repo, "--commit", "-o", "json"], env={})
+        out, err = capsys.readouterr()
+        out = re.sub(r'"commit": "[0-9a-f]{40}"', '"commit": "C"', out)  # its own history
+        answers.append((code, out.replace(repo, "REPO"), err.replace(repo, "REPO")))
+
+        assert code in (0, 1, 2), err
+        assert "Traceback" not in out + err
+        after = files_of(tmp_path / repo)
+        assert {p: after.get(p) for p in before if "/m" in p} == {
+            p: t for p, t in before.items() if "/m" in p
+        }  # every stamped object's files, as they were
+
+    assert answers[0] == answers[1]
