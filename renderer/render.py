@@ -93,10 +93,11 @@ def render_one(
         error = "spec.gateway.enabled: rendering gateway objects needs the Gateway routes attach to: pass --gateway NAMESPACE/NAME"
         return Result(key, error=error, warnings=admission.warnings)
     objects = render_model(md, registry, pins, gateway)
-    problems = check_invariants(md, objects, registry) + rendered_name_problems(objects)
-    if problems:  # a Runway bug or an override that broke the fit: never written
-        error = "rendered objects do not fit together: " + "; ".join(problems)
-        return Result(key, error=error, warnings=admission.warnings)
+    misfits, refused = check_invariants(md, objects, registry), rendered_name_problems(objects)
+    if misfits or refused:  # a Runway bug or an override that broke the fit: never written
+        said = ["rendered objects do not fit together: " + "; ".join(misfits)] if misfits else []
+        said += ["the API server would refuse: " + "; ".join(refused)] if refused else []
+        return Result(key, error="; ".join(said), warnings=admission.warnings)
     consulted: dict[str, str] = {}
     for rendered in objects:
         errors = schemas.check(rendered, kubernetes=pins.kubernetes)

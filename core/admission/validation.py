@@ -21,7 +21,7 @@ from core.checks.storage import check_volumes
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
 from core.model.kinds import ModelDeployment, ModelSource, VolumePurpose, dig
-from core.model.names import check_model_deployment_names
+from core.model.names import check_model_deployment_annotations, check_model_deployment_names
 from core.model.plugin import ProviderPlugin
 from core.model.quantity import format_limit, parse_quantity, quantity_problem
 from core.model.servednames import check_served_names
@@ -74,6 +74,7 @@ def check_spec(
     errors += _check_ceilings(md)
     errors += check_secret_fields(md)
     errors += check_served_names(md)
+    errors += check_model_deployment_annotations(md)  # the API server checks them on every write
     if operation is Operation.CREATE:  # a stored object keeps the name it was admitted with
         errors += check_model_deployment_names(md)
     if operation is Operation.UPDATE and old is not None:

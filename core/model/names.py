@@ -23,6 +23,7 @@ from core.model.kinds import ModelDeployment, dig
 
 LABEL_MAX = 63  # DNS labels and label values
 SUBDOMAIN_MAX = 253
+ANNOTATIONS_MAX = 256 * 1024  # bytes of keys and values, all annotations of one object together
 PICKER_SUFFIX = "epp"  # the endpoint picker's objects: <name>-epp
 ROLE_SUFFIXES = ("decode", "prefill")  # disaggregated components: <name>-<role>
 _LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -73,12 +74,39 @@ def label_value_problem(value: object) -> str | None:
 
 def label_key_problem(key: str) -> str | None:
     """Why `key` is not a label key ([prefix/]name: a subdomain prefix, a name as a value), or None."""
-    prefix, _, name = key.rpartition("/")
-    if prefix and name_problem(prefix, NameRule.SUBDOMAIN) is not None:
+    prefix, slash, name = key.rpartition("/")
+    if slash and name_problem(prefix, NameRule.SUBDOMAIN) is not None:
         return "a label key's prefix must be an RFC 1123 subdomain of at most 253 characters"
     if not name or label_value_problem(name) is not None:
         return "a label key's name must be 1-63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
     return None
+
+
+def check_annotations(annotations: Mapping[Any, Any], at: FieldPath) -> list[FieldError]:
+    """One annotations map as the API server checks it: every key a qualified name (compared in
+    lower case), every value a string, and at most 256 KiB of UTF-8 keys and values together."""
+    errors = []
+    size = 0
+    for key in sorted(annotations, key=str):
+        value = annotations[key]
+        if not isinstance(key, str):
+            problem: str | None = "an annotation key must be a string"
+        elif not isinstance(value, str):
+            problem = "an annotation value must be a string"
+        else:
+            problem = label_key_problem(key.lower())
+            problem = problem and problem.replace("a label key", "an annotation key")
+            size += len(key.encode("utf-8", "surrogatepass"))
+            size += len(value.encode("utf-8", "surrogatepass"))
+        if problem:
+            errors.append(FieldError(str(at.key(str(key))), Reason.INVALID, problem))
+    if size > ANNOTATIONS_MAX:
+        detail = (
+            f"may hold at most {ANNOTATIONS_MAX} bytes of keys and values together, not {size}; "
+            "keep bulk data out of annotations"
+        )
+        errors.append(FieldError(str(at), Reason.TOO_LONG, detail))
+    return errors
 
 
 def child_name(parent: str, suffix: str) -> str:
@@ -107,6 +135,17 @@ def check_model_deployment_names(md: ModelDeployment) -> list[FieldError]:
     labels = dig(md.spec, "podTemplate", "metadata", "labels")
     at = FieldPath.root("spec", "podTemplate", "metadata", "labels")
     return errors + (check_labels(labels, at) if isinstance(labels, Mapping) else [])
+
+
+def check_model_deployment_annotations(md: ModelDeployment) -> list[FieldError]:
+    """metadata.annotations and spec.podTemplate.metadata.annotations as the API server checks
+    them (`check_annotations`): on every write, as the API server does."""
+    errors = []
+    for at in (("metadata",), ("spec", "podTemplate", "metadata")):
+        annotations = dig(md.obj, *at, "annotations")
+        if isinstance(annotations, Mapping):
+            errors += check_annotations(annotations, FieldPath.root(*at, "annotations"))
+    return errors
 
 
 def check_object_names(obj: Mapping[str, Any], rule: NameRule) -> list[FieldError]:
@@ -150,8 +189,8 @@ def rule_of(kind: object) -> NameRule:
 
 
 def rendered_name_problems(objects: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Every rendered object's name, namespace and labels (its own and its pod template's)
-    against its kind's rule: the last check before Git, whatever produced the object."""
+    """Every rendered object's name, namespace, labels and annotations (its own and its pod
+    template's) against its kind's rule: the last check before Git, whatever produced it."""
     problems = []
     for obj in objects:
         meta = obj.get("metadata") or {}
@@ -164,5 +203,9 @@ def rendered_name_problems(objects: Iterable[Mapping[str, Any]]) -> list[str]:
             errors += check_labels(
                 template, FieldPath.root("spec", "template", "metadata", "labels")
             )
+        for at in (("metadata",), ("spec", "template", "metadata")):
+            annotations = dig(obj, *at, "annotations")
+            if isinstance(annotations, Mapping):
+                errors += check_annotations(annotations, FieldPath.root(*at, "annotations"))
         problems += [f"{what} {error}" for error in errors]
     return problems

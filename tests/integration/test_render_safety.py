@@ -410,3 +410,35 @@ def test_apply_refuses_a_link_in_the_tree_it_reads(
         f"{repo}/rendered/models/fine: is a symbolic link or not a regular file or folder; Runway "
         "never follows or writes through links in the GitOps tree: remove it (git rm) and render again"
     )
+
+
+def test_annotations_the_api_server_would_refuse_are_never_committed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An object past 256 KiB of annotations (kube-apiserver's bound) would commit a tree Argo CD
+    and Flux can never apply: it is refused by field, wherever the annotations came from, and the
+    rest is committed."""
+    bulk = {"example.com/notes": "x" * (256 * 1024)}
+    on_model = vllm("on-model")
+    on_model["metadata"]["annotations"] = bulk
+    on_pods = vllm("on-pods")
+    on_pods["spec"]["podTemplate"] = {"metadata": {"annotations": bulk}}
+    by_override = vllm("by-override")
+    by_override["spec"]["provider"]["overrides"] = {
+        "spec": {"template": {"metadata": {"annotations": bulk}}}
+    }
+    repo, src = tmp_path / "gitops", tmp_path / "src"
+    src.mkdir()
+    (src / "m.yaml").write_text(dump_all([on_model, on_pods, by_override, vllm("fine")]))
+
+    code, report = render(capsys, str(src), "--repo", str(repo), "--commit")
+
+    assert code == 1
+    bound = "Too long: may hold at most 262144 bytes of keys and values together, not {}; keep bulk data out of annotations"
+    assert [(r["name"], r["rendered"], r.get("error")) for r in report["results"]] == [
+        ("by-override", False, "the API server would refuse: Deployment/by-override spec.template.metadata.annotations: " + bound.format(262161)),
+        ("fine", True, None),
+        ("on-model", False, "metadata.annotations: " + bound.format(262353)),
+        ("on-pods", False, "spec.podTemplate.metadata.annotations: " + bound.format(262161)),
+    ]  # fmt: skip
+    assert sorted(p.parts[1] for p in map(Path, tree(repo)) if len(p.parts) > 2) == ["fine"] * 4

@@ -17,6 +17,7 @@ from tests.support.webhook import review
 BODY = 3 * 1024 * 1024  # the webhook's default request body limit (RUNWAY_MAX_BODY_BYTES)
 ROOM = 4096  # left for the envelope, so every review fits under BODY
 # Every literal the credential detector looks for, so that each of its shapes searches the value.
+ANNOTATION = BODY - ROOM - 64  # the longest annotation value a review at the limit carries
 EVERY_LITERAL = " ".join(lit for _, literals, _ in SHAPES for lit in literals) + " @"
 
 
@@ -26,6 +27,11 @@ class Case:
     name: str
     path: str  # the endpoint
     document: dict[str, Any]
+
+
+def plain_model() -> dict[str, Any]:
+    """The ModelDeployment every case here is built on, as it is before a case adds its load."""
+    return _md()
 
 
 def _md(**spec: Any) -> dict[str, Any]:
@@ -50,19 +56,24 @@ def _most_containers() -> dict[str, Any]:
 
 
 def _longest_string() -> dict[str, Any]:
-    """One annotation of 3 MiB: a run of URL-scheme characters, then every literal of every
-    credential shape, and no credential (the detector must search the whole value each time)."""
+    """One env value of 3 MiB (env values have no bound of their own; annotations have 256 KiB):
+    a run of URL-scheme characters, then every literal of every credential shape, and no
+    credential (the detector must search the whole value each time)."""
     run = BODY - ROOM - len(EVERY_LITERAL) - 1
-    return _md(annotations={"example.com/notes": "a" * run + " " + EVERY_LITERAL})
+    return _md(env=[{"name": "NOTES", "value": "a" * run + " " + EVERY_LITERAL}])
 
 
 def _credential_at_the_end() -> dict[str, Any]:
     """The same 3 MiB value with a token at its very end."""
     obj = _longest_string()
-    obj["metadata"]["annotations"]["example.com/notes"] = (
-        obj["metadata"]["annotations"]["example.com/notes"][:-64] + " ghp_" + "a1B2" * 9
-    )
+    value = obj["spec"]["env"][0]["value"]
+    obj["spec"]["env"][0]["value"] = value[:-64] + " ghp_" + "a1B2" * 9
     return obj
+
+
+def _longest_annotation() -> dict[str, Any]:
+    """One annotation as long as the body allows: the API server's bound is 256 KiB."""
+    return _md(annotations={"example.com/notes": "a" * ANNOTATION})
 
 
 def _widest_allowed() -> dict[str, Any]:
@@ -125,6 +136,7 @@ BUILDERS: tuple[tuple[str, str, str, Callable[[], dict[str, Any]], str], ...] = 
     ("numbers", "the most numbers allowed, at their bounds", "/validate", _largest_numbers, "CREATE"),
     ("secrets", "a 3 MiB value, every literal", "/validate", _longest_string, "CREATE"),
     ("secrets", "a 3 MiB value ending in a token", "/validate", _credential_at_the_end, "CREATE"),
+    ("request-shapes", "3 MiB of annotations", "/validate", _longest_annotation, "CREATE"),
     ("secrets", "values past the limit", "/validate", _many_values, "CREATE"),
     ("other-kinds", "ExternalModelProvider, 3 MiB of models", "/validate-externalmodelprovider", _emp_models, "CREATE"),
     ("other-kinds", "InferenceProviderConfig, 3 MiB of rules", "/validate-inferenceproviderconfig", _ipc_rules, "CREATE"),

@@ -41,8 +41,26 @@ def is_label_value(value: str) -> bool:
     return len(value) <= 63 and set(value) <= allowed and value[0].isalnum() and value[-1].isalnum()
 
 
+def is_qualified_name(key: str) -> bool:
+    """[prefix/]name: a subdomain prefix, and a name shaped like a non-empty label value."""
+    prefix, slash, name = key.rpartition("/")
+    return (not slash or is_subdomain(prefix)) and name != "" and is_label_value(name)
+
+
+def annotation_problems(annotations: dict[Any, Any]) -> list[str]:
+    """What the API server refuses in one annotations map: a key that is not a qualified name in
+    lower case, a value that is not a string, more than 262,144 bytes of UTF-8 keys and values."""
+    problems = [f"annotation {k!r}" for k in annotations if not is_qualified_name(str(k).lower())]
+    problems += [
+        f"annotation {k!r} value" for k, v in annotations.items() if not isinstance(v, str)
+    ]
+    size = sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
+    return problems + ([f"annotations of {size} bytes"] if size > 262144 else [])
+
+
 def kubernetes_problems(obj: dict[str, Any]) -> list[str]:
-    """What the API server would refuse in one object's name, namespace and labels."""
+    """What the API server would refuse in one object's name, namespace, labels and
+    annotations."""
     meta = obj["metadata"]
     problems = []
     name_ok = (
@@ -56,7 +74,10 @@ def kubernetes_problems(obj: dict[str, Any]) -> list[str]:
         problems.append(f"namespace {meta['namespace']!r}")
     labels = {**meta.get("labels", {}), **(obj.get("spec", {}).get("template", {}).get("metadata", {}).get("labels", {}))}  # fmt: skip
     problems += [f"label {k}={v!r}" for k, v in labels.items() if not is_label_value(v)]
-    return problems
+    problems += [f"label key {k!r}" for k in labels if not is_qualified_name(k)]
+    problems += annotation_problems(meta.get("annotations", {}))
+    template = obj.get("spec", {}).get("template", {}).get("metadata", {})
+    return problems + annotation_problems(template.get("annotations", {}))
 
 
 def rendered(obj: dict[str, Any], registry: ProviderRegistry) -> list[dict[str, Any]]:

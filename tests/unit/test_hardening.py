@@ -291,6 +291,10 @@ TOO_MANY = (
     "spec: Too many: the object holds more than 10000 values (map entries and list items, at any "
     "depth); Runway's objects need a few hundred: keep bulk data out of them"
 )
+# The annotations admission stamps on the limits' ModelDeployment (it counts toward the bound).
+STAMPED = sum(
+    len(k) + len(v) for k, v in admit(limits.plain_model(), registry=REGISTRY).obj["metadata"]["annotations"].items()
+)  # fmt: skip
 AT_THE_LIMITS: dict[str, tuple[bool, str | None]] = {  # allowed, message
     "3 MiB object, DELETE": (True, None),
     "values past the limit": (False, TOO_MANY),
@@ -301,9 +305,15 @@ AT_THE_LIMITS: dict[str, tuple[bool, str | None]] = {  # allowed, message
     "a 3 MiB value, every literal": (True, None),
     "a 3 MiB value ending in a token": (
         False,
-        "metadata.annotations[example.com/notes]: Forbidden: looks like a GitHub token "
+        "spec.env[0].value: Forbidden: looks like a GitHub token "
         "(ghp_/gho_/ghu_/ghs_/ghr_...); put the value in a Secret and reference it "
         "(env[].valueFrom.secretKeyRef), never inline",
+    ),
+    "3 MiB of annotations": (
+        False,
+        "metadata.annotations: Too long: may hold at most 262144 bytes of keys and values "
+        f"together, not {len('example.com/notes') + limits.ANNOTATION + STAMPED}; keep bulk data out of "
+        "annotations",
     ),
     "ExternalModelProvider, 3 MiB of models": (False, TOO_MANY),
     "InferenceProviderConfig, 3 MiB of rules": (

@@ -13,6 +13,7 @@ from core.admission.pipeline import admit
 from core.fields.errors import Reason
 from core.model.kinds import ModelDeployment
 from core.model.names import (
+    ANNOTATIONS_MAX,
     LABEL_MAX,
     NameRule,
     child_name,
@@ -24,6 +25,7 @@ from core.selection.configs import ProviderRegistry
 from tests.support.names import (
     NAMES,
     SHAPES,
+    annotation_problems,
     is_label,
     is_label_value,
     is_subdomain,
@@ -124,4 +126,82 @@ def test_an_external_model_provider_named_like_a_path_is_denied() -> None:
 
     assert [(e.path, e.reason) for e in check_external_provider(obj)] == [
         ("metadata.name", Reason.INVALID)
+    ]
+
+
+# Annotations near every boundary: keys of the qualified-name alphabet and the characters it
+# refuses (capitals are allowed, as the API server compares keys in lower case), and one bulk
+# value of one- or two-byte characters whose size straddles the 256 KiB bound.
+ANNOTATION_KEYS = st.one_of(
+    st.text(alphabet="aZ09-_./é", min_size=1, max_size=12),
+    st.sampled_from(
+        ["example.com/notes", "Example.COM/Notes", "a/b/c", "/x", "x/", "-x", "x" * 64]
+    ),
+)
+BULK = st.tuples(st.sampled_from(["a", "é"]), st.integers(-40, 8)).map(
+    lambda c: c[0] * ((ANNOTATIONS_MAX + c[1]) // len(c[0].encode()))
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    annotations=st.dictionaries(ANNOTATION_KEYS, st.text(max_size=8), max_size=4),
+    bulk=st.one_of(st.none(), BULK),
+    where=st.sampled_from(["metadata", "podTemplate"]),
+    shape=SHAPES,
+)
+def test_annotations_are_admitted_exactly_when_the_api_server_accepts_them(
+    annotations: dict[str, str],
+    bulk: str | None,
+    where: str,
+    shape: dict[str, Any],
+    shipped: ProviderRegistry,
+) -> None:
+    """Admission refuses an annotations map (the ModelDeployment's or its pod template's) exactly
+    when the API server would, naming the map or the key; what it admits renders objects whose
+    annotations the API server accepts."""
+    if bulk is not None:
+        annotations = {**annotations, "example.com/bulk": bulk}
+    obj = shaped("m", "models", shape)
+    if where == "metadata":
+        obj["metadata"]["annotations"] = annotations
+        at = "metadata.annotations"
+    else:
+        obj["spec"]["podTemplate"] = {"metadata": {"annotations": annotations}}
+        at = "spec.podTemplate.metadata.annotations"
+
+    admission = admit(obj, registry=shipped)
+
+    errors = [e for e in admission.errors if e.path.startswith(at)]
+    stored = admission.obj["metadata"] if where == "metadata" else {}
+    seen = {**stored.get("annotations", {}), **annotations} if where == "metadata" else annotations
+    assert bool(errors) == bool(annotation_problems(seen)), (errors, annotation_problems(seen))
+    assert all(e.reason in (Reason.INVALID, Reason.TOO_LONG) for e in errors)
+    if admission.allowed:
+        assert [p for o in rendered(obj, shipped) for p in kubernetes_problems(o)] == []
+
+
+def test_annotations_past_the_bound_are_denied_naming_the_map_and_the_size(
+    shipped: ProviderRegistry,
+) -> None:
+    obj = shaped("m", "models", {"provider": "vllm"})
+    obj["spec"]["podTemplate"] = {
+        "metadata": {"annotations": {"example.com/notes": "é" * 131072, "Bad Key": "x"}}
+    }
+
+    admission = admit(obj, registry=shipped)
+
+    assert [(e.path, e.reason, e.detail) for e in admission.errors] == [
+        (
+            "spec.podTemplate.metadata.annotations[Bad Key]",
+            Reason.INVALID,
+            "an annotation key's name must be 1-63 letters, digits, '-', '_' and '.', starting "
+            "and ending with a letter or digit",
+        ),
+        (
+            "spec.podTemplate.metadata.annotations",
+            Reason.TOO_LONG,
+            "may hold at most 262144 bytes of keys and values together, not 262169; keep bulk "
+            "data out of annotations",
+        ),
     ]
