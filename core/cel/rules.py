@@ -74,6 +74,9 @@ class RuleResult:
     error: str | None = None
 
 
+MATCHED, UNMATCHED = RuleResult(True), RuleResult(False)  # immutable: every plain answer is one
+
+
 @dataclass(frozen=True, slots=True)
 class Bound:
     """The evaluation input for one spec: the fields CEL may see, and why the others may not."""
@@ -188,16 +191,17 @@ def activation(
         spec = {key: spec[key] for key in sorted(fields) if key in spec}
     if len(spec) > INPUT_ENTRY_LIMIT:
         return Bound(env.Activation({}), {"": f"spec: more than {INPUT_ENTRY_LIMIT:,} entries"})
+    if _is_plain(spec):
+        return Bound(env.Activation({"spec": spec}), {})
     problems: dict[str, str] = {}
-    if not _is_plain(spec):
-        for key, value in spec.items():
-            problem = (
-                input_problem({key: value})
-                if isinstance(key, str)
-                else "spec: a map key that is not a string"
-            )
-            if problem is not None:
-                problems[str(key)] = problem
+    for key, value in spec.items():
+        problem = (
+            input_problem({key: value})
+            if isinstance(key, str)
+            else "spec: a map key that is not a string"
+        )
+        if problem is not None:
+            problems[str(key)] = problem
     clean = {k: v for k, v in spec.items() if str(k) not in problems}
     return Bound(env.Activation({"spec": clean}), problems)
 
@@ -206,7 +210,7 @@ def evaluate(rule: Rule, bound: Bound) -> RuleResult:
     """Run one rule. Errors and non-bool results are non-matches that say why."""
     if rule.program is None:
         return RuleResult(False, f"does not compile: {rule.compile_error}")
-    problem = bound.problem_for(rule)
+    problem = bound.problem_for(rule) if bound.problems else None
     if problem is not None:
         return RuleResult(False, f"spec cannot be given to CEL: {problem}")
     try:
@@ -217,11 +221,11 @@ def evaluate(rule: Rule, bound: Bound) -> RuleResult:
     except Exception as err:
         return RuleResult(False, _runtime_message(str(err)))
     kind = value.type()
+    if kind == cel.Type.BOOL:
+        return MATCHED if value.value() else UNMATCHED
     if kind == cel.Type.ERROR:
         return RuleResult(False, _runtime_message(str(value.value())))
-    if kind != cel.Type.BOOL:
-        return RuleResult(False, f"evaluated to {kind.name().lower()}, not a bool")
-    return RuleResult(bool(value.value()))
+    return RuleResult(False, f"evaluated to {kind.name().lower()}, not a bool")
 
 
 def input_problem(spec: Mapping[str, Any]) -> str | None:

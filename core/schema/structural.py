@@ -19,7 +19,7 @@ import re2
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
+JSON_TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
     "array": (list,),
     "string": (str,),
@@ -27,7 +27,7 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "integer": (int,),
     "number": (int, float),
 }
-_EMBEDDED_KEYS = frozenset({"apiVersion", "kind", "metadata"})
+EMBEDDED_KEYS = frozenset({"apiVersion", "kind", "metadata"})
 _SURROGATE = re.compile("[\ud800-\udfff]")  # a character class: linear in Python's re too
 
 
@@ -42,7 +42,7 @@ def type_name(value: Any) -> str:
     """The JSON type name of a Python value, for messages."""
     if value is None:
         return "null"
-    for name, types in _JSON_TYPES.items():
+    for name, types in JSON_TYPES.items():
         if isinstance(value, types) and not (isinstance(value, bool) and name != "boolean"):
             return name
     return type(value).__name__
@@ -51,7 +51,7 @@ def type_name(value: Any) -> str:
 def _is_type(value: Any, name: str) -> bool:
     if isinstance(value, bool):
         return name == "boolean"
-    return isinstance(value, _JSON_TYPES.get(name, ()))
+    return isinstance(value, JSON_TYPES.get(name, ()))
 
 
 def _check(value: Any, schema: Mapping[str, Any], at: FieldPath, errors: list[FieldError]) -> None:
@@ -117,12 +117,12 @@ def _check_scalar(
             detail = f"must be at least {schema['minLength']} long"
             errors.append(FieldError(str(at), Reason.INVALID, detail))
         if "pattern" in schema:
-            problem = _pattern_problem(schema["pattern"], value)
+            problem = pattern_problem(schema["pattern"], value)
             if problem is not None:
                 errors.append(FieldError(str(at), Reason.INVALID, problem))
 
 
-def _pattern_problem(pattern: str, value: str) -> str | None:
+def pattern_problem(pattern: str, value: str) -> str | None:
     """Why `value` fails the schema's `pattern`, matched as the API server does: RE2 (Go's
     regexp), linear in the value's length whatever the pattern, where Python's backtracking
     `re` takes hours on some patterns a CRD may carry. Lone surrogates, which UTF-8 cannot hold,
@@ -151,7 +151,7 @@ def _check_object(
     # whatever the CRD schema declares (some declare only spec and status); never pruned.
     object_root = not at.parts or schema.get("x-kubernetes-embedded-resource", False)
     for key, item in value.items():
-        if object_root and key in _EMBEDDED_KEYS and (key != "metadata" or isinstance(item, dict)):
+        if object_root and key in EMBEDDED_KEYS and (key != "metadata" or isinstance(item, dict)):
             continue
         if key in props:
             _check(item, props[key], at.child(key), errors)
@@ -160,7 +160,7 @@ def _check_object(
         elif (
             extra is True
             or open_object
-            or (schema.get("x-kubernetes-embedded-resource") and key in _EMBEDDED_KEYS)
+            or (schema.get("x-kubernetes-embedded-resource") and key in EMBEDDED_KEYS)
         ):
             continue
         elif props or extra is False or "type" in schema:

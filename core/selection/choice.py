@@ -97,24 +97,21 @@ def select_provider(
 ) -> ProviderChoice:
     """The highest-priority matching rule of the candidates, evaluating no rule after it."""
     wanted = _Wanted.of(md, registry)
-    eligible = [c for c in registry.configs.values() if _excluded(c, wanted) is None]
-    order = sorted(
-        ((rule, config.name) for config in eligible for rule in config.rules),
-        key=lambda pair: (-pair[0].priority, pair[1]),  # stable: rule order within a provider
+    order = registry.selection_order(
+        tuple(c.name for c in registry.configs.values() if _excluded(c, wanted) is None)
     )
     bound: Bound | None = None
     warnings: list[str] = []
-    for count, (rule, name) in enumerate(order, start=1):
+    for count, (rule, name) in enumerate(order.rules, start=1):
         if bound is None:
-            bound = activation(registry.env, spec, fields_read(r for r, _ in order))
+            bound = activation(registry.env, spec, order.reads)
         outcome = evaluate(rule, bound)
         if outcome.error is not None:
             warnings.append(rule_warning(name, rule.condition, outcome.error))
         elif outcome.matched:
-            among = ", ".join(c.name for c in eligible if c.rules)
             reason = (
                 f'auto-selected: rule "{rule.condition}" matched at priority {rule.priority}, '
-                f"the highest priority matched among {among} (ties break by name)"
+                f"the highest priority matched among {order.among} (ties break by name)"
             )
             return ProviderChoice(Decision(name, reason, Choice.AUTO), tuple(warnings), count)
     why = "; ".join(
@@ -125,7 +122,7 @@ def select_provider(
         "set spec.provider.name"
     )
     return ProviderChoice(
-        FieldError("spec.provider.name", Reason.REQUIRED, detail), tuple(warnings), len(order)
+        FieldError("spec.provider.name", Reason.REQUIRED, detail), tuple(warnings), len(order.rules)
     )
 
 

@@ -11,7 +11,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.cel.rules import CONFIG_COST_LIMIT, Environment, Rule, compile_rule, new_environment
+from core.cel.rules import (
+    CONFIG_COST_LIMIT,
+    Environment,
+    Rule,
+    compile_rule,
+    fields_read,
+    new_environment,
+)
 from core.checks.flags import FlagCatalog
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
@@ -26,6 +33,7 @@ from core.schema.crds import inference_provider_config_spec
 from core.schema.structural import check_schema
 
 MAX_RULES = 64  # selection rules per config (AI Runway's own configs have at most 4)
+MAX_ORDERS = 256  # candidate sets whose rule order a registry keeps (a handful in practice)
 MAX_SPEC_BYTES = 128 * 1024  # a config's spec as compact JSON: 64 rules of 1 KiB, and engines
 
 
@@ -91,6 +99,16 @@ class ProviderConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class SelectionOrder:
+    """The rules of one set of candidates in the order admission evaluates them: priority, then
+    provider name, then rule order (the first match wins, as no later rule can beat it)."""
+
+    rules: tuple[tuple[Rule, str], ...]  # (rule, provider name)
+    reads: frozenset[str] | None  # the top-level spec fields they read (core.cel.rules.fields_read)
+    among: str  # the candidates with rules, as a selection's reason names them
+
+
+@dataclass(frozen=True, slots=True)
 class ProviderRegistry:
     """Provider configs by name (sorted), plus what was wrong with the ones that were skipped."""
 
@@ -104,6 +122,11 @@ class ProviderRegistry:
     plugins: Mapping[str, ProviderPlugin] = field(default_factory=dict)
     # What each provider's hooks are told (its config's annotations, its shipped facts), by name.
     contexts: Mapping[str, ProviderContext] = field(default_factory=dict)
+    # SelectionOrder by candidate names, built on first use: sorting and walking the rules was a
+    # tenth of an admission. Bounded by MAX_ORDERS; the registry is replaced when configs change.
+    orders: dict[tuple[str, ...], SelectionOrder] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @classmethod
     def from_objects(
@@ -167,6 +190,26 @@ class ProviderRegistry:
 
     def get(self, name: str) -> ProviderConfig | None:
         return self.configs.get(name)
+
+    def selection_order(self, candidates: tuple[str, ...]) -> SelectionOrder:
+        """The rules of `candidates` (config names, in registry order) in evaluation order."""
+        known = self.orders.get(candidates)
+        if known is not None:
+            return known
+        configs = [self.configs[name] for name in candidates]
+        rules = tuple(
+            sorted(
+                ((rule, config.name) for config in configs for rule in config.rules),
+                key=lambda pair: (-pair[0].priority, pair[1]),  # stable: rule order within one
+            )
+        )
+        order = SelectionOrder(
+            rules, fields_read(r for r, _ in rules), ", ".join(c.name for c in configs if c.rules)
+        )
+        if len(self.orders) >= MAX_ORDERS:
+            self.orders.clear()
+        self.orders[candidates] = order
+        return order
 
     def plugin(self, name: str) -> ProviderPlugin | None:
         """The plug-in that renders provider `name`, or None when Runway has none."""
