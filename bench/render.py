@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -152,6 +153,20 @@ def git_status_seconds(repo: Path, runs: int = 3) -> float:
     return best
 
 
+def copy_floor_seconds(repo: Path, into: Path) -> tuple[float, int, int]:
+    """`cp -r` of the rendered tree to a new folder: the time this machine's file system takes
+    to make the files and folders a first render must make (a floor under it, whatever the
+    renderer does), with the counts of files and folders."""
+    tree = repo / "rendered"
+    files = sum(len(names) for _, _, names in os.walk(tree))
+    folders = sum(len(dirs) for _, dirs, _ in os.walk(tree)) + 1
+    start = time.perf_counter()
+    subprocess.run(["cp", "-r", str(tree), str(into)], check=True)
+    seconds = time.perf_counter() - start
+    shutil.rmtree(into)
+    return seconds, files, folders
+
+
 def shard_seconds(src: Path, work: Path, count: int) -> float:
     """`count` shard processes rendering `src` at once, each from its own clone of one bare
     repository, pushing to its main branch: the wall time until the last is done."""
@@ -189,6 +204,7 @@ def main(argv: list[str] | None = None) -> None:
         command = [RUNWAY, "render", str(src), "--repo", str(repo)]  # the schema pack
         command += ["--commit", "-o", "json"]
         rows = [run("first render + commit", command, repo)]
+        floor = copy_floor_seconds(repo, Path(tmp) / "floor-copy")
         # the fastest of 3, as git status is timed: the first run after a first render also
         # pays git's re-reading of the files written in the second the index was (racily clean)
         unchanged = [run("re-render, nothing changed", command, repo) for _ in range(3)]
@@ -230,6 +246,12 @@ def main(argv: list[str] | None = None) -> None:
             f"  {row.what:28} {row.seconds:7.2f} {row.cpu_seconds:7.2f} {ratio:>22} {target:>7} "
             f"{row.peak_rss_mb:7.0f} {row.rendered:8} {row.rewritten:9}"
         )
+    copy, files, folders = floor
+    print(
+        f"  the file system's floor: cp -r of the rendered tree ({files} files, {folders} "
+        f"folders) {copy:.2f} s, {copy / (files + folders) * 1e6:.0f} us each; the first render "
+        f"is {first.seconds / copy:.1f}x it"
+    )
     runs = ", ".join(f"{row.seconds:.2f}" for row in unchanged)
     print(f"  re-render, nothing changed: {runs} s (3 runs; the row is the fastest)")
     for n, seconds in sharded.items():

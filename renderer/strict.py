@@ -17,8 +17,8 @@ from typing import Any
 
 from core.fields.errors import FieldError, IncompatibleUpstream, Reason, SourceError
 from core.fields.paths import FieldPath
+from core.schema.compiled import Checker
 from core.schema.rules import Node, compile_crd_schema, new_environment, validate
-from core.schema.structural import check_schema
 from kubeio.sources import read_documents
 from renderer.schemapack import PackEntry
 
@@ -37,6 +37,8 @@ class Schemas:
     # schema load, never per object); the CEL environment is built with the first of them.
     rules: dict[tuple[str, str], Node | None] = field(default_factory=dict)
     environment: list[Any] = field(default_factory=list)
+    # Each kind's structural checker (core.schema.compiled), made on the kind's first check.
+    checkers: dict[tuple[str, str], Checker] = field(default_factory=dict)
 
     @classmethod
     def from_pack(cls, entries: Iterable[PackEntry]) -> Schemas:
@@ -100,7 +102,10 @@ class Schemas:
                 )
             ]
         self.used[key] = self.origin[key]
-        errors = check_schema(obj, schema, FieldPath())
+        checker = self.checkers.get(key)
+        if checker is None:
+            checker = self.checkers[key] = Checker(schema)
+        errors = checker.errors(obj, FieldPath())
         if any(_blocks_rules(e) for e in errors):
             return errors  # as the API server: the rules would read values of the wrong shape
         return errors + validate(obj, self._rules(key, schema), old=old)
@@ -139,6 +144,7 @@ class BuiltinSchemas:
         self.inline = inline  # False: references resolved on every object (tests compare)
         self.reference = reference  # True: jsonschema on every object (tests compare)
         self._structurals: dict[tuple[str, str], dict[str, Any]] = {}
+        self._checkers: dict[tuple[str, str], tuple[Checker, Checker | None]] = {}
         # Imported here, not with the module: a render with nothing to render never builds
         # Schemas, and these two cost 0.12 s of its start-up (jsonschema's formats).
         import kubernetes_validate.utils  # noqa: PLC0415
@@ -174,6 +180,15 @@ class BuiltinSchemas:
             self._structurals[key] = _structural(inlined)
         return self._structurals[key]
 
+    def _checkers_of(self, api_version: str, kind: str) -> tuple[Checker, Checker | None]:
+        """The structural checkers of a kind and of its metadata (None: it declares none)."""
+        key = (api_version, kind)
+        if key not in self._checkers:
+            structural = self._structural_schema(api_version, kind)
+            meta = structural["properties"].get("metadata")
+            self._checkers[key] = (Checker(structural), None if meta is None else Checker(meta))
+        return self._checkers[key]
+
     def _validator(self, api_version: str, kind: str) -> Any:
         """The jsonschema validator of a kind (the reference; see check)."""
         key = (api_version, kind)
@@ -201,13 +216,13 @@ class BuiltinSchemas:
         if self.reference:
             return self.reference_errors(obj)[:1]
         try:
-            structural = self._structural_schema(api_version, kind)
+            whole, meta = self._checkers_of(api_version, kind)
         except FileNotFoundError:
             return [self._no_schema(api_version, kind)]
-        errors = check_schema(obj, structural, FieldPath())
-        metadata, meta_schema = obj.get("metadata"), structural["properties"].get("metadata")
-        if isinstance(metadata, Mapping) and meta_schema is not None:  # the root skips it
-            errors += check_schema(metadata, meta_schema, FieldPath().child("metadata"))
+        errors = whole.errors(obj, FieldPath())
+        metadata = obj.get("metadata")
+        if isinstance(metadata, Mapping) and meta is not None:  # the root skips it
+            errors += meta.errors(metadata, FieldPath().child("metadata"))
         if not errors:
             return []
         first = min(errors, key=lambda e: _path_key(e.path))

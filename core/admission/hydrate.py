@@ -30,14 +30,23 @@ from core.model.kinds import (
 )
 from core.model.numbers import number_errors
 from core.schema.bounds import size_errors
+from core.schema.compiled import Checker
 from core.schema.crds import model_deployment_spec
-from core.schema.structural import check_schema
 from core.selection.choice import Decision, select_engine, select_provider
 from core.selection.configs import ProviderRegistry
 
 # The schema is a constant; built once instead of on every admission (it was a third of the
-# structure check). check_schema never changes it.
+# structure check). Checking never changes it.
 _spec_schema = functools.cache(model_deployment_spec)
+
+
+@functools.cache
+def _spec_checker() -> Checker:
+    """The spec schema's checker: its nodes are read on first use and kept (threads may read
+    one node twice; each reading is the same)."""
+    return Checker(_spec_schema())
+
+
 STICKY_REASON = "kept from the previous version of this object (selection is sticky)"
 MOCKER_REASON = "auto-selected: the dynamo mocker test backend runs only vllm"
 _ANNOTATIONS = {
@@ -89,7 +98,7 @@ def structure_errors(obj: Mapping[str, Any]) -> list[FieldError]:
     if "spec" not in obj:
         errors.append(FieldError("spec", Reason.REQUIRED, "required field is missing"))
     else:
-        errors += check_schema(obj["spec"], _spec_schema(), FieldPath.root("spec"))
+        errors += _spec_checker().errors(obj["spec"], FieldPath.root("spec"))
     return errors
 
 
