@@ -35,11 +35,13 @@ def _mapping(
             ops.append({"op": "add", "path": where, "value": value})
             continue
         old = before[key]
-        if _same(old, value):
+        if old is value:  # hydration's copy shares every scalar with its input
             continue
         if isinstance(old, Mapping) and isinstance(value, Mapping):
+            # Descended into at once, equal or not: asking _same first walked an equal mapping
+            # twice (== in C, then its types in Python), and a hydrated object is mostly equal.
             _mapping(old, value, where, ops)
-        else:
+        elif not _same(old, value):
             ops.append({"op": "replace", "path": where, "value": value})
 
 
