@@ -48,7 +48,9 @@ def patched(
     response = allowed(uid, warnings)
     ops = json_patch(before, after)
     if ops:
-        response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
+        response["patch"] = base64.b64encode(
+            json.dumps(ops, separators=(",", ":")).encode()
+        ).decode()
         response["patchType"] = "JSONPatch"
     return response
 
