@@ -220,9 +220,12 @@ def evaluate(rule: Rule, bound: Bound) -> RuleResult:
     # other rules and providers go on.
     except Exception as err:
         return RuleResult(False, _runtime_message(str(err)))
+    answer = value.value()  # a bool for BOOL alone (an ERROR's is its message): one call less
+    if answer is True:
+        return MATCHED
+    if answer is False:
+        return UNMATCHED
     kind = value.type()
-    if kind == cel.Type.BOOL:
-        return MATCHED if value.value() else UNMATCHED
     if kind == cel.Type.ERROR:
         return RuleResult(False, _runtime_message(str(value.value())))
     return RuleResult(False, f"evaluated to {kind.name().lower()}, not a bool")
