@@ -30,9 +30,8 @@ def _mapping(
         if key not in after:
             ops.append({"op": "remove", "path": _join(path, key)})
     for key, value in after.items():
-        where = _join(path, key)
         if key not in before:
-            ops.append({"op": "add", "path": where, "value": value})
+            ops.append({"op": "add", "path": _join(path, key), "value": value})
             continue
         old = before[key]
         if old is value:  # hydration's copy shares every scalar with its input
@@ -40,9 +39,9 @@ def _mapping(
         if isinstance(old, Mapping) and isinstance(value, Mapping):
             # Descended into at once, equal or not: asking _same first walked an equal mapping
             # twice (== in C, then its types in Python), and a hydrated object is mostly equal.
-            _mapping(old, value, where, ops)
+            _mapping(old, value, _join(path, key), ops)
         elif not _same(old, value):
-            ops.append({"op": "replace", "path": where, "value": value})
+            ops.append({"op": "replace", "path": _join(path, key), "value": value})
 
 
 def _same(a: Any, b: Any) -> bool:

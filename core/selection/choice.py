@@ -57,14 +57,25 @@ def placement(gpu: bool, mode: str) -> str:
 def select_engine(
     md: ModelDeployment, registry: ProviderRegistry, *, explicit_provider: str
 ) -> Decision | FieldError:
-    """Automatic engine choice for an object whose spec.engine.type is empty."""
+    """Automatic engine choice for an object whose spec.engine.type is empty: a function of
+    the registry, the explicit provider, GPU and mode alone, so the registry keeps each."""
+    key = ("engine", explicit_provider, md.needs_gpu, md.serving_mode)
+    known: Decision | FieldError | None = registry.answers.get(key)
+    if known is None:
+        known = _select_engine(registry, explicit_provider, gpu=key[2], mode=key[3])
+        registry.remember(key, known)
+    return known
+
+
+def _select_engine(
+    registry: ProviderRegistry, explicit_provider: str, *, gpu: bool, mode: str
+) -> Decision | FieldError:
     named = registry.get(explicit_provider) if explicit_provider else None
     pool = (
         [named]
         if named is not None
         else [c for c in registry.ready() if c.name in registry.plugins]
     )
-    gpu, mode = md.needs_gpu, md.serving_mode
     for engine in ENGINE_PREFERENCE:
         offered_by = [c.name for c in pool if c.supports(engine, gpu=gpu, mode=mode)]
         if offered_by:

@@ -127,6 +127,9 @@ class ProviderRegistry:
     orders: dict[tuple[str, ...], SelectionOrder] = field(
         default_factory=dict, repr=False, compare=False
     )
+    # Answers that depend on these configs and a few values alone (core.selection.choice's
+    # engine choice by provider, GPU and mode), by key; bounded by MAX_ORDERS (see remember).
+    answers: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_objects(
@@ -210,6 +213,13 @@ class ProviderRegistry:
             self.orders.clear()
         self.orders[candidates] = order
         return order
+
+    def remember(self, key: tuple[Any, ...], answer: Any) -> None:
+        """Keep `answer` in `answers` (emptied first when it holds MAX_ORDERS: keys may come
+        from objects, so they are not trusted to be few)."""
+        if len(self.answers) >= MAX_ORDERS:
+            self.answers.clear()
+        self.answers[key] = answer
 
     def plugin(self, name: str) -> ProviderPlugin | None:
         """The plug-in that renders provider `name`, or None when Runway has none."""
