@@ -64,6 +64,9 @@ class Rule:
     # The top-level spec fields the rule reads, when it reads spec only as `spec.<field>`;
     # None when it needs all of spec (`size(spec)`, `spec.exists(...)`, a variable named spec).
     reads: frozenset[str] | None = None
+    # For a rule that is only `spec.a.b == 'text'` (either side): the path and the text, which
+    # evaluate answers in Python when the path leads to a string (see _equals).
+    equals: tuple[tuple[str, ...], str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,9 @@ class Bound:
 
     activation: Any
     problems: Mapping[str, str]  # top-level field -> "spec.field...: why" (kept out of CEL)
+    # What CEL was given as `spec`, when every value in it converts (see _is_plain): only then
+    # may a rule be answered without the runtime, which fails every rule when one does not.
+    spec: Mapping[str, Any] | None = None
 
     def problem_for(self, rule: Rule) -> str | None:
         """Why `rule` cannot run on this spec: it reads a field kept out (or all of spec)."""
@@ -124,7 +130,25 @@ def compile_rule(env: Environment, condition: str, priority: int) -> Rule:
         if isinstance(n, Select) and isinstance(n.operand, Ident) and n.operand.name == "spec"
     ]
     reads = frozenset(fields) if len(fields) == uses else None
-    return Rule(condition, priority, program, None, cost, uses > 0, reads)
+    return Rule(condition, priority, program, None, cost, uses > 0, reads, _equality(ast))
+
+
+def _equality(ast: Expr) -> tuple[tuple[str, ...], str] | None:
+    """(path, text) when the whole rule is `spec.<path> == 'text'` or `'text' == spec.<path>`."""
+    if not (isinstance(ast, Call) and ast.function == "_==_" and ast.target is None):
+        return None
+    if len(ast.args) != 2:
+        return None
+    for side, other in (ast.args, ast.args[::-1]):
+        if isinstance(other, Const) and isinstance(other.value, str):
+            path: list[str] = []
+            node = side
+            while isinstance(node, Select) and not node.test_only:
+                path.append(node.field)
+                node = node.operand
+            if path and isinstance(node, Ident) and node.name == "spec":
+                return tuple(reversed(path)), other.value
+    return None
 
 
 def regex_problem(ast: Expr, condition: str) -> str | None:
@@ -192,7 +216,7 @@ def activation(
     if len(spec) > INPUT_ENTRY_LIMIT:
         return Bound(env.Activation({}), {"": f"spec: more than {INPUT_ENTRY_LIMIT:,} entries"})
     if _is_plain(spec):
-        return Bound(env.Activation({"spec": spec}), {})
+        return Bound(env.Activation({"spec": spec}), {}, spec)
     problems: dict[str, str] = {}
     for key, value in spec.items():
         problem = (
@@ -213,6 +237,10 @@ def evaluate(rule: Rule, bound: Bound) -> RuleResult:
     problem = bound.problem_for(rule) if bound.problems else None
     if problem is not None:
         return RuleResult(False, f"spec cannot be given to CEL: {problem}")
+    if rule.equals is not None and bound.spec is not None:
+        known = _equals(bound.spec, *rule.equals)
+        if known is not None:
+            return known
     try:
         value = rule.program.eval(bound.activation)
     # The rule is user-supplied code run by a third-party runtime: whatever it raises (budget
@@ -229,6 +257,22 @@ def evaluate(rule: Rule, bound: Bound) -> RuleResult:
     if kind == cel.Type.ERROR:
         return RuleResult(False, _runtime_message(str(value.value())))
     return RuleResult(False, f"evaluated to {kind.name().lower()}, not a bool")
+
+
+def _equals(spec: Mapping[str, Any], path: tuple[str, ...], text: str) -> RuleResult | None:
+    """`spec.<path> == text` as CEL answers it, when the path leads through maps to a string
+    (CEL compares strings by code point, as Python does); None, for CEL to answer, otherwise (a
+    missing field is CEL's error, a value of another type its own comparison). Half of the
+    shipped rules are of this form; the runtime took 2.3 us each. tests/unit/providers/test_cel.py
+    holds the two answers equal."""
+    node: Any = spec
+    for key in path:
+        if type(node) is not dict or key not in node:
+            return None
+        node = node[key]
+    if type(node) is not str:
+        return None
+    return MATCHED if node == text else UNMATCHED
 
 
 def input_problem(spec: Mapping[str, Any]) -> str | None:
@@ -263,13 +307,23 @@ def _is_plain(value: Any) -> bool:
                 return False
             stack.extend(node)
         elif kind is str:
-            if len(node) > INPUT_STRING_LIMIT:
+            if len(node) > INPUT_STRING_LIMIT or not (node.isascii() or _encodes(node)):
                 return False
         elif kind is int:
             if not INT64_MIN <= node <= INT64_MAX:
                 return False
         elif kind not in (bool, float, type(None)):
             return False
+    return True
+
+
+def _encodes(text: str) -> bool:
+    """Whether CEL can take the string: a lone surrogate fails the conversion of the whole
+    input, and so every rule (the slow path gives the runtime the spec as it is)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
     return True
 
 

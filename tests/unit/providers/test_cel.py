@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from typing import Any
 
@@ -303,3 +304,74 @@ def test_fields_no_rule_reads_are_not_given_to_cel(shipped: ProviderRegistry) ->
     # The shipped rules read engine, resources and serving only.
     assert isinstance(choice.decision, Decision)
     assert (choice.decision.value, choice.warnings) == ("kuberay", ())
+
+
+# --- Equality rules answered without the runtime (core.cel.rules._equals) -------------------------
+
+_EQ_KEYS = ["engine", "type", "mode", "x"]
+_eq_texts = st.sampled_from(["vllm", "", "VLLM", "vllm ", "é", "\x00", "\ud800", "sglang"])
+_eq_leaves = st.one_of(
+    _eq_texts, st.integers(-2, 2), st.floats(allow_nan=True), st.none(), st.booleans()
+)
+_eq_specs = st.recursive(
+    _eq_leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=2), st.dictionaries(st.sampled_from(_EQ_KEYS), inner, max_size=3)
+    ),
+    max_leaves=8,
+).filter(lambda v: isinstance(v, dict))
+
+
+@st.composite
+def _equality_rules(draw: st.DrawFn) -> str:
+    path = ".".join(draw(st.lists(st.sampled_from(_EQ_KEYS), min_size=1, max_size=3)))
+    text = draw(st.sampled_from(["vllm", "", "VLLM", "é", "sglang"]))
+    quote = draw(st.sampled_from(["'", '"']))
+    left, right = f"spec.{path}", f"{quote}{text}{quote}"
+    return f"{right} == {left}" if draw(st.booleans()) else f"{left} == {right}"
+
+
+@settings(max_examples=400, deadline=None)
+@given(spec=_eq_specs, condition=_equality_rules(), fields=st.booleans())
+def test_an_equality_rule_is_answered_as_the_runtime_answers_it(
+    spec: dict[str, Any], condition: str, fields: bool
+) -> None:
+    """A rule `spec.<path> == 'text'` answered in Python gives the runtime's result, error and
+    all: the path missing, through a list or to another type, and a spec the runtime cannot
+    take whole (a lone surrogate anywhere fails every rule)."""
+    rule = compile_rule(ENV, condition, 0)
+    assert rule.equals is not None
+    by_runtime = dataclasses.replace(rule, equals=None)
+    bound = activation(ENV, spec, rule.reads if fields else None)
+    assert evaluate(rule, bound) == evaluate(by_runtime, bound)
+
+
+@pytest.mark.parametrize(
+    ("condition", "equals"),
+    [
+        ("spec.engine.type == 'vllm'", (("engine", "type"), "vllm")),
+        ('"vllm" == spec.engine.type', (("engine", "type"), "vllm")),
+        ("spec.a == ''", (("a",), "")),
+        ("has(spec.engine) == true", None),  # a test, not a read
+        ("spec.engine.type == 1", None),
+        ("spec.engine.type == b'vllm'", None),
+        ("spec.engine.type != 'vllm'", None),
+        ("spec.engine.type == 'vllm' && true", None),
+        ("spec.engine['type'] == 'vllm'", None),
+        ("spec == 'vllm'", None),
+    ],
+)
+def test_only_a_whole_rule_of_one_equality_is_answered_without_the_runtime(
+    condition: str, equals: tuple[tuple[str, ...], str] | None
+) -> None:
+    rule = compile_rule(ENV, condition, 0)
+    assert rule.compile_error is None
+    assert rule.equals == equals
+
+
+def test_an_equality_rule_on_a_spec_with_a_lone_surrogate_is_the_runtimes_error() -> None:
+    spec = {"engine": {"type": "vllm", "note": "\ud800"}}
+    assert outcome("spec.engine.type == 'vllm'", spec) == RuleResult(
+        False, "basic_string: construction from null is not valid"
+    )
+    assert outcome("spec.engine.type == 'vllm'", {"engine": {"type": "vllm"}}) == RuleResult(True)
