@@ -14,8 +14,8 @@ missed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from cel_expr_python import cel
@@ -64,9 +64,9 @@ class Rule:
     # The top-level spec fields the rule reads, when it reads spec only as `spec.<field>`;
     # None when it needs all of spec (`size(spec)`, `spec.exists(...)`, a variable named spec).
     reads: frozenset[str] | None = None
-    # For a rule that is only `spec.a.b == 'text'` (either side): the path and the text, which
-    # evaluate answers in Python when the path leads to a string (see _equals).
-    equals: tuple[tuple[str, ...], str] | None = None
+    # For a rule of the plain forms (see _plan): the rule in Python, answering True or False
+    # where it can be sure of CEL's answer, None where the runtime must answer.
+    plan: Plan | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +78,7 @@ class RuleResult:
 
 
 MATCHED, UNMATCHED = RuleResult(True), RuleResult(False)  # immutable: every plain answer is one
+Plan = Callable[[Mapping[str, Any]], bool | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,25 +131,133 @@ def compile_rule(env: Environment, condition: str, priority: int) -> Rule:
         if isinstance(n, Select) and isinstance(n.operand, Ident) and n.operand.name == "spec"
     ]
     reads = frozenset(fields) if len(fields) == uses else None
-    return Rule(condition, priority, program, None, cost, uses > 0, reads, _equality(ast))
+    return Rule(condition, priority, program, None, cost, uses > 0, reads, _plan(ast))
 
 
-def _equality(ast: Expr) -> tuple[tuple[str, ...], str] | None:
-    """(path, text) when the whole rule is `spec.<path> == 'text'` or `'text' == spec.<path>`."""
-    if not (isinstance(ast, Call) and ast.function == "_==_" and ast.target is None):
+_ORDER = {
+    "_<_": lambda a, b: a < b,
+    "_<=_": lambda a, b: a <= b,
+    "_>_": lambda a, b: a > b,
+    "_>=_": lambda a, b: a >= b,
+}
+
+
+def _plan(ast: Expr) -> Plan | None:
+    """The rule in Python when it is made only of `spec.<path>` compared with a string (== and
+    !=), an integer (any comparison) or a bool (== and !=), `has(spec.<path>)`, `&&`, `||` and
+    `!`: the forms the shipped rules use. Each part answers True, False or None (not sure: a
+    field missing or not a map on the way, a value of another type), and `&&` and `||` absorb
+    None as CEL absorbs an error (false && error is false, true || error is true). A None at
+    the top is the runtime's to answer, error message and all."""
+    if isinstance(ast, Select) and ast.test_only:
+        parent = _path(ast.operand)
+        if parent is None:
+            return None
+        name = ast.field
+        return lambda spec: _has(_read(spec, parent), name)
+    if not isinstance(ast, Call) or ast.target is not None:
         return None
-    if len(ast.args) != 2:
-        return None
-    for side, other in (ast.args, ast.args[::-1]):
-        if isinstance(other, Const) and isinstance(other.value, str):
-            path: list[str] = []
-            node = side
-            while isinstance(node, Select) and not node.test_only:
-                path.append(node.field)
-                node = node.operand
-            if path and isinstance(node, Ident) and node.name == "spec":
-                return tuple(reversed(path)), other.value
+    if ast.function in ("_&&_", "_||_") and ast.args:
+        planned = [_plan(a) for a in ast.args]
+        parts = [p for p in planned if p is not None]
+        if len(parts) < len(planned):
+            return None
+        return _all(parts) if ast.function == "_&&_" else _any(parts)
+    if ast.function == "!_" and len(ast.args) == 1:
+        inner = _plan(ast.args[0])
+        return None if inner is None else lambda spec: _not(inner(spec))
+    if len(ast.args) == 2:
+        return _comparison(ast.function, *ast.args)
     return None
+
+
+def _comparison(function: str, left: Expr, right: Expr) -> Plan | None:
+    for side, other, flipped in ((left, right, False), (right, left, True)):
+        path = _path(side)
+        if path is None or not path or not isinstance(other, Const):
+            continue
+        const, kind = other.value, type(other.value)
+        if kind not in (str, int, bool) or (function in _ORDER and kind is not int):
+            return None
+        if function in {"_==_", "_!=_"}:
+            equal = function == "_==_"
+            return lambda spec: _equal(_read(spec, path), const, kind, equal)
+        order = _ORDER.get(function)
+        if order is None:
+            return None
+        if flipped:
+            return lambda spec: _ordered(const, _read(spec, path), kind, order)
+        return lambda spec: _ordered(_read(spec, path), const, kind, order)
+    return None
+
+
+def _path(node: Expr) -> tuple[str, ...] | None:
+    """The fields of `spec.a.b` (() for `spec` itself), or None for anything else."""
+    fields: list[str] = []
+    while isinstance(node, Select) and not node.test_only:
+        fields.append(node.field)
+        node = node.operand
+    if isinstance(node, Ident) and node.name == "spec":
+        return tuple(reversed(fields))
+    return None
+
+
+_UNSURE: Any = object()  # a read CEL would fail (or answer otherwise than Python would)
+
+
+def _read(spec: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    node: Any = spec
+    for key in path:
+        if type(node) is not dict or key not in node:
+            return _UNSURE
+        node = node[key]
+    return node
+
+
+def _has(parent: Any, name: str) -> bool | None:
+    return name in parent if type(parent) is dict else None
+
+
+def _equal(value: Any, const: Any, kind: type, equal: bool) -> bool | None:
+    if type(value) is not kind:
+        return None
+    return (value == const) is equal
+
+
+def _ordered(a: Any, b: Any, kind: type, order: Callable[[Any, Any], bool]) -> bool | None:
+    if type(a) is not kind or type(b) is not kind:
+        return None
+    return order(a, b)
+
+
+def _not(value: bool | None) -> bool | None:
+    return None if value is None else not value
+
+
+def _all(parts: list[Plan]) -> Plan:
+    def run(spec: Mapping[str, Any]) -> bool | None:
+        unsure = False
+        for part in parts:
+            answer = part(spec)
+            if answer is False:
+                return False
+            unsure = unsure or answer is None
+        return None if unsure else True
+
+    return run
+
+
+def _any(parts: list[Plan]) -> Plan:
+    def run(spec: Mapping[str, Any]) -> bool | None:
+        unsure = False
+        for part in parts:
+            answer = part(spec)
+            if answer is True:
+                return True
+            unsure = unsure or answer is None
+        return None if unsure else False
+
+    return run
 
 
 def regex_problem(ast: Expr, condition: str) -> str | None:
@@ -237,10 +346,10 @@ def evaluate(rule: Rule, bound: Bound) -> RuleResult:
     problem = bound.problem_for(rule) if bound.problems else None
     if problem is not None:
         return RuleResult(False, f"spec cannot be given to CEL: {problem}")
-    if rule.equals is not None and bound.spec is not None:
-        known = _equals(bound.spec, *rule.equals)
+    if rule.plan is not None and bound.spec is not None:
+        known = rule.plan(bound.spec)
         if known is not None:
-            return known
+            return MATCHED if known else UNMATCHED
     try:
         value = rule.program.eval(bound.activation)
     # The rule is user-supplied code run by a third-party runtime: whatever it raises (budget
@@ -257,22 +366,6 @@ def evaluate(rule: Rule, bound: Bound) -> RuleResult:
     if kind == cel.Type.ERROR:
         return RuleResult(False, _runtime_message(str(value.value())))
     return RuleResult(False, f"evaluated to {kind.name().lower()}, not a bool")
-
-
-def _equals(spec: Mapping[str, Any], path: tuple[str, ...], text: str) -> RuleResult | None:
-    """`spec.<path> == text` as CEL answers it, when the path leads through maps to a string
-    (CEL compares strings by code point, as Python does); None, for CEL to answer, otherwise (a
-    missing field is CEL's error, a value of another type its own comparison). Three of the
-    seven shipped rules are of this form; the runtime took 1.9 us each, this 0.35 us.
-    tests/unit/providers/test_cel.py holds the two answers equal."""
-    node: Any = spec
-    for key in path:
-        if type(node) is not dict or key not in node:
-            return None
-        node = node[key]
-    if type(node) is not str:
-        return None
-    return MATCHED if node == text else UNMATCHED
 
 
 def input_problem(spec: Mapping[str, Any]) -> str | None:
@@ -307,7 +400,9 @@ def _is_plain(value: Any) -> bool:
                 return False
             stack.extend(node)
         elif kind is str:
-            if len(node) > INPUT_STRING_LIMIT or not (node.isascii() or _encodes(node)):
+            if len(node) > INPUT_STRING_LIMIT or "\x00" in node:
+                return False  # the runtime reads a string up to its first NUL (see _encodes)
+            if not (node.isascii() or _encodes(node)):
                 return False
         elif kind is int:
             if not INT64_MIN <= node <= INT64_MAX:
@@ -318,8 +413,10 @@ def _is_plain(value: Any) -> bool:
 
 
 def _encodes(text: str) -> bool:
-    """Whether CEL can take the string: a lone surrogate fails the conversion of the whole
-    input, and so every rule (the slow path gives the runtime the spec as it is)."""
+    """Whether CEL can take the string as it is: a lone surrogate fails the conversion of the
+    whole input, and so every rule, and a NUL ends the string the runtime sees ("a\x00b" is
+    "a" to it). Such a spec takes the slow path, which gives the runtime the spec as it is and
+    answers no rule in Python (Bound.spec is None)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

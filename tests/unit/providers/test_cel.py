@@ -306,70 +306,160 @@ def test_fields_no_rule_reads_are_not_given_to_cel(shipped: ProviderRegistry) ->
     assert (choice.decision.value, choice.warnings) == ("kuberay", ())
 
 
-# --- Equality rules answered without the runtime (core.cel.rules._equals) -------------------------
+# --- Plain rules answered without the runtime (core.cel.rules._plan) ---------------------------
 
-_EQ_KEYS = ["engine", "type", "mode", "x"]
-_eq_texts = st.sampled_from(["vllm", "", "VLLM", "vllm ", "é", "\x00", "\ud800", "sglang"])
+_EQ_KEYS = ["engine", "type", "resources", "gpu", "count", "mode"]
+_eq_texts = st.sampled_from(["vllm", "", "VLLM", "é", "\x00", "\ud800", "sglang"])
 _eq_leaves = st.one_of(
-    _eq_texts, st.integers(-2, 2), st.floats(allow_nan=True), st.none(), st.booleans()
+    _eq_texts,
+    st.integers(-2, 3),
+    st.sampled_from([INT64_MAX, INT64_MIN]),
+    st.floats(allow_nan=True),
+    st.none(),
+    st.booleans(),
 )
 _eq_specs = st.recursive(
     _eq_leaves,
     lambda inner: st.one_of(
-        st.lists(inner, max_size=2), st.dictionaries(st.sampled_from(_EQ_KEYS), inner, max_size=3)
+        st.lists(inner, max_size=2),
+        st.dictionaries(st.sampled_from(_EQ_KEYS), inner, max_size=3),
     ),
-    max_leaves=8,
+    max_leaves=10,
 ).filter(lambda v: isinstance(v, dict))
 
 
 @st.composite
-def _equality_rules(draw: st.DrawFn) -> str:
-    path = ".".join(draw(st.lists(st.sampled_from(_EQ_KEYS), min_size=1, max_size=3)))
-    text = draw(st.sampled_from(["vllm", "", "VLLM", "é", "sglang"]))
-    quote = draw(st.sampled_from(["'", '"']))
-    left, right = f"spec.{path}", f"{quote}{text}{quote}"
-    return f"{right} == {left}" if draw(st.booleans()) else f"{left} == {right}"
+def _atoms(draw: st.DrawFn) -> str:
+    path = "spec." + ".".join(draw(st.lists(st.sampled_from(_EQ_KEYS), min_size=1, max_size=3)))
+    text = draw(st.sampled_from(["'vllm'", '""', "'VLLM'", "'é'", '"sglang"']))
+    number = draw(st.sampled_from(["0", "1", "-1", "2", "1u", "9223372036854775807"]))
+    boolean = draw(st.sampled_from(["true", "false"]))
+    return draw(
+        st.sampled_from(
+            [
+                f"{path} == {text}",
+                f"{text} == {path}",
+                f"{path} != {text}",
+                f"{path} == {number}",
+                f"{path} > {number}",
+                f"{number} <= {path}",
+                f"{path} < {number}",
+                f"{path} >= {number}",
+                f"{path} != {number}",
+                f"{path} == {boolean}",
+                f"{boolean} != {path}",
+                f"has({path})",
+                "has(spec.engine)",
+            ]
+        )
+    )
 
 
-@settings(max_examples=400, deadline=None)
-@given(spec=_eq_specs, condition=_equality_rules(), fields=st.booleans())
-def test_an_equality_rule_is_answered_as_the_runtime_answers_it(
+_conditions = st.recursive(
+    _atoms(),
+    lambda inner: st.one_of(
+        st.builds(lambda a, b: f"({a}) && ({b})", inner, inner),
+        st.builds(lambda a, b: f"({a}) || ({b})", inner, inner),
+        st.builds(lambda a: f"!({a})", inner),
+    ),
+    max_leaves=5,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(spec=_eq_specs, condition=_conditions, fields=st.booleans())
+def test_a_plain_rule_is_answered_as_the_runtime_answers_it(
     spec: dict[str, Any], condition: str, fields: bool
 ) -> None:
-    """A rule `spec.<path> == 'text'` answered in Python gives the runtime's result, error and
-    all: the path missing, through a list or to another type, and a spec the runtime cannot
-    take whole (a lone surrogate anywhere fails every rule)."""
+    """A rule of comparisons, has(), &&, || and ! answered in Python gives the runtime's
+    result, error and all: fields missing, lists or null on the way, values of other types
+    (1 against 1u, a bool against an int, NaN), errors absorbed by && and ||, and a spec the
+    runtime cannot take whole (a lone surrogate anywhere fails every rule)."""
     rule = compile_rule(ENV, condition, 0)
-    assert rule.equals is not None
-    by_runtime = dataclasses.replace(rule, equals=None)
+    assert rule.compile_error is None, condition
+    assert rule.plan is not None
+    by_runtime = dataclasses.replace(rule, plan=None)
     bound = activation(ENV, spec, rule.reads if fields else None)
     assert evaluate(rule, bound) == evaluate(by_runtime, bound)
 
 
+def test_the_shipped_rules_are_answered_as_the_runtime_answers_them(
+    shipped: ProviderRegistry,
+) -> None:
+    """Every shipped rule has a plan, and on every hydrated example of the tests' builders
+    (each engine, with and without GPUs, disaggregated) it answers as the runtime does."""
+    rules = [r for c in shipped.configs.values() for r in c.rules]
+    assert rules and all(r.plan is not None for r in rules)
+    specs = [
+        hydrate(model_deployment(**kwargs), registry=shipped).obj["spec"]
+        for kwargs in _SHIPPED_EXAMPLES
+    ]
+    for spec in specs:
+        bound = activation(ENV, spec)
+        for rule in rules:
+            assert evaluate(rule, bound) == evaluate(dataclasses.replace(rule, plan=None), bound)
+
+
+_SHIPPED_EXAMPLES: list[dict[str, Any]] = [
+    {},
+    {"engine": "sglang"},
+    {"engine": "trtllm"},
+    {"engine": "llamacpp", "gpu": 0},
+    {"gpu": 0},
+    {"gpu": 1},
+    {"gpu": 4},
+    {"mode": "disaggregated"},
+]
+
+
 @pytest.mark.parametrize(
-    ("condition", "equals"),
+    ("condition", "planned"),
     [
-        ("spec.engine.type == 'vllm'", (("engine", "type"), "vllm")),
-        ('"vllm" == spec.engine.type', (("engine", "type"), "vllm")),
-        ("spec.a == ''", (("a",), "")),
-        ("has(spec.engine) == true", None),  # a test, not a read
-        ("spec.engine.type == 1", None),
-        ("spec.engine.type == b'vllm'", None),
-        ("spec.engine.type != 'vllm'", None),
-        ("spec.engine.type == 'vllm' && true", None),
-        ("spec.engine['type'] == 'vllm'", None),
-        ("spec == 'vllm'", None),
+        ("spec.engine.type == 'vllm'", True),
+        ('"vllm" == spec.engine.type', True),
+        ("has(spec.serving) && spec.serving.mode == 'disaggregated'", True),
+        ("!has(spec.resources) || spec.resources.gpu.count == 0", True),
+        ("spec.resources.gpu.count > 1u", True),
+        ("spec.engine['type'] == 'vllm'", False),  # an index, not a field
+        ("spec == 'vllm'", False),
+        ("spec.a == 1.5", False),  # doubles compare across types in CEL
+        ("spec.a == null", False),
+        ("spec.a < 'b'", False),  # string order is left to the runtime
+        ("spec.a == b'x'", False),
+        ("size(spec.a) > 1", False),
+        ("spec.a.startsWith('x')", False),
+        ("spec.a == 'x' + 'y'", False),  # a computed value
+        ("spec.a && true", False),
     ],
 )
-def test_only_a_whole_rule_of_one_equality_is_answered_without_the_runtime(
-    condition: str, equals: tuple[tuple[str, ...], str] | None
+def test_only_the_plain_forms_are_answered_without_the_runtime(
+    condition: str, planned: bool
 ) -> None:
     rule = compile_rule(ENV, condition, 0)
     assert rule.compile_error is None
-    assert rule.equals == equals
+    assert (rule.plan is not None) is planned
 
 
-def test_an_equality_rule_on_a_spec_with_a_lone_surrogate_is_the_runtimes_error() -> None:
+@pytest.mark.parametrize(
+    ("spec", "condition", "fields"),
+    [
+        ({"type": "\x00"}, 'spec.type == ""', False),  # to the runtime, "\x00" is ""
+        ({"type": "a\x00b"}, "spec.type == 'a'", True),
+        ({"type": "\ud800"}, "spec.type != 'a'", True),
+    ],
+)
+def test_a_plain_rule_on_a_string_the_runtime_reads_otherwise_is_the_runtimes_answer(
+    spec: dict[str, Any], condition: str, fields: bool
+) -> None:
+    """Strings the runtime does not read as Python holds them (a NUL ends one, a lone
+    surrogate fails the whole input) are never answered in Python."""
+    rule = compile_rule(ENV, condition, 0)
+    bound = activation(ENV, spec, rule.reads if fields else None)
+    assert bound.spec is None
+    assert evaluate(rule, bound) == evaluate(dataclasses.replace(rule, plan=None), bound)
+
+
+def test_a_plain_rule_on_a_spec_with_a_lone_surrogate_is_the_runtimes_error() -> None:
     spec = {"engine": {"type": "vllm", "note": "\ud800"}}
     assert outcome("spec.engine.type == 'vllm'", spec) == RuleResult(
         False, "basic_string: construction from null is not valid"
