@@ -143,7 +143,6 @@ class BuiltinSchemas:
     def __init__(self, kubernetes: str, *, inline: bool = True, reference: bool = False) -> None:
         self.inline = inline  # False: references resolved on every object (tests compare)
         self.reference = reference  # True: jsonschema on every object (tests compare)
-        self._structurals: dict[tuple[str, str], dict[str, Any]] = {}
         self._checkers: dict[tuple[str, str], tuple[Checker, Checker | None]] = {}
         # Imported here, not with the module: a render with nothing to render never builds
         # Schemas, and these two cost 0.12 s of its start-up (jsonschema's formats).
@@ -172,19 +171,13 @@ class BuiltinSchemas:
             )
         return schema
 
-    def _structural_schema(self, api_version: str, kind: str) -> dict[str, Any]:
-        """The kind's schema in check_schema's form, translated on first use."""
-        key = (api_version, kind)
-        if key not in self._structurals:
-            inlined = _inline(self._source(api_version, kind), self._definitions, {}, ())
-            self._structurals[key] = _structural(inlined)
-        return self._structurals[key]
-
     def _checkers_of(self, api_version: str, kind: str) -> tuple[Checker, Checker | None]:
-        """The structural checkers of a kind and of its metadata (None: it declares none)."""
+        """The structural checkers of a kind and of its metadata (None: it declares none), for
+        the kind's schema in check_schema's form, translated on first use."""
         key = (api_version, kind)
         if key not in self._checkers:
-            structural = self._structural_schema(api_version, kind)
+            inlined = _inline(self._source(api_version, kind), self._definitions, {}, ())
+            structural = _structural(inlined)
             meta = structural["properties"].get("metadata")
             self._checkers[key] = (Checker(structural), None if meta is None else Checker(meta))
         return self._checkers[key]

@@ -35,16 +35,13 @@ from core.schema.crds import model_deployment_spec
 from core.selection.choice import Decision, select_engine, select_provider
 from core.selection.configs import ProviderRegistry
 
-# The schema is a constant; built once instead of on every admission (it was a third of the
-# structure check). Checking never changes it.
-_spec_schema = functools.cache(model_deployment_spec)
-
 
 @functools.cache
 def _spec_checker() -> Checker:
-    """The spec schema's checker: its nodes are read on first use and kept (threads may read
-    one node twice; each reading is the same)."""
-    return Checker(_spec_schema())
+    """The spec schema's checker, built once instead of on every admission (building the schema
+    was a third of the structure check); its nodes are read on first use and kept (threads may
+    read one node twice; each reading is the same). Checking never changes the schema."""
+    return Checker(model_deployment_spec())
 
 
 STICKY_REASON = "kept from the previous version of this object (selection is sticky)"

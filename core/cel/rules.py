@@ -14,6 +14,7 @@ missed.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,12 +135,7 @@ def compile_rule(env: Environment, condition: str, priority: int) -> Rule:
     return Rule(condition, priority, program, None, cost, uses > 0, reads, _plan(ast))
 
 
-_ORDER = {
-    "_<_": lambda a, b: a < b,
-    "_<=_": lambda a, b: a <= b,
-    "_>_": lambda a, b: a > b,
-    "_>=_": lambda a, b: a >= b,
-}
+_ORDER = {"_<_": operator.lt, "_<=_": operator.le, "_>_": operator.gt, "_>=_": operator.ge}
 
 
 def _plan(ast: Expr) -> Plan | None:
@@ -162,7 +158,7 @@ def _plan(ast: Expr) -> Plan | None:
         parts = [p for p in planned if p is not None]
         if len(parts) < len(planned):
             return None
-        return _all(parts) if ast.function == "_&&_" else _any(parts)
+        return _junction(parts, decisive=ast.function == "_||_")
     if ast.function == "!_" and len(ast.args) == 1:
         inner = _plan(ast.args[0])
         return None if inner is None else lambda spec: _not(inner(spec))
@@ -174,7 +170,7 @@ def _plan(ast: Expr) -> Plan | None:
 def _comparison(function: str, left: Expr, right: Expr) -> Plan | None:
     for side, other, flipped in ((left, right, False), (right, left, True)):
         path = _path(side)
-        if path is None or not path or not isinstance(other, Const):
+        if not path or not isinstance(other, Const):  # None, or `spec` itself
             continue
         const, kind = other.value, type(other.value)
         if kind not in (str, int, bool) or (function in _ORDER and kind is not int):
@@ -234,28 +230,18 @@ def _not(value: bool | None) -> bool | None:
     return None if value is None else not value
 
 
-def _all(parts: list[Plan]) -> Plan:
+def _junction(parts: list[Plan], *, decisive: bool) -> Plan:
+    """`&&` (decisive False: one false part makes it false) or `||` (decisive True); unsure
+    when no part is decisive and one is unsure, as CEL's error in either."""
+
     def run(spec: Mapping[str, Any]) -> bool | None:
         unsure = False
         for part in parts:
             answer = part(spec)
-            if answer is False:
-                return False
+            if answer is decisive:
+                return decisive
             unsure = unsure or answer is None
-        return None if unsure else True
-
-    return run
-
-
-def _any(parts: list[Plan]) -> Plan:
-    def run(spec: Mapping[str, Any]) -> bool | None:
-        unsure = False
-        for part in parts:
-            answer = part(spec)
-            if answer is True:
-                return True
-            unsure = unsure or answer is None
-        return None if unsure else False
+        return None if unsure else not decisive
 
     return run
 
@@ -364,7 +350,7 @@ def evaluate(rule: Rule, bound: Bound) -> RuleResult:
         return UNMATCHED
     kind = value.type()
     if kind == cel.Type.ERROR:
-        return RuleResult(False, _runtime_message(str(value.value())))
+        return RuleResult(False, _runtime_message(str(answer)))
     return RuleResult(False, f"evaluated to {kind.name().lower()}, not a bool")
 
 

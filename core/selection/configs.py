@@ -33,7 +33,7 @@ from core.schema.crds import inference_provider_config_spec
 from core.schema.structural import check_schema
 
 MAX_RULES = 64  # selection rules per config (AI Runway's own configs have at most 4)
-MAX_ORDERS = 256  # candidate sets whose rule order a registry keeps (a handful in practice)
+MAX_ANSWERS = 256  # answers a registry keeps (see ProviderRegistry.remember; a handful in use)
 MAX_SPEC_BYTES = 128 * 1024  # a config's spec as compact JSON: 64 rules of 1 KiB, and engines
 
 
@@ -122,13 +122,10 @@ class ProviderRegistry:
     plugins: Mapping[str, ProviderPlugin] = field(default_factory=dict)
     # What each provider's hooks are told (its config's annotations, its shipped facts), by name.
     contexts: Mapping[str, ProviderContext] = field(default_factory=dict)
-    # SelectionOrder by candidate names, built on first use: sorting and walking the rules was a
-    # tenth of an admission. Bounded by MAX_ORDERS; the registry is replaced when configs change.
-    orders: dict[tuple[str, ...], SelectionOrder] = field(
-        default_factory=dict, repr=False, compare=False
-    )
-    # Answers that depend on these configs and a few values alone (core.selection.choice's
-    # engine choice by provider, GPU and mode), by key; bounded by MAX_ORDERS (see remember).
+    # Answers that depend on these configs and a few values alone, built on first use and
+    # bounded by MAX_ANSWERS (see remember): each candidate set's SelectionOrder (sorting and
+    # walking the rules was a tenth of an admission) and core.selection.choice's engine choice
+    # by provider, GPU and mode. The registry is replaced when configs change.
     answers: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -196,7 +193,8 @@ class ProviderRegistry:
 
     def selection_order(self, candidates: tuple[str, ...]) -> SelectionOrder:
         """The rules of `candidates` (config names, in registry order) in evaluation order."""
-        known = self.orders.get(candidates)
+        key = ("order", *candidates)
+        known: SelectionOrder | None = self.answers.get(key)
         if known is not None:
             return known
         configs = [self.configs[name] for name in candidates]
@@ -209,15 +207,13 @@ class ProviderRegistry:
         order = SelectionOrder(
             rules, fields_read(r for r, _ in rules), ", ".join(c.name for c in configs if c.rules)
         )
-        if len(self.orders) >= MAX_ORDERS:
-            self.orders.clear()
-        self.orders[candidates] = order
+        self.remember(key, order)
         return order
 
     def remember(self, key: tuple[Any, ...], answer: Any) -> None:
-        """Keep `answer` in `answers` (emptied first when it holds MAX_ORDERS: keys may come
+        """Keep `answer` in `answers` (emptied first when it holds MAX_ANSWERS: keys may come
         from objects, so they are not trusted to be few)."""
-        if len(self.answers) >= MAX_ORDERS:
+        if len(self.answers) >= MAX_ANSWERS:
             self.answers.clear()
         self.answers[key] = answer
 
