@@ -27,13 +27,26 @@ json_scalars = (
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=12)
 )
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=16,
-)
+
+
+def json_trees(
+    leaves: st.SearchStrategy[Any],
+    keys: st.SearchStrategy[str],
+    *,
+    max_size: int = 4,
+    max_leaves: int = 16,
+) -> st.SearchStrategy[Any]:
+    """JSON-shaped values: `leaves`, and lists and maps (keys from `keys`) of them, nested."""
+    return st.recursive(
+        leaves,
+        lambda inner: (
+            st.lists(inner, max_size=max_size) | st.dictionaries(keys, inner, max_size=max_size)
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+json_values = json_trees(json_scalars, st.text(max_size=8))
 
 
 # Class 1: any operation, any object and oldObject (lists, strings, numbers, null, objects).

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from core.fields.paths import FieldPath
 from core.schema.compiled import Checker
 from core.schema.structural import check_schema
+from tests.support.generated import json_trees
 
 Test = TypeVar("Test", bound=Callable[..., None])
 KEYS = ["a", "b", "apiVersion", "kind", "metadata"]
@@ -26,14 +27,7 @@ scalars = st.one_of(
     st.sampled_from([0.5, -1.5, 2.0]),
     st.sampled_from(["", "a", "ab", "abc", "b1", "\ud800"]),
 )
-values = st.recursive(
-    scalars,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=4),
-        st.dictionaries(st.sampled_from(KEYS), inner, max_size=4),
-    ),
-    max_leaves=12,
-)
+values = json_trees(scalars, st.sampled_from(KEYS), max_leaves=12)
 
 
 def _with(

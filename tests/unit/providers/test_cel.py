@@ -7,7 +7,7 @@ import datetime
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from core.admission.hydrate import hydrate
@@ -23,9 +23,11 @@ from core.cel.rules import (
 )
 from core.model.kinds import ModelDeployment
 from core.model.numbers import INT64_MAX, INT64_MIN
-from core.selection.choice import Decision, rank_providers, select_provider
+from core.selection import configs
+from core.selection.choice import Decision, rank_providers, select_engine, select_provider
 from core.selection.configs import MAX_RULES, ProviderRegistry
-from tests.support.builders import model_deployment, provider_config, registry_of
+from tests.support.builders import model_deployment, provider_config, registry_of, shipped_registry
+from tests.support.generated import json_trees
 
 ENV = new_environment()  # immutable after construction; building one costs about 1 ms
 L10 = "[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]"
@@ -318,14 +320,9 @@ _eq_leaves = st.one_of(
     st.none(),
     st.booleans(),
 )
-_eq_specs = st.recursive(
-    _eq_leaves,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=2),
-        st.dictionaries(st.sampled_from(_EQ_KEYS), inner, max_size=3),
-    ),
-    max_leaves=10,
-).filter(lambda v: isinstance(v, dict))
+_eq_specs = json_trees(_eq_leaves, st.sampled_from(_EQ_KEYS), max_size=3, max_leaves=10).filter(
+    lambda v: isinstance(v, dict)
+)
 
 
 @st.composite
@@ -465,3 +462,53 @@ def test_a_plain_rule_on_a_spec_with_a_lone_surrogate_is_the_runtimes_error() ->
         False, "basic_string: construction from null is not valid"
     )
     assert outcome("spec.engine.type == 'vllm'", {"engine": {"type": "vllm"}}) == RuleResult(True)
+
+
+# --- What a registry keeps (ProviderRegistry.answers) ---------------------------------------------
+
+_names = st.one_of(
+    st.sampled_from(["", "dynamo", "kuberay", "kaito", "llmd", "../", "x" * 300, "dynamo\x00"]),
+    st.text(max_size=20),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    asks=st.lists(
+        st.tuples(
+            _names,
+            st.sampled_from([None, 0, 1, 4]),
+            st.sampled_from([None, "disaggregated", "?" * 300]),
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    limit=st.integers(1, 8),
+)
+@example(
+    asks=[("", None, None), ("dynamo", None, None), ("../", 1, None), ("kaito", 1, None)], limit=8
+)
+def test_a_registry_answers_every_engine_choice_as_computed_anew_and_keeps_at_most_its_bound(
+    asks: list[tuple[str, int | None, str | None]], limit: int
+) -> None:
+    """Provider names and modes come from objects (empty, '../', 300 characters, NUL): each is
+    answered as a registry that keeps nothing answers it, and no more than MAX_ANSWERS
+    answers are kept, however many distinct ones are asked for."""
+    registry, fresh = shipped_registry(), shipped_registry()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(configs, "MAX_ANSWERS", limit)
+        for provider, gpu, mode in asks:
+            md = ModelDeployment(model_deployment(provider=provider or None, gpu=gpu, mode=mode))
+            kept = select_engine(md, registry, explicit_provider=provider)
+            fresh.answers.clear()
+            assert kept == select_engine(md, fresh, explicit_provider=provider)
+            fresh.answers.clear()
+            candidates = tuple(registry.configs)[: len(provider) % 6]
+            assert _order_of(registry, candidates) == _order_of(fresh, candidates)
+            assert len(registry.answers) <= limit
+
+
+def _order_of(registry: ProviderRegistry, candidates: tuple[str, ...]) -> tuple[Any, ...]:
+    order = registry.selection_order(candidates)
+    rules = [(rule.condition, rule.priority, name) for rule, name in order.rules]
+    return rules, order.reads, order.among
