@@ -224,3 +224,31 @@ def test_a_passing_and_a_failing_value() -> None:
     ]
     assert checker.passes({"apiVersion": "v1", "a": []}, root=True)
     assert not checker.passes({"apiVersion": "v1", "a": []}, root=False)
+
+
+def test_a_schema_shared_a_billion_ways_or_holding_itself_is_read_once_per_node() -> None:
+    """A CRD's YAML anchors may make one schema node stand in a billion places (2^30 paths
+    here), or inside itself (`&a` under `*a`): a checker reads each node once, along the
+    value, and answers as check_schema does."""
+    shared: dict[str, Any] = {"type": "object", "properties": {"leaf": {"type": "string"}}}
+    for _ in range(30):
+        shared = {"type": "object", "properties": {"a": shared, "b": shared}}
+    looped: dict[str, Any] = {"type": "object", "properties": {}}
+    looped["properties"]["child"] = looped
+    deep: dict[str, Any] = {}
+    for _ in range(60):
+        deep = {"child": deep}
+    cases = [
+        (shared, {"a": {"b": {"a": {}}}}),
+        (shared, {"a": {"b": {"c": 1}}}),
+        (looped, deep),
+        (looped, {"child": {"child": {"other": 1}}}),
+    ]
+    for schema, value in cases:
+        checker = Checker(schema)
+        assert checker.errors(value, FieldPath.root("spec")) == check_schema(
+            value, schema, FieldPath.root("spec")
+        )
+    assert [e.path for e in Checker(looped).errors(cases[3][1], FieldPath.root("spec"))] == [
+        "spec.child.child.other"
+    ]
