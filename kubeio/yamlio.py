@@ -4,11 +4,14 @@ The dumper is deterministic (sorted keys, no line wrapping), with block scalars 
 
 Rendering dumps every object it writes (10,000 ModelDeployments: 40,000 documents), and PyYAML's
 representer, which turns Python values into YAML nodes, is pure Python even under the C emitter:
-it was 30% of a render. `dump` builds the nodes itself for what rendered objects hold (dicts with
-string keys, lists, strings, booleans, integers, None; other leaves go to the representer), with
-the representer's exact rules: sorted keys, block style, `|` for multi-line strings. Anything else
-(another container type, a key that is not a string) takes the representer's path for the whole
-document. A property test holds the two paths to the same bytes.
+it was 30% of a render. `dump` writes the text itself for what rendered objects hold (dicts with
+string keys, lists, single-line strings, booleans, integers, None), with the emitter's exact
+rules: sorted keys, block style, sequences in mappings not indented, a string plain when the
+emitter would write it plain (printable ASCII decided here by the emitter's own analysis, any
+other single-line string by asking the emitter), else quoted. A document with anything else (a
+multi-line string, a float, a key past 128 bytes) goes through nodes it builds itself, with the
+representer's rules; another container type or a key that is not a string, through the
+representer. Property tests hold all three paths to the same bytes.
 
 No anchors or aliases, ever: a dict or list that appears twice (one probe object used as the
 liveness and the readiness probe) is written out twice, as people write Kubernetes YAML and as
@@ -22,6 +25,7 @@ SourceError naming the document.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -90,8 +94,18 @@ class _Unusual(Exception):
     """A value the node builder leaves to the representer, for the whole document."""
 
 
-def dump(obj: Mapping[str, Any] | list[Any]) -> str:
-    """One object (or a list of values) as YAML; the same object always gives the same bytes."""
+def dump(obj: Mapping[str, Any] | list[Any], *, strings: Strings | None = None) -> str:
+    """One object (or a list of values) as YAML; the same object always gives the same bytes.
+    `strings`: the texts of strings written before, to reuse and add to (one per render)."""
+    try:
+        return _Writer(strings if strings is not None else Strings()).document(obj)
+    except _Unusual:
+        return dump_nodes(obj)
+
+
+def dump_nodes(obj: Mapping[str, Any] | list[Any]) -> str:
+    """`dump` through the nodes this module builds (or the representer's, for an unusual value)
+    and the C emitter: the path of a document the writer leaves alone, and its reference."""
     stream = io.StringIO()
     dumper = _Dumper(stream, **_OPTIONS)
     try:
@@ -147,6 +161,171 @@ def _node(value: Any, dumper: _Dumper, path: set[int]) -> Node:
         node: Node = dumper.represent_data(value)  # its spellings of inf, nan and exponents
         return node
     raise _Unusual
+
+
+# A string the emitter may write plain or in single quotes with no analysis beyond _plain:
+# printable ASCII, no quote (so quoting it is wrapping it).
+_ASCII = re.compile(r"[ -&(-~]+")
+# What keeps such a string from being a plain scalar in block context (the emitter's
+# analyze_scalar): a document marker first, a leading indicator, `?`, `:` or `-` alone or before
+# a space, `: ` or `:` at the end, ` #`, a leading or trailing space.
+_NOT_PLAIN = re.compile(r"---|\.\.\.|[#,\[\]{}&*!|>\"%@`]|[?:-](?: |$)| |.*(?:: |:$| #| $)")
+_BREAK = re.compile("[\r\n\x85\u2028\u2029]")  # what YAML reads as a line break
+_OTHER_BREAK = re.compile("[\r\x85\u2028\u2029]")
+_SIMPLE_KEY_BYTES = 128  # a longer key is written `? key` (the emitter's check_simple_key)
+
+
+class _Resolve(FastResolve, yaml.resolver.Resolver):
+    """The tags the dumper's resolver gives plain scalars (the emitter writes a string plain
+    only when its text reads back as a string)."""
+
+
+MAX_STRINGS = 8_192  # a Strings memo is emptied when it holds this many texts
+
+
+class Strings(dict[str, str]):
+    """How strings were written so far (string -> its text as a single-line scalar), for
+    `dump` to reuse across the documents of one render: the same keys, images and names come
+    back in every object. Bounded: emptied when full."""
+
+
+class _Writer:
+    """The text of one document, written directly: what `dump_nodes` writes, for the values it
+    handles (see the module's text); _Unusual for any other, and a ValueError for a cycle."""
+
+    def __init__(self, strings: Strings) -> None:
+        self.out: list[str] = []
+        self.path: set[int] = set()
+        self.strings = strings
+        if len(strings) >= MAX_STRINGS:
+            strings.clear()
+        self.resolver = _Resolve()
+
+    def document(self, obj: Any) -> str:
+        kind = type(obj)
+        if kind is dict and obj:
+            self._mapping(obj, "", "")
+        elif kind is list and obj:
+            self._sequence(obj, "", "")
+        elif kind is dict or kind is list:
+            return "{}\n" if kind is dict else "[]\n"
+        else:
+            raise _Unusual  # a scalar document (PyYAML ends it with `...`)
+        return "".join(self.out)
+
+    def _enter(self, value: Any) -> None:
+        ident = id(value)
+        if ident in self.path:
+            raise ValueError(CYCLE)
+        self.path.add(ident)
+
+    def _mapping(self, value: dict[Any, Any], pad: str, first: str) -> None:
+        """A non-empty mapping whose first line starts with `first`, the others with `pad`."""
+        self._enter(value)
+        if any(type(key) is not str for key in value):
+            raise _Unusual
+        out, prefix, inner, strings = self.out, first, pad + "  ", self.strings
+        for key in sorted(value):
+            item = value[key]
+            if len(key) > _SIMPLE_KEY_BYTES // 4 and len(key.encode()) > _SIMPLE_KEY_BYTES:
+                raise _Unusual  # written `? key`
+            written = strings.get(key)
+            if written is None:
+                written = self._string(key)
+            kind = type(item)
+            if kind is dict and item:
+                out.append(f"{prefix}{written}:\n")
+                self._mapping(item, inner, inner)
+            elif kind is list and item:
+                out.append(f"{prefix}{written}:\n")
+                self._sequence(item, pad, pad)  # in a mapping, a sequence is not indented
+            elif kind is str and item in strings:
+                out.append(f"{prefix}{written}: {strings[item]}\n")
+            else:
+                out.append(f"{prefix}{written}: {self._scalar(item, pad)}\n")
+            prefix = pad
+        self.path.discard(id(value))
+
+    def _sequence(self, value: list[Any], pad: str, first: str) -> None:
+        """A non-empty sequence whose first item starts with `first`, the others with `pad`."""
+        self._enter(value)
+        out, prefix, inner = self.out, first, pad + "  "
+        for item in value:
+            head = prefix + "- "
+            kind = type(item)
+            if kind is dict and item:
+                self._mapping(item, inner, head)
+            elif kind is list and item:
+                self._sequence(item, inner, head)
+            else:
+                out.append(f"{head}{self._scalar(item, pad)}\n")
+            prefix = pad
+        self.path.discard(id(value))
+
+    def _scalar(self, value: Any, pad: str) -> str:
+        """A value's text after `key: ` or `- `, on a line that starts with `pad`."""
+        kind = type(value)
+        if kind is str:
+            written = self.strings.get(value)
+            if written is None:
+                written = self._string(value) if _BREAK.search(value) is None else None
+            return written if written is not None else _block(value, pad)
+        if kind is bool:
+            return "true" if value else "false"
+        if kind is int:
+            return str(value)
+        if value is None:
+            return "null"
+        if kind is dict:
+            return "{}"
+        if kind is list:
+            return "[]"
+        raise _Unusual  # a float (its spellings are the representer's), or another type
+
+    def _string(self, value: str) -> str:
+        """A single-line string's text (the same as a key or as a value), remembered."""
+        if _ASCII.fullmatch(value):
+            plain = _NOT_PLAIN.match(value) is None and (
+                self.resolver.resolve(ScalarNode, value, (True, False)) == _STR
+            )
+            written = value if plain else f"'{value}'"
+        elif not value:
+            written = "''"
+        elif _BREAK.search(value) is not None:
+            raise _Unusual  # a key with a line break is written `? key`
+        else:
+            written = _asked(value)
+        self.strings[value] = written
+        return written
+
+
+def _asked(value: str) -> str:
+    """How the emitter writes a single-line string that is not printable ASCII (quotes, `'`,
+    escapes, characters it must escape), asked of the emitter itself."""
+    text = dump_nodes({"k": value})
+    if not text.startswith("k: ") or text.count("\n") != 1:
+        raise _Unusual
+    return text[3:-1]
+
+
+def _block(value: str, pad: str) -> str:
+    """A string with a line break, as the emitter writes it after `key: ` or `- ` on a line
+    that starts with `pad`: asked of the emitter as a mapping's value at the top, where its
+    lines (a `|` block) are indented by two; here they are by `pad` and two more. In quotes
+    (when a block cannot hold it) it is one line, wherever it stands."""
+    text = dump_nodes({"k": value})
+    if not text.startswith("k: "):
+        raise _Unusual
+    header, _, body = text[3:].partition("\n")
+    if _BREAK.search(header) is not None or _OTHER_BREAK.search(body) is not None:
+        raise _Unusual  # a quoted scalar over several lines, or breaks other than \n
+    if not body:
+        return header
+    lines = body[:-1].split("\n")  # the text ends with a line break
+    if not header.startswith("|") or any(line and line[:2] != "  " for line in lines):
+        raise _Unusual
+    inner = pad + "  "
+    return "\n".join([header, *(inner + line[2:] if line else "" for line in lines)])
 
 
 def _refuse_cycles(value: Any, path: set[int]) -> None:

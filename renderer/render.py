@@ -14,7 +14,7 @@ import logging
 import multiprocessing
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.admission.configs import check_external_provider
@@ -34,7 +34,7 @@ from core.schema.crds import external_model_provider_spec
 from core.schema.rules import apply_defaults
 from core.selection.configs import ProviderRegistry
 from kubeio.guard import per_object
-from kubeio.yamlio import dump
+from kubeio.yamlio import Strings, dump
 from renderer.folders import (
     EXTERNAL_FILE,
     EXTERNAL_SUFFIX,
@@ -68,6 +68,9 @@ class RenderContext:
     schemas: Schemas
     pins: Versions
     gateway: GatewayTarget | None = None
+    # how strings were written into YAML so far (kubeio.yamlio): each process of a render
+    # fills its own copy
+    strings: Strings = field(default_factory=Strings)
 
 
 def render_one(
@@ -78,8 +81,12 @@ def render_one(
     schemas: Schemas,
     pins: Versions,
     gateway: GatewayTarget | None = None,
+    strings: Strings | None = None,
 ) -> Result:
+    """One ModelDeployment's Result (see the module's text); `strings`: kubeio.yamlio's memo of
+    string texts, shared by the objects of one render."""
     key = folder_of(obj)
+    strings = strings if strings is not None else Strings()
     admission = admit(_source_view(obj), old=previous, registry=registry)
     if not admission.allowed:
         return Result(
@@ -114,10 +121,11 @@ def render_one(
                 warnings=admission.warnings,
                 schemas=tuple(sorted(consulted.items())),
             )
-    files = {HYDRATED_FILE: dump(admission.obj)}
+    files = {HYDRATED_FILE: dump(admission.obj, strings=strings)}
     for rendered in objects:
-        files[f"{rendered['kind'].lower()}-{rendered['metadata']['name']}.yaml"] = dump(rendered)
-    files["kustomization.yaml"] = dump(kustomization(sorted(files)))
+        name = f"{rendered['kind'].lower()}-{rendered['metadata']['name']}.yaml"
+        files[name] = dump(rendered, strings=strings)
+    files["kustomization.yaml"] = dump(kustomization(sorted(files)), strings=strings)
     if any(credential_kind(text) for text in files.values()):  # rare: then find the fields
         leaked = [
             f"{what}: {error}"
@@ -168,6 +176,7 @@ def render_guarded(
     schemas: Schemas,
     pins: Versions,
     gateway: GatewayTarget | None = None,
+    strings: Strings | None = None,
 ) -> Result:
     """render_one, where any exception at all becomes this object's one-line error (the
     traceback goes to the debug log): one bad object never takes down the others."""
@@ -176,7 +185,13 @@ def render_guarded(
         key,
         "rendered",
         lambda: render_one(
-            obj, previous=previous, registry=registry, schemas=schemas, pins=pins, gateway=gateway
+            obj,
+            previous=previous,
+            registry=registry,
+            schemas=schemas,
+            pins=pins,
+            gateway=gateway,
+            strings=strings,
         ),
         lambda error: Result(key, error=error),
         log,
@@ -277,4 +292,5 @@ def _render_in(
         schemas=context.schemas,
         pins=context.pins,
         gateway=context.gateway,
+        strings=context.strings,
     )

@@ -1,6 +1,7 @@
-"""The YAML node builder gives exactly the bytes of PyYAML's representer, for any JSON-like value
-with any sharing of dicts and lists, and for the unusual values it hands back to the
-representer; neither ever writes an anchor or an alias (a shared value is written out again);
+"""The YAML writer and the node builder give exactly the bytes of PyYAML's representer, for any
+JSON-like value with any sharing of dicts and lists (strings of every character the emitter's
+analysis looks at, keys around its 128-byte limit), and for the unusual values they hand back to
+the representer; neither ever writes an anchor or an alias (a shared value is written out again);
 the strict loader (with the same fast resolver) reads what PyYAML's loader reads."""
 
 from __future__ import annotations
@@ -18,16 +19,34 @@ from hypothesis import strategies as st
 
 from core.fields.errors import SourceError
 from kubeio.sources import parse_documents
-from kubeio.yamlio import dump, dump_represented
+from kubeio.yamlio import MAX_STRINGS, Strings, dump, dump_nodes, dump_represented
 
+# Every character class the emitter's analysis (analyze_scalar) and the resolver look at:
+# indicators, spaces, quotes, breaks, tabs, non-ASCII printable and not, the BOM, digits, dots.
+TRICKY = "ab yYnN019.+-_:#,?[]{}&*!|>'\"%@`~=</\\\t\n\r\x00\x07\x85\xa0\u00e9\u2028\ufeff\U0001f600"
+STRINGS = st.one_of(
+    st.text(max_size=30),
+    st.text(alphabet=TRICKY, max_size=12),
+    st.sampled_from(
+        [
+            *("", "yes", "null", "~", "1e3", "0x1F", "a: b", "- x", "line\nnext\n", "'q'", "---"),
+            *("...x", "-", ":", "?", "a:", "a #b", " a", "a ", "1.2.3", "1_000", "0o17", "<<"),
+            *("2001-12-14", "=", ".inf", "-.5", "+1", "TRUE", "off", "2026-12-04 10:00:00"),
+            *(":x", "-x", "?x"),
+        ]
+    ),
+)
+LONG_KEYS = st.builds(
+    lambda n, c: c * n, st.integers(min_value=30, max_value=132), st.sampled_from(["a", "\u00e9"])
+)
 LEAVES = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=30),
-    st.sampled_from(["", "yes", "null", "~", "1e3", "0x1F", "a: b", "- x", "line\nnext\n", "'q'"]),
+    STRINGS,
 )
+KEYS = st.one_of(st.text(max_size=8), st.text(alphabet=TRICKY, max_size=8), LONG_KEYS)
 
 
 @st.composite
@@ -38,10 +57,10 @@ def objects(draw: st.DrawFn) -> dict[str, Any]:
     def extend(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         return st.one_of(
             st.lists(children, max_size=4),
-            st.dictionaries(st.text(max_size=8), children, max_size=4),
+            st.dictionaries(KEYS, children, max_size=4),
         )
 
-    tree = draw(st.dictionaries(st.text(max_size=8), st.recursive(LEAVES, extend, max_leaves=25)))
+    tree = draw(st.dictionaries(KEYS, st.recursive(LEAVES, extend, max_leaves=25)))
     for key in list(tree)[: draw(st.integers(0, 3))]:
         if isinstance(tree[key], dict | list):
             shared.append(tree[key])
@@ -50,9 +69,46 @@ def objects(draw: st.DrawFn) -> dict[str, Any]:
     return tree
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(objects())
-def test_the_node_builder_writes_what_the_representer_writes(obj: dict[str, Any]) -> None:
+def test_the_writer_and_the_node_builder_write_what_the_representer_writes(
+    obj: dict[str, Any],
+) -> None:
+    expected = dump_represented(obj)
+
+    assert dump_nodes(obj) == expected
+    assert dump(obj) == expected
+    assert dump(obj, strings=REUSED) == expected  # texts of every earlier example's strings
+
+
+# One memo of string texts across every example of the test above, as one render shares one.
+REUSED = Strings()
+
+
+def test_a_full_memo_of_string_texts_is_emptied_and_still_gives_the_same_bytes() -> None:
+    strings = Strings((f"s{i}", f"s{i}") for i in range(MAX_STRINGS))
+    obj = {"a": ["x", "true", "\u00e9"], "b": "line\nnext"}
+
+    assert dump(obj, strings=strings) == dump_represented(obj)
+    assert strings == {"a": "a", "b": "b", "x": "x", "true": "'true'", "\u00e9": "\u00e9"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.recursive(LEAVES, lambda inner: st.lists(inner, max_size=3), max_leaves=8)))
+def test_the_writer_writes_lists_of_any_depth_as_the_representer_does(obj: list[Any]) -> None:
+    assert dump(obj) == dump_represented(obj)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a" * 127, "a" * 128, "a" * 129, "\u00e9" * 64, "\u00e9" * 65, "x\u00e9" * 43],
+    ids=["127", "128", "129", "128-bytes-2-byte", "130-bytes-2-byte", "129-bytes-mixed"],
+)
+def test_keys_around_the_emitters_simple_key_limit_are_written_as_it_writes_them(
+    text: str,
+) -> None:
+    obj = {text: {"a": 1}, "b": [text]}
+
     assert dump(obj) == dump_represented(obj)
 
 

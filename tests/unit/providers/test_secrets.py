@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.checks.credentials import HINT, SHAPES, credential_kind, find_credentials
+from core.checks.credentials import (
+    HINT,
+    SHAPES,
+    _credential_strings,  # the first walk itself, held to searching each string
+    credential_kind,
+    find_credentials,
+)
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
 
@@ -233,3 +239,58 @@ def test_each_string_of_an_object_is_searched_once(monkeypatch: pytest.MonkeyPat
         ["env", "name", "HF", "value", token, "notes", token + " x", "k"]
     )
     assert [e.path for e in errors] == ["spec[<credential>]", "spec.env[0].value", "spec.notes"]
+
+
+def _kinds_one_by_one(obj: object) -> dict[int, str] | None:
+    """What the first walk answered when it searched each string on its own (the reference of
+    the search of all strings together): id of each string holding a credential -> its kind,
+    None when nothing holds one, an AWS secret access key by name included."""
+    kinds: dict[int, str] = {}
+    named = False
+    stack = [obj]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            kind = credential_kind(value)
+            if kind is not None:
+                kinds[id(value)] = kind
+        elif isinstance(value, dict):
+            pairs = list(value.items())
+            if "name" in value and "value" in value:
+                pairs.append((value["name"], value["value"]))
+            named = named or any(
+                isinstance(k, str)
+                and isinstance(v, str)
+                and len(v) == 40
+                and re.fullmatch(r"(?:.*[_-])?(?:AWS[_-])?SECRET[_-]ACCESS[_-]KEY", k, re.I)
+                and re.fullmatch(r"[A-Za-z0-9/+]{40}", v)
+                for k, v in pairs
+            )
+            stack.extend(value.values())
+            stack.extend(k for k in value if isinstance(k, str))
+        elif isinstance(value, list | tuple):
+            stack.extend(value)
+    return kinds if kinds or named else None
+
+
+_CREDENTIAL_PIECES = st.lists(
+    _PIECES | st.sampled_from(sorted(TOKENS.values())) | st.text(max_size=4), max_size=4
+).map("".join)
+_OBJECTS = st.recursive(
+    _CREDENTIAL_PIECES | st.integers() | st.none(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            _CREDENTIAL_PIECES | st.sampled_from(["name", "value", "AWS_SECRET_ACCESS_KEY"]),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(obj=_OBJECTS)
+def test_searching_all_strings_together_finds_what_searching_each_finds(obj: object) -> None:
+    assert _credential_strings(obj) == _kinds_one_by_one(obj)
