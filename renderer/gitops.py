@@ -1,7 +1,7 @@
 """The GitOps repository, through the git CLI: lock, swap the rendered tree in, commit, push.
 
-Safety: only files whose bytes change are written, each through a temporary file in .git and an
-atomic rename, so a killed render leaves every file either old or new, and the next render
+Safety: only files whose bytes change are written, each whole before its name points at it
+(renderer.writer), so a killed render leaves every file either old or new, and the next render
 finishes the job. History changes only by `git commit` (an atomic ref update), so HEAD is never a
 partial tree. A lock file held with flock keeps two renders out of the same repository; under it,
 git lock files that a killed render's git left are cleared, and only when no git process is
@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.fields.errors import RunwayError
+from renderer.bulk import commit_with_blobs
 from renderer.safefs import Folders, link_error, plain_parts, read_text
+from renderer.writer import Stat, TreeWriter, stat_tuple
 
 GIT_TIMEOUT = 600  # a first commit of 10,000 ModelDeployments stages ~30,000 files
 # glibc's malloc gives memory back to the system at every free above 128 KiB and asks again at the
@@ -35,9 +37,6 @@ MARKER = "runway-render.pid"
 log = logging.getLogger(__name__)
 # Who commits when the repository's git configuration (local, global or system) names nobody.
 FALLBACK_IDENTITY = ("runway", "runway@localhost")
-# A file's inode, size, mtime and ctime (ns): rewriting or editing a file changes at least one of
-# them (ctime cannot be set back by hand), as git's index relies on.
-Stat = tuple[int, int, int, int]
 
 
 class GitError(RunwayError):
@@ -192,7 +191,8 @@ class Repo:
         if not target.exists() and retired:
             os.rename(retired[-1], target)
             retired = retired[:-1]
-        for leftover in [*retired, *self.git_dir.glob("runway-new-*"), self._scratch]:
+        new, marks = self.git_dir.glob("runway-new-*"), self.git_dir.glob("runway-marks-*")
+        for leftover in [*retired, *new, *marks, self._scratch]:
             shutil.rmtree(leftover, ignore_errors=True)
 
     def leftovers(self) -> bool:
@@ -222,47 +222,40 @@ class Repo:
         files: Mapping[str, str],
         current: Mapping[str, str],
         unchanged: Set[str] = frozenset(),
+        writer: TreeWriter | None = None,
     ) -> list[str]:
         """Make `subdir` hold exactly `files`, touching only files whose bytes change (each
-        replaced atomically by a rename). `current` is what `subdir` holds now; paths in
-        `unchanged` are known to hold their text already (neither side is read). Returns the
-        paths written or removed. Every path written or removed is checked to be plain first,
-        and every folder is opened without following links (renderer.safefs): nothing is written outside `subdir`."""
+        replaced atomically: renderer.writer). `current` is what `subdir` held when scanned;
+        paths in `unchanged` are known to hold their text already (neither side is read).
+        `writer`: the one this render has written with so far (its paths hold their text
+        already). Returns the paths written or removed, by this call and before it. Every path
+        written or removed is checked to be plain first, and every folder is opened without
+        following links: nothing is written outside `subdir`."""
+        if writer is None:
+            with self.writer(subdir) as own:
+                return self.write_tree(subdir, files, current, unchanged, own)
+        done = set(writer.written)
         writes = [
             relative
             for relative in files
             if relative not in unchanged
+            and relative not in done
             and not (relative in current and current[relative] == files[relative])
         ]
         removals = sorted(set(current) - set(files))
         # Every path to be written or removed is checked before anything is touched (a path
         # neither written nor removed is not opened, so it needs no check: 73,000 checks were
         # 0.15 s of an unchanged re-render of 10,000).
-        for relative in [*writes, *removals]:
-            plain_parts(f"{subdir}/{relative}")
-        scratch = self._scratch
-        scratch.mkdir(exist_ok=True)
-        touched: list[str] = []
-        with Folders(self.work) as folders:
-            for relative in writes:
-                text = files[relative]
-                folder, _, name = f"{subdir}/{relative}".rpartition("/")
-                into = folders.fd(folder, create=True)
-                temporary = f"{scratch}/{len(touched)}"
-                handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-                try:
-                    data = memoryview(text.encode("utf-8"))
-                    while data:
-                        data = data[os.write(handle, data) :]
-                finally:
-                    os.close(handle)
-                os.replace(temporary, name, dst_dir_fd=into)  # a rename never follows `name`
-                touched.append(relative)
-            for relative in removals:
-                _remove(folders, subdir, relative)
-                touched.append(relative)
-        shutil.rmtree(scratch, ignore_errors=True)
-        return touched
+        writer.check([*writes, *removals])
+        for relative in writes:
+            writer.write(relative, files[relative])
+        for relative in removals:
+            writer.remove(relative)
+        return list(writer.written)
+
+    def writer(self, subdir: str) -> TreeWriter:
+        """A TreeWriter for `subdir` (its scratch folder in .git)."""
+        return TreeWriter(self.work, subdir, self._scratch)
 
     def commit(
         self, subdir: str, written: int = 0, texts: Mapping[str, str] | None = None
@@ -316,10 +309,8 @@ class Repo:
     def _fast_import(
         self, subdir: str, changes: Mapping[str, str], texts: Mapping[str, str]
     ) -> str:
-        """The commit `commit` makes, written as one pack by `git fast-import` instead of one
-        loose object per file by `git add`. A first render of 10,000 ModelDeployments (36,688
-        files): git add + commit 6.8 CPU-s and 192 MB of loose objects (which also set off
-        `git gc --auto`), this 2.2 CPU-s and a 15 MB pack. The commit is HEAD with `changes` as
+        """The commit `commit` makes, written by `git fast-import` as packs instead of one
+        loose object per file by `git add` (renderer.bulk). The commit is HEAD with `changes` as
         the work tree holds them; the index is then reset to it (nothing else was staged)."""
         branch = self.git("symbolic-ref", "-q", "HEAD").stdout.strip()
         parent = self.git("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
@@ -329,7 +320,7 @@ class Repo:
             if line.startswith(("GIT_AUTHOR_IDENT=", "GIT_COMMITTER_IDENT="))
         )
         message = commit_message([f"{changes[p]}\t{p}" for p in sorted(changes)], subdir).encode()
-        stream = [
+        header = [
             f"commit {branch}\n".encode(),
             f"author {idents['GIT_AUTHOR_IDENT']}\n".encode(),
             f"committer {idents['GIT_COMMITTER_IDENT']}\n".encode(),
@@ -337,18 +328,16 @@ class Repo:
             message,
         ]
         if parent.returncode == 0:
-            stream.append(f"from {parent.stdout.strip()}\n".encode())
+            header.append(f"from {parent.stdout.strip()}\n".encode())
+        files: list[tuple[str, str, bytes]] = []
         for path in sorted(changes):
-            if changes[path] == "D":
-                stream.append(f"D {path}\n".encode())
-                continue
-            known = texts.get(path.removeprefix(f"{subdir.strip('/')}/"))
-            mode, data = (
-                ("100644", known.encode()) if known is not None else _blob(self.work / path)
-            )
-            stream += [f"M {mode} inline {path}\n".encode(), b"data %d\n" % len(data), data, b"\n"]
-        stream.append(b"done\n")
-        self.git("fast-import", "--quiet", "--done", stdin=b"".join(stream))
+            if changes[path] != "D":
+                known = texts.get(path.removeprefix(f"{subdir.strip('/')}/"))
+                mode, data = (
+                    ("100644", known.encode()) if known is not None else _blob(self.work / path)
+                )
+                files.append((path, mode, data))
+        commit_with_blobs(self, header, files, [p for p in sorted(changes) if changes[p] == "D"])
         self.git("reset", "-q")  # the index as HEAD now is (nothing was staged), refreshed
         head: str = self.git("rev-parse", "HEAD").stdout.strip()
         return head
@@ -456,42 +445,12 @@ class DiskTree(Mapping[str, str]):
         return path in self.stats
 
 
-def stat_of(path: str | Path) -> Stat:
-    return _stat(os.lstat(path))
-
-
-def _stat(found: os.stat_result) -> Stat:
-    return found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns
-
-
 def _scan_into(folder: str, prefix: str, out: dict[str, Stat]) -> None:
     with os.scandir(folder) as entries:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 _scan_into(entry.path, f"{prefix}{entry.name}/", out)
             elif entry.is_file(follow_symlinks=False):
-                out[prefix + entry.name] = _stat(entry.stat(follow_symlinks=False))
+                out[prefix + entry.name] = stat_tuple(entry.stat(follow_symlinks=False))
             else:  # a link, a FIFO (reading it would block), a socket or a device
                 raise link_error(entry.path)
-
-
-def _remove(folders: Folders, subdir: str, relative: str) -> None:
-    """Remove one file of the tree, then the folders it leaves empty, up to (not including)
-    `subdir`; every folder opened without following links."""
-    folder, _, name = f"{subdir}/{relative}".rpartition("/")
-    found = folders.fd(folder, create=False)
-    if found is None:
-        return
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(name, dir_fd=found)
-    while folder != subdir:
-        parent, _, child = folder.rpartition("/")
-        above = folders.fd(parent, create=False)
-        if above is None:
-            return
-        try:
-            os.rmdir(child, dir_fd=above)
-        except OSError:
-            return  # not empty: files of another object, or of a person
-        folders.forget(folder)
-        folder = parent

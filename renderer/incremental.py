@@ -21,11 +21,12 @@ from core.model.kinds import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
 from kubeio.sources import parse_documents
 from renderer.digests import folder_digest, render_key, text_digest
 from renderer.folders import HYDRATED_FILE, Result, folder_of
-from renderer.gitops import DiskTree, Stat
+from renderer.gitops import DiskTree
 from renderer.ownership import Ownership, Removals, decide, output_key, read_record
 from renderer.render import RenderContext, render_external_guarded, render_many
 from renderer.rendercache import Entry, RenderCache
 from renderer.tree import Folder, Tree, build_tree, folders_of, with_record
+from renderer.writer import Stat
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ def render_incremental(
     stats: Mapping[str, Stat] | None = None,
     ownership: Ownership | None = None,
     progress: Callable[[int, int], None] | None = None,
+    ready: Callable[[Sequence[Result]], None] | None = None,
 ) -> Rendered:
     """The tree a render of every object would give, rendering only the ModelDeployments whose
     key or folder changed. `current` is the tree now (path -> text); `cache` None renders all;
@@ -73,7 +75,8 @@ def render_incremental(
     path in `current` (a folder whose Stats are those its cache entry recorded is not read).
     `ownership` decides what happens to folders no source defines now (renderer.ownership);
     without it they are removed, as by a render of every source there is. `progress` is told
-    (rendered so far, to render) as the stale ModelDeployments render."""
+    (rendered so far, to render) as the stale ModelDeployments render; `ready` is given their
+    Results as they arrive, in order (to write them while the rest render)."""
     digests = digests or {}
     ownership = ownership or Ownership()
     if ownership.refused:  # the folders two sources define: neither is rendered
@@ -88,7 +91,7 @@ def render_incremental(
     stale = plan.stale
     told = None if progress is None else lambda done: progress(done, len(stale))
     rendered = (
-        render_many(stale, previous=plan.previous, context=context(), progress=told)
+        render_many(stale, previous=plan.previous, context=context(), progress=told, ready=ready)
         if stale
         else []
     )

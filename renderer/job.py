@@ -7,6 +7,7 @@ whose bytes change, commit and push (re-rendering after a rejected push), and le
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,7 +29,8 @@ from renderer.digests import (
     inputs_digest,
     runway_fingerprint,
 )
-from renderer.gitops import Repo
+from renderer.folders import Result
+from renderer.gitops import DiskTree, Repo
 from renderer.incremental import Rendered, render_incremental
 from renderer.ownership import (
     Ownership,
@@ -52,6 +54,7 @@ from renderer.stamp import (
 )
 from renderer.strict import Schemas
 from renderer.tree import Tree
+from renderer.writer import TreeWriter
 
 KINDS = (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG, EXTERNAL_MODEL_PROVIDER)
 SOURCES_CACHE = "runway-sources"  # in .git: parsed source files, by content
@@ -147,9 +150,10 @@ def _write(job: _Job) -> RenderReport:
     the end (also when Git fails after the tree was written)."""
     repo, subdir, settings = job.repo, job.subdir, job.settings
     repo.recover(subdir)
-    done, current = _render(job, _cache(job))
-    changes = _changes(current, done.files)
-    written = _store(job, done, current)
+    with repo.writer(subdir) as writer:
+        done, current = _render(job, _cache(job), writer)
+        changes = _changes(current, done.files)
+        written = _store(job, done, current, writer)
     try:
         job.parsed.finish(repo.git_dir / SOURCES_CACHE)
         committed = None
@@ -159,9 +163,10 @@ def _write(job: _Job) -> RenderReport:
 
             def rerender() -> None:
                 nonlocal done, changes
-                done, current = _render(job, None if settings.full else done.cache)
-                changes = _changes(current, done.files)
-                repo.commit(subdir, _store(job, done, current), done.files.written)
+                with repo.writer(subdir) as again:
+                    done, current = _render(job, None if settings.full else done.cache, again)
+                    changes = _changes(current, done.files)
+                    repo.commit(subdir, _store(job, done, current, again), done.files.written)
 
             repo.push(settings.push, settings.branch, rerender=rerender)
         _record_stamp(job, done)
@@ -188,9 +193,12 @@ def _cache(job: _Job) -> RenderCache | None:
     return None if job.settings.full else RenderCache.load(job.cache_path)
 
 
-def _render(job: _Job, cache: RenderCache | None) -> tuple[Rendered, Mapping[str, str]]:
+def _render(
+    job: _Job, cache: RenderCache | None, writer: TreeWriter | None = None
+) -> tuple[Rendered, Mapping[str, str]]:
     """One pass against the tree on disk now; `cache` None renders everything (--full). A shard
-    renders against its part of the tree, then writes the shared files whole (renderer.shard)."""
+    renders against its part of the tree, then writes the shared files whole (renderer.shard).
+    With a `writer`, each rendered folder is written as it arrives, while the rest render."""
     whole = job.repo.scan(job.subdir)
     shard = job.settings.shard
     current = whole if shard is None else shard.view(whole)
@@ -204,17 +212,37 @@ def _render(job: _Job, cache: RenderCache | None) -> tuple[Rendered, Mapping[str
         stats=None if job.settings.full else current.stats,  # --full: compared by content
         ownership=job.ownership,
         progress=job.progress,
+        ready=None if writer is None else functools.partial(_write_rendered, writer, current),
     )
     if shard is not None:
         done = replace(done, files=shard.merged(done.files, whole))
     return done, current
 
 
-def _store(job: _Job, done: Rendered, current: Mapping[str, str]) -> int:
-    """Write the tree (only files whose bytes change); the count of files written or removed."""
+def _write_rendered(
+    writer: TreeWriter, current: Mapping[str, str], results: Sequence[Result]
+) -> None:
+    """Write the folders of rendered ModelDeployments as they arrive (only files whose bytes
+    change). Only folders rendering found free of credentials are written here; everything else
+    waits for the tree. Each file replaced is read first, so `current` keeps the tree as it was
+    (what the report and the rest of the write compare against)."""
+    for result in results:
+        if result.error is not None or not result.scanned:
+            continue
+        files = [(f"{result.key}/{name}", text) for name, text in result.files.items()]
+        writer.check(path for path, _ in files)
+        for path, text in files:
+            if path not in current or current[path] != text:
+                writer.write(path, text)
+
+
+def _store(job: _Job, done: Rendered, current: Mapping[str, str], writer: TreeWriter) -> int:
+    """Write the rest of the tree (only files whose bytes change) with the `writer` the render
+    wrote its folders with; the count of files written or removed, by both."""
     _refuse_credentials(done.files, current)
-    written = job.repo.write_tree(job.subdir, done.files, current, done.files.unchanged)
-    done.cache.record_stats(job.repo.work / job.subdir)
+    written = job.repo.write_tree(job.subdir, done.files, current, done.files.unchanged, writer)
+    known = {**current.stats, **writer.stats} if isinstance(current, DiskTree) else writer.stats
+    done.cache.record_stats(job.repo.work / job.subdir, known, done.files)
     return len(written)
 
 

@@ -247,22 +247,27 @@ def render_many(
     context: RenderContext,
     workers: int | None = None,
     progress: Callable[[int], None] | None = None,
+    ready: Callable[[Sequence[Result]], None] | None = None,
 ) -> list[Result]:
     """render_guarded over `deployments` (in their order), in a pool of `workers` processes
     (default: the usable cores) when there are enough of them to pay for one. `progress` is
-    told how many are rendered so far, as they are (after each one, or each chunk of a pool)."""
+    told how many are rendered so far, as they are (after each one, or each chunk of a pool);
+    `ready` is given the new Results then, in order."""
     global _WORK  # noqa: PLW0603 - see _WORK
     told = progress or (lambda done: None)
+    given = ready or (lambda results: None)
     count = workers if workers is not None else len(os.sched_getaffinity(0))
     if count <= 1 or len(deployments) < POOL_MINIMUM:
         results = []
         for obj in deployments:
             results.append(_render_in(context, obj, previous))
+            given(results[-1:])
             told(len(results))
         return results
     # The first one renders here: it builds what every render reuses (validators of built-in
     # kinds, compiled rules) once, before the fork, instead of once per worker.
     results = [_render_in(context, deployments[0], previous)]
+    given(results)
     told(1)
     _WORK = (deployments, previous, context)
     try:
@@ -270,6 +275,7 @@ def render_many(
         with multiprocessing.get_context("fork").Pool(count) as pool:
             for chunk in pool.imap(_render_range, bounds, chunksize=1):  # in order
                 results += chunk
+                given(chunk)
                 told(len(results))
     finally:
         _WORK = None

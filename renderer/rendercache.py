@@ -11,12 +11,13 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
 from kubeio.files import atomic_write
-from renderer.gitops import Stat, stat_of
+from renderer.writer import Stat, stat_of
 
 CACHE_FORMAT = 3
 T = TypeVar("T")
@@ -61,11 +62,32 @@ class RenderCache:
             return cls()
         return cls(entries, loaded=dict(entries))
 
-    def record_stats(self, root: Path) -> None:
-        """The Stats of each folder rendered this time, after writing (see the module's text)."""
-        for folder, entry in self.entries.items():
-            if entry.stats is None:
-                self.entries[folder] = replace(entry, stats=_folder_stats(root / folder))
+    def record_stats(
+        self,
+        root: Path,
+        known: Mapping[str, Stat] | None = None,
+        tree: Iterable[str] | None = None,
+    ) -> None:
+        """The Stats of each folder rendered this time, after writing (see the module's text).
+        `tree`: the paths under `root` the write left (in path order); `known`: the Stat of
+        some of them (as written, or as scanned before and not written since). A folder whose
+        files are all known needs no look at the disk; any other is read."""
+        missing = {folder for folder, entry in self.entries.items() if entry.stats is None}
+        if not missing:
+            return
+        names: dict[str, list[str]] = {}
+        for path in tree if tree is not None and known is not None else ():
+            folder, _, name = path.rpartition("/")
+            if folder in missing:
+                names.setdefault(folder, []).append(name)
+        for folder in sorted(missing):
+            held = names.get(folder)
+            stats = (
+                _folder_stats(root / folder)
+                if held is None or known is None
+                else _known_stats(root, folder, held, known)
+            )
+            self.entries[folder] = replace(self.entries[folder], stats=stats)
 
     def save(self, path: Path) -> None:
         """Written atomically (kubeio.files): a killed render leaves the old cache or the new.
@@ -115,6 +137,18 @@ class Shared:
         if isinstance(value, tuple):
             return tuple(self.deep(v) for v in value)
         return value
+
+
+def _known_stats(
+    root: Path, folder: str, names: Sequence[str], known: Mapping[str, Stat]
+) -> tuple[tuple[str, Stat], ...] | None:
+    """The folder's files (`names`, in name order) with their Stats, looked up where known."""
+    try:
+        return tuple(
+            (name, known.get(f"{folder}/{name}") or stat_of(root / folder / name)) for name in names
+        )
+    except OSError:
+        return None  # gone meanwhile: read next time
 
 
 def _folder_stats(folder: Path) -> tuple[tuple[str, Stat], ...] | None:

@@ -312,3 +312,57 @@ def test_hand_edits_are_found_by_their_stats_even_with_the_mtime_put_back(
     }
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["reused"] == 5
+
+
+def test_folders_written_while_the_pool_renders_are_reported_against_the_tree_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rendered folders are written as the pool's chunks arrive (renderer.job): each file
+    replaced is read first, so the report still compares with the tree as it was, and the tree
+    is the one a --full render of the same sources into a new repository writes."""
+    count = POOL_MINIMUM + 6
+    shapes = {f"m{i:03}": ("vllm", 1, 128, False, False, False) for i in range(count)}
+    shapes["m002"] = ("vllm", 1, 128, True, False, False)  # with its gateway objects
+    src, repo, fresh = tmp_path / "src", tmp_path / "gitops", tmp_path / "fresh"
+    src.mkdir()
+
+    def render_into(target: Path, *extra: str) -> dict[str, Any]:
+        (src / "mds.yaml").write_text(
+            dump_all([_deployment(n, "team1", s) for n, s in shapes.items()])
+        )
+        argv = ["render", str(src), "--repo", str(target), "--commit", "-o", "json", *extra]
+        argv += ["--gateway", "gateways/inference"]
+        assert main(argv) == 0
+        report: dict[str, Any] = json.loads(capsys.readouterr().out)
+        return report
+
+    render_into(repo)
+    shapes = {name: ("vllm", 1, 64, False, False, False) for name in shapes}  # all render again
+    del shapes["m003"]
+    shapes["m999"] = ("vllm", 1, 64, False, False, False)
+    report = render_into(repo)  # not --full: unchanged folders are not read before rendering
+
+    gateway = ("configmap-m002-epp", "deployment-m002-epp", "httproute-m002")
+    gateway += ("inferencepool-m002", "role-m002-epp", "rolebinding-m002-epp")
+    gateway += ("service-m002-epp", "serviceaccount-m002-epp")
+    assert report["changes"] == {
+        "added": [f"team1/m999/{n}.yaml" for n in FOLDER],
+        "changed": sorted(
+            ["runway-sources.json", "team1/kustomization.yaml", "team1/m002/kustomization.yaml"]
+            + [f"team1/{n}/deployment-{n}.yaml" for n in shapes if n != "m999"]
+            + [f"team1/{n}/modeldeployment.yaml" for n in shapes if n != "m999"]
+        ),
+        "removed": [f"team1/m002/{n}.yaml" for n in gateway]
+        + [f"team1/m003/{n.replace('m999', 'm003')}.yaml" for n in FOLDER],
+    }
+    render_into(fresh, "--full")
+    assert _files(repo / "rendered") == _files(fresh / "rendered")
+
+
+FOLDER = ("deployment-m999", "kustomization", "modeldeployment", "service-m999")
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }

@@ -1,0 +1,83 @@
+"""A commit of many files through `git fast-import`: the blobs written by parallel processes,
+each into a pack of its own, then the commit that names them by mark.
+
+A first render of 10,000 ModelDeployments writes 36,688 files. `git add` + `git commit` took
+6.8 CPU-s and left 192 MB of loose objects (which also set off `git gc --auto`). One fast-import
+of everything took 1.5-1.6 s, most of it looking for deltas between unrelated blobs; without
+deltas (`--depth=0`) 1.0 s, and split across BLOB_PROCESSES processes 0.36-0.42 s of wall time,
+with the commit (trees only) 0.2 s: 13-15 MB of packs either way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from renderer.gitops import Repo
+
+BLOB_PROCESSES = 2  # the machine's cores; more cost more start-up than they save
+# Packs always: below fastimport.unpackLimit (100 objects) fast-import writes loose objects, as a
+# commit of the trees alone often is.
+FAST_IMPORT = ("-c", "fastimport.unpackLimit=0", "fast-import", "--quiet", "--done")
+
+
+def commit_with_blobs(
+    repo: Repo,
+    header: Sequence[bytes],
+    files: Sequence[tuple[str, str, bytes]],
+    removed: Sequence[str],
+) -> None:
+    """One commit: `header` (fast-import's commit, author, committer, message and from
+    commands), each of `files` (path, mode, bytes) as it is, and `removed` gone."""
+    parts = _split(len(files), min(BLOB_PROCESSES, len(os.sched_getaffinity(0))))
+    marks = [repo.git_dir / f"runway-marks-{i}" for i in range(len(parts))]
+    try:
+        streams = [
+            b"".join(
+                piece
+                for k in range(start, stop)
+                for piece in (
+                    b"blob\nmark :%d\ndata %d\n" % (k + 1, len(files[k][2])),
+                    files[k][2],
+                    b"\n",
+                )
+            )
+            + b"done\n"
+            for start, stop in parts
+        ]
+        started: list[Callable[[], object]] = [
+            repo.start(*FAST_IMPORT, "--depth=0", f"--export-marks={path}", stdin=stream)
+            for path, stream in zip(marks, streams, strict=True)
+        ]
+        del streams
+        if started:
+            with ThreadPoolExecutor(len(started)) as pool:  # each thread feeds and waits for one
+                list(pool.map(lambda finish: finish(), started))
+        known = repo.git_dir / "runway-marks"
+        known.write_bytes(b"".join(path.read_bytes() for path in marks))
+        marks.append(known)
+        lines = [
+            b"M %s :%d %s\n" % (mode.encode(), k + 1, path.encode())
+            for k, (path, mode, _) in enumerate(files)
+        ]
+        lines += [b"D %s\n" % path.encode() for path in removed]
+        stream = b"".join([*header, *lines, b"done\n"])
+        repo.git(*FAST_IMPORT, f"--import-marks={known}", stdin=stream)
+    finally:
+        for path in marks:
+            path.unlink(missing_ok=True)
+
+
+def _split(count: int, parts: int) -> list[tuple[int, int]]:
+    """`count` items in at most `parts` contiguous ranges of near-equal size (none empty)."""
+    parts = max(1, min(parts, count))
+    size, extra = divmod(count, parts)
+    bounds, start = [], 0
+    for i in range(parts):
+        stop = start + size + (1 if i < extra else 0)
+        bounds.append((start, stop))
+        start = stop
+    return [b for b in bounds if b[0] < b[1]]
