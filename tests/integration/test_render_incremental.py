@@ -342,9 +342,10 @@ def test_folders_written_while_the_pool_renders_are_reported_against_the_tree_be
     shapes["m999"] = ("vllm", 1, 64, False, False, False)
     report = render_into(repo)  # not --full: unchanged folders are not read before rendering
 
-    gateway = ("configmap-m002-epp", "deployment-m002-epp", "httproute-m002")
-    gateway += ("inferencepool-m002", "role-m002-epp", "rolebinding-m002-epp")
-    gateway += ("service-m002-epp", "serviceaccount-m002-epp")
+    gateway = [
+        *("configmap-m002-epp", "deployment-m002-epp", "httproute-m002", "inferencepool-m002"),
+        *("role-m002-epp", "rolebinding-m002-epp", "service-m002-epp", "serviceaccount-m002-epp"),
+    ]
     assert report["changes"] == {
         "added": [f"team1/m999/{n}.yaml" for n in FOLDER],
         "changed": sorted(
