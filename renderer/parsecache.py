@@ -13,7 +13,6 @@ from core.fields.errors import SourceError
 from kubeio.files import atomic_write
 from kubeio.sources import Document, expand_lists, parse_documents, yaml_files
 from renderer.digests import digest, object_digest
-from renderer.rendercache import Shared
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +70,8 @@ class ParsedSources:
 
     def _store(self, entry: Path, value: Any) -> None:
         try:
-            data = pickle.dumps(Shared().deep(value), protocol=pickle.HIGHEST_PROTOCOL)
+            # equal strings are one object already (kubeio.yamlio): pickle writes each once
+            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
             atomic_write(entry, data)
         except (OSError, pickle.PicklingError, RecursionError):
             log.debug("not caching %s", entry, exc_info=True)

@@ -239,3 +239,26 @@ def test_the_strict_loader_reads_what_pyyamls_loader_reads(
 
     assert (ours is None) == (theirs is None)
     assert [dump_represented(o) for o in ours or []] == [dump_represented(o) for o in theirs or []]
+
+
+def _strings_of(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings_of(k), *_strings_of(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings_of(v)]
+    return []
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(objects(), min_size=1, max_size=4))
+def test_equal_strings_of_one_stream_are_loaded_as_one_object(docs: list[dict[str, Any]]) -> None:
+    text = "".join(f"---\n{dump(d)}" for d in docs)
+
+    loaded = [d.obj for d in parse_documents(text, "t")]
+
+    assert _comparable(loaded) == _comparable(list(yaml.load_all(text, Loader=yaml.SafeLoader)))
+    found: dict[str, str] = {}
+    for value in _strings_of(loaded):
+        assert found.setdefault(value, value) is value
