@@ -17,7 +17,7 @@ import logging
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator, Mapping, Set
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -258,7 +258,11 @@ class Repo:
         return TreeWriter(self.work, subdir, self._scratch)
 
     def commit(
-        self, subdir: str, written: int = 0, texts: Mapping[str, str] | None = None
+        self,
+        subdir: str,
+        written: int = 0,
+        texts: Mapping[str, str] | None = None,
+        touched: Sequence[str] | None = None,
     ) -> str | None:
         """Commit the rendered tree; None (and no commit) when nothing changed since HEAD.
         `git add` rehashes only files whose stat changed, so only written files are staged;
@@ -266,12 +270,20 @@ class Repo:
         message goes on standard input (no argument-length limit). When this render wrote
         `written` >= BULK files, the commit is made by `git fast-import` (see _fast_import);
         `texts` (path in `subdir` -> text) may hold what files were just written with, so they
-        are not read back."""
+        are not read back. `touched` (paths in `subdir`): what this render wrote and removed,
+        when git found `subdir` clean before (renderer.cleantree); only they are staged, by
+        `git update-index`, instead of `git add` looking at every file (10,000 ModelDeployments,
+        one changed: 0.11 s -> 0.01 s)."""
         if written >= BULK:
             changes = self._unstaged_changes(subdir)
             if changes is not None:
                 return self._fast_import(subdir, changes, texts or {}) if changes else None
-        self.git("add", "-A", "--", subdir)
+        if touched is None:
+            self.git("add", "-A", "--", subdir)
+        elif touched:
+            inside = subdir.strip("/") + "/"
+            paths = "".join(f"{inside}{path}\0" for path in touched)
+            self.git("update-index", "--add", "--remove", "-z", "--stdin", stdin=paths)
         fields = self.git("diff", "--cached", "--name-status", "--no-renames", "-z").stdout
         parts = fields.split("\0")
         staged = [f"{s}\t{p}" for s, p in zip(parts[0:-1:2], parts[1::2], strict=True)]

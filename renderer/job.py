@@ -21,6 +21,7 @@ from core.rendering.inferencegateway import GatewayTarget
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import STDIN, Document, read_documents
+from renderer.cleantree import CleanCheck
 from renderer.digests import (
     builtin_schemas_version,
     canonical,
@@ -82,19 +83,31 @@ def render(
     cluster_crds: ClusterCrds | None,
     progress: Callable[[int, int], None] | None,
 ) -> RenderReport:
-    """A render as usual (renderer.pipeline has the whole story)."""
-    job = _prepare(settings, cluster_crds, progress)
-    if settings.check:
-        done, current = _render(job, _cache(job))
-        return _report(done, current, committed=None)
-    with job.repo.locked():
-        return _write(job)
+    """A render as usual (renderer.pipeline has the whole story). In a repository that exists,
+    the render holds it from the start, and git looks at the output folder while the sources
+    are read (renderer.cleantree)."""
+    if settings.check or not (Path(settings.repo) / ".git").is_dir():
+        job = _prepare(settings, cluster_crds, progress)
+        if settings.check:
+            done, current = _render(job, _cache(job))
+            return _report(done, current, committed=None)
+        with job.repo.locked():
+            job.repo.recover(job.subdir)
+            return _write(job, None)
+    repo = Repo.open_or_init(settings.repo, author=settings.author)
+    subdir = checked_path(settings.path)
+    with repo.locked():
+        repo.recover(subdir)
+        cached = not settings.full and _cache_path(repo, settings).is_file()
+        check = CleanCheck(repo, subdir) if cached else None
+        return _write(_prepare(settings, cluster_crds, progress, repo), check)
 
 
 def _prepare(
     settings: RenderSettings,
     cluster_crds: ClusterCrds | None,
     progress: Callable[[int, int], None] | None,
+    opened: Repo | None = None,
 ) -> _Job:
     fingerprint = runway_fingerprint()
     git_dir = Path(settings.repo) / ".git"
@@ -111,7 +124,7 @@ def _prepare(
     schema_digest, load_schemas = _schema_source(settings, cluster_crds)
     shared = _shared_inputs(fingerprint, configs, schema_digest, pins, settings.gateway)
     subdir = checked_path(settings.path)
-    repo = Repo.open_or_init(settings.repo, author=settings.author)
+    repo = opened or Repo.open_or_init(settings.repo, author=settings.author)
     ownership = Ownership(
         origins_of(docs, repo.work, keys),
         roots_of(settings.sources, repo.work),
@@ -137,7 +150,7 @@ def _prepare(
         inputs_digest(shared),
         ownership,
         context,
-        repo.git_dir / f"runway-render-cache-{cache_key(settings)}.pickle",
+        _cache_path(repo, settings),
         progress,
         stamp_inputs(
             stamped_settings(settings, named_schemas(settings, schema_digest)), parsed.read_keys
@@ -145,20 +158,24 @@ def _prepare(
     )
 
 
-def _write(job: _Job) -> RenderReport:
-    """Under the lock: recover, render, write, commit, push; the render cache is saved once, at
-    the end (also when Git fails after the tree was written)."""
+def _write(job: _Job, check: CleanCheck | None) -> RenderReport:
+    """Under the lock, recovered: render, write, commit, push; the render cache is saved once,
+    at the end (also when Git fails after the tree was written). `check`: git asked whether the
+    output folder is as the render cache saw it (renderer.cleantree)."""
     repo, subdir, settings = job.repo, job.subdir, job.settings
-    repo.recover(subdir)
+    cache = _cache(job)
+    clean = check.tree(cache) if check is not None else None
     with repo.writer(subdir) as writer:
-        done, current = _render(job, _cache(job), writer)
+        done, current = _render(job, cache, writer, clean)
         changes = _changes(current, done.files)
         written = _store(job, done, current, writer)
+    tree = None  # HEAD's tree at `subdir` after the commit: the render cache's `tree`
     try:
         job.parsed.finish(repo.git_dir / SOURCES_CACHE)
         committed = None
         if settings.commit or settings.push:
-            committed = repo.commit(subdir, written, done.files.written)
+            touched = writer.written if clean is not None else None
+            committed = repo.commit(subdir, written, done.files.written, touched)
         if settings.push:
 
             def rerender() -> None:
@@ -169,24 +186,29 @@ def _write(job: _Job) -> RenderReport:
                     repo.commit(subdir, _store(job, done, current, again), done.files.written)
 
             repo.push(settings.push, settings.branch, rerender=rerender)
-        _record_stamp(job, done)
+        if settings.commit or settings.push:
+            tree = head_tree(repo, subdir)
+        _record_stamp(job, done, tree)
     finally:
+        done.cache.tree = tree
         done.cache.save(job.cache_path)
     return RenderReport(
         done.results, changes, done.removals, len(done.results) - done.rendered, committed
     )
 
 
-def _record_stamp(job: _Job, done: Rendered) -> None:
-    """After a render that committed: its stamp, when the next render would reuse every
-    object (else none, and an old one goes)."""
+def _record_stamp(job: _Job, done: Rendered, tree: str | None) -> None:
+    """After a render that committed (HEAD holding `tree` at the output folder): its stamp,
+    when the next render would reuse every object (else none, and an old one goes)."""
     path = stamp_path(job.repo.git_dir, job.settings)
-    committed = job.settings.commit or job.settings.push
-    tree = head_tree(job.repo, job.subdir) if done.stable and committed else None
-    if tree is None:
+    if tree is None or not done.stable:
         path.unlink(missing_ok=True)
         return
     Stamp.of(job.parsed.fingerprint, job.stamp_inputs, tree, done.results, done.removals).save(path)
+
+
+def _cache_path(repo: Repo, settings: RenderSettings) -> Path:
+    return repo.git_dir / f"runway-render-cache-{cache_key(settings)}.pickle"
 
 
 def _cache(job: _Job) -> RenderCache | None:
@@ -194,12 +216,16 @@ def _cache(job: _Job) -> RenderCache | None:
 
 
 def _render(
-    job: _Job, cache: RenderCache | None, writer: TreeWriter | None = None
+    job: _Job,
+    cache: RenderCache | None,
+    writer: TreeWriter | None = None,
+    clean: DiskTree | None = None,
 ) -> tuple[Rendered, Mapping[str, str]]:
-    """One pass against the tree on disk now; `cache` None renders everything (--full). A shard
-    renders against its part of the tree, then writes the shared files whole (renderer.shard).
-    With a `writer`, each rendered folder is written as it arrives, while the rest render."""
-    whole = job.repo.scan(job.subdir)
+    """One pass against the tree on disk now (`clean`: as git vouched for it, else scanned);
+    `cache` None renders everything (--full). A shard renders against its part of the tree,
+    then writes the shared files whole (renderer.shard). With a `writer`, each rendered folder
+    is written as it arrives, while the rest render."""
+    whole = clean if clean is not None else job.repo.scan(job.subdir)
     shard = job.settings.shard
     current = whole if shard is None else shard.view(whole)
     done = render_incremental(

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from kubeio.files import atomic_write
 from renderer.writer import Stat, stat_of
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
@@ -41,13 +41,21 @@ class Entry:
 
 class RenderCache:
     """Entries by folder (namespace/name), read from and written to one file in .git (pickled
-    tuples of plain values: loading 10,000 entries takes milliseconds)."""
+    tuples of plain values: loading 10,000 entries takes milliseconds). `tree`: the git tree
+    the output folder held, committed, when the entries were saved (None when it was not
+    committed): while git finds the folder clean and HEAD still holds that tree, every entry
+    holds for the files there, whatever their Stats (renderer.cleantree)."""
 
     def __init__(
-        self, entries: dict[str, Entry] | None = None, loaded: dict[str, Entry] | None = None
+        self,
+        entries: dict[str, Entry] | None = None,
+        loaded: tuple[dict[str, Entry], str | None] | None = None,
+        tree: str | None = None,
     ) -> None:
         self.entries = entries or {}
-        self.loaded = loaded  # the entries in the file now: saving the same again is skipped
+        self.tree = tree
+        # the entries and tree in the file now: saving the same again is skipped
+        self.loaded = loaded
 
     @classmethod
     def load(cls, path: Path) -> RenderCache:
@@ -57,10 +65,11 @@ class RenderCache:
             if raw[0] != CACHE_FORMAT:
                 return cls()
             entries = {folder: Entry(*fields) for folder, fields in raw[1].items()}
+            tree = raw[2] if isinstance(raw[2], str) else None
         except Exception:  # unreadable or of another shape: as if absent (a full render)
             log.debug("ignoring unreadable %s", path, exc_info=True)
             return cls()
-        return cls(entries, loaded=dict(entries))
+        return cls(entries, (dict(entries), tree), tree)
 
     def record_stats(
         self,
@@ -91,8 +100,8 @@ class RenderCache:
 
     def save(self, path: Path) -> None:
         """Written atomically (kubeio.files): a killed render leaves the old cache or the new.
-        Nothing is written when the file holds these entries already."""
-        if self.loaded == self.entries:
+        Nothing is written when the file holds these entries and tree already."""
+        if self.loaded == (self.entries, self.tree):
             return
         one = Shared()
         entries = {
@@ -109,8 +118,9 @@ class RenderCache:
             )
             for folder, e in sorted(self.entries.items())
         }
-        atomic_write(path, pickle.dumps((CACHE_FORMAT, entries), protocol=pickle.HIGHEST_PROTOCOL))
-        self.loaded = dict(self.entries)
+        data = pickle.dumps((CACHE_FORMAT, entries, self.tree), protocol=pickle.HIGHEST_PROTOCOL)
+        atomic_write(path, data)
+        self.loaded = (dict(self.entries), self.tree)
 
 
 class Shared:

@@ -31,14 +31,15 @@ Stat = tuple[int, int, int, int]
 class TreeWriter:
     """Writes and removes files under `work/subdir` (paths relative to `subdir`), as a context:
     folders stay open for the writes that follow, and the scratch folder is removed at the
-    end. `written` lists every path written or removed, in order; `stats` the Stat of each
-    file written, taken after it got its name."""
+    end. `written` lists every path written or removed, in order (`removed` those removed);
+    `stats` the Stat of each file written, taken after it got its name."""
 
     def __init__(self, work: Path, subdir: str, scratch: Path) -> None:
         self._folders = Folders(work)
         self._subdir = subdir
         self._scratch = scratch
         self.written: list[str] = []
+        self.removed: list[str] = []
         self.stats: dict[str, Stat] = {}
 
     def __enter__(self) -> TreeWriter:
@@ -79,6 +80,7 @@ class TreeWriter:
         folder, _, name = f"{subdir}/{relative}".rpartition("/")
         plain_parts(f"{folder}/{name}")
         self.written.append(relative)
+        self.removed.append(relative)
         found = folders.fd(folder, create=False)
         if found is None:
             return

@@ -86,7 +86,8 @@ def test_a_render_killed_while_git_holds_the_index_lock_is_recovered_by_the_next
     )
     if where == "add":
         (repo / ".git/info").mkdir(exist_ok=True)
-        (repo / ".git/info/attributes").write_text("*.yaml filter=stall\n")
+        # only the new object's files: git status (which a render asks first) never hashes them
+        (repo / ".git/info/attributes").write_text("rendered/models/extra/*.yaml filter=stall\n")
         git(repo, "config", "filter.stall.clean", STALL.format(mark=mark))
     else:  # git commit holds HEAD.lock and the branch's lock while this hook runs "prepared"
         hook = repo / ".git/hooks/reference-transaction"

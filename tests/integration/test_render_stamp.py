@@ -26,8 +26,11 @@ from cli.main import main
 from core.rendering.inferencegateway import GatewayTarget
 from kubeio.shipped import bundled_config_objects
 from kubeio.yamlio import dump_all
+from renderer.cleantree import CleanCheck
+from renderer.gitops import Repo
 from renderer.pipeline import run_render
-from renderer.settings import RenderReport, RenderSettings
+from renderer.rendercache import RenderCache
+from renderer.settings import RenderReport, RenderSettings, cache_key
 from renderer.stamp import STAMP_FORMAT, Stamp, stamp_path
 from tests.support.builders import model_deployment
 from tests.support.gitserver import start_git_server
@@ -488,3 +491,36 @@ def test_a_hostile_source_gets_from_a_stamped_repository_what_it_gets_from_any(
         }  # every stamped object's files, as they were
 
     assert answers[0] == answers[1]
+
+
+def test_git_vouches_for_a_clean_tree_as_the_scan_finds_it_and_for_nothing_else(
+    rendered: tuple[RenderSettings, RenderReport],
+) -> None:
+    """renderer.cleantree: the tree git's index lists, each file with its cache entry's Stat,
+    in the scan's paths and order; after a hand edit, an untracked file or a commit by hand
+    (HEAD no longer the cache's tree), None: the render scans."""
+    ask, _ = rendered
+    repo = Repo(Path(ask.repo).resolve())
+    cache = RenderCache.load(repo.git_dir / f"runway-render-cache-{cache_key(ask)}.pickle")
+    scanned = repo.scan(SUBDIR)
+    vouched = CleanCheck(repo, SUBDIR).tree(cache)
+
+    assert vouched is not None and list(vouched) == list(scanned)
+    recorded = {
+        f"{folder}/{name}": stat
+        for folder, entry in cache.entries.items()
+        for name, stat in entry.stats or ()
+    }
+    assert {p: s for p, s in vouched.stats.items() if p in recorded} == recorded
+    assert {p: s for p, s in vouched.stats.items() if p not in recorded} == {
+        p: s for p, s in scanned.stats.items() if p not in recorded
+    }
+    folder = repo.work / SUBDIR / "team0" / "m0"
+    (folder / "stray.yaml").write_text("kind: Stray\n")
+    assert CleanCheck(repo, SUBDIR).tree(cache) is None
+    (folder / "stray.yaml").unlink()
+    _edit(folder / "modeldeployment.yaml")
+    assert CleanCheck(repo, SUBDIR).tree(cache) is None
+    git(repo.work, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qam", "by hand")
+    assert git(repo.work, "status", "--porcelain") == ""
+    assert CleanCheck(repo, SUBDIR).tree(cache) is None

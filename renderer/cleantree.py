@@ -1,0 +1,79 @@
+"""The output folder as the render cache last saw it, vouched for by git instead of a scan.
+
+A render compares each output folder with its render cache entry; by default it stats every
+file of the tree (a scan: 36,689 files and 10,021 folders for 10,000 ModelDeployments, 0.16 s
+here) and reads the folders whose Stats changed. When the cache was saved right after a commit
+(RenderCache.tree), and now `git status` finds nothing in the folder (nothing staged, changed,
+deleted, untracked or ignored: git's index is the stat cache, and git compares by content what a
+stat cannot settle) and HEAD holds that same tree there, every file holds what the cache was
+saved against. The tree is then listed from git's index (`git ls-files`) and each file takes the
+Stat its cache entry recorded, so the render reads and stats nothing it does not render. Git
+starts as soon as the render holds the repository and works while Runway reads its sources.
+
+What git's stat cache cannot see, this cannot either (renderer.stamp says what that is);
+`runway render --full` compares every file by content.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections.abc import Callable
+
+from renderer.gitops import DiskTree, Repo
+from renderer.rendercache import RenderCache
+from renderer.safefs import Folders, plain_parts
+from renderer.writer import Stat, stat_of
+
+# An index entry of `git ls-files -s -z` that is not a plain file (a link, a submodule).
+_NOT_PLAIN = re.compile(r"(?:^|\0)(?!100644 |100755 )[^\0]")
+_PATH = re.compile(r"\t([^\0]*)\0")
+
+Git = Callable[[], subprocess.CompletedProcess[str]]
+
+
+class CleanCheck:
+    """Git asked, now, whether `subdir` is clean and what HEAD holds there; `tree` answers."""
+
+    def __init__(self, repo: Repo, subdir: str) -> None:
+        self._repo, self._subdir = repo, subdir
+        plain_parts(subdir)
+        self._status: Git = repo.start(
+            *("status", "--porcelain", "-z", "--untracked-files=all", "--ignored", "--", subdir),
+            check=False,
+        )
+        self._listed: Git = repo.start("ls-files", "-s", "-z", "--", subdir, check=False)
+        self._head: Git = repo.start("rev-parse", "-q", "--verify", f"HEAD:{subdir}", check=False)
+
+    def tree(self, cache: RenderCache | None) -> DiskTree | None:
+        """The tree under `subdir` (as Repo.scan gives it) when git vouches for it as `cache`
+        saw it; None: scan it."""
+        changed, files, head = self._status(), self._listed(), self._head()
+        if cache is None or cache.tree is None:
+            return None
+        repo, subdir = self._repo, self._subdir
+        with Folders(repo.work) as folders:  # a link on the way: refused, as a scan refuses it
+            if folders.fd(subdir, create=False) is None:
+                return None
+        if changed.returncode != 0 or changed.stdout or files.returncode != 0:
+            return None
+        if head.returncode != 0 or head.stdout.strip() != cache.tree:
+            return None
+        if _NOT_PLAIN.search(files.stdout) is not None:
+            return None
+        known: dict[str, Stat] = {
+            f"{folder}/{name}": stat
+            for folder, entry in cache.entries.items()
+            for name, stat in entry.stats or ()
+        }
+        root = repo.work / subdir
+        skip = len(subdir.strip("/")) + 1
+        stats: dict[str, Stat] = {}
+        # git lists its index in the order of the paths' bytes: UTF-8's order is the code
+        # points', so this is the path order a scan gives
+        for path in _PATH.findall(files.stdout):
+            relative = path[skip:]
+            found = known.get(relative)
+            # a file no entry recorded (the kustomizations, the record, a kept folder): stat'ed
+            stats[relative] = found if found is not None else stat_of(root / relative)
+        return DiskTree(root, stats)
