@@ -22,6 +22,7 @@ from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import STDIN, Document, read_documents
 from renderer.cleantree import CleanCheck
+from renderer.delta import changed_namespaces, failures_elsewhere, source_rows, widened
 from renderer.digests import (
     builtin_schemas_version,
     canonical,
@@ -45,10 +46,13 @@ from renderer.render import RenderContext
 from renderer.rendercache import RenderCache
 from renderer.schemapack import load_pack
 from renderer.settings import ClusterCrds, RenderReport, RenderSettings, cache_key, checked_path
+from renderer.shard import Part
 from renderer.stamp import (
+    Source,
     Stamp,
     head_tree,
     named_schemas,
+    stamp_frame,
     stamp_inputs,
     stamp_path,
     stamped_settings,
@@ -76,16 +80,24 @@ class _Job:
     cache_path: Path
     progress: Callable[[int, int], None] | None
     stamp_inputs: str  # renderer.stamp
+    stamp_frame: str
+    sources: list[Source]  # the stamp's rows of the source files
+    docs: list[Document]  # of `objects`, with each one's output_key in `keys`
+    keys: list[str | None]
+    part: Part | None  # the namespaces rendered (a shard's; renderer.delta's), None: all
 
 
 def render(
     settings: RenderSettings,
     cluster_crds: ClusterCrds | None,
     progress: Callable[[int, int], None] | None,
+    stamp: Stamp | None = None,
 ) -> RenderReport:
     """A render as usual (renderer.pipeline has the whole story). In a repository that exists,
     the render holds it from the start, and git looks at the output folder while the sources
-    are read (renderer.cleantree)."""
+    are read (renderer.cleantree). `stamp`: the last render's, when only the bytes of some
+    source files differ from its inputs (then only their namespaces may be rendered:
+    renderer.delta)."""
     if settings.check or not (Path(settings.repo) / ".git").is_dir():
         job = _prepare(settings, cluster_crds, progress)
         if settings.check:
@@ -100,7 +112,7 @@ def render(
         repo.recover(subdir)
         cached = not settings.full and _cache_path(repo, settings).is_file()
         check = CleanCheck(repo, subdir) if cached else None
-        return _write(_prepare(settings, cluster_crds, progress, repo), check)
+        return _write(_prepare(settings, cluster_crds, progress, repo), check, stamp)
 
 
 def _prepare(
@@ -113,8 +125,10 @@ def _prepare(
     git_dir = Path(settings.repo) / ".git"
     parsed = ParsedSources(git_dir / SOURCES_CACHE if git_dir.is_dir() else None, fingerprint)
     docs = _sources(settings.sources, parsed)
+    read = len(parsed.read_keys)  # the source files' (the provider-config files' come next)
     configs = _config_objects(docs, settings.providers, parsed)
     keys = [output_key(d.obj) for d in docs]  # each document's folder, worked out once
+    sources = _source_rows(parsed, read, docs, keys)
     if settings.shard is not None:  # a document without a folder (a config) goes to every shard
         shard = settings.shard
         kept = [(d, k) for d, k in zip(docs, keys, strict=True) if k is None or shard.owns_key(k)]
@@ -132,6 +146,7 @@ def _prepare(
         settings.max_removals,
     )
     schema_key = digest(fingerprint, schema_digest)[:16]
+    stamped = stamped_settings(settings, named_schemas(settings, schema_digest))
 
     def context() -> RenderContext:
         # Parsed upstream schemas, kept per content: parsing the CRDs is most of a small render.
@@ -152,23 +167,71 @@ def _prepare(
         context,
         _cache_path(repo, settings),
         progress,
-        stamp_inputs(
-            stamped_settings(settings, named_schemas(settings, schema_digest)), parsed.read_keys
-        ),
+        stamp_inputs(stamped, parsed.read_keys),
+        stamp_frame(stamped, parsed.read_paths[:read], parsed.read_keys[read:]),
+        sources,
+        docs,
+        keys,
+        settings.shard,
     )
 
 
-def _write(job: _Job, check: CleanCheck | None) -> RenderReport:
+def _source_rows(
+    parsed: ParsedSources, read: int, docs: Sequence[Document], keys: Sequence[str | None]
+) -> list[Source]:
+    """The stamp's rows of the first `read` files `parsed` read (renderer.delta)."""
+    namespaces: dict[str, set[str]] = {}
+    configs: set[str] = set()
+    for doc, key in zip(docs, keys, strict=True):
+        if key is not None:
+            namespaces.setdefault(doc.origin, set()).add(key.split("/", 1)[0])
+        elif doc.obj.get("kind") == INFERENCE_PROVIDER_CONFIG:
+            configs.add(doc.origin)
+    return source_rows(parsed.read_paths[:read], parsed.read_keys[:read], namespaces, configs)
+
+
+def _narrowed(job: _Job, part: Part, failures: int) -> _Job:
+    """`job`, rendering only `part` (renderer.delta), with `failures` elsewhere."""
+    kept = [(d, k) for d, k in zip(job.docs, job.keys, strict=True) if k and part.owns_key(k)]
+    docs, keys = [d for d, _ in kept], [k for _, k in kept]
+    ownership = Ownership(
+        origins_of(docs, job.repo.work, list(keys)),
+        job.ownership.roots,
+        duplicates(docs, keys),
+        job.settings.max_removals,
+        failures,
+    )
+    return replace(
+        job,
+        objects=[d.obj for d in docs],
+        ownership=ownership,
+        docs=docs,
+        keys=list[str | None](keys),
+        part=part,
+    )
+
+
+def _write(job: _Job, check: CleanCheck | None, stamp: Stamp | None = None) -> RenderReport:
     """Under the lock, recovered: render, write, commit, push; the render cache is saved once,
     at the end (also when Git fails after the tree was written). `check`: git asked whether the
-    output folder is as the render cache saw it (renderer.cleantree)."""
+    output folder is as the render cache saw it (renderer.cleantree); `stamp`: see render."""
     repo, subdir, settings = job.repo, job.subdir, job.settings
     cache = _cache(job)
     clean = check.tree(cache) if check is not None else None
+    part = None
+    if stamp is not None and clean is not None and cache is not None and cache.tree == stamp.tree:
+        part = changed_namespaces(stamp, job.sources, job.parsed.fingerprint, job.part)
+    work = (
+        job
+        if part is None or stamp is None
+        else _narrowed(job, part, failures_elsewhere(stamp, part))
+    )
     with repo.writer(subdir) as writer:
-        done, current = _render(job, cache, writer, clean)
+        done, current = _render(work, cache, writer, clean)
+        if part is not None and stamp is not None and cache is not None:
+            done = widened(done, stamp, cache, part, repo.work / subdir)
         changes = _changes(current, done.files)
-        written = _store(job, done, current, writer)
+        written = _store(work, done, current, writer)
     tree = None  # HEAD's tree at `subdir` after the commit: the render cache's `tree`
     try:
         job.parsed.finish(repo.git_dir / SOURCES_CACHE)
@@ -204,7 +267,15 @@ def _record_stamp(job: _Job, done: Rendered, tree: str | None) -> None:
     if tree is None or not done.stable:
         path.unlink(missing_ok=True)
         return
-    Stamp.of(job.parsed.fingerprint, job.stamp_inputs, tree, done.results, done.removals).save(path)
+    Stamp.of(
+        job.parsed.fingerprint,
+        job.stamp_inputs,
+        tree,
+        done.results,
+        done.removals,
+        frame=job.stamp_frame,
+        sources=job.sources,
+    ).save(path)
 
 
 def _cache_path(repo: Repo, settings: RenderSettings) -> Path:
@@ -226,7 +297,7 @@ def _render(
     then writes the shared files whole (renderer.shard). With a `writer`, each rendered folder
     is written as it arrives, while the rest render."""
     whole = clean if clean is not None else job.repo.scan(job.subdir)
-    shard = job.settings.shard
+    shard = job.part
     current = whole if shard is None else shard.view(whole)
     done = render_incremental(
         job.objects,

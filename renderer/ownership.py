@@ -45,6 +45,7 @@ class Ownership:
     roots: Sequence[str] = ()
     refused: Mapping[str, str] = field(default_factory=dict)
     max_removals: int | None = None  # None: no limit (the library default; the CLI sets one)
+    failures_elsewhere: int = 0  # failed results of the same render outside these (renderer.delta)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +154,7 @@ def decide(
     outside = len(gone) - len(eligible)
     if not eligible:
         return Removals(outside=outside)
-    failed = sum(1 for r in results if r.error is not None)
+    failed = sum(1 for r in results if r.error is not None) + ownership.failures_elsewhere
     if failed:
         reason = f"the render had {failed} failure{'s' if failed > 1 else ''}: a render with a failure removes nothing"
         return Removals(withheld=tuple(eligible), reason=reason, outside=outside)

@@ -30,6 +30,7 @@ class ParsedSources:
         self.digests: dict[int, str] = {}  # id(object) -> digest(canonical(object))
         self.pending: dict[str, Any] = {}  # parsed this time, stored by `finish`
         self.read_keys: list[str] = []  # file_key of every file read, in order (renderer.stamp)
+        self.read_paths: list[str] = []  # and its path
 
     def read(self, paths: Sequence[str]) -> list[Document]:
         """The documents of the files, each `kind: List` as its items (kubeio.sources)."""
@@ -45,6 +46,7 @@ class ParsedSources:
             raise SourceError(str(path), f"cannot read: {err.strerror or err}") from None
         key = file_key(path, data)
         self.read_keys.append(key)
+        self.read_paths.append(str(path))
         name = digest(self.fingerprint, key)
         entry = self.folder / f"{name}.pickle" if self.folder is not None else None
         self.used.add(f"{name}.pickle")

@@ -29,6 +29,7 @@ from renderer.settings import ClusterCrds, RenderReport, RenderSettings, checked
 from renderer.stamp import (
     Stamp,
     file_keys,
+    stamp_frame,
     stamp_inputs,
     stamp_path,
     stamped_settings,
@@ -46,20 +47,23 @@ def run_render(
     `settings.crds_from_cluster`); `progress` is told (rendered so far, to render) as each pass
     renders the ModelDeployments whose inputs changed (never when none did)."""
     try:
+        delta = None
         if not (settings.check or settings.full or settings.crds_from_cluster):
-            unchanged = _unchanged(settings)
-            if unchanged is not None:
-                return unchanged
+            found = _stamped(settings)
+            if isinstance(found, RenderReport):
+                return found
+            delta = found
         job = importlib.import_module("renderer.job")
-        report: RenderReport = job.render(settings, cluster_crds, progress)
+        report: RenderReport = job.render(settings, cluster_crds, progress, delta)
         return report
     except UnsafePath as err:  # a link in the tree: the repository cannot be used as it is
         raise GitError(str(err)) from None
 
 
-def _unchanged(settings: RenderSettings) -> RenderReport | None:
-    """The report of a render that would change nothing, when the stamp shows it; None: render
-    as usual. Pushes, as a render does; when the push is rejected, the render as usual starts
+def _stamped(settings: RenderSettings) -> RenderReport | Stamp | None:
+    """The report of a render that would change nothing, when the stamp shows it; the stamp,
+    when only the bytes of some source files differ from it (renderer.delta); None: render as
+    usual. Pushes, as a render does; when the push is rejected, the render as usual starts
     from the remote's head."""
     subdir = checked_path(settings.path)
     work = Path(settings.repo).resolve()
@@ -68,11 +72,13 @@ def _unchanged(settings: RenderSettings) -> RenderReport | None:
     path = stamp_path(work / ".git", settings)
     if not path.is_file():
         return None
-    inputs = _inputs(settings)
-    # Another source or setting: a render as usual (and the stamp's report is not even read).
-    stamp = Stamp.load(path, inputs) if inputs is not None else None
-    if stamp is None:
+    read = _inputs(settings)
+    # Another setting or set of files: a render as usual (the stamp's report is not even read).
+    stamp = Stamp.load(path, *read) if read is not None else None
+    if stamp is None or read is None:
         return None
+    if stamp.inputs != read[0]:
+        return stamp
     repo = Repo(work, settings.author)  # commits nothing: no identity needed
     try:
         with repo.locked():
@@ -94,17 +100,21 @@ def _unchanged(settings: RenderSettings) -> RenderReport | None:
     return RenderReport(results, changes, stamp.removals, len(results), None)
 
 
-def _inputs(settings: RenderSettings) -> str | None:
-    """The stamp's digest of the inputs (renderer.stamp); None when a file cannot be read (the
-    render as usual says why)."""
+def _inputs(settings: RenderSettings) -> tuple[str, str] | None:
+    """The stamp's digest of the inputs, and of them but the sources' bytes (renderer.stamp);
+    None when a file cannot be read (the render as usual says why)."""
     try:
-        read = file_keys(settings.sources)
+        sources = file_keys(settings.sources)
+        providers = []
         if settings.providers and STDIN not in settings.providers:
-            read += file_keys(settings.providers)
+            providers = [key for _, key in file_keys(settings.providers)]
         schemas = files_digest([Path(d) for d in settings.crds]) if settings.crds else None
     except (OSError, SourceError):
         return None
-    return stamp_inputs(stamped_settings(settings, schemas), read)
+    stamped = stamped_settings(settings, schemas)
+    keys = [key for _, key in sources] + providers
+    frame = stamp_frame(stamped, [path for path, _ in sources], providers)
+    return stamp_inputs(stamped, keys), frame
 
 
 class _Moved(Exception):

@@ -27,22 +27,12 @@ from renderer.tree import Tree
 TOP = "kustomization.yaml"
 
 
-@dataclass(frozen=True, slots=True)
-class Shard:
-    index: int  # 1..count
-    count: int
-
-    @classmethod
-    def parse(cls, value: str) -> Shard:
-        """`K/N` with 1 <= K <= N; a SourceError naming --shard otherwise."""
-        left, slash, right = value.partition("/")
-        if slash and left.isdigit() and right.isdigit() and 1 <= int(left) <= int(right):
-            return cls(int(left), int(right))
-        raise SourceError("--shard", f"expected K/N with 1 <= K <= N (as 2/4), got {value!r}")
+class Part:
+    """Some namespaces of the tree, rendered on their own: what a render of them reads and
+    writes, and how the two files at the top take in the other namespaces' parts."""
 
     def owns(self, namespace: str) -> bool:
-        number = int.from_bytes(hashlib.sha256(namespace.encode()).digest()[:8], "big")
-        return number % self.count == self.index - 1
+        raise NotImplementedError
 
     def owns_key(self, key: str) -> bool:
         """Whether an output folder (namespace/name) is this shard's."""
@@ -72,6 +62,35 @@ class Shard:
         else:
             texts.pop(SOURCES_FILE, None)
         return Tree(texts, tree.current, tree.unchanged - {TOP, SOURCES_FILE}, tree.scanned)
+
+
+@dataclass(frozen=True, slots=True)
+class Shard(Part):
+    index: int  # 1..count
+    count: int
+
+    @classmethod
+    def parse(cls, value: str) -> Shard:
+        """`K/N` with 1 <= K <= N; a SourceError naming --shard otherwise."""
+        left, slash, right = value.partition("/")
+        if slash and left.isdigit() and right.isdigit() and 1 <= int(left) <= int(right):
+            return cls(int(left), int(right))
+        raise SourceError("--shard", f"expected K/N with 1 <= K <= N (as 2/4), got {value!r}")
+
+    def owns(self, namespace: str) -> bool:
+        number = int.from_bytes(hashlib.sha256(namespace.encode()).digest()[:8], "big")
+        return number % self.count == self.index - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Namespaces(Part):
+    """Named namespaces (of a shard, when `within` is one)."""
+
+    names: frozenset[str]
+    within: Part | None = None
+
+    def owns(self, namespace: str) -> bool:
+        return namespace in self.names and (self.within is None or self.within.owns(namespace))
 
 
 def _namespaces(tree: Iterable[str]) -> set[str]:

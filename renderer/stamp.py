@@ -46,7 +46,7 @@ from renderer.rendercache import Shared
 from renderer.safefs import read_text
 from renderer.settings import RenderSettings, cache_key, checked_path
 
-STAMP_FORMAT = 3
+STAMP_FORMAT = 4
 log = logging.getLogger(__name__)
 # A result as the stamp keeps it: key, file names, error, warnings, engine, provider, schemas.
 Row = tuple[
@@ -60,6 +60,11 @@ Row = tuple[
 ]
 
 
+# A source file as the stamp keeps it: its path as read, its file_key, the namespaces its
+# documents render into, and whether it holds an InferenceProviderConfig.
+Source = tuple[str, str, tuple[str, ...], bool]
+
+
 @dataclass(frozen=True, slots=True)
 class Stamp:
     fingerprint: str  # Runway's (renderer.digests.runway_fingerprint)
@@ -67,6 +72,8 @@ class Stamp:
     tree: str
     rows: tuple[Row, ...]
     removals: Removals
+    frame: str = ""  # stamp_frame: the inputs but the bytes of the source files
+    sources: tuple[Source, ...] = ()  # the source files, in the order the render read them
 
     @classmethod
     def of(
@@ -76,6 +83,9 @@ class Stamp:
         tree: str,
         results: Sequence[Result],
         removals: Removals,
+        *,
+        frame: str = "",
+        sources: Sequence[Source] = (),
     ) -> Stamp:
         """The stamp of a render's results; the removals as the next render reports them (what
         this one removed is gone: only the withheld and the outside count stay)."""
@@ -98,25 +108,36 @@ class Stamp:
             tree,
             rows,
             Removals((), removals.withheld, removals.reason, removals.outside),
+            frame,
+            tuple(sources),
         )
 
     @classmethod
-    def load(cls, path: Path, inputs: str | None = None) -> Stamp | None:
+    def load(cls, path: Path, inputs: str | None = None, frame: str | None = None) -> Stamp | None:
         """The stamp at `path`; None when there is none, when it is unreadable or of another
-        shape, or when it was made from other `inputs` (given: then its report, the bulk of
-        the file, is not read)."""
+        shape, or when it was made from other `inputs` and (given) another `frame` (then its
+        report, the bulk of the file, is not read)."""
         try:
             with path.open("rb") as handle:
                 header = pickle.load(handle)
                 if header[0] != STAMP_FORMAT:
                     return None
-                _, fingerprint, recorded, tree = header
-                if not all(isinstance(v, str) for v in (fingerprint, recorded, tree)):
+                _, fingerprint, recorded, tree, framed, raw_sources = header
+                if not all(isinstance(v, str) for v in (fingerprint, recorded, tree, framed)):
                     raise TypeError("a digest that is not text")
-                if inputs is not None and recorded != inputs:
+                if inputs is not None and recorded != inputs and framed != frame:
                     return None
+                sources = tuple(map(_source, raw_sources))
                 rows, removals = pickle.load(handle)
-            return cls(fingerprint, recorded, tree, tuple(map(_row, rows)), _removals(removals))
+            return cls(
+                fingerprint,
+                recorded,
+                tree,
+                tuple(map(_row, rows)),
+                _removals(removals),
+                framed,
+                sources,
+            )
         except FileNotFoundError:
             return None
         except Exception:  # unreadable or of another shape: as if absent (a render as usual)
@@ -127,7 +148,7 @@ class Stamp:
         """Two pickles: the digests, then the report (read only when the digests agree)."""
         removals = self.removals
         fields = (removals.removed, removals.withheld, removals.reason, removals.outside)
-        header = (STAMP_FORMAT, self.fingerprint, self.inputs, self.tree)
+        header = (STAMP_FORMAT, self.fingerprint, self.inputs, self.tree, self.frame, self.sources)
         protocol = pickle.HIGHEST_PROTOCOL
         atomic_write(
             path, pickle.dumps(header, protocol) + pickle.dumps((self.rows, fields), protocol)
@@ -154,6 +175,17 @@ def stamp_inputs(settings: Mapping[str, Any], read: Sequence[str]) -> str:
     stable repr), the working directory, and `read`, the file_key (renderer.parsecache) of
     every source and provider-config file in the order the render read them."""
     parts: list[bytes | str] = [os.getcwd(), *read]
+    parts += [f"{name}={settings[name]!r}" for name in sorted(settings)]
+    return digest(*parts)
+
+
+def stamp_frame(
+    settings: Mapping[str, Any], sources: Sequence[str], providers: Sequence[str]
+) -> str:
+    """The digest of a render's inputs but the bytes of its source files: `settings` (as
+    stamp_inputs), the working directory, the paths of the source files in the order read, and
+    the file_key of every provider-config file (`providers`)."""
+    parts: list[bytes | str] = [os.getcwd(), str(len(sources)), *sources, *providers]
     parts += [f"{name}={settings[name]!r}" for name in sorted(settings)]
     return digest(*parts)
 
@@ -185,10 +217,10 @@ def stamp_path(git_dir: Path, settings: RenderSettings) -> Path:
     return git_dir / f"runway-stamp-{cache_key(settings)}.pickle"
 
 
-def file_keys(paths: Sequence[str]) -> list[str]:
-    """The file_key of each file that reading `paths` reads (folders walked as a render walks
-    them), in order."""
-    return [file_key(path, path.read_bytes()) for path in yaml_files(paths)]
+def file_keys(paths: Sequence[str]) -> list[tuple[str, str]]:
+    """The path and file_key of each file that reading `paths` reads (folders walked as a
+    render walks them), in order."""
+    return [(str(path), file_key(path, path.read_bytes())) for path in yaml_files(paths)]
 
 
 def tree_if_clean(repo: Repo, subdir: str) -> Callable[[], str | None]:
@@ -230,6 +262,15 @@ def _row(raw: Any) -> Row:
         raise TypeError("a result field of the wrong type")
     pairs = tuple((kind, origin) for kind, origin in schemas)
     return key, tuple(names), error, tuple(warnings), engine, provider, pairs
+
+
+def _source(raw: Any) -> Source:
+    """One recorded source file, each field of the type it must have (else TypeError)."""
+    path, key, namespaces, configs = raw
+    texts = (path, key, *namespaces)
+    if not all(isinstance(t, str) for t in texts) or type(configs) is not bool:
+        raise TypeError("a source field of the wrong type")
+    return path, key, tuple(namespaces), configs
 
 
 def _removals(raw: Any) -> Removals:
