@@ -16,13 +16,15 @@ What git's stat cache cannot see, this cannot either (renderer.stamp says what t
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 from collections.abc import Callable
 
 from renderer.gitops import DiskTree, Repo
-from renderer.rendercache import RenderCache
+from renderer.rendercache import RenderCache, unpacked
 from renderer.safefs import Folders, plain_parts
+from renderer.shard import Namespaces
 from renderer.writer import Stat, stat_of
 
 # An index entry of `git ls-files -s -z` that is not a plain file (a link, a submodule).
@@ -38,19 +40,28 @@ class CleanCheck:
     def __init__(self, repo: Repo, subdir: str) -> None:
         self._repo, self._subdir = repo, subdir
         plain_parts(subdir)
-        self._status: Git = repo.start(
+        status = repo.start(
             *("status", "--porcelain", "-z", "--untracked-files=all", "--ignored", "--", subdir),
             check=False,
         )
-        self._listed: Git = repo.start("ls-files", "-s", "-z", "--", subdir, check=False)
-        self._head: Git = repo.start("rev-parse", "-q", "--verify", f"HEAD:{subdir}", check=False)
+        head = repo.start("rev-parse", "-q", "--verify", f"HEAD:{subdir}", check=False)
+        self._status, self._head = functools.cache(status), functools.cache(head)
 
-    def tree(self, cache: RenderCache | None) -> DiskTree | None:
+    def tree(self, cache: RenderCache | None, part: Namespaces | None = None) -> DiskTree | None:
         """The tree under `subdir` (as Repo.scan gives it) when git vouches for it as `cache`
-        saw it; None: scan it."""
-        changed, files, head = self._status(), self._listed(), self._head()
+        saw it; None: scan it. With `part`, only its namespaces' files, the files at the top and
+        each namespace's kustomization (what a render of `part` reads: renderer.shard)."""
+        changed, head = self._status(), self._head()
         if cache is None or cache.tree is None:
             return None
+        top = f"{self._subdir.strip('/')}/"
+        pathspecs = (
+            [f":(glob){top}*", f":(glob){top}*/kustomization.yaml"]
+            + [f":(literal){top}{name}/" for name in sorted(part.names)]
+            if part is not None
+            else [self._subdir]
+        )
+        files = self._repo.git("ls-files", "-s", "-z", "--", *pathspecs, check=False)
         repo, subdir = self._repo, self._subdir
         with Folders(repo.work) as folders:  # a link on the way: refused, as a scan refuses it
             if folders.fd(subdir, create=False) is None:
@@ -64,7 +75,8 @@ class CleanCheck:
         known: dict[str, Stat] = {
             f"{folder}/{name}": stat
             for folder, entry in cache.entries.items()
-            for name, stat in entry.stats or ()
+            if part is None or part.owns_key(folder)
+            for name, stat in (unpacked(entry.stats) if entry.stats else ())
         }
         root = repo.work / subdir
         skip = len(subdir.strip("/")) + 1

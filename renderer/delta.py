@@ -21,38 +21,63 @@ anew for every namespace), or when the stamp was made by another Runway.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from renderer.folders import Result
+from core.model.kinds import INFERENCE_PROVIDER_CONFIG
+from kubeio.sources import Document, expand_lists
 from renderer.incremental import Rendered
-from renderer.ownership import Removals
+from renderer.ownership import Removals, output_key
+from renderer.parsecache import SourceFile
 from renderer.rendercache import RenderCache
 from renderer.shard import Namespaces, Part
 from renderer.stamp import Source, Stamp
 
 
-def changed_namespaces(
-    stamp: Stamp, sources: Sequence[Source], fingerprint: str, shard: Part | None
-) -> Namespaces | None:
-    """The namespaces the source files whose bytes changed render into, before or now (within
-    `shard`); None when a render restricted to them would not give what a render of
-    everything gives (see the module's text)."""
+def part_to_render(
+    stamp: Stamp,
+    files: Sequence[SourceFile],
+    documents: Callable[[SourceFile], list[Document]],
+    fingerprint: str,
+    shard: Part | None,
+) -> tuple[Namespaces, list[Document], set[str]] | None:
+    """The namespaces the source `files` whose bytes changed render into, before or now
+    (within `shard`), the documents a render of them reads (each `kind: List` as its items):
+    every document of every file that renders into them or holds a provider config, in order,
+    and the paths of those files; the other files' `documents` are never asked for. None when
+    a render restricted to them would not give what a render of everything gives (see the
+    module's text)."""
     if stamp.fingerprint != fingerprint or stamp.removals != Removals():
         return None
     before = {path: (key, names, configs) for path, key, names, configs in stamp.sources}
-    if [path for path, *_ in sources] != list(before):
+    if [str(f.path) for f in files] != list(before):
         return None
+    now: dict[str, list[Document]] = {}
     names: set[str] = set()
-    for path, key, namespaces, configs in sources:
-        old_key, old_namespaces, old_configs = before[path]
-        if key == old_key:
+    for found in files:
+        key, old_names, old_configs = before[str(found.path)]
+        if found.key == key:
             continue
-        if configs or old_configs:
+        docs = list(expand_lists(documents(found)))
+        if old_configs or any(d.obj.get("kind") == INFERENCE_PROVIDER_CONFIG for d in docs):
             return None
-        names.update(namespaces, old_namespaces)
-    return Namespaces(frozenset(names), shard) if names else None
+        keys = (output_key(d.obj) for d in docs)
+        names.update(old_names, (k.split("/", 1)[0] for k in keys if k is not None))
+        now[str(found.path)] = docs
+    if not names:
+        return None
+    read: list[Document] = []
+    paths = set(now)
+    for found in files:
+        path = str(found.path)
+        _, old_names, old_configs = before[path]
+        if path in now:
+            read += now[path]
+        elif old_configs or names.intersection(old_names):
+            read += expand_lists(documents(found))
+            paths.add(path)
+    return Namespaces(frozenset(names), shard), read, paths
 
 
 def failures_elsewhere(stamp: Stamp, part: Part) -> int:
@@ -66,19 +91,37 @@ def widened(done: Rendered, stamp: Stamp, cache: RenderCache, part: Part, root: 
     """`done` (the render of `part`) with every other namespace's results as the stamp
     recorded them (their files read from `root` when asked for) and cache entries as `cache`
     holds them."""
-    kept: list[Result] = [r for r in stamp.results(root) if not part.owns_key(r.key)]
+    kept = stamp.results(root, lambda key: not part.owns_key(key))
     results = sorted([*done.results, *kept], key=lambda r: r.key)
     entries = {k: e for k, e in cache.entries.items() if not part.owns_key(k)}
     entries.update(done.cache.entries)
-    return replace(done, results=results, cache=RenderCache(entries, done.cache.loaded))
+    return replace(done, results=results, cache=done.cache.succeeded_by(entries))
 
 
 def source_rows(
-    paths: Sequence[str], keys: Sequence[str], namespaces: Mapping[str, set[str]], configs: set[str]
+    files: Sequence[SourceFile],
+    docs: Sequence[Document],
+    keys: Sequence[str | None],
+    stamp: Stamp | None,
+    read: Collection[str],
 ) -> list[Source]:
-    """The stamp's rows of the source files read (`paths` with their `keys`, in order): the
-    namespaces each one's documents render into, and whether it holds a provider config."""
-    return [
-        (path, key, tuple(sorted(namespaces.get(path, ()))), path in configs)
-        for path, key in zip(paths, keys, strict=True)
-    ]
+    """The stamp's rows of the source `files` (in order): the namespaces each one's documents
+    render into, and whether it holds a provider config. `docs` (with their output `keys`) are
+    the documents of the files whose paths are `read`; any other file is as `stamp` recorded it
+    (its bytes are the same: part_to_render)."""
+    namespaces: dict[str, set[str]] = {}
+    configs: set[str] = set()
+    for doc, key in zip(docs, keys, strict=True):
+        if key is not None:
+            namespaces.setdefault(doc.origin, set()).add(key.split("/", 1)[0])
+        elif doc.obj.get("kind") == INFERENCE_PROVIDER_CONFIG:
+            configs.add(doc.origin)
+    recorded = {path: (names, held) for path, _, names, held in stamp.sources} if stamp else {}
+    rows: list[Source] = []
+    for found in files:
+        path = str(found.path)
+        if path in read or path not in recorded:
+            rows.append((path, found.key, tuple(sorted(namespaces.get(path, ()))), path in configs))
+        else:
+            rows.append((path, found.key, *recorded[path]))
+    return rows

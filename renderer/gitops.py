@@ -34,6 +34,8 @@ MALLOC = {"MALLOC_TOP_PAD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(64 << 
 BULK = 1000  # files written by one render from which the commit goes through git fast-import
 DETAIL_LIMIT = 200  # a commit message lists files up to this many, then counts per namespace
 MARKER = "runway-render.pid"
+# The hooks `git commit` runs (reference-transaction runs for `git update-ref` too).
+COMMIT_HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit")
 log = logging.getLogger(__name__)
 # Who commits when the repository's git configuration (local, global or system) names nobody.
 FALLBACK_IDENTITY = ("runway", "runway@localhost")
@@ -295,8 +297,35 @@ class Repo:
         # commits just `subdir`.
         only = ["--", subdir] if len(entries) < len(staged) else []
         message = commit_message(entries, subdir)
+        if touched is not None and not only and self._plain_commits():
+            return self._commit_index(message)
         self.git("commit", "-q", "-F", "-", *only, stdin=message)
         return self.git("rev-parse", "HEAD").stdout.strip()
+
+    def _plain_commits(self) -> bool:
+        """Whether `git commit` would do nothing here but write the index's tree and a commit
+        of it: no hook it runs, no signing (then _commit_index makes the same commit)."""
+        hooks = self.start("rev-parse", "--git-path", "hooks")
+        signing = self.git("config", "--type=bool", "--get", "commit.gpgSign", check=False)
+        if signing.stdout.strip() == "true":
+            return False
+        folder = self.work / hooks().stdout.strip()
+        return not any(os.access(folder / name, os.X_OK) for name in COMMIT_HOOKS)
+
+    def _commit_index(self, message: str) -> str:
+        """The commit `git commit -F -` makes of the index (the message needs none of its
+        clean-up: no comment lines, no trailing spaces), without refreshing the index from the
+        work tree first (36,689 files stat'ed: 0.055 against 0.01 s): the index holds exactly
+        what this render staged over HEAD."""
+        tree = self.git("write-tree").stdout.strip()
+        parent = self.git("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
+        head = parent.stdout.strip() if parent.returncode == 0 else ""
+        before = ["-p", head] if head else []
+        commit = self.git("commit-tree", tree, *before, "-F", "-", stdin=message).stdout.strip()
+        subject = message.split("\n", 1)[0]
+        reflog = f"commit: {subject}" if head else f"commit (initial): {subject}"
+        self.git("update-ref", "-m", reflog, "HEAD", commit, head or "0" * len(commit))
+        return commit
 
     def _unstaged_changes(self, subdir: str) -> dict[str, str] | None:
         """path -> A, M or D: how the work tree's `subdir` differs from the index, when the

@@ -24,7 +24,7 @@ from renderer.folders import HYDRATED_FILE, Result, folder_of
 from renderer.gitops import DiskTree
 from renderer.ownership import Ownership, Removals, decide, output_key, read_record
 from renderer.render import RenderContext, render_external_guarded, render_many
-from renderer.rendercache import Entry, RenderCache
+from renderer.rendercache import Entry, RenderCache, Stats, packed
 from renderer.tree import Folder, Tree, build_tree, folders_of, with_record
 from renderer.writer import Stat
 
@@ -124,9 +124,9 @@ def render_incremental(
     ]
     refused = [Result(key, error=error) for key, error in ownership.refused.items()]
     results = sorted(plan.reused + rendered + externals + refused, key=lambda r: r.key)
-    loaded = cache.loaded if cache is not None else None
     tree, removals = _owned_tree(results, views, current, ownership)
-    return Rendered(results, tree, RenderCache(entries, loaded), len(stale), removals, stable)
+    after = cache.succeeded_by(entries) if cache is not None else RenderCache(entries)
+    return Rendered(results, tree, after, len(stale), removals, stable)
 
 
 def _plan(
@@ -188,12 +188,10 @@ def _owned_tree(
     return with_record(tree, left, record, ownership), removals
 
 
-def _stats_of(
-    folder: str, held: Sequence[str], stats: Mapping[str, Stat] | None
-) -> tuple[tuple[str, Stat], ...] | None:
+def _stats_of(folder: str, held: Sequence[str], stats: Mapping[str, Stat] | None) -> Stats | None:
     if stats is None:
         return None
-    return tuple((name, stats[f"{folder}/{name}"]) for name in held)  # held is in name order
+    return packed([(name, stats[f"{folder}/{name}"]) for name in held])  # held is in name order
 
 
 def _report_of(entry: Entry) -> tuple[str | None, tuple[str, ...], str | None, str | None]:

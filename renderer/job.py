@@ -20,9 +20,9 @@ from core.model.versions import Versions
 from core.rendering.inferencegateway import GatewayTarget
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
-from kubeio.sources import STDIN, Document, read_documents
+from kubeio.sources import STDIN, Document, expand_lists, read_documents
 from renderer.cleantree import CleanCheck
-from renderer.delta import changed_namespaces, failures_elsewhere, source_rows, widened
+from renderer.delta import failures_elsewhere, part_to_render, source_rows, widened
 from renderer.digests import (
     builtin_schemas_version,
     canonical,
@@ -46,7 +46,7 @@ from renderer.render import RenderContext
 from renderer.rendercache import RenderCache
 from renderer.schemapack import load_pack
 from renderer.settings import ClusterCrds, RenderReport, RenderSettings, cache_key, checked_path
-from renderer.shard import Part
+from renderer.shard import Namespaces, Part
 from renderer.stamp import (
     Source,
     Stamp,
@@ -85,6 +85,9 @@ class _Job:
     docs: list[Document]  # of `objects`, with each one's output_key in `keys`
     keys: list[str | None]
     part: Part | None  # the namespaces rendered (a shard's; renderer.delta's), None: all
+    # renderer.delta: the namespaces the changed source files render into, whose documents
+    # (and only theirs) `docs` holds; None: `docs` holds every document
+    delta: Namespaces | None = None
 
 
 def render(
@@ -112,7 +115,8 @@ def render(
         repo.recover(subdir)
         cached = not settings.full and _cache_path(repo, settings).is_file()
         check = CleanCheck(repo, subdir) if cached else None
-        return _write(_prepare(settings, cluster_crds, progress, repo), check, stamp)
+        job = _prepare(settings, cluster_crds, progress, repo, stamp if cached else None)
+        return _write(job, check, stamp, lambda: _prepare(settings, cluster_crds, progress, repo))
 
 
 def _prepare(
@@ -120,15 +124,29 @@ def _prepare(
     cluster_crds: ClusterCrds | None,
     progress: Callable[[int, int], None] | None,
     opened: Repo | None = None,
+    stamp: Stamp | None = None,
 ) -> _Job:
+    """The render, its inputs read; with `stamp`, when only the bytes of some source files
+    differ from its inputs, only the documents of their namespaces are (renderer.delta)."""
     fingerprint = runway_fingerprint()
     git_dir = Path(settings.repo) / ".git"
     parsed = ParsedSources(git_dir / SOURCES_CACHE if git_dir.is_dir() else None, fingerprint)
-    docs = _sources(settings.sources, parsed)
+    files = parsed.files(settings.sources)
+    documents = functools.cache(parsed.documents)  # each file parsed (or unpickled) once
     read = len(parsed.read_keys)  # the source files' (the provider-config files' come next)
+    found = None
+    if stamp is not None:
+        found = part_to_render(stamp, files, documents, fingerprint, settings.shard)
+    if found is not None and any(d.obj.get("kind") == MODEL_DEPLOYMENT for d in found[1]):
+        delta, docs, taken = found
+        docs = _checked(docs, settings.sources, whole=False)
+    else:
+        delta, docs = None, [d for f in files for d in expand_lists(documents(f))]
+        docs = _checked(docs, settings.sources, whole=True)
+        taken = {str(f.path) for f in files}
     configs = _config_objects(docs, settings.providers, parsed)
     keys = [output_key(d.obj) for d in docs]  # each document's folder, worked out once
-    sources = _source_rows(parsed, read, docs, keys)
+    sources = source_rows(files, docs, keys, stamp, taken)
     if settings.shard is not None:  # a document without a folder (a config) goes to every shard
         shard = settings.shard
         kept = [(d, k) for d, k in zip(docs, keys, strict=True) if k is None or shard.owns_key(k)]
@@ -173,25 +191,12 @@ def _prepare(
         docs,
         keys,
         settings.shard,
+        delta,
     )
 
 
-def _source_rows(
-    parsed: ParsedSources, read: int, docs: Sequence[Document], keys: Sequence[str | None]
-) -> list[Source]:
-    """The stamp's rows of the first `read` files `parsed` read (renderer.delta)."""
-    namespaces: dict[str, set[str]] = {}
-    configs: set[str] = set()
-    for doc, key in zip(docs, keys, strict=True):
-        if key is not None:
-            namespaces.setdefault(doc.origin, set()).add(key.split("/", 1)[0])
-        elif doc.obj.get("kind") == INFERENCE_PROVIDER_CONFIG:
-            configs.add(doc.origin)
-    return source_rows(parsed.read_paths[:read], parsed.read_keys[:read], namespaces, configs)
-
-
-def _narrowed(job: _Job, part: Part, failures: int) -> _Job:
-    """`job`, rendering only `part` (renderer.delta), with `failures` elsewhere."""
+def _narrowed(job: _Job, part: Part, stamp: Stamp) -> _Job:
+    """`job`, rendering only `part` (renderer.delta), with the stamp's failures elsewhere."""
     kept = [(d, k) for d, k in zip(job.docs, job.keys, strict=True) if k and part.owns_key(k)]
     docs, keys = [d for d, _ in kept], [k for _, k in kept]
     ownership = Ownership(
@@ -199,7 +204,7 @@ def _narrowed(job: _Job, part: Part, failures: int) -> _Job:
         job.ownership.roots,
         duplicates(docs, keys),
         job.settings.max_removals,
-        failures,
+        failures_elsewhere(stamp, part),
     )
     return replace(
         job,
@@ -211,21 +216,29 @@ def _narrowed(job: _Job, part: Part, failures: int) -> _Job:
     )
 
 
-def _write(job: _Job, check: CleanCheck | None, stamp: Stamp | None = None) -> RenderReport:
+def _write(
+    job: _Job,
+    check: CleanCheck | None,
+    stamp: Stamp | None = None,
+    whole: Callable[[], _Job] | None = None,
+) -> RenderReport:
     """Under the lock, recovered: render, write, commit, push; the render cache is saved once,
     at the end (also when Git fails after the tree was written). `check`: git asked whether the
-    output folder is as the render cache saw it (renderer.cleantree); `stamp`: see render."""
+    output folder is as the render cache saw it (renderer.cleantree); `stamp`: see render;
+    `whole`: the job with every document read, for a job of some namespaces' whose tree git
+    does not vouch for as the stamp's."""
     repo, subdir, settings = job.repo, job.subdir, job.settings
     cache = _cache(job)
-    clean = check.tree(cache) if check is not None else None
-    part = None
-    if stamp is not None and clean is not None and cache is not None and cache.tree == stamp.tree:
-        part = changed_namespaces(stamp, job.sources, job.parsed.fingerprint, job.part)
-    work = (
-        job
-        if part is None or stamp is None
-        else _narrowed(job, part, failures_elsewhere(stamp, part))
-    )
+    part = job.delta
+    clean = check.tree(cache, part) if check is not None else None
+    if part is not None and (
+        stamp is None or clean is None or cache is None or cache.tree != stamp.tree
+    ):
+        if whole is None:
+            raise ValueError("a job of some namespaces needs `whole`")
+        job, part = whole(), None
+        clean = check.tree(cache) if check is not None else None
+    work = job if part is None or stamp is None else _narrowed(job, part, stamp)
     with repo.writer(subdir) as writer:
         done, current = _render(work, cache, writer, clean)
         if part is not None and stamp is not None and cache is not None:
@@ -242,7 +255,9 @@ def _write(job: _Job, check: CleanCheck | None, stamp: Stamp | None = None) -> R
         if settings.push:
 
             def rerender() -> None:
-                nonlocal done, changes
+                nonlocal done, changes, job
+                if job.delta is not None and whole is not None:  # the remote's head: everything
+                    job = whole()
                 with repo.writer(subdir) as again:
                     done, current = _render(job, None if settings.full else done.cache, again)
                     changes = _changes(current, done.files)
@@ -349,15 +364,16 @@ def _report(done: Rendered, current: Mapping[str, str], *, committed: str | None
     return RenderReport(done.results, changes, done.removals, reused, committed, done.files)
 
 
-def _sources(paths: Sequence[str], parsed: ParsedSources) -> list[Document]:
-    docs = parsed.read(paths)
+def _checked(docs: list[Document], paths: Sequence[str], *, whole: bool) -> list[Document]:
+    """The documents of the sources, each of a kind rendering reads; with `whole` (every
+    document of every source), a ModelDeployment among them."""
     for doc in docs:
         if doc.obj.get("kind") not in KINDS:
             raise SourceError(
                 doc.where,
                 f"{doc.kind} is not a ModelDeployment, InferenceProviderConfig or ExternalModelProvider",
             )
-    if not any(d.obj.get("kind") == MODEL_DEPLOYMENT for d in docs):
+    if whole and not any(d.obj.get("kind") == MODEL_DEPLOYMENT for d in docs):
         raise SourceError(", ".join(paths), "no ModelDeployment objects found")
     return docs
 

@@ -7,7 +7,7 @@ import logging
 import pickle
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.fields.errors import SourceError
 from kubeio.files import atomic_write
@@ -15,6 +15,14 @@ from kubeio.sources import Document, expand_lists, parse_documents, yaml_files
 from renderer.digests import digest, object_digest
 
 log = logging.getLogger(__name__)
+
+
+class SourceFile(NamedTuple):
+    """A source file as read: its path, its bytes and its file_key."""
+
+    path: Path
+    data: bytes
+    key: str
 
 
 class ParsedSources:
@@ -35,21 +43,31 @@ class ParsedSources:
     def read(self, paths: Sequence[str]) -> list[Document]:
         """The documents of the files, each `kind: List` as its items (kubeio.sources)."""
         docs: list[Document] = []
-        for path in yaml_files(paths):
-            docs += self._read_file(path)
+        for found in self.files(paths):
+            docs += self.documents(found)
         return list(expand_lists(docs))
 
-    def _read_file(self, path: Path) -> list[Document]:
-        try:
-            data = path.read_bytes()
-        except OSError as err:
-            raise SourceError(str(path), f"cannot read: {err.strerror or err}") from None
-        key = file_key(path, data)
-        self.read_keys.append(key)
-        self.read_paths.append(str(path))
+    def files(self, paths: Sequence[str]) -> list[SourceFile]:
+        """The files reading `paths` reads (folders walked as kubeio.sources walks them), each
+        read and keyed, in order; their parsed documents stay cached whether asked for or not."""
+        found = []
+        for path in yaml_files(paths):
+            try:
+                data = path.read_bytes()
+            except OSError as err:
+                raise SourceError(str(path), f"cannot read: {err.strerror or err}") from None
+            key = file_key(path, data)
+            self.read_keys.append(key)
+            self.read_paths.append(str(path))
+            self.used.add(f"{digest(self.fingerprint, key)}.pickle")
+            found.append(SourceFile(path, data, key))
+        return found
+
+    def documents(self, source: SourceFile) -> list[Document]:
+        """One file's documents (not yet expanded: see `read`), from the cache or parsed."""
+        path, data, key = source
         name = digest(self.fingerprint, key)
         entry = self.folder / f"{name}.pickle" if self.folder is not None else None
-        self.used.add(f"{name}.pickle")
         if entry is not None and entry.is_file():
             try:
                 with entry.open("rb") as handle:

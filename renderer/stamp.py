@@ -91,7 +91,9 @@ class Stamp:
         this one removed is gone: only the withheld and the outside count stay)."""
         one = Shared()  # equal values pickled once
         rows = tuple(
-            (
+            r.files.row  # a result this stamp's report came from: its row as read
+            if isinstance(r.files, _Listed)
+            else (
                 r.key,
                 tuple(one(n) for n in sorted(r.files)),
                 r.error,
@@ -133,7 +135,7 @@ class Stamp:
                 fingerprint,
                 recorded,
                 tree,
-                tuple(map(_row, rows)),
+                _rows(rows),
                 _removals(removals),
                 framed,
                 sources,
@@ -154,19 +156,21 @@ class Stamp:
             path, pickle.dumps(header, protocol) + pickle.dumps((self.rows, fields), protocol)
         )
 
-    def results(self, root: Path) -> list[Result]:
-        """The recorded results, each folder's files read from `root` only when asked for."""
+    def results(self, root: Path, keep: Callable[[str], bool] | None = None) -> list[Result]:
+        """The recorded results (those whose keys `keep` keeps), each folder's files read from
+        `root` only when asked for."""
         return [
             Result(
-                key,
-                _Listed(f"{root}/{key}", names),
-                error,
-                warnings,
-                engine,
-                provider,
-                schemas=schemas,
+                row[0],
+                _Listed(f"{root}/{row[0]}", row),
+                row[2],
+                row[3],
+                row[4],
+                row[5],
+                schemas=row[6],
             )
-            for key, names, error, warnings, engine, provider, schemas in self.rows
+            for row in self.rows
+            if keep is None or keep(row[0])
         ]
 
 
@@ -250,18 +254,36 @@ def head_tree(repo: Repo, subdir: str) -> str | None:
     return found.stdout.strip() if found.returncode == 0 else None
 
 
-def _row(raw: Any) -> Row:
-    """One recorded result, each field of the type it must have (else TypeError): the report
-    is printed from it."""
-    key, names, error, warnings, engine, provider, schemas = raw
-    texts = (key, *names, *warnings, *(part for pair in schemas for part in pair))
-    optional = (error, engine, provider)
-    if not all(isinstance(t, str) for t in texts) or not all(
-        o is None or isinstance(o, str) for o in optional
-    ):
+def _rows(raw: Any) -> tuple[Row, ...]:
+    """The recorded results, each field of the type it must have (else TypeError): the report
+    is printed from them. The warnings and schemas most rows share (one object, as saved) are
+    checked once."""
+    checked: dict[int, Any] = {}
+    rows = []
+    for key, names, error, warnings, engine, provider, schemas in raw:
+        texts = (key, *names)
+        optional = (error, engine, provider)
+        if not all(isinstance(t, str) for t in texts) or not all(
+            o is None or isinstance(o, str) for o in optional
+        ):
+            raise TypeError("a result field of the wrong type")
+        warned = checked.get(id(warnings))
+        if warned is None:
+            warned = checked[id(warnings)] = _texts(warnings)
+        pairs = checked.get(id(schemas))
+        if pairs is None:
+            pairs = checked[id(schemas)] = tuple(_texts(pair) for pair in schemas)
+            if any(len(pair) != 2 for pair in pairs):
+                raise TypeError("a schema that is not a pair")
+        rows.append((key, tuple(names), error, warned, engine, provider, pairs))
+    return tuple(rows)
+
+
+def _texts(raw: Any) -> tuple[str, ...]:
+    found = tuple(raw)
+    if not all(isinstance(t, str) for t in found):
         raise TypeError("a result field of the wrong type")
-    pairs = tuple((kind, origin) for kind, origin in schemas)
-    return key, tuple(names), error, tuple(warnings), engine, provider, pairs
+    return found
 
 
 def _source(raw: Any) -> Source:
@@ -284,10 +306,11 @@ def _removals(raw: Any) -> Removals:
 
 
 class _Listed(Mapping[str, str]):
-    """One folder's files by name, each read from disk when first asked for."""
+    """One folder's files by name (as its stamp `row` lists them), each read from disk when
+    first asked for."""
 
-    def __init__(self, folder: str, names: tuple[str, ...]) -> None:
-        self._folder, self._names = folder, names
+    def __init__(self, folder: str, row: Row) -> None:
+        self._folder, self._names, self.row = folder, row[1], row
 
     def __getitem__(self, name: str) -> str:
         if name not in self._names:

@@ -29,7 +29,7 @@ from kubeio.yamlio import dump_all
 from renderer.cleantree import CleanCheck
 from renderer.gitops import Repo
 from renderer.pipeline import run_render
-from renderer.rendercache import RenderCache
+from renderer.rendercache import RenderCache, unpacked
 from renderer.settings import RenderReport, RenderSettings, cache_key
 from renderer.stamp import STAMP_FORMAT, Stamp, stamp_path
 from tests.support.builders import model_deployment
@@ -509,7 +509,7 @@ def test_git_vouches_for_a_clean_tree_as_the_scan_finds_it_and_for_nothing_else(
     recorded = {
         f"{folder}/{name}": stat
         for folder, entry in cache.entries.items()
-        for name, stat in entry.stats or ()
+        for name, stat in (unpacked(entry.stats) if entry.stats else ())
     }
     assert {p: s for p, s in vouched.stats.items() if p in recorded} == recorded
     assert {p: s for p, s in vouched.stats.items() if p not in recorded} == {

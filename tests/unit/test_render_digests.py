@@ -8,10 +8,11 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from importlib import metadata
 from pathlib import Path
 
-from renderer.digests import builtin_schemas_version
+from renderer.digests import RUNWAY_VERSION, builtin_schemas_version
 from tests.conftest import ROOT
 
 PROBE = (
@@ -60,3 +61,10 @@ def test_the_builtin_schemas_version_read_from_the_file_is_the_distributions() -
     """Read from kubernetes_validate/version.py (no import of the package or of
     importlib.metadata): the version the distribution's metadata gives."""
     assert builtin_schemas_version() == metadata.version("kubernetes-validate")
+
+
+def test_the_version_in_the_fingerprint_is_the_distributions_and_pyprojects() -> None:
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        declared = tomllib.load(handle)["project"]["version"]
+
+    assert RUNWAY_VERSION == metadata.version("runway") == declared
