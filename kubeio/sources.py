@@ -8,6 +8,7 @@ Every failure is a SourceError naming the file (and the document) and the proble
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -236,9 +237,39 @@ def _read_stdin(stdin: TextIO | None) -> str:
         raise SourceError(STDIN_ORIGIN, f"cannot read: {reason}") from None
 
 
+def parse_stream(text: str, origin: str, start: int = 0) -> tuple[list[Document], int]:
+    """The objects in one YAML stream (as parse_documents gives them, numbered from `start`),
+    and how many documents it holds, empty ones included."""
+    loaded = load_all(text, origin)
+    return list(_objects(loaded, origin, start)), len(loaded)
+
+
+# A line that starts a document (`---` alone or before a space), and lines that make a stream
+# more than documents one after the other (directives, document end markers).
+_DOCUMENT_START = re.compile(r"(?m)^(?=---(?:[ \t]|$))")
+_NOT_SPLIT = re.compile(r"(?m)^(?:%|\.\.\.(?:[ \t]|$))")
+
+
+def split_stream(text: str) -> list[str] | None:
+    """`text` cut where each document marker (`---` at the start of a line) starts a document,
+    the pieces in order (the first may hold no document); None when the stream holds
+    directives or document end markers, which may tie documents together. YAML ends any
+    scalar or collection at such a line, so each piece holds whole documents, and parsing the
+    pieces one by one gives the documents the whole stream gives (a property test holds it)."""
+    if _NOT_SPLIT.search(text) is not None:
+        return None
+    return [piece for piece in _DOCUMENT_START.split(text) if piece]
+
+
 def parse_documents(text: str, origin: str) -> Iterator[Document]:
     """The objects in one YAML stream; anything but a mapping per document is an error."""
-    for index, obj in enumerate(load_all(text, origin)):
+    return _objects(load_all(text, origin), origin, 0)
+
+
+def _objects(loaded: list[Any], origin: str, start: int) -> Iterator[Document]:
+    """The documents a stream loaded to, numbered from `start` (the stream may be a piece of a
+    longer one): empty ones left out, anything but a mapping an error."""
+    for index, obj in enumerate(loaded, start):
         if obj is None:
             continue
         if not isinstance(obj, dict):

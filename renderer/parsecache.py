@@ -11,10 +11,15 @@ from typing import Any, NamedTuple
 
 from core.fields.errors import SourceError
 from kubeio.files import atomic_write
-from kubeio.sources import Document, expand_lists, parse_documents, yaml_files
+from kubeio.sources import Document, expand_lists, parse_stream, split_stream, yaml_files
 from renderer.digests import digest, object_digest
 
 log = logging.getLogger(__name__)
+
+
+# A piece of a source file, parsed: how many documents it holds (empty ones included), each
+# object with its index in the piece, and each object's digest.
+Piece = tuple[int, list[tuple[int, dict[str, Any]]], list[str | None]]
 
 
 class SourceFile(NamedTuple):
@@ -27,9 +32,13 @@ class SourceFile(NamedTuple):
 
 class ParsedSources:
     """Source files parsed once per content: the documents of each YAML file and each object's
-    canonical digest, pickled in a folder (inside .git) under the digest of Runway's fingerprint
-    and the file's bytes. Files of an earlier content are dropped by `prune`. Without a folder,
-    or with an unreadable entry, files are parsed as usual."""
+    canonical digest, pickled in a folder (inside .git), one entry per file path (named by the
+    digest of Runway's fingerprint and the path) holding the file's key and its documents piece
+    by piece (kubeio.sources.split_stream). A file whose key changed is parsed again piece by
+    piece, and a piece the entry holds with the same text is not: an edit of one
+    ModelDeployment in a file of 500 parses one (0.045 -> 0.004 s). Entries of files not read
+    this time are dropped by `finish`. Without a folder, or with an unreadable entry, files
+    are parsed as usual."""
 
     def __init__(self, folder: Path | None, fingerprint: str) -> None:
         self.folder = folder
@@ -59,34 +68,79 @@ class ParsedSources:
             key = file_key(path, data)
             self.read_keys.append(key)
             self.read_paths.append(str(path))
-            self.used.add(f"{digest(self.fingerprint, key)}.pickle")
+            self.used.add(self._name(path))
             found.append(SourceFile(path, data, key))
         return found
 
     def documents(self, source: SourceFile) -> list[Document]:
         """One file's documents (not yet expanded: see `read`), from the cache or parsed."""
         path, data, key = source
-        name = digest(self.fingerprint, key)
-        entry = self.folder / f"{name}.pickle" if self.folder is not None else None
-        if entry is not None and entry.is_file():
-            try:
-                with entry.open("rb") as handle:
-                    pairs, digests = pickle.load(handle)
-                docs = [Document(str(path), index, obj) for index, obj in pairs]
-                self.digests.update((id(d.obj), k) for d, k in zip(docs, digests, strict=True))
-                return docs
-            except Exception:  # a damaged entry is parsed again
-                log.debug("ignoring unreadable %s", entry, exc_info=True)
+        name = self._name(path)
+        known = self._entry(name)
+        if known is not None and known[0] == key:
+            return self._documents(str(path), known[1])
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as err:
             raise SourceError(str(path), f"cannot read: {err}") from None
-        docs = list(parse_documents(text, str(path)))
-        digests = [object_digest(d.obj) for d in docs]
-        self.digests.update((id(d.obj), k) for d, k in zip(docs, digests, strict=True) if k)
-        # Plain pairs, not Documents: unpickling 10,000 dataclasses cost a tenth of a second.
-        self.pending[f"{name}.pickle"] = ([(d.index, d.obj) for d in docs], digests)
+        pieces = self._pieces(text, str(path), dict(known[1]) if known is not None else {})
+        self.pending[name] = (key, pieces)
+        return self._documents(str(path), pieces)
+
+    def _pieces(self, text: str, origin: str, known: dict[str, Piece]) -> list[tuple[str, Piece]]:
+        """The stream's pieces, each (digest of its text, its documents): as `known` holds
+        them, or parsed. A piece that does not parse on its own, or a stream that cannot be
+        cut, is parsed whole (then an error names the document as the whole stream counts)."""
+        cut = split_stream(text)
+        if cut is not None:
+            try:
+                return self._parse(cut, origin, known)
+            except SourceError:
+                pass
+        return self._parse([text], origin, {})
+
+    def _parse(
+        self, pieces: Sequence[str], origin: str, known: dict[str, Piece]
+    ) -> list[tuple[str, Piece]]:
+        out = []
+        for piece in pieces:
+            named = digest(piece)
+            found = known.get(named)
+            if found is None:
+                docs, count = parse_stream(piece, origin)
+                digests = [object_digest(d.obj) for d in docs]
+                # Plain pairs, not Documents: unpickling 10,000 dataclasses cost 0.1 s.
+                found = (count, [(d.index, d.obj) for d in docs], digests)
+            out.append((named, found))
+        return out
+
+    def _documents(self, origin: str, pieces: Sequence[tuple[str, Piece]]) -> list[Document]:
+        docs, start = [], 0
+        for _, (count, pairs, digests) in pieces:
+            for (index, obj), known in zip(pairs, digests, strict=True):
+                docs.append(Document(origin, start + index, obj))
+                if known:
+                    self.digests[id(obj)] = known
+            start += count
         return docs
+
+    def _entry(self, name: str) -> tuple[str, list[tuple[str, Piece]]] | None:
+        """The cached key and pieces of a file, or None (none, or unreadable: parsed again)."""
+        entry = self.folder / name if self.folder is not None else None
+        if entry is None or not entry.is_file():
+            return None
+        try:
+            with entry.open("rb") as handle:
+                key, pieces = pickle.load(handle)
+            if not isinstance(key, str) or not isinstance(pieces, list):
+                raise TypeError("an entry of another shape")
+            return key, pieces
+        except Exception:  # a damaged entry is parsed again
+            log.debug("ignoring unreadable %s", entry, exc_info=True)
+            return None
+
+    def _name(self, path: Path) -> str:
+        return f"{digest(self.fingerprint, str(path))}.pickle"
 
     def _store(self, entry: Path, value: Any) -> None:
         try:

@@ -9,6 +9,8 @@ schema anywhere is reported too: "strict everywhere" means nothing is waved thro
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -130,6 +132,42 @@ class Schemas:
         return {f"{api} {kind}": self.used[(api, kind)] for api, kind in sorted(self.used)}
 
 
+def builtin_versions() -> list[str]:
+    """The Kubernetes versions kubernetes-validate has schemas of, oldest first, as its
+    utils.all_versions() gives them; read from its package data without importing it (it
+    imports jsonschema: 41 ms of a render of one ModelDeployment)."""
+    found = [
+        _VERSION_FOLDER.sub(r"\1", entry.name)
+        for entry in _builtin_folder().iterdir()
+        if _VERSION_FOLDER.match(entry.name)
+    ]
+    return sorted(found, key=_version_key)
+
+
+def builtin_schema(relative: str) -> Any:
+    """One of kubernetes-validate's schema files (`kubernetes-json-schema/...`), as its
+    utils.schema_contents() reads it (FileNotFoundError: none)."""
+    with (_builtin_folder().parent / relative).open(encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def major_minor(version: str) -> str:
+    return _MAJOR_MINOR.sub(r"\1", version)
+
+
+def _builtin_folder() -> Path:
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError("kubernetes-validate is not installed")
+    return Path(spec.origin).parent / "kubernetes-json-schema"
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+_VERSION_FOLDER = re.compile(r"^v([^-]*).*")
+_MAJOR_MINOR = re.compile(r"^(\d+\.\d+).*")
 BUILTIN_API_VERSIONS = frozenset(
     {"v1", "apps/v1", "rbac.authorization.k8s.io/v1", "policy/v1", "networking.k8s.io/v1"}
 )
@@ -144,18 +182,9 @@ class BuiltinSchemas:
         self.inline = inline  # False: references resolved on every object (tests compare)
         self.reference = reference  # True: jsonschema on every object (tests compare)
         self._checkers: dict[tuple[str, str], tuple[Checker, Checker | None]] = {}
-        # Imported here, not with the module: a render with nothing to render never builds
-        # Schemas, and these two cost 0.12 s of its start-up (jsonschema's formats).
-        import kubernetes_validate.utils  # noqa: PLC0415
-
-        self._utils = kubernetes_validate.utils
         wanted = kubernetes.lstrip("v")
-        known = [
-            v
-            for v in self._utils.all_versions()
-            if self._utils.major_minor(v) <= self._utils.major_minor(wanted)
-        ]
-        self.minor = self._utils.major_minor(wanted)
+        known = [v for v in builtin_versions() if major_minor(v) <= major_minor(wanted)]
+        self.minor = major_minor(wanted)
         self._dir = f"v{known[-1]}-local-strict" if known else ""
         self._validators: dict[tuple[str, str], Any] = {}
         self._definitions: Any = None
@@ -164,10 +193,10 @@ class BuiltinSchemas:
         """kubernetes-validate's schema of a kind, as written (FileNotFoundError: none)."""
         group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
         path = f"kubernetes-json-schema/{self._dir}/{kind.lower()}-{group}.json"
-        schema = self._utils.schema_contents(path, self.minor)
+        schema = builtin_schema(path)
         if self._definitions is None:
-            self._definitions = self._utils.schema_contents(
-                f"kubernetes-json-schema/{self._dir}/_definitions.json", self.minor
+            self._definitions = builtin_schema(
+                f"kubernetes-json-schema/{self._dir}/_definitions.json"
             )
         return schema
 

@@ -7,10 +7,18 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kubernetes_validate import utils
+
 from core.model.kinds import ModelDeployment
 from kubeio.shipped import bundled_versions
 from providers.modules import plugins
-from renderer.strict import BUILTIN_API_VERSIONS, BuiltinSchemas
+from renderer.strict import (
+    BUILTIN_API_VERSIONS,
+    BuiltinSchemas,
+    builtin_schema,
+    builtin_versions,
+    major_minor,
+)
 from tests.support.builders import model_deployment, shipped_registry
 
 PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
@@ -81,3 +89,17 @@ def test_the_translated_schema_gives_jsonschemas_verdicts() -> None:
     assert [(e.path, e.reason.value, e.detail) for e in unknown] == [
         ("spec.unknownField", "Unknown field", "not declared in the Kubernetes 1.37 schema"),
     ]
+
+
+def test_kubernetes_validates_schemas_are_read_as_its_own_utils_read_them() -> None:
+    """renderer.strict reads kubernetes-validate's package data itself (importing the package
+    imports jsonschema); the versions, major.minor and schema files are its utils' answers."""
+    assert builtin_versions() == utils.all_versions()
+    for version in ("1.37.2", "v1.30", "1.9.0"):
+        assert major_minor(version) == utils.major_minor(version)
+    latest = f"kubernetes-json-schema/v{utils.all_versions()[-1]}-local-strict"
+    for name in ("deployment-apps-v1.json", "service-v1.json", "_definitions.json"):
+        minor = utils.major_minor(utils.all_versions()[-1])
+        assert builtin_schema(f"{latest}/{name}") == utils.schema_contents(
+            f"{latest}/{name}", minor
+        )
