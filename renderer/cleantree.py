@@ -40,8 +40,11 @@ class CleanCheck:
     def __init__(self, repo: Repo, subdir: str) -> None:
         self._repo, self._subdir = repo, subdir
         plain_parts(subdir)
+        # No optional locks: git may start before the render holds the repository, and a
+        # render must find no index.lock of a live git when it takes it (renderer.gitops).
         status = repo.start(
-            *("status", "--porcelain", "-z", "--untracked-files=all", "--ignored", "--", subdir),
+            *("--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all"),
+            *("--ignored", "--", subdir),
             check=False,
         )
         head = repo.start("rev-parse", "-q", "--verify", f"HEAD:{subdir}", check=False)

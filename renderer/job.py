@@ -95,12 +95,13 @@ def render(
     cluster_crds: ClusterCrds | None,
     progress: Callable[[int, int], None] | None,
     stamp: Stamp | None = None,
+    looked: CleanCheck | None = None,
 ) -> RenderReport:
     """A render as usual (renderer.pipeline has the whole story). In a repository that exists,
     the render holds it from the start, and git looks at the output folder while the sources
     are read (renderer.cleantree). `stamp`: the last render's, when only the bytes of some
     source files differ from its inputs (then only their namespaces may be rendered:
-    renderer.delta)."""
+    renderer.delta). `looked`: git asked already (renderer.cleantree)."""
     if settings.check or not (Path(settings.repo) / ".git").is_dir():
         job = _prepare(settings, cluster_crds, progress)
         if settings.check:
@@ -114,7 +115,7 @@ def render(
     with repo.locked():
         repo.recover(subdir)
         cached = not settings.full and _cache_path(repo, settings).is_file()
-        check = CleanCheck(repo, subdir) if cached else None
+        check = (looked or CleanCheck(repo, subdir)) if cached else None
         job = _prepare(settings, cluster_crds, progress, repo, stamp if cached else None)
         return _write(job, check, stamp, lambda: _prepare(settings, cluster_crds, progress, repo))
 

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from core.fields.errors import SourceError
 from kubeio.sources import STDIN
+from renderer.cleantree import CleanCheck
 from renderer.digests import files_digest, runway_fingerprint
 from renderer.gitops import GitError, Repo
 from renderer.safefs import UnsafePath
@@ -53,8 +54,10 @@ def run_render(
             if isinstance(found, RenderReport):
                 return found
             delta = found
+        # git looks at the output folder while the renderers are imported (renderer.cleantree)
+        check = _look(settings) if delta is not None else None
         job = importlib.import_module("renderer.job")
-        report: RenderReport = job.render(settings, cluster_crds, progress, delta)
+        report: RenderReport = job.render(settings, cluster_crds, progress, delta, check)
         return report
     except UnsafePath as err:  # a link in the tree: the repository cannot be used as it is
         raise GitError(str(err)) from None
@@ -98,6 +101,13 @@ def _stamped(settings: RenderSettings) -> RenderReport | Stamp | None:
         return None
     changes: dict[str, Sequence[str]] = {"added": [], "changed": [], "removed": []}
     return RenderReport(results, changes, stamp.removals, len(results), None)
+
+
+def _look(settings: RenderSettings) -> CleanCheck | None:
+    """Git asked now whether the output folder is as the render cache saw it; None when a
+    killed render left something for the render to recover first."""
+    repo = Repo(Path(settings.repo).resolve(), settings.author)
+    return None if repo.leftovers() else CleanCheck(repo, checked_path(settings.path))
 
 
 def _inputs(settings: RenderSettings) -> tuple[str, str] | None:
