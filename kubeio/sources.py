@@ -237,11 +237,13 @@ def _read_stdin(stdin: TextIO | None) -> str:
         raise SourceError(STDIN_ORIGIN, f"cannot read: {reason}") from None
 
 
-def parse_stream(text: str, origin: str, start: int = 0) -> tuple[list[Document], int]:
-    """The objects in one YAML stream (as parse_documents gives them, numbered from `start`),
-    and how many documents it holds, empty ones included."""
-    loaded = load_all(text, origin)
-    return list(_objects(loaded, origin, start)), len(loaded)
+def parse_stream(
+    text: str, origin: str, strings: dict[str, str] | None = None
+) -> tuple[list[Document], int]:
+    """The objects in one YAML stream (as parse_documents gives them), and how many documents
+    it holds, empty ones included; `strings`: as kubeio.yamlio.load_all takes them."""
+    loaded = load_all(text, origin, strings)
+    return list(_objects(loaded, origin, 0)), len(loaded)
 
 
 # A line that starts a document (`---` alone or before a space), and lines that make a stream

@@ -363,6 +363,10 @@ class _StrictLoader(FastResolve, yaml.CSafeLoader):
         super().__init__(stream)
         self._strings: dict[str, str] = {}
 
+    def share(self, strings: dict[str, str]) -> None:
+        """Take equal strings from (and give new ones to) `strings`."""
+        self._strings = strings
+
     def construct_shared_str(self, node: yaml.ScalarNode) -> str:
         value: str = self.construct_scalar(node)
         return self._strings.setdefault(value, value)
@@ -443,13 +447,18 @@ def _expanded_size(root: yaml.Node) -> int:
     return sizes[id(root)]
 
 
-def load_all(text: str, origin: str) -> list[Any]:
-    """Every document of a YAML stream; a SourceError names the document and the problem."""
+def load_all(text: str, origin: str, strings: dict[str, str] | None = None) -> list[Any]:
+    """Every document of a YAML stream; a SourceError names the document and the problem.
+    `strings`: the strings of other streams loaded before, so that equal ones are one object
+    across them too (the pieces of one file: renderer.parsecache)."""
     loaded: list[Any] = []
     # An alias is written `*name`: a stream without "*" has none, and skips the size walk.
-    loader = _AliasBoundLoader if "*" in text else _StrictLoader
+    loader = (_AliasBoundLoader if "*" in text else _StrictLoader)(text)
+    if strings is not None:
+        loader.share(strings)
     try:
-        loaded.extend(yaml.load_all(text, Loader=loader))
+        while loader.check_data():  # type: ignore[no-untyped-call]  # PyYAML ships no type hints
+            loaded.append(loader.get_data())
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -459,4 +468,6 @@ def load_all(text: str, origin: str) -> list[Any]:
         ) from None
     except RecursionError:
         raise SourceError(origin, f"document {len(loaded) + 1}: YAML nested too deeply") from None
+    finally:
+        loader.dispose()
     return loaded

@@ -102,12 +102,12 @@ class ParsedSources:
     def _parse(
         self, pieces: Sequence[str], origin: str, known: dict[str, Piece]
     ) -> list[tuple[str, Piece]]:
-        out = []
+        out, strings = [], dict[str, str]()  # equal strings one object across the pieces
         for piece in pieces:
             named = digest(piece)
             found = known.get(named)
             if found is None:
-                docs, count = parse_stream(piece, origin)
+                docs, count = parse_stream(piece, origin, strings)
                 digests = [object_digest(d.obj) for d in docs]
                 # Plain pairs, not Documents: unpickling 10,000 dataclasses cost 0.1 s.
                 found = (count, [(d.index, d.obj) for d in docs], digests)
