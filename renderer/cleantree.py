@@ -75,10 +75,10 @@ class CleanCheck:
             return None
         if _NOT_PLAIN.search(files.stdout) is not None:
             return None
+        entries = cache.entries if part is None else cache.entries_in(part.owns)
         known: dict[str, Stat] = {
             f"{folder}/{name}": stat
-            for folder, entry in cache.entries.items()
-            if part is None or part.owns_key(folder)
+            for folder, entry in entries.items()
             for name, stat in (unpacked(entry.stats) if entry.stats else ())
         }
         root = repo.work / subdir

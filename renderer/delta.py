@@ -93,9 +93,7 @@ def widened(done: Rendered, stamp: Stamp, cache: RenderCache, part: Part, root: 
     holds them."""
     kept = stamp.results(root, lambda key: not part.owns_key(key))
     results = sorted([*done.results, *kept], key=lambda r: r.key)
-    entries = {k: e for k, e in cache.entries.items() if not part.owns_key(k)}
-    entries.update(done.cache.entries)
-    return replace(done, results=results, cache=done.cache.succeeded_by(entries))
+    return replace(done, results=results, cache=cache.merged(part.owns, done.cache))
 
 
 def source_rows(

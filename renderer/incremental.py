@@ -145,7 +145,7 @@ def _plan(
         view = views.get(folder)
         held = list(view) if view is not None else []
         signature = _stats_of(folder, held, stats)
-        entry = cache.entries.get(folder) if cache is not None else None
+        entry = cache.entry(folder) if cache is not None else None
         if entry is not None and signature is not None and entry.stats == signature:
             plan.hydrated[folder], same = entry.hydrated, True  # untouched since: not read
         else:
