@@ -295,14 +295,14 @@ def _payload(report: RenderReport) -> dict[str, Any]:
                 "engine": r.engine,
                 "error": r.error,
                 "files": sorted(r.files),
-                "name": name,
-                "namespace": namespace,
+                "name": parts[1],
+                "namespace": parts[0],
                 "provider": r.provider,
                 "rendered": r.error is None,
                 "warnings": list(r.warnings),
             }
             for r in report.results
-            for namespace, name in (r.key.split("/"),)
+            for parts in (r.key.split("/"),)
         ],
         "changes": report.changes,
         "commit": report.committed,

@@ -18,7 +18,7 @@ TEXT = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(
     ["", '"', "\\", "\u2028", "\x00", "é", "😀", "</script>"]
 )
 OPTIONAL = st.none() | TEXT
-KEY = st.tuples(TEXT.filter(lambda t: "/" not in t), TEXT.filter(lambda t: "/" not in t))
+KEY = st.tuples(TEXT, TEXT)  # a name may hold a slash (a hostile one is refused, and reported)
 RESULTS = st.builds(
     lambda key, files, error, warnings, engine, provider: Result(
         f"{key[0]}/{key[1]}",
@@ -64,4 +64,4 @@ def test_the_report_is_what_sorting_every_mapping_gives(results: list[Result]) -
     for row, result in zip(payload["results"], results, strict=True):
         assert list(row) == sorted(row)
         assert _row_encoder()(row) == json.dumps(row, sort_keys=True)
-        assert row["namespace"] + "/" + row["name"] == result.key
+        assert [row["namespace"], row["name"]] == result.key.split("/")[:2]
