@@ -23,6 +23,14 @@ from pathlib import Path
 
 from core.fields.errors import RunwayError
 from renderer.bulk import commit_with_blobs
+from renderer.gittrees import (
+    folders_of,
+    mktree_input,
+    new_trees,
+    parse_tree,
+    staged,
+    staged_changes,
+)
 from renderer.safefs import Folders, link_error, plain_parts, read_text
 from renderer.writer import Stat, TreeWriter, stat_tuple
 
@@ -95,6 +103,35 @@ class Repo:
     ) -> Callable[[], subprocess.CompletedProcess[str]]:
         """`git args`, started now; calling the answer waits for it and gives what `git` gives
         (so that Runway can work while git does)."""
+        finish = self._start(args, stdin)
+
+        def decoded() -> subprocess.CompletedProcess[str]:
+            code, out, err = finish()
+            done = subprocess.CompletedProcess(
+                ["git", *args],
+                code,
+                out.decode("utf-8", errors="replace"),
+                err.decode("utf-8", errors="replace"),
+            )
+            if check and done.returncode != 0:
+                raise GitError(
+                    f"git {args[0]} failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
+                )
+            return done
+
+        return decoded
+
+    def output(self, *args: str, stdin: str | bytes | None = None) -> bytes:
+        """What `git args` writes, as bytes (an object's content); GitError when it fails."""
+        code, out, err = self._start(args, stdin)()
+        if code != 0:
+            lines = err.decode("utf-8", errors="replace").strip().splitlines()[-1:]
+            raise GitError(f"git {args[0]} failed: {lines}")
+        return out
+
+    def _start(
+        self, args: Sequence[str], stdin: str | bytes | None
+    ) -> Callable[[], tuple[int, bytes, bytes]]:
         env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **MALLOC}
         if self.author is not None:
             env |= {"GIT_AUTHOR_NAME": self.author.name, "GIT_AUTHOR_EMAIL": self.author.email}
@@ -111,24 +148,14 @@ class Repo:
             raise GitError(f"git {args[0]}: {err}") from None
         data = stdin.encode() if isinstance(stdin, str) else stdin
 
-        def finish() -> subprocess.CompletedProcess[str]:
+        def finish() -> tuple[int, bytes, bytes]:
             try:
                 out, err = process.communicate(data, timeout=GIT_TIMEOUT)
             except subprocess.TimeoutExpired as expired:
                 process.kill()
                 process.communicate()
                 raise GitError(f"git {args[0]}: {expired}") from None
-            done = subprocess.CompletedProcess(
-                process.args,
-                process.returncode,
-                out.decode("utf-8", errors="replace"),
-                err.decode("utf-8", errors="replace"),
-            )
-            if check and done.returncode != 0:
-                raise GitError(
-                    f"git {args[0]} failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
-                )
-            return done
+            return process.returncode, out, err
 
         return finish
 
@@ -286,19 +313,21 @@ class Repo:
             inside = subdir.strip("/") + "/"
             paths = "".join(f"{inside}{path}\0" for path in touched)
             self.git("update-index", "--add", "--remove", "-z", "--stdin", stdin=paths)
-        fields = self.git("diff", "--cached", "--name-status", "--no-renames", "-z").stdout
-        parts = fields.split("\0")
-        staged = [f"{s}\t{p}" for s, p in zip(parts[0:-1:2], parts[1::2], strict=True)]
+        raw = self.git("diff", "--cached", "--raw", "--no-renames", "--no-abbrev", "-z").stdout
+        listed = staged_changes(raw)
+        if listed is None:
+            raise GitError(f"git diff --cached: unexpected output {raw[:80]!r}")
+        names = [f"{s}\t{p}" for s, p in listed]
         inside = subdir.strip("/") + "/"
-        entries = [e for e in staged if e.split("\t", 1)[1].startswith(inside)]
+        entries = [e for e in names if e.split("\t", 1)[1].startswith(inside)]
         if not entries:
             return None
         # Only when something outside the tree is staged (by a person): the slower form that
         # commits just `subdir`.
-        only = ["--", subdir] if len(entries) < len(staged) else []
+        only = ["--", subdir] if len(entries) < len(names) else []
         message = commit_message(entries, subdir)
         if touched is not None and not only and self._plain_commits():
-            return self._commit_index(message)
+            return self._commit_index(message, raw)
         self.git("commit", "-q", "-F", "-", *only, stdin=message)
         return self.git("rev-parse", "HEAD").stdout.strip()
 
@@ -312,20 +341,46 @@ class Repo:
         folder = self.work / hooks().stdout.strip()
         return not any(os.access(folder / name, os.X_OK) for name in COMMIT_HOOKS)
 
-    def _commit_index(self, message: str) -> str:
+    def _commit_index(self, message: str, raw: str) -> str:
         """The commit `git commit -F -` makes of the index (the message needs none of its
         clean-up: no comment lines, no trailing spaces), without refreshing the index from the
         work tree first (36,689 files stat'ed: 0.055 against 0.01 s): the index holds exactly
-        what this render staged over HEAD."""
-        tree = self.git("write-tree").stdout.strip()
+        what this render staged over HEAD. `raw`: `git diff --cached --raw` (the index's tree
+        is worked out from it: renderer.gittrees)."""
         parent = self.git("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
         head = parent.stdout.strip() if parent.returncode == 0 else ""
+        tree = (self._index_tree(raw) if head else None) or self.git("write-tree").stdout.strip()
         before = ["-p", head] if head else []
         commit = self.git("commit-tree", tree, *before, "-F", "-", stdin=message).stdout.strip()
         subject = message.split("\n", 1)[0]
         reflog = f"commit: {subject}" if head else f"commit (initial): {subject}"
         self.git("update-ref", "-m", reflog, "HEAD", commit, head or "0" * len(commit))
         return commit
+
+    def _index_tree(self, raw: str) -> str | None:
+        """The tree `git write-tree` would write, made from HEAD's trees and the staged changes
+        `raw` (`git diff --cached --raw`) without reading or writing the index; None when that
+        cannot be told here (renderer.gittrees): then write-tree."""
+        changes = staged(raw)
+        widths = {len(c.before) for c in changes or ()}
+        algorithm = {40: "sha1", 64: "sha256"}.get(widths.pop()) if len(widths) == 1 else None
+        if not changes or algorithm is None:
+            return None
+        folders = folders_of(changes)
+        requests = "".join(f"HEAD:{folder}\n" if folder else "HEAD^{tree}\n" for folder in folders)
+        found = _trees(self.output("cat-file", "--batch", stdin=requests), len(folders))
+        if found is None:
+            return None
+        width = {"sha1": 20, "sha256": 32}[algorithm]
+        head = {
+            f: parse_tree(t, width) for f, t in zip(folders, found, strict=True) if t is not None
+        }
+        top, written = new_trees(head, changes, algorithm)
+        made = self.git("mktree", "--batch", stdin=mktree_input([t for t, _ in written]))
+        if made.stdout.split() != [oid for _, oid in written]:
+            log.warning("git mktree made other trees than worked out; using git write-tree")
+            return None
+        return top
 
     def _unstaged_changes(self, subdir: str) -> dict[str, str] | None:
         """path -> A, M or D: how the work tree's `subdir` differs from the index, when the
@@ -398,6 +453,28 @@ class Repo:
             self.git("reset", "-q", "--hard", "FETCH_HEAD")
             rerender()
         raise GitError(f"git push to {remote}/{branch} still rejected after {attempts} attempts")
+
+
+def _trees(out: bytes, count: int) -> list[bytes | None] | None:
+    """The contents `git cat-file --batch` gave for `count` trees asked for (None for a path
+    HEAD has no folder at: missing, or a file); None when the answer is not understood."""
+    found: list[bytes | None] = []
+    at = 0
+    for _ in range(count):
+        end = out.find(b"\n", at)
+        if end < 0:
+            return None
+        header = out[at:end].split(b" ")
+        if header[-1] == b"missing":
+            found.append(None)
+            at = end + 1
+            continue
+        if len(header) != 3 or not header[2].isdigit():
+            return None
+        size = int(header[2])
+        found.append(out[end + 1 : end + 1 + size] if header[1] == b"tree" else None)
+        at = end + 1 + size + 1
+    return found if at == len(out) else None
 
 
 def commit_message(name_status: list[str], subdir: str) -> str:

@@ -222,8 +222,12 @@ def test_after_any_hand_change_to_the_tree_the_render_is_a_full_render(
     assert summary(report)[0] == summary(want)[0]
     done = renders.done
     assert done == (1 if {w for w, _ in changes} == {"touched"} else 2)
+    # A file git ignores, in the folder of an object that failed (a hand-edited hydrated file
+    # can make it fail), is kept with the folder: git status shows it, so no stamp answers.
+    left = git(work, "status", "--porcelain", "--ignored", "--untracked-files=all", "--", SUBDIR)
+    assert not left or any(r.error is not None for r in report.results)
     assert run_render(here).changes == {"added": [], "changed": [], "removed": []}
-    assert renders.done == done  # the render after it is the stamp again
+    assert renders.done == done + (1 if left else 0)  # else the render after it is the stamp
 
 
 def _input_change(ask: RenderSettings, what: str, step: int) -> RenderSettings:
