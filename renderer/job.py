@@ -24,6 +24,7 @@ from kubeio.sources import STDIN, Document, expand_lists, read_documents
 from renderer.cleantree import CleanCheck
 from renderer.delta import failures_elsewhere, part_to_render, source_rows, widened
 from renderer.digests import (
+    FINGERPRINT,
     builtin_schemas_version,
     canonical,
     digest,
@@ -129,8 +130,8 @@ def _prepare(
 ) -> _Job:
     """The render, its inputs read; with `stamp`, when only the bytes of some source files
     differ from its inputs, only the documents of their namespaces are (renderer.delta)."""
-    fingerprint = runway_fingerprint()
     git_dir = Path(settings.repo) / ".git"
+    fingerprint = runway_fingerprint(git_dir / FINGERPRINT if git_dir.is_dir() else None)
     parsed = ParsedSources(git_dir / SOURCES_CACHE if git_dir.is_dir() else None, fingerprint)
     files = parsed.files(settings.sources)
     documents = functools.cache(parsed.documents)  # each file parsed (or unpickled) once

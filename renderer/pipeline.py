@@ -23,7 +23,7 @@ from pathlib import Path
 from core.fields.errors import SourceError
 from kubeio.sources import STDIN
 from renderer.cleantree import CleanCheck
-from renderer.digests import files_digest, runway_fingerprint
+from renderer.digests import FINGERPRINT, files_digest, runway_fingerprint
 from renderer.gitops import GitError, Repo
 from renderer.safefs import UnsafePath
 from renderer.settings import ClusterCrds, RenderReport, RenderSettings, checked_path
@@ -89,7 +89,7 @@ def _stamped(settings: RenderSettings) -> RenderReport | Stamp | None:
                 return None
             tree = tree_if_clean(repo, subdir)  # git looks at the tree while Runway reads
             try:
-                same = stamp.fingerprint == runway_fingerprint()
+                same = stamp.fingerprint == runway_fingerprint(repo.git_dir / FINGERPRINT)
                 results = stamp.results(repo.work / subdir)
             finally:
                 clean = tree() == stamp.tree

@@ -68,3 +68,53 @@ def test_the_version_in_the_fingerprint_is_the_distributions_and_pyprojects() ->
         declared = tomllib.load(handle)["project"]["version"]
 
     assert RUNWAY_VERSION == metadata.version("runway") == declared
+
+
+MEMO_PROBE = (
+    "import sys\n"
+    "from pathlib import Path\n"
+    "from renderer.digests import runway_fingerprint\n"
+    "print(runway_fingerprint(Path(sys.argv[2])), runway_fingerprint())\n"
+)
+
+
+def _memoized(tree: Path, memo: Path) -> tuple[str, str]:
+    """The fingerprint with `memo`, and as computed without one, of a render run from `tree`."""
+    done = subprocess.run(
+        [sys.executable, "-c", MEMO_PROBE, str(tree), str(memo)],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    kept, computed = done.stdout.split()
+    return kept, computed
+
+
+def test_the_fingerprint_kept_in_git_is_the_one_computed_while_no_file_changed(
+    tmp_path: Path,
+) -> None:
+    """Kept under the files' Stats, the fingerprint follows every change: one to a file's bytes
+    that keeps its size and mtime (its ctime changes), a file added, garbage in the memo."""
+    tree, memo = tmp_path / "runway", tmp_path / "memo"
+    for room in ROOMS:
+        shutil.copytree(ROOT / room, tree / room, ignore=shutil.ignore_patterns("__pycache__"))
+    first = _memoized(tree, memo)
+    assert first[0] == first[1] and memo.read_text().split()[1] == first[1]
+    assert _memoized(tree, memo) == first  # read back
+
+    edited = tree / "core" / "__init__.py"
+    before, text = edited.stat(), edited.read_bytes()
+    edited.write_bytes(text[:-1] + (b"#" if text[-1:] != b"#" else b"\n"))
+    os.utime(edited, ns=(before.st_atime_ns, before.st_mtime_ns))
+    second = _memoized(tree, memo)
+    assert second[0] == second[1] != first[1]
+
+    (tree / "providers" / "added.txt").write_text("data\n")
+    third = _memoized(tree, memo)
+    assert third[0] == third[1] not in {first[1], second[1]}
+
+    memo.write_text("garbage")
+    assert _memoized(tree, memo) == third
