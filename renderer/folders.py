@@ -4,7 +4,9 @@ report (renderer.stamp) does not import the renderers."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +63,51 @@ class Result:
             scanned=False,
         )
         return result
+
+
+def report_row(result: Result) -> dict[str, Any]:
+    """A result as `runway render -o json` (and -o yaml) reports it, its keys in sorted order.
+    A key's first two parts are its namespace and name (a hostile key with more slashes is
+    reported so)."""
+    parts = result.key.split("/")
+    return {
+        "engine": result.engine,
+        "error": result.error,
+        "files": sorted(result.files),
+        "name": parts[1],
+        "namespace": parts[0],
+        "provider": result.provider,
+        "rendered": result.error is None,
+        "warnings": list(result.warnings),
+    }
+
+
+def report_line(result: Result) -> str:
+    """report_row(result) as the JSON report writes it: json.dumps' text, keys sorted."""
+    return _row_encoder()(report_row(result))
+
+
+@functools.cache
+def _row_encoder() -> Callable[[Mapping[str, Any]], str]:
+    """json.dumps of a report row, as one encoder made once (CPython's C one when there is
+    one; json.dumps makes one per call): a row's keys come sorted and hold no mapping."""
+    plain = json.JSONEncoder()
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return plain.encode
+    # what json.JSONEncoder.iterencode gives the C encoder for json.dumps' defaults
+    encoder = make(
+        {},
+        plain.default,
+        json.encoder.encode_basestring_ascii,
+        None,
+        ": ",
+        ", ",
+        False,
+        False,
+        True,
+    )
+    return lambda row: "".join(encoder(row, 0))
 
 
 def folder_of(obj: Mapping[str, Any]) -> str:

@@ -11,7 +11,6 @@ processes, one per core; the output does not depend on how they were split.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -272,6 +271,9 @@ def render_many(
     _WORK = (deployments, previous, context)
     try:
         bounds = [(i, min(i + CHUNK, len(deployments))) for i in range(1, len(deployments), CHUNK)]
+        # imported only here: a render of a few objects never starts a pool (3 ms of imports)
+        import multiprocessing  # noqa: PLC0415
+
         with multiprocessing.get_context("fork").Pool(count) as pool:
             for chunk in pool.imap(_render_range, bounds, chunksize=1):  # in order
                 results += chunk

@@ -393,7 +393,20 @@ VALUES = st.recursive(
 )
 @given(
     fields=st.lists(VALUES, min_size=0, max_size=7),
-    rows=st.lists(st.lists(VALUES, min_size=7, max_size=7), max_size=3),
+    rows=st.lists(
+        st.lists(VALUES, min_size=8, max_size=8).map(tuple)
+        | st.tuples(
+            st.text(max_size=3),
+            st.lists(st.text(max_size=3), max_size=2).map(tuple),
+            st.none() | st.text(max_size=3),
+            st.just(()),
+            st.none(),
+            st.none(),
+            st.just(()),
+            VALUES,
+        ),
+        max_size=3,
+    ),
     shape=st.booleans(),
 )
 def test_a_stamp_of_any_shape_loads_as_a_stamp_of_its_types_or_as_none(
@@ -402,11 +415,12 @@ def test_a_stamp_of_any_shape_loads_as_a_stamp_of_its_types_or_as_none(
     rows: list[list[Any]],
     shape: bool,
 ) -> None:
-    """Whatever the file holds (the right format number and any values, rows of seven fields
+    """Whatever the file holds (the right format number and any values, rows of eight fields
     of any type): a Stamp whose every field has its type, or None; never an exception."""
     path = tmp_path_factory.mktemp("stamps") / "stamp.pickle"
     if shape:  # the digests right, the report of any values
-        data = pickle.dumps((STAMP_FORMAT, "fp", "in", "tree")) + pickle.dumps((rows, fields[:4]))
+        header = (STAMP_FORMAT, "fp", "in", "tree", "frame", ())
+        data = pickle.dumps(header) + pickle.dumps((rows, (*fields[:3], 0)))
     else:
         data = pickle.dumps((STAMP_FORMAT, *fields[:3])) + pickle.dumps(tuple(fields[3:]))
     path.write_bytes(data)
@@ -415,8 +429,8 @@ def test_a_stamp_of_any_shape_loads_as_a_stamp_of_its_types_or_as_none(
 
     if stamp is not None:
         assert all(isinstance(v, str) for v in (stamp.fingerprint, stamp.inputs, stamp.tree))
-        for key, names, error, warnings, engine, provider, schemas in stamp.rows:
-            assert all(isinstance(t, str) for t in (key, *names, *warnings))
+        for key, names, error, warnings, engine, provider, schemas, line in stamp.rows:
+            assert all(isinstance(t, str) for t in (key, *names, *warnings, line))
             assert all(o is None or isinstance(o, str) for o in (error, engine, provider))
             assert all(isinstance(k, str) and isinstance(o, str) for k, o in schemas)
         assert isinstance(stamp.removals.outside, int)

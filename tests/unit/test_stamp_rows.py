@@ -19,7 +19,7 @@ WRONG = st.sampled_from([None, 3, b"x", ["x"], ("x",), 1.5])
 TEXTS = st.lists(TEXT, max_size=3).map(tuple)
 OPTIONAL = st.none() | TEXT
 PAIRS = st.lists(st.tuples(TEXT, TEXT), max_size=2).map(tuple)
-GOOD_ROW = st.tuples(TEXT, TEXTS, OPTIONAL, TEXTS, OPTIONAL, OPTIONAL, PAIRS)
+GOOD_ROW = st.tuples(TEXT, TEXTS, OPTIONAL, TEXTS, OPTIONAL, OPTIONAL, PAIRS, TEXT)
 
 
 @st.composite
@@ -48,8 +48,10 @@ def _each_row_checked(raw: list[Any]) -> bool:
     for row in raw:
         if type(row) is not tuple or len(row) != ROW_FIELDS:
             return False
-        key, names, error, warnings, engine, provider, schemas = row
-        if type(key) is not str or not texts(names) or not texts(warnings):
+        key, names, error, warnings, engine, provider, schemas, line = row
+        if type(key) is not str or type(line) is not str:
+            return False
+        if not texts(names) or not texts(warnings):
             return False
         if not all(v is None or type(v) is str for v in (error, engine, provider)):
             return False
@@ -70,7 +72,7 @@ def test_rows_are_accepted_exactly_when_every_field_is_of_its_type(raw: list[Any
 
 @given(GOOD_ROW)
 def test_a_recorded_result_is_the_one_the_constructor_makes(row: Any) -> None:
-    key, names, error, warnings, engine, provider, schemas = row
+    key, names, error, warnings, engine, provider, schemas, _ = row
     files = dict.fromkeys(names, "")
     made = Result.recorded(
         key,

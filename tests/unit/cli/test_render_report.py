@@ -1,18 +1,21 @@
-"""`runway render -o json`: the report's encoder (one encoder made once, result rows encoded
-as _payload orders their keys) gives json.dumps' text, keys sorted, for every row."""
+"""`runway render -o json`: one result per line, each line json.dumps' text of the result's
+row with sorted keys (encoded by one encoder made once, or as the stamp recorded it), and the
+whole report the structure -o yaml gives."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli.render import _json_report, _payload, _row_encoder
-from renderer.folders import Result
+from cli.render import _json_report, _payload
+from renderer.folders import Result, report_line, report_row
 from renderer.ownership import Removals
 from renderer.settings import RenderReport
+from renderer.stamp import Stamp, recorded_line
 
 TEXT = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(
     ["", '"', "\\", "\u2028", "\x00", "é", "😀", "</script>"]
@@ -52,16 +55,30 @@ def _reference(payload: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(RESULTS, max_size=6))
-def test_the_report_is_what_sorting_every_mapping_gives(results: list[Result]) -> None:
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(RESULTS, max_size=6), st.booleans())
+def test_the_report_is_what_sorting_every_mapping_gives(
+    tmp_path: Path, results: list[Result], stamped: bool
+) -> None:
+    """Also when the results are the stamp's (each line as it recorded it)."""
+    if stamped:
+        stamp = Stamp.of("f", "i", "t", results, Removals())
+        stamp.save(tmp_path / "stamp")
+        loaded = Stamp.load(tmp_path / "stamp")
+        assert loaded is not None
+        results = loaded.results(tmp_path)
+        assert [recorded_line(r) for r in results] == [report_line(r) for r in results]
     changes = {"added": ["a/b.yaml"], "changed": [], "removed": []}
     report = RenderReport(results, changes, Removals((), (), None, 0), len(results), "abc")
     payload = _payload(report)
-    text = _json_report(payload)
+    text = _json_report(report)
     assert text == _reference(payload)
     assert json.loads(text) == payload
     for row, result in zip(payload["results"], results, strict=True):
+        assert row == report_row(result)
         assert list(row) == sorted(row)
-        assert _row_encoder()(row) == json.dumps(row, sort_keys=True)
+        assert report_line(result) == json.dumps(row, sort_keys=True)
         assert [row["namespace"], row["name"]] == result.key.split("/")[:2]
+        assert recorded_line(result) in {None, report_line(result)}
