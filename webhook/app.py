@@ -124,15 +124,15 @@ def _account(req: AdmissionRequest, answer: Answer, metrics: Metrics, seconds: f
         metrics.failed(code)
     if answer.provider and answer.selection and not req.get("dryRun"):
         metrics.selected(provider=answer.provider, how=answer.selection)
-    obj = req.get("object") or {}
-    metadata = obj.get("metadata")
-    meta: dict[str, Any] = metadata if isinstance(metadata, dict) else {}
     # A denial is worth a line; an allowed admission is one of thousands (every apply and every
     # GitOps sync), counted by the metrics and logged with -v. Writing it at INFO cost as much
     # CPU as the admission itself under load: 8 connections' threads queued on the log lock.
     level = logging.DEBUG if response["allowed"] else logging.INFO
     if not log.isEnabledFor(level):
-        return  # the fields are escaped only for a line that is written
+        return  # the fields are read and escaped only for a line that is written
+    obj = req.get("object") or {}
+    metadata = obj.get("metadata")
+    meta: dict[str, Any] = metadata if isinstance(metadata, dict) else {}
     log.log(
         level,
         "admission uid=%s kind=%s op=%s obj=%s/%s allowed=%s patch=%s ms=%.1f",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.admission.configs import check_external_provider, check_provider_config
-from core.admission.hydrate import hydrate
+from core.admission.hydrate import hydrate_shared
 from core.admission.pipeline import admit
 from core.model.destinations import NO_DESTINATIONS, Destinations
 from core.model.kinds import (
@@ -57,7 +57,7 @@ def mutate_model_deployment(req: AdmissionRequest, registry: ProviderRegistry) -
     if not _applies(req, GROUP, MODEL_DEPLOYMENT):
         return Answer(allowed(req["uid"]))
     before = req["object"]
-    result = hydrate(before, old=_old(req), registry=registry)
+    result = hydrate_shared(before, old=_old(req), registry=registry)
     if result.errors or result.provider is None:
         # Denied here, the validating webhook never runs: report every error, not only selection's.
         every = admit(before, old=_old(req), registry=registry).errors

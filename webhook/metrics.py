@@ -109,6 +109,9 @@ class Metrics:
             ("outcome",),
             registry=own,
         )
+        # The labelled children per label values (from the fixed sets, so a handful): labels()
+        # takes a lock and builds its key on every call, a third of an admission's accounting.
+        self._children: dict[tuple[object, ...], Counter] = {}
         self._certificate = ServingCertificate(certificate) if certificate else None
         if self._certificate is not None and own is not None:
             own.register(self._certificate)
@@ -117,9 +120,12 @@ class Metrics:
         self, *, group: object, kind: object, operation: object, allowed: bool, seconds: float
     ) -> None:
         """Count one answer, under labels from the fixed sets (see kind_label)."""
-        self._requests.labels(
-            kind_label(group, kind), operation_label(operation), "true" if allowed else "false"
-        ).inc()
+        labels = (
+            kind_label(group, kind),
+            operation_label(operation),
+            "true" if allowed else "false",
+        )
+        self._child(self._requests, labels).inc()
         self._duration.observe(seconds)
 
     def failed(self, code: int) -> None:
@@ -127,7 +133,14 @@ class Metrics:
         self._errors.labels(str(code) if code in ERROR_CODES else OTHER).inc()
 
     def selected(self, *, provider: str, how: str) -> None:
-        self._selections.labels(provider, how).inc()
+        self._child(self._selections, (provider, how)).inc()
+
+    def _child(self, metric: Counter, labels: tuple[str, ...]) -> Counter:
+        key = (metric, *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def source_ready(self, ready: bool) -> None:
         self._ready.set(1 if ready else 0)

@@ -26,22 +26,27 @@ def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, 
 def _mapping(
     before: Mapping[str, Any], after: Mapping[str, Any], path: str, ops: list[dict[str, Any]]
 ) -> None:
-    for key in before:
-        if key not in after:
-            ops.append({"op": "remove", "path": _join(path, key)})
+    if not before.keys() <= after.keys():  # in C; hydration removes nothing
+        for key in before:
+            if key not in after:
+                ops.append({"op": "remove", "path": _join(path, key)})
     for key, value in after.items():
         if key not in before:
             ops.append({"op": "add", "path": _join(path, key), "value": value})
             continue
         old = before[key]
-        if old is value:  # hydration's copy shares every scalar with its input
+        if old is value:  # hydration shares every value it did not change with its input
             continue
-        if isinstance(old, Mapping) and isinstance(value, Mapping):
+        if _is_mapping(old) and _is_mapping(value):
             # Descended into at once, equal or not: asking _same first walked an equal mapping
             # twice (== in C, then its types in Python), and a hydrated object is mostly equal.
             _mapping(old, value, _join(path, key), ops)
         elif not _same(old, value):
             ops.append({"op": "replace", "path": _join(path, key), "value": value})
+
+
+def _is_mapping(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)  # dicts without the ABC's check
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -3,6 +3,10 @@
 The result is what the API server would store after the mutating webhook ran, so a hydrated
 object rendered to Git and applied again changes nothing (zero drift). Order as AI Runway's
 webhook: source, serving mode, replicas, GPU default, GPU types, engine flags, volumes.
+
+Defaults are written into copies of the mappings (and lists) they may change, made on the way
+down; every other value is the input's own (`defaulted`). A diff then finds what changed by
+identity wherever nothing did, and the input is never changed.
 """
 
 from __future__ import annotations
@@ -26,28 +30,58 @@ ENGINE_FLAG_DEFAULTS = (
 
 def with_defaults(obj: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy of a structurally valid ModelDeployment with every default filled in."""
-    out: dict[str, Any] = json_copy(dict(obj))
-    spec = out.setdefault("spec", {})
+    out: dict[str, Any] = json_copy(defaulted(obj))
+    return out
+
+
+def defaulted(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """`obj` with every default filled in, sharing with `obj` each value defaulting leaves as
+    it is (neither may be changed afterwards: copy with json_copy first). Structurally valid
+    objects only (core.admission.hydrate.structure_errors)."""
+    out = dict(obj)
+    spec = own(out, "spec")
     name = out.get("metadata", {}).get("name") or ""
-    model = spec.setdefault("model", {})
+    model = own(spec, "model")
     if not model.get("source"):
         model["source"] = ModelSource.HUGGINGFACE.value
-    serving = spec.setdefault("serving", {})
+    serving = own(spec, "serving")
     if not serving.get("mode"):
         serving["mode"] = ServingMode.AGGREGATED.value
     aggregated = serving["mode"] == ServingMode.AGGREGATED
     if aggregated and "scaling" not in spec:
         spec["scaling"] = {"replicas": 1}
-    _fill_scaling(spec.get("scaling"))
-    engine = spec.setdefault("engine", {})
+    if spec.get("scaling") is not None:
+        _fill_scaling(own(spec, "scaling"))
+    engine = own(spec, "engine")
     if _wants_default_gpu(spec, aggregated):
         spec["resources"] = {"gpu": {"count": 1, "type": DEFAULT_GPU_TYPE}}
-    _fill_gpu(spec.get("resources"))
+    if spec.get("resources"):
+        _fill_gpu(own(spec, "resources"))
     for flag, value in ENGINE_FLAG_DEFAULTS:
         engine.setdefault(flag, value)
-    for volume in model.get("storage", {}).get("volumes", ()):
-        _fill_volume(volume, name)
+    volumes = model.get("storage", {}).get("volumes", ())
+    if type(volumes) is list and volumes:
+        volumes = own(own(model, "storage"), "volumes")
+        for i, item in enumerate(volumes):
+            volume = volumes[i] = dict(item) if type(item) is dict else item
+            _fill_volume(volume, name)
+    else:  # not a list: as many mistakes as before (none passes the structure check)
+        for volume in volumes:
+            _fill_volume(volume, name)
     return out
+
+
+def own(parent: dict[str, Any], key: str) -> Any:
+    """parent[key] as a copy of its own, set into `parent` (which must be a copy already); a
+    new empty mapping when the key is absent (as setdefault). Only a dict or a list is copied:
+    any other value is returned as it is, and code meant for a mapping fails on it as before."""
+    value = parent.get(key) if key in parent else {}
+    if type(value) is dict:
+        value = dict(value)
+    elif type(value) is list:
+        value = list(value)
+    parent[key] = value
+    return value
 
 
 def _wants_default_gpu(spec: Mapping[str, Any], aggregated: bool) -> bool:
@@ -60,20 +94,18 @@ def _wants_default_gpu(spec: Mapping[str, Any], aggregated: bool) -> bool:
     )
 
 
-def _fill_scaling(scaling: dict[str, Any] | None) -> None:
-    if scaling is None:
-        return
+def _fill_scaling(scaling: dict[str, Any]) -> None:
     scaling.setdefault("replicas", 1)
     for component in ("prefill", "decode"):
-        part = scaling.get(component)
-        if isinstance(part, dict):
+        if isinstance(scaling.get(component), dict):
+            part = own(scaling, component)
             part.setdefault("replicas", 1)
             _fill_gpu(part)
 
 
-def _fill_gpu(holder: dict[str, Any] | None) -> None:
-    gpu = holder.get("gpu") if holder else None
-    if isinstance(gpu, dict):
+def _fill_gpu(holder: dict[str, Any]) -> None:
+    if isinstance(holder.get("gpu"), dict):
+        gpu = own(holder, "gpu")
         gpu.setdefault("count", 0)
         if not gpu.get("type"):
             gpu["type"] = DEFAULT_GPU_TYPE

@@ -12,7 +12,7 @@ values.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from core.fields.errors import FieldError
@@ -44,6 +44,10 @@ class Checker:
         return _node(self._nodes, self.schema, root, False).passes(value)
 
 
+def _never(value: Any) -> bool:
+    return False
+
+
 def _node(
     nodes: dict[_NodeKey, _Node], schema: Mapping[str, Any], root: bool, branch: bool
 ) -> _Node:
@@ -66,6 +70,7 @@ class _Node:
         "_embedded",
         "_enum",
         "_extra",
+        "_fast",
         "_has_type",
         "_int_or_string",
         "_items",
@@ -138,7 +143,37 @@ class _Node:
         self._min_items = schema.get("minItems", _MISSING)
         self._list_type = schema.get("x-kubernetes-list-type")
         self._map_keys = tuple(schema.get("x-kubernetes-list-map-keys", ()))
+        self._fast = self._shortcuts()
         self._ready = True
+
+    def _shortcuts(self) -> dict[type, Callable[[Any], bool]]:
+        """`passes` by the exact type of a decoded JSON value, where its type check (which it
+        meets first) is the same for every value of that type: a failed check answers False,
+        and a passed one goes straight to the checks of that type when no allOf, anyOf, oneOf
+        or enum comes between."""
+        direct = not (self._all_of or self._any_of) and self._enum is _MISSING
+        fast: dict[type, Callable[[Any], bool]] = {}
+        for kind, sample, check in (
+            (dict, {}, self._object_passes),
+            (list, [], self._array_passes),
+            (str, "", self._string_passes),
+            (int, 0, self._int_passes),
+        ):
+            if not self._type_passes(sample):
+                fast[kind] = _never
+            elif direct:
+                fast[kind] = check
+        return fast
+
+    def _type_passes(self, value: Any) -> bool:
+        """`passes`'s type check for a value that is not None (the same for its whole type)."""
+        if self._int_or_string:
+            return not isinstance(value, bool) and isinstance(value, int | str)
+        if self._has_type:
+            if isinstance(value, bool):
+                return bool(self._type == "boolean")
+            return isinstance(value, self._types)
+        return True
 
     def _child(self, schema: Mapping[str, Any], root: bool) -> _Node:
         return _node(self._nodes, schema, root, self._branch)
@@ -146,6 +181,9 @@ class _Node:
     def passes(self, value: Any) -> bool:
         if not self._ready:
             self._read()
+        fast = self._fast.get(type(value))
+        if fast is not None:
+            return fast(value)
         if value is None:
             return self._nullable
         if self._int_or_string:
@@ -177,6 +215,11 @@ class _Node:
         if isinstance(value, list):
             return self._array_passes(value)
         return True
+
+    def _int_passes(self, value: int) -> bool:
+        if self._minimum is not _MISSING and value < self._minimum:
+            return False
+        return not (self._maximum is not _MISSING and value > self._maximum)
 
     def _string_passes(self, value: str) -> bool:
         if self._max_length is not _MISSING and len(value) > self._max_length:

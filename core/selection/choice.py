@@ -20,7 +20,7 @@ from typing import Any, Literal
 from core.cel.rules import Bound, Rule, activation, evaluate, fields_read
 from core.fields.errors import FieldError, Reason
 from core.model.kinds import ENGINE_PREFERENCE, Choice, ModelDeployment
-from core.selection.configs import ProviderConfig, ProviderRegistry
+from core.selection.configs import ProviderConfig, ProviderRegistry, SelectionOrder
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +106,51 @@ class ProviderChoice:
 def select_provider(
     spec: Mapping[str, Any], md: ModelDeployment, registry: ProviderRegistry
 ) -> ProviderChoice:
-    """The highest-priority matching rule of the candidates, evaluating no rule after it."""
+    """The highest-priority matching rule of the candidates, evaluating no rule after it.
+
+    The answer is a function of the registry, the engine, GPU and mode (which choose the
+    candidates) and the spec fields the candidates' rules read, as CEL is given them: the
+    registry keeps it per those, their text written by repr (exact for JSON values: `1`, `1.0`,
+    `True` and `"1"` differ, and keys keep their order), when that text is short."""
     wanted = _Wanted.of(md, registry)
-    order = registry.selection_order(
-        tuple(c.name for c in registry.configs.values() if _excluded(c, wanted) is None)
-    )
+    key = ("candidates", wanted.engine, wanted.gpu, wanted.mode)
+    order: SelectionOrder | None = registry.answers.get(key)
+    if order is None:
+        order = registry.selection_order(
+            tuple(c.name for c in registry.configs.values() if _excluded(c, wanted) is None)
+        )
+        registry.remember(key, order)
+    given = _given(spec, order.reads, wanted)
+    known = registry.answers.get(given) if given is not None else None
+    if known is None:
+        known = _select_provider(spec, registry, wanted, order)
+        if given is not None:
+            registry.remember(given, known)
+    choice: ProviderChoice = known
+    return choice
+
+
+MAX_REMEMBERED_INPUT = 2048  # characters of a selection's input text the registry keeps
+
+
+def _given(
+    spec: Mapping[str, Any], reads: frozenset[str] | None, wanted: _Wanted
+) -> tuple[Any, ...] | None:
+    """The candidates and what their rules are given (core.cel.rules.activation: the fields
+    read, in sorted order, or all of spec) as a key of registry.answers; None when too long."""
+    given = spec if reads is None else {key: spec[key] for key in sorted(reads) if key in spec}
+    try:
+        text = repr(given)
+    except ValueError:  # an integer too long to write (the structure check refuses it first)
+        return None
+    if len(text) > MAX_REMEMBERED_INPUT:
+        return None
+    return ("provider", wanted.engine, wanted.gpu, wanted.mode, text)
+
+
+def _select_provider(
+    spec: Mapping[str, Any], registry: ProviderRegistry, wanted: _Wanted, order: SelectionOrder
+) -> ProviderChoice:
     bound: Bound | None = None
     warnings: list[str] = []
     for count, (rule, name) in enumerate(order.rules, start=1):

@@ -124,8 +124,10 @@ class ProviderRegistry:
     contexts: Mapping[str, ProviderContext] = field(default_factory=dict)
     # Answers that depend on these configs and a few values alone, built on first use and
     # bounded by MAX_ANSWERS (see remember): each candidate set's SelectionOrder (sorting and
-    # walking the rules was a tenth of an admission) and core.selection.choice's engine choice
-    # by provider, GPU and mode. The registry is replaced when configs change.
+    # walking the rules was a tenth of an admission), core.selection.choice's engine choice
+    # by provider, GPU and mode, the candidates' order by engine, GPU and mode, and the
+    # provider choice by those and the rules' input. The registry is replaced when configs
+    # change.
     answers: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod

@@ -2,7 +2,9 @@
 make_patch: applied to the input, its patch gives exactly the object make_patch's patch gives
 (compared as JSON text with sorted keys, so `1`, `1.0` and `true` are three different values),
 over generated pairs of objects, the hydrations of generated ModelDeployments, and every
-example."""
+example. The webhook's patch is the diff of the input and `hydrate_shared`'s object, which
+shares every value hydration did not change with the input: it is held to make_patch too, and
+to the very operations the diff of a deep-copied hydration gives."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.admission.hydrate import hydrate, hydrate_shared
 from core.admission.pipeline import admit, json_patch, patch_of
 from tests.conftest import ROOT
 from tests.support.builders import model_deployment, shipped_registry
@@ -173,3 +176,51 @@ def test_every_example_patches_as_make_patch_does(path: Path) -> None:
             continue
         admission = admit(obj, registry=REGISTRY)
         holds(obj, admission.obj)
+
+
+def ordered(obj: Any) -> str:
+    """JSON text in the object's own key order (the order a patch's values are written in)."""
+    return json.dumps(obj)
+
+
+def holds_shared(obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    sent = ordered(obj)
+    shared = hydrate_shared(obj, old=old, registry=REGISTRY)
+    copied = hydrate(obj, old=old, registry=REGISTRY)
+
+    assert ordered(shared.obj) == ordered(copied.obj)
+    assert (shared.engine, shared.provider, shared.errors, shared.warnings) == (
+        copied.engine,
+        copied.provider,
+        copied.errors,
+        copied.warnings,
+    )
+    assert json_patch(obj, shared.obj) == json_patch(obj, copied.obj)
+    holds(obj, shared.obj)
+    assert ordered(obj) == sent  # the input is never changed
+
+
+@settings(max_examples=400, deadline=None)
+@given(obj=model_deployments())
+def test_the_webhooks_shared_hydration_patches_as_a_copied_one(obj: dict[str, Any]) -> None:
+    holds_shared(obj, None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(obj=model_deployments(), stored=model_deployments())
+def test_the_webhooks_shared_hydration_of_an_update_patches_as_a_copied_one(
+    obj: dict[str, Any], stored: dict[str, Any]
+) -> None:
+    stored_as = hydrate(stored, registry=REGISTRY)
+    old = stored_as.obj  # sticky selections come from it
+    holds_shared(obj, old)
+    holds_shared(copy.deepcopy(old), old)
+    if not stored_as.errors:  # re-admitted as it is stored: no patch
+        assert json_patch(old, hydrate_shared(old, old=old, registry=REGISTRY).obj) == []
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: str(p.relative_to(ROOT / "examples")))
+def test_every_example_shared_hydration_patches_as_a_copied_one(path: Path) -> None:
+    for obj in yaml.safe_load_all(path.read_text()):
+        if obj and obj.get("kind") == "ModelDeployment":
+            holds_shared(obj, None)
