@@ -78,9 +78,10 @@ def test_the_worked_out_tree_is_write_trees(
             inside = [k for k in kept if k.startswith(f"{path}/")]
             if inside:
                 _git(work, "rm", "-q", "--cached", *inside)
-                shutil.rmtree(work / path)
                 for k in inside:
                     del kept[k]
+            if (work / path).is_dir():  # what is left of it: folders its removed files left
+                shutil.rmtree(work / path)
         added = _place(work, {p: t for p, t in changes.items() if t is not None})
         for path in added:
             if executable and path.endswith("z"):
