@@ -7,6 +7,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from core.admission.pipeline import json_patch
 from core.fields.errors import FieldError
 from webhook.review import API_VERSION, AdmissionResponse, AdmissionReview
@@ -48,11 +50,21 @@ def patched(
     response = allowed(uid, warnings)
     ops = json_patch(before, after)
     if ops:
-        response["patch"] = base64.b64encode(
-            json.dumps(ops, separators=(",", ":")).encode()
-        ).decode()
+        response["patch"] = base64.b64encode(patch_json(ops)).decode()
         response["patchType"] = "JSONPatch"
     return response
+
+
+def patch_json(ops: list[dict[str, Any]]) -> bytes:
+    """The operations as compact JSON (UTF-8). orjson writes them in a fifteenth of the time of
+    json.dumps (0.6 against 9 µs for the everyday patch; under load a microsecond here costs about
+    three of server CPU: bench/RESULTS.md). What orjson refuses to write and JSON can hold (a
+    string with a lone surrogate, which the review's `\\ud800` escapes decode to; an integer
+    beyond 64 bits) is written by json.dumps, as before."""
+    try:
+        return orjson.dumps(ops)
+    except orjson.JSONEncodeError:
+        return json.dumps(ops, separators=(",", ":")).encode()
 
 
 def review(response: AdmissionResponse) -> AdmissionReview:
