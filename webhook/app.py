@@ -9,7 +9,6 @@ webhook/metrics.py).
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import os
 import time
@@ -32,7 +31,7 @@ from webhook.handlers import (
 )
 from webhook.logfields import field
 from webhook.metrics import CONTENT_TYPE, Metrics
-from webhook.responses import BAD_REQUEST, denied, review
+from webhook.responses import BAD_REQUEST, compact_json, denied, review
 from webhook.review import AdmissionRequest, Undecodable, decode_review
 from webhook.settings import Settings
 from webhook.source import ClusterSource, ProviderSource, StaticSource, WatchObserver
@@ -150,7 +149,7 @@ def _account(req: AdmissionRequest, answer: Answer, metrics: Metrics, seconds: f
 def _json(body: Any) -> Response:
     """An AdmissionReview as JSON: compact, keys in the order they were set (the API server
     reads it by name; Flask's jsonify would sort every key first)."""
-    return Response(json.dumps(body, separators=(",", ":")), mimetype="application/json")
+    return Response(compact_json(body), mimetype="application/json")
 
 
 def health_routes(source: ProviderSource, metrics: Metrics) -> Blueprint:

@@ -50,21 +50,22 @@ def patched(
     response = allowed(uid, warnings)
     ops = json_patch(before, after)
     if ops:
-        response["patch"] = base64.b64encode(patch_json(ops)).decode()
+        response["patch"] = base64.b64encode(compact_json(ops)).decode()
         response["patchType"] = "JSONPatch"
     return response
 
 
-def patch_json(ops: list[dict[str, Any]]) -> bytes:
-    """The operations as compact JSON (UTF-8). orjson writes them in a fifteenth of the time of
-    json.dumps (0.6 against 9 µs for the everyday patch; under load a microsecond here costs about
-    three of server CPU: bench/RESULTS.md). What orjson refuses to write and JSON can hold (a
-    string with a lone surrogate, which the review's `\\ud800` escapes decode to; an integer
-    beyond 64 bits) is written by json.dumps, as before."""
+def compact_json(value: Any) -> bytes:
+    """A JSON value as compact JSON (UTF-8): the patch, and the review the webhook answers.
+    orjson writes them in a fifteenth to a twentieth of the time of json.dumps (the everyday
+    patch 0.6 against 9 µs; the answer, with that patch in base64, 0.35 against 8 µs; under load
+    a microsecond here costs about three of server CPU: bench/RESULTS.md). What orjson refuses
+    to write and JSON can hold (a string with a lone surrogate, which the review's `\\ud800`
+    escapes decode to; an integer beyond 64 bits) is written by json.dumps, as before."""
     try:
-        return orjson.dumps(ops)
+        return orjson.dumps(value)
     except orjson.JSONEncodeError:
-        return json.dumps(ops, separators=(",", ":")).encode()
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def review(response: AdmissionResponse) -> AdmissionReview:

@@ -163,12 +163,13 @@ def hydrate_shared(
     out = defaulted(obj)
     md = ModelDeployment(out)
     previous = ModelDeployment(old) if old is not None else None
+    provider_name = md.provider_name  # the provider is stamped last: this holds until then
     engine: Decision | FieldError | None
     engine = _recorded(md, "engine", md.engine_type) or _sticky(previous, "engine")
-    if engine is None and registry.runs_test_backend(md):
+    if engine is None and provider_name and registry.runs_test_backend(md):
         engine = Decision(Engine.VLLM.value, MOCKER_REASON, Choice.AUTO)
     if engine is None:
-        engine = select_engine(md, registry, explicit_provider=md.provider_name)
+        engine = select_engine(md, registry, explicit_provider=provider_name)
     if isinstance(engine, FieldError):
         return Hydration(out, None, None, (engine,), ())
     _stamp(out, obj, "engine", engine)
@@ -177,7 +178,7 @@ def hydrate_shared(
         out["spec"].setdefault("resources", {"gpu": {"count": 0, "type": DEFAULT_GPU_TYPE}})
     warnings: tuple[str, ...] = ()
     provider: Decision | FieldError | None
-    provider = _recorded(md, "provider", md.provider_name) or _sticky(previous, "provider")
+    provider = _recorded(md, "provider", provider_name) or _sticky(previous, "provider")
     if provider is None:
         choice = select_provider(out["spec"], md, registry)
         provider, warnings = choice.decision, choice.warnings

@@ -1,5 +1,5 @@
-"""The patch's JSON text (webhook.responses.patch_json, orjson with json.dumps for what orjson
-refuses) decodes to exactly the operations it was given, over generated JSON values: `1`,
+"""The patch's and the answer's JSON text (webhook.responses.compact_json, orjson with json.dumps
+for what orjson refuses) decodes to exactly the value it was given, over generated JSON values: `1`,
 `1.0` and `true` stay three values, keys keep their order, and strings with lone surrogates (a
 review's `\\ud800` escapes decode to them) and integers beyond 64 bits are written too. The
 reference is json.dumps, the encoder the webhook used before."""
@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.responses import patch_json, patched
+from webhook.responses import compact_json, denied, patched, review
 
 # A high surrogate followed by a low one is written as the pair's escapes, which every decoder
 # reads as the one character they encode (json.dumps did the same); a review's escapes decode
@@ -51,7 +51,7 @@ def exact(value: Any) -> str:
 
 @given(OPS)
 def test_the_patch_text_decodes_to_the_operations(ops: list[dict[str, Any]]) -> None:
-    text = patch_json(ops)
+    text = compact_json(ops)
     assert exact(json.loads(text)) == exact(ops)
     assert exact(json.loads(text)) == exact(json.loads(json.dumps(ops)))
 
@@ -66,3 +66,16 @@ def test_a_patched_response_carries_the_patch_of_the_change(value: Any) -> None:
     assert exact(ops) == exact([{"op": "add", "path": "/spec/b", "value": value}])
     assert set(response) == {"uid", "allowed", "patch", "patchType"}
     assert response["allowed"] is True and response["uid"] == "uid-1"
+
+
+@given(TEXT, st.lists(TEXT, max_size=3), st.sampled_from([400, 403, 500, 503]), OPS)
+def test_an_answer_text_decodes_to_the_review(
+    message: str, warnings: list[str], code: int, ops: list[dict[str, Any]]
+) -> None:
+    """Denials carry the user's own strings (field values in messages, rule text in warnings);
+    a patched answer carries the patch in base64."""
+    refused = review(denied("uid-1", message, code=code, warnings=warnings))
+    allowed = review(patched("uid-2", {"spec": {}}, {"spec": {"ops": ops}}, warnings))
+    for answer in (refused, allowed):
+        assert exact(json.loads(compact_json(answer))) == exact(answer)
+        assert exact(json.loads(compact_json(answer))) == exact(json.loads(json.dumps(answer)))
