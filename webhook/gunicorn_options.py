@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import gc
+import logging
 from typing import Any
+
+from gunicorn.glogging import Logger
 
 from webhook.multiprocess import server_exiting, server_starting, worker_exited
 from webhook.settings import Settings
@@ -41,6 +44,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "ssl_context": server_context,  # cert and key from one version of the files
         "control_socket_disable": True,  # read-only containers; nothing manages it at runtime
         "accesslog": None,
+        "logger_class": AccessOffLogger,
         "errorlog": "-",
         "loglevel": "info",
         "proc_name": "runway-webhook",
@@ -79,3 +83,18 @@ def settle_worker(worker: Any) -> None:
     the cluster watch); only reference cycles among them would stay.
     """
     gc.freeze()
+
+
+class AccessOffLogger(Logger):  # type: ignore[misc]  # gunicorn ships no type hints
+    """gunicorn's logger, without the access line's work while that line is not written.
+
+    gunicorn builds every request's access-log fields (a dict of some thirty atoms, the date
+    formatted) whenever any logging configuration is given, and hands them to a logger that
+    drops them here (gunicorn.access is at WARNING): 5% of a worker's GIL time under load
+    (bench/RESULTS.md). Whether the line would be written is decided once the configuration is
+    applied (setup, which a reload runs again)."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        enabled: bool = self.access_log_enabled and self.access_log.isEnabledFor(logging.INFO)
+        self._access_log_enabled = enabled
