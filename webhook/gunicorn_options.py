@@ -90,7 +90,7 @@ class AccessOffLogger(Logger):  # type: ignore[misc]  # gunicorn ships no type h
 
     gunicorn builds every request's access-log fields (a dict of some thirty atoms, the date
     formatted) whenever any logging configuration is given, and hands them to a logger that
-    drops them here (gunicorn.access is at WARNING): 5% of a worker's GIL time under load
+    drops them here (gunicorn.access is at WARNING): 7% of a worker's GIL samples under load
     (bench/RESULTS.md). Whether the line would be written is decided once the configuration is
     applied (setup, which a reload runs again)."""
 
