@@ -17,9 +17,11 @@ import logging
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from core.fields.errors import RunwayError
 from renderer.bulk import commit_with_blobs
@@ -42,6 +44,9 @@ MALLOC = {"MALLOC_TOP_PAD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(64 << 
 BULK = 1000  # files written by one render from which the commit goes through git fast-import
 DETAIL_LIMIT = 200  # a commit message lists files up to this many, then counts per namespace
 MARKER = "runway-render.pid"
+# How long a render waits for the lock when the render holding it was killed: its pool's workers
+# die with it (renderer.render) and let go of the lock they inherited a moment later.
+KILLED_RENDER_WAIT = 10.0
 # The hooks `git commit` runs (reference-transaction runs for `git update-ref` too).
 COMMIT_HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit")
 log = logging.getLogger(__name__)
@@ -161,18 +166,15 @@ class Repo:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """Exclusive use of the repository for one render; a second render fails at once.
+        """Exclusive use of the repository for one render; a second render fails at once
+        (unless the render holding it was killed: then it waits for the lock, see _lock).
 
         While held, `.git/runway-render.pid` marks a Runway render in progress. A render that is
         killed leaves it behind, which is how the next one knows that git lock files it finds
         were left by Runway's own git and may be cleared (see recover_git_locks)."""
         with (self.git_dir / "runway.lock").open("a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise GitError(
-                    f"{self.work}: another render is running in this repository"
-                ) from None
+            if not self._lock(handle):
+                raise GitError(f"{self.work}: another render is running in this repository")
             try:
                 self.recover_git_locks()
                 self._marker.write_text(f"{os.getpid()}\n")
@@ -180,6 +182,34 @@ class Repo:
                 self._marker.unlink(missing_ok=True)
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _lock(self, handle: TextIO) -> bool:
+        """Take the lock at once; or, while it is held only because the render holding it was
+        killed (its marker names a process that is gone: the pool's workers it forked hold the
+        lock until they have died with it), within KILLED_RENDER_WAIT seconds."""
+        deadline = time.monotonic() + KILLED_RENDER_WAIT
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if not self._holder_killed() or time.monotonic() > deadline:
+                    return False
+            time.sleep(0.01)
+
+    def _holder_killed(self) -> bool:
+        """Whether the marker names a render whose process no longer runs."""
+        try:
+            pid = int(self._marker.read_text().strip())
+        except (OSError, ValueError):
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # another user's process: alive
+            return False
+        return False
 
     @property
     def _marker(self) -> Path:

@@ -32,6 +32,7 @@ from renderer.render import render_guarded
 from renderer.schemapack import load_pack
 from renderer.strict import Schemas
 from tests.support.builders import model_deployment
+from tests.support.wait import wait_until
 
 RUNWAY = str(Path(sys.executable).parent / "runway")
 TOKEN = "hf_" + "aB3" * 12  # the shape of a Hugging Face token, not a real one
@@ -297,3 +298,47 @@ def test_the_last_guard_refuses_a_credential_in_any_file_about_to_be_written(
     assert TOKEN not in err
     assert not (repo / "rendered").exists()
     assert git(repo, "log", check=False) == ""
+
+
+def pool_workers(pid: int) -> list[int]:
+    """The render's forked workers: its children running its own command line (not git)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return [int(c) for c in children if Path(f"/proc/{c}/cmdline").read_bytes() == command]
+    except OSError:
+        return []
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie waiting to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_render_killed_while_its_pool_renders_leaves_the_repository_to_the_next(
+    tmp_path: Path,
+) -> None:
+    """Only the render is killed (a CI job's timeout), not its process group: its pool's
+    workers die with it, and the next render takes the lock they had inherited."""
+    repo = tmp_path / "gitops"
+    src = sources(tmp_path / "src", 2000)
+    render = subprocess.Popen(
+        [RUNWAY, "render", str(src), "--repo", str(repo), "--commit"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    workers = wait_until(lambda: pool_workers(render.pid), timeout=60, what="the render's pool")
+    render.send_signal(signal.SIGKILL)
+    render.wait(timeout=30)
+    with Repo(repo).locked():  # at once, as a render started right then asks for it
+        orphans = [w for w in workers if alive(w)]
+    after = render_cli(str(src), "--repo", str(repo), "--commit")
+
+    assert render.returncode == -signal.SIGKILL
+    assert workers and orphans == []
+    assert (after.returncode, after.stderr) == (0, "")
+    assert git(repo, "status", "--porcelain") == ""
+    assert len(git(repo, "ls-tree", "-d", "--name-only", "HEAD:rendered/models").split()) == 2000
