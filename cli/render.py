@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import importlib
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 from cli.diffs import tree_diff, wants_colour, write_diff
@@ -166,6 +169,31 @@ def _count(value: str) -> int:
 
 def run_render(args: argparse.Namespace) -> int:
     """`render`: the settings from the flags, the pipeline, the report, the exit status."""
+    with collector_paused():
+        return _run_render(args)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused for a render. A render is a batch whose objects
+    (sources, stamp rows, results, cache entries) live until it ends and hold no reference
+    cycles, yet the collector walked them again every few hundred allocations: 22 of the 26 ms
+    it took in a re-render of 10,000 with one changed (0.45 s), 0.24 s of a first render's
+    parent, for 1,400-2,000 objects found in cycles (from imports, not rendering). Reference
+    counting frees everything else at once, as before; the pool's workers, forked meanwhile,
+    render the same way. Afterwards (a caller in process: the tests) what is alive is frozen
+    first, so that the first collection does not walk the whole render's objects at once."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.freeze()
+            gc.enable()
+
+
+def _run_render(args: argparse.Namespace) -> int:
     sources = inputs(args)
     no_stdin(sources, NO_STDIN)
     if args.diff and args.output != "text":

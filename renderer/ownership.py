@@ -138,9 +138,20 @@ def read_record(current: Mapping[str, str]) -> dict[str, str]:
 
 
 def record_text(record: Mapping[str, str]) -> str:
-    """JSON, one folder a line (YAML's dumper took 0.6 s for 10,000 entries; this 20 ms)."""
-    body = {"kind": RECORD_KIND, "sources": dict(sorted(record.items()))}
-    return json.dumps(body, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    """JSON, one folder a line: the text of `json.dumps(body, indent=1, sort_keys=True,
+    ensure_ascii=False)`, written line by line with the C string encoder json.dumps uses for each
+    string (with an indent json.dumps runs its Python encoder: 12 ms for 10,000 entries, against
+    3 ms; YAML's dumper took 0.6 s). A property test holds the two texts equal."""
+    if not record:
+        body = {"kind": RECORD_KIND, "sources": {}}
+        return json.dumps(body, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    text = _JSON_STRING
+    lines = ",\n".join([f"  {text(k)}: {text(v)}" for k, v in sorted(record.items())])
+    return f'{{\n "kind": {text(RECORD_KIND)},\n "sources": {{\n{lines}\n }}\n}}\n'
+
+
+# A str as json.dumps(ensure_ascii=False) writes it (json.encoder's C function, as it uses).
+_JSON_STRING = json.encoder.encode_basestring
 
 
 def decide(
