@@ -323,6 +323,7 @@ def test_a_render_killed_while_its_pool_renders_leaves_the_repository_to_the_nex
 ) -> None:
     """Only the render is killed (a CI job's timeout), not its process group: its pool's
     workers die with it, and the next render takes the lock they had inherited."""
+    assert len(os.sched_getaffinity(0)) >= 2, "a render starts its pool only with 2 cores or more"
     repo = tmp_path / "gitops"
     src = sources(tmp_path / "src", 2000)
     render = subprocess.Popen(
