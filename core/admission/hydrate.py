@@ -166,7 +166,7 @@ def hydrate_shared(
     provider_name = md.provider_name  # the provider is stamped last: this holds until then
     engine: Decision | FieldError | None
     engine = _recorded(md, "engine", md.engine_type) or _sticky(previous, "engine")
-    if engine is None and provider_name and registry.runs_test_backend(md):
+    if engine is None and registry.runs_test_backend(md):
         engine = Decision(Engine.VLLM.value, MOCKER_REASON, Choice.AUTO)
     if engine is None:
         engine = select_engine(md, registry, explicit_provider=provider_name)
