@@ -16,6 +16,7 @@ import fcntl
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence, Set
@@ -44,6 +45,7 @@ MALLOC = {"MALLOC_TOP_PAD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(64 << 
 BULK = 1000  # files written by one render from which the commit goes through git fast-import
 DETAIL_LIMIT = 200  # a commit message lists files up to this many, then counts per namespace
 MARKER = "runway-render.pid"
+PID_MAX = 1 << 22  # Linux's largest process id (PID_MAX_LIMIT)
 # How long a render waits for the lock when the render holding it was killed: its pool's workers
 # die with it (renderer.render) and let go of the lock they inherited a moment later.
 KILLED_RENDER_WAIT = 10.0
@@ -177,7 +179,7 @@ class Repo:
                 raise GitError(f"{self.work}: another render is running in this repository")
             try:
                 self.recover_git_locks()
-                self._marker.write_text(f"{os.getpid()}\n")
+                self._mark()
                 yield
                 self._marker.unlink(missing_ok=True)
             finally:
@@ -198,10 +200,14 @@ class Repo:
             time.sleep(0.01)
 
     def _holder_killed(self) -> bool:
-        """Whether the marker names a render whose process no longer runs."""
-        try:
-            pid = int(self._marker.read_text().strip())
-        except (OSError, ValueError):
+        """Whether the marker names a render whose process no longer runs. Anything else in
+        its place (a link, a FIFO, a large file, text that is no process id) names no killed
+        render: the lock is refused at once, as before."""
+        text = _small_file(self._marker, 32)
+        if text is None or not text.strip().isdigit():
+            return False
+        pid = int(text)
+        if not 0 < pid <= PID_MAX:
             return False
         try:
             os.kill(pid, 0)
@@ -210,6 +216,15 @@ class Repo:
         except OSError:  # another user's process: alive
             return False
         return False
+
+    def _mark(self) -> None:
+        """Write the marker as a new file of its own: whatever stood at its name (a link left
+        there points elsewhere) is removed first, never written through."""
+        self._marker.unlink(missing_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(self._marker, flags, 0o644)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(f"{os.getpid()}\n")
 
     @property
     def _marker(self) -> Path:
@@ -602,3 +617,22 @@ def _scan_into(folder: str, prefix: str, out: dict[str, Stat]) -> None:
                 out[prefix + entry.name] = stat_tuple(entry.stat(follow_symlinks=False))
             else:  # a link, a FIFO (reading it would block), a socket or a device
                 raise link_error(entry.path)
+
+
+def _small_file(path: Path, limit: int) -> str | None:
+    """The text of a regular file of at most `limit` bytes, not through a link, never waiting
+    (a FIFO in its place opens without a writer); None for anything else."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        return os.read(fd, limit + 1).decode("ascii", errors="replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
