@@ -158,7 +158,9 @@ def _is_settled(
     if previous == admission.obj:
         return True  # this render already was that render
     try:
-        again = admit(_source_view(obj), old=admission.obj, registry=registry)
+        # validation's part that reads neither the stored object nor the operation is the
+        # first admission's, for the same hydrated object (a third of a first render's CPU)
+        again = admit(_source_view(obj), old=admission.obj, registry=registry, known=admission)
     except Exception:  # unsettled only costs a re-render next time
         log.debug("settling %s raised", folder_of(obj), exc_info=True)
         return False

@@ -38,10 +38,10 @@ def _mapping(
         if old is value:  # hydration shares every value it did not change with its input
             continue
         if _is_mapping(old) and _is_mapping(value):
-            # Descended into at once, equal or not: asking _same first walked an equal mapping
+            # Descended into at once, equal or not: asking same_json first walked an equal mapping
             # twice (== in C, then its types in Python), and a hydrated object is mostly equal.
             _mapping(old, value, _join(path, key), ops)
-        elif not _same(old, value):
+        elif not same_json(old, value):
             ops.append({"op": "replace", "path": _join(path, key), "value": value})
 
 
@@ -49,7 +49,7 @@ def _is_mapping(value: Any) -> bool:
     return type(value) is dict or isinstance(value, Mapping)  # dicts without the ABC's check
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_json(a: Any, b: Any) -> bool:
     """Equal as JSON text is equal, which is make_patch's test for a value: `1`, `1.0` and `true`
     are three values (Python's == holds them one). Python's == rejects what differs at C speed;
     only a subtree it calls equal is walked for its types."""
@@ -58,9 +58,9 @@ def _same(a: Any, b: Any) -> bool:
     if a != b:
         return _nan(a) and _nan(b)  # NaN is unequal to itself; its text is not
     if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return all(_same(v, b[k]) for k, v in a.items())
+        return all(same_json(v, b[k]) for k, v in a.items())
     if isinstance(a, list) and isinstance(b, list):
-        return all(map(_same, a, b))
+        return all(map(same_json, a, b))
     return type(a) is type(b)
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.admission.hydrate import Hydration, hydrate
-from core.admission.patch import diff
-from core.admission.validation import Operation, check_spec
+from core.admission.patch import diff, same_json
+from core.admission.validation import Operation, SpecChecks, check_spec
 from core.checks.credentials import redact, redact_errors
 from core.fields.errors import FieldError
 from core.selection.configs import ProviderRegistry
@@ -25,14 +25,23 @@ class Admission:
     warnings: tuple[str, ...]
     hydration: Hydration
     validation_warnings: tuple[str, ...] = ()  # the validating webhook's share of `warnings`
+    # what validation found whatever the operation (core.admission.validation.SpecChecks)
+    checks: SpecChecks | None = field(default=None, compare=False)
 
 
 def admit(
-    obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None, registry: ProviderRegistry
+    obj: Mapping[str, Any],
+    *,
+    old: Mapping[str, Any] | None = None,
+    registry: ProviderRegistry,
+    known: Admission | None = None,
 ) -> Admission:
     """Mutate then validate, as the API server calls the two webhooks; `old` means UPDATE. No
-    error or warning repeats a credential found in the object (core.checks.credentials.redact)."""
-    admission = _admit(obj, old=old, registry=registry)
+    error or warning repeats a credential found in the object (core.checks.credentials.redact).
+    `known`: an admission against this `registry` whose validation may be reused where this
+    one hydrates to the same object (a render asking whether its output is settled admits the
+    same source again, as an update of its own output)."""
+    admission = _admit(obj, old=old, registry=registry, known=known)
     if admission.allowed:
         return admission
     return replace(
@@ -44,7 +53,11 @@ def admit(
 
 
 def _admit(
-    obj: Mapping[str, Any], *, old: Mapping[str, Any] | None, registry: ProviderRegistry
+    obj: Mapping[str, Any],
+    *,
+    old: Mapping[str, Any] | None,
+    registry: ProviderRegistry,
+    known: Admission | None,
 ) -> Admission:
     hydration = hydrate(obj, old=old, registry=registry)
     operation = Operation.UPDATE if old is not None else Operation.CREATE
@@ -55,7 +68,12 @@ def _admit(
         errors = hydration.errors + tuple(e for e in rest.errors if e not in hydration.errors)
         return Admission(False, dict(obj), errors, hydration.warnings, hydration)
     # hydrate() already ran the structure check on this object; it is not repeated.
-    verdict = check_spec(hydration.obj, old=old, operation=operation, registry=registry)
+    checked = None
+    if known is not None and known.checks is not None and same_json(known.obj, hydration.obj):
+        checked = known.checks  # a function of the object and the registry only
+    verdict = check_spec(
+        hydration.obj, old=old, operation=operation, registry=registry, checked=checked
+    )
     warnings = hydration.warnings + verdict.warnings
     return Admission(
         not verdict.errors,
@@ -64,6 +82,7 @@ def _admit(
         warnings,
         hydration,
         verdict.warnings,
+        verdict.checks,
     )
 
 

@@ -8,7 +8,7 @@ compatibility, disaggregated serving, storage, ceilings, secrets, served names, 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
@@ -40,9 +40,24 @@ class Operation(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class SpecChecks:
+    """What check_spec finds whatever the operation and the stored object: a function of the
+    hydrated object and the registry only. Kept with the verdict, so that the same object
+    admitted again against the same registry (a render asks whether its output is settled:
+    renderer.render) runs only what the stored object and the operation add."""
+
+    before: tuple[FieldError, ...]  # engine fields, flags, model, overrides
+    after: tuple[FieldError, ...]  # compatibility, disaggregated serving, ... annotations
+    warned: tuple[str, ...]  # before the provider's own warnings
+    warned_after: tuple[str, ...]  # after them, then the flags'
+    flag_warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     errors: tuple[FieldError, ...]
     warnings: tuple[str, ...]
+    checks: SpecChecks | None = field(default=None, compare=False)  # how it was reached
 
 
 def check_spec(
@@ -51,13 +66,14 @@ def check_spec(
     old: Mapping[str, Any] | None = None,
     operation: Operation = Operation.CREATE,
     registry: ProviderRegistry,
+    checked: SpecChecks | None = None,
 ) -> Verdict:
-    """The rules after the structure check; only for objects that passed `structure_errors`."""
+    """The rules after the structure check; only for objects that passed `structure_errors`.
+    `checked`: the SpecChecks of a verdict on an object equal to `obj` (as JSON: `1`, `1.0`
+    and `true` differ) against this `registry`, reused instead of checked again."""
     md = ModelDeployment(obj)
     plugin = registry.plugin(md.provider_name)
-    flag_errors, flag_warnings = (
-        check_engine_flags(md, registry.flags, plugin) if plugin is not None else ([], [])
-    )
+    checks = checked if checked is not None else spec_checks(md, plugin, registry)
     own_errors, own_warnings = (
         plugin.admission_checks(
             md, registry.context(md.provider_name), ModelDeployment(old) if old else None
@@ -65,22 +81,39 @@ def check_spec(
         if plugin is not None
         else ([], [])
     )
-    errors = _check_engine_fields(md) + flag_errors + _check_model(md)
-    errors += _check_overrides(md, plugin)
-    errors += own_errors
-    errors += _check_compatibility(md, registry)
-    errors += _check_disaggregated(md, registry) if md.is_disaggregated else []
-    errors += check_volumes(md)
-    errors += _check_ceilings(md)
-    errors += check_secret_fields(md)
-    errors += check_served_names(md)
-    errors += check_model_deployment_annotations(md)  # the API server checks them on every write
+    errors = [*checks.before, *own_errors, *checks.after]
     if operation is Operation.CREATE:  # a stored object keeps the name it was admitted with
         errors += check_model_deployment_names(md)
     if operation is Operation.UPDATE and old is not None:
         errors += check_immutable(md, ModelDeployment(old))
-    warnings = _warnings(md, registry, own_warnings) + flag_warnings
-    return Verdict(tuple(errors), tuple(warnings))
+    warnings = (*checks.warned, *own_warnings, *checks.warned_after, *checks.flag_warnings)
+    return Verdict(tuple(errors), warnings, checks)
+
+
+def spec_checks(
+    md: ModelDeployment, plugin: ProviderPlugin | None, registry: ProviderRegistry
+) -> SpecChecks:
+    """check_spec's rules that read neither the stored object nor the operation, in check
+    order (`plugin`: the registry's for md's provider)."""
+    flag_errors, flag_warnings = (
+        check_engine_flags(md, registry.flags, plugin) if plugin is not None else ([], [])
+    )
+    before = _check_engine_fields(md) + flag_errors + _check_model(md)
+    before += _check_overrides(md, plugin)
+    after = _check_compatibility(md, registry)
+    after += _check_disaggregated(md, registry) if md.is_disaggregated else []
+    after += check_volumes(md)
+    after += _check_ceilings(md)
+    after += check_secret_fields(md)
+    after += check_served_names(md)
+    after += check_model_deployment_annotations(md)  # the API server checks them on every write
+    return SpecChecks(
+        tuple(before),
+        tuple(after),
+        tuple(_warnings(md, registry)),
+        tuple(_warnings_after(md)),
+        tuple(flag_warnings),
+    )
 
 
 def _check_engine_fields(md: ModelDeployment) -> list[FieldError]:
@@ -250,7 +283,8 @@ def _at_most(value: Any, path: str, limit: Decimal, *, quantity: bool) -> list[F
     return []
 
 
-def _warnings(md: ModelDeployment, registry: ProviderRegistry, own: list[str]) -> list[str]:
+def _warnings(md: ModelDeployment, registry: ProviderRegistry) -> list[str]:
+    """The warnings before the provider's own (providers/<name>/render.py admission_checks)."""
     warnings: list[str] = []
     if md.served_name and md.model_source == ModelSource.CUSTOM:
         warnings.append("spec.model.servedName is ignored when spec.model.source is custom")
@@ -283,7 +317,12 @@ def _warnings(md: ModelDeployment, registry: ProviderRegistry, own: list[str]) -
             f"provider {md.provider_name} is not ready (its InferenceProviderConfig status.ready is false"
             f"{': ' + why if why else ''})"
         )
-    warnings += own  # the provider's own (providers/<name>/render.py admission_checks)
+    return warnings
+
+
+def _warnings_after(md: ModelDeployment) -> list[str]:
+    """The warnings after the provider's own."""
+    warnings = []
     if not md.is_disaggregated and any(
         k in (md.spec.get("scaling") or {}) for k in ("prefill", "decode")
     ):
