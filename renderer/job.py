@@ -8,6 +8,7 @@ whose bytes change, commit and push (re-rendering after a rejected push), and le
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -143,6 +144,7 @@ def _prepare(
         delta, docs, taken = found
         docs = _checked(docs, settings.sources, whole=False)
     else:
+        parsed.prefetch(files, len(os.sched_getaffinity(0)))  # in a pool, when worth one
         delta, docs = None, [d for f in files for d in expand_lists(documents(f))]
         docs = _checked(docs, settings.sources, whole=True)
         taken = {str(f.path) for f in files}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -44,6 +43,7 @@ from renderer.folders import (
     folder_of,
     kustomization,
 )
+from renderer.pool import fork_pool
 from renderer.safefs import NAME_MAX
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
 
@@ -56,7 +56,6 @@ SERVER_FIELDS = (
     "selfLink",
 )
 POOL_MINIMUM = 64  # fewer ModelDeployments than this render in-process (a pool costs ~0.1 s)
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 CHUNK = 32  # ModelDeployments per pool task: small enough to balance, large enough to amortize
 log = logging.getLogger(__name__)
 
@@ -275,11 +274,7 @@ def render_many(
     _WORK = (deployments, previous, context)
     try:
         bounds = [(i, min(i + CHUNK, len(deployments))) for i in range(1, len(deployments), CHUNK)]
-        # imported only here: a render of a few objects never starts a pool (3 ms of imports)
-        import multiprocessing  # noqa: PLC0415
-
-        pool_of = multiprocessing.get_context("fork").Pool
-        with pool_of(count, initializer=die_with, initargs=(os.getpid(),)) as pool:
+        with fork_pool(count) as pool:
             for chunk in pool.imap(_render_range, bounds, chunksize=1):  # in order
                 results += chunk
                 given(chunk)
@@ -287,23 +282,6 @@ def render_many(
     finally:
         _WORK = None
     return results
-
-
-def die_with(parent: int) -> None:
-    """A pool worker's start: it dies when the render that forked it does. Killed alone (a CI
-    job's timeout sends SIGKILL to the render, not to its group), the render left its workers
-    rendering their tasks for nothing and holding the repository's lock, inherited at the fork,
-    so that the next render was refused as "another render is running" until they finished.
-    Linux's PR_SET_PDEATHSIG: the kernel kills the worker when its parent dies."""
-    import ctypes  # noqa: PLC0415 - in the workers only
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the workers end after their current task
-        return
-    if os.getppid() != parent:  # the render died before the worker asked
-        os._exit(1)
 
 
 def _render_range(bounds: tuple[int, int]) -> list[Result]:
