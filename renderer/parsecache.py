@@ -3,7 +3,6 @@ whose digest names the entry (the parsed upstream schemas)."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import pickle
 from collections.abc import Callable, Sequence
@@ -53,8 +52,8 @@ class ParsedSources:
         self.pending: dict[str, Any] = {}  # parsed this time, stored by `finish`
         self.read_keys: list[str] = []  # file_key of every file read, in order (renderer.stamp)
         self.read_paths: list[str] = []  # and its path
-        self._prefetched: dict[str, bytes] = {}  # entries pickled by a worker (prefetch)
-        self._pickled: dict[str, bytes] = {}  # those of them pending
+        # entries a worker parsed (prefetch), until `documents` takes them
+        self._prefetched: dict[str, tuple[str, list[tuple[str, Piece]]]] = {}
         self._entries: dict[str, tuple[str, list[tuple[str, Piece]]] | None] = {}  # as read
 
     def read(self, paths: Sequence[str]) -> list[Document]:
@@ -84,9 +83,9 @@ class ParsedSources:
         """Parse the `files` the cache does not hold as they are, in a pool of `workers` forked
         processes when there is enough to parse to pay for one (PREFETCH_BYTES), while this
         process waits: the parse of a first render of 10,000 ModelDeployments is a tenth of it,
-        and nothing else runs then. Each worker answers a file's pieces pickled (as `finish`
-        stores them); a file a worker could not parse is left to `documents`, which parses it
-        here and says why it cannot be read."""
+        and nothing else runs then (1.56 -> 0.90 s). Each worker answers a file's entry
+        pickled; a file a worker could not parse is left to `documents`, which parses it here
+        and says why it cannot be read."""
         todo = [found for found in files if not self._holds(found)]
         if workers < 2 or len(todo) < 2 or sum(len(f.data) for f in todo) < PREFETCH_BYTES:
             return
@@ -94,10 +93,10 @@ class ParsedSources:
         todo.sort(key=lambda found: len(found.data), reverse=True)
         tasks = [(self.folder, self.fingerprint, found) for found in todo]
         with fork_pool(min(workers, len(todo))) as pool:
-            answers = pool.map(_parsed_pieces, tasks, chunksize=1)
-        for found, answer in zip(todo, answers, strict=True):
-            if answer is not None:
-                self._prefetched[self._name(found.path)] = answer
+            answers = pool.imap(_parsed_pieces, tasks, chunksize=1)
+            for found, answer in zip(todo, answers, strict=True):
+                if answer is not None:  # unpickled at once: each answer's bytes freed
+                    self._prefetched[self._name(found.path)] = pickle.loads(answer)
 
     def _holds(self, source: SourceFile) -> bool:
         known = self._entry(self._name(source.path))
@@ -107,12 +106,10 @@ class ParsedSources:
         """One file's documents (not yet expanded: see `read`), from the cache or parsed."""
         path, data, key = source
         name = self._name(path)
-        pickled = self._prefetched.pop(name, None)
-        if pickled is not None:
-            prefetched = pickle.loads(pickled)
-            if prefetched[0] == key:  # stored by `finish` as the worker pickled it
-                self.pending[name], self._pickled[name] = prefetched, pickled
-                return self._documents(str(path), prefetched[1])
+        prefetched = self._prefetched.pop(name, None)
+        if prefetched is not None and prefetched[0] == key:
+            self.pending[name] = prefetched
+            return self._documents(str(path), prefetched[1])
         known = self._entry(name)
         self._entries.pop(name, None)  # read once: what was stale is not kept
         if known is not None and known[0] == key:
@@ -198,14 +195,8 @@ class ParsedSources:
         """Store what was parsed this time in `folder` (the repository may not have existed when
         the sources were read) and drop the entries of files not read this time."""
         for name, value in self.pending.items():
-            pickled = self._pickled.get(name)
-            if pickled is not None:
-                with contextlib.suppress(OSError):
-                    atomic_write(folder / name, pickled)
-            else:
-                self._store(folder / name, value)
+            self._store(folder / name, value)
         self.pending.clear()
-        self._pickled.clear()
         if folder.is_dir():
             for entry in folder.iterdir():
                 if entry.name not in self.used:
