@@ -38,7 +38,7 @@ from webhook.settings import Settings
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "vllm-1gpu.yaml"
 CONNECTIONS = 8
 SECONDS = 8
-RUNS = 3
+RUNS = 5
 WORKERS = 2
 # Issue #24 (round three; issue #12 asked for 0.5 and 2.0): req/s at least 0.7 of the floor, p99
 # at most 1.5 times the floor's.
