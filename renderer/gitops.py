@@ -98,9 +98,13 @@ class Repo:
         repo = cls(work, author, ())
         if not repo.git_dir.is_dir():
             repo.git("init", "-q", "-b", "main")
+        # one git for both keys (names as git writes them: lower case); each is set when git
+        # has a value for it, even an empty one, as `git config --get` tells
+        found = repo.git("config", "--get-regexp", r"^user\.(name|email)$", check=False)
+        have = {line.split(" ", 1)[0] for line in found.stdout.splitlines()}
         unset = []
         for key, fallback in zip(("user.name", "user.email"), FALLBACK_IDENTITY, strict=True):
-            if repo.git("config", "--get", key, check=False).returncode != 0:
+            if key not in have:
                 unset += ["-c", f"{key}={fallback}"]
         return cls(work, author, tuple(unset))
 

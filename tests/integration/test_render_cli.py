@@ -229,6 +229,13 @@ def test_standard_input_is_refused_by_name(
         ),
         ({"user.name": "Ops Bot"}, [], "Ops Bot <runway@localhost>", "Ops Bot <runway@localhost>"),
         (
+            {"user.email": "ops@example.com"},
+            [],
+            "runway <ops@example.com>",
+            "runway <ops@example.com>",
+        ),
+        ({"User.Name": "Ops Bot"}, [], "Ops Bot <runway@localhost>", "Ops Bot <runway@localhost>"),
+        (
             {"user.name": "Ops Bot", "user.email": "ops@example.com"},
             ["--author-name", "Ana", "--author-email", "ana@example.com"],
             "Ana <ana@example.com>",
@@ -245,6 +252,8 @@ def test_standard_input_is_refused_by_name(
         "nobody-configured",
         "repository-user",
         "repository-name-only",
+        "repository-email-only",
+        "written-in-other-case",
         "flags",
         "flags-no-config",
     ],
