@@ -160,11 +160,16 @@ def test_a_commit_rolls_out_and_flux_turns_green_only_once_every_model_runs(
 
             def held_at_deploying() -> dict[str, Any] | None:
                 env.flux.alive()
-                accept_routes(cluster, NAMESPACE, "mistral-llmd")
+                # Not done until the routes are accepted: Flux applies the models and their
+                # routes together, and a poll that found the models Deploying before the routes
+                # existed left them unaccepted for good (nothing else accepts them here), the
+                # model Running but never Ready, and Flux never green (what failed both full
+                # runs of `make test` on 2026-12-06: the status controller had become faster).
+                routed = accept_routes(cluster, NAMESPACE, "mistral-llmd")
                 ks = env.kustomization()
                 attempted = ks.get("status", {}).get("lastAttemptedRevision") == revision
                 deploying = set(model_phases(cluster, NAMESPACE).values()) == {"Deploying"}
-                return ks if attempted and deploying else None
+                return ks if routed and attempted and deploying else None
 
             waiting = until(held_at_deploying, "both models Deploying while Flux waits")
             held = list(recorder.seen)
