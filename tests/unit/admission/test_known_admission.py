@@ -7,16 +7,14 @@ ModelDeployments and every example; and an earlier admission of another object i
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.admission.pipeline import Admission, admit
-from tests.conftest import ROOT
+from tests.conftest import example_model_deployments
 from tests.support.builders import shipped_registry
 from tests.unit.admission.test_patch import model_deployments
 
@@ -58,13 +56,7 @@ def test_an_admission_of_another_object_is_not_reused(
     holds(obj, known.obj, known)
 
 
-EXAMPLES = sorted((ROOT / "examples").rglob("*.yaml"))
-
-
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: str(p.relative_to(ROOT / "examples")))
-def test_every_example_admitted_again_reuses_exactly(path: Path) -> None:
-    for obj in yaml.safe_load_all(path.read_text()):
-        if not obj or obj.get("kind") != "ModelDeployment":
-            continue
-        first = admit(obj, registry=REGISTRY)
-        holds(obj, first.obj, first)
+@pytest.mark.parametrize(("name", "obj"), example_model_deployments())
+def test_every_example_admitted_again_reuses_exactly(name: str, obj: dict[str, Any]) -> None:
+    first = admit(obj, registry=REGISTRY)
+    holds(obj, first.obj, first)

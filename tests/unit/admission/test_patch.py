@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import jsonpatch
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.admission.hydrate import hydrate, hydrate_shared
 from core.admission.pipeline import admit, json_patch, patch_of
-from tests.conftest import ROOT
+from tests.conftest import example_model_deployments
 from tests.support.builders import model_deployment, shipped_registry
 
 REGISTRY = shipped_registry()
@@ -166,16 +164,10 @@ def test_every_hydration_patches_as_make_patch_does(obj: dict[str, Any]) -> None
     assert patch_of(admission.obj, admit(admission.obj, registry=REGISTRY)) == []
 
 
-EXAMPLES = sorted((ROOT / "examples").rglob("*.yaml"))
-
-
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: str(p.relative_to(ROOT / "examples")))
-def test_every_example_patches_as_make_patch_does(path: Path) -> None:
-    for obj in yaml.safe_load_all(path.read_text()):
-        if not obj or obj.get("kind") != "ModelDeployment":
-            continue
-        admission = admit(obj, registry=REGISTRY)
-        holds(obj, admission.obj)
+@pytest.mark.parametrize(("name", "obj"), example_model_deployments())
+def test_every_example_patches_as_make_patch_does(name: str, obj: dict[str, Any]) -> None:
+    admission = admit(obj, registry=REGISTRY)
+    holds(obj, admission.obj)
 
 
 def ordered(obj: Any) -> str:
@@ -219,8 +211,8 @@ def test_the_webhooks_shared_hydration_of_an_update_patches_as_a_copied_one(
         assert json_patch(old, hydrate_shared(old, old=old, registry=REGISTRY).obj) == []
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: str(p.relative_to(ROOT / "examples")))
-def test_every_example_shared_hydration_patches_as_a_copied_one(path: Path) -> None:
-    for obj in yaml.safe_load_all(path.read_text()):
-        if obj and obj.get("kind") == "ModelDeployment":
-            holds_shared(obj, None)
+@pytest.mark.parametrize(("name", "obj"), example_model_deployments())
+def test_every_example_shared_hydration_patches_as_a_copied_one(
+    name: str, obj: dict[str, Any]
+) -> None:
+    holds_shared(obj, None)
