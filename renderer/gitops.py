@@ -99,9 +99,10 @@ class Repo:
         if not repo.git_dir.is_dir():
             repo.git("init", "-q", "-b", "main")
         # one git for both keys (names as git writes them: lower case); each is set when git
-        # has a value for it, even an empty one, as `git config --get` tells
-        found = repo.git("config", "--get-regexp", r"^user\.(name|email)$", check=False)
-        have = {line.split(" ", 1)[0] for line in found.stdout.splitlines()}
+        # has a value for it, even an empty one, as `git config --get` tells. NUL-ended
+        # entries, a key then its value: a value holding a newline names no key.
+        found = repo.git("config", "--null", "--get-regexp", r"^user\.(name|email)$", check=False)
+        have = {entry.split("\n", 1)[0] for entry in found.stdout.split("\0")}
         unset = []
         for key, fallback in zip(("user.name", "user.email"), FALLBACK_IDENTITY, strict=True):
             if key not in have:

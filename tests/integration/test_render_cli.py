@@ -19,6 +19,7 @@ import yaml
 from cli.exits import Exit
 from cli.main import main
 from cli.render import Progress
+from renderer.gitops import FALLBACK_IDENTITY, Repo
 from tests.conftest import EXAMPLES
 
 SOURCE = "vllm-direct-explicit.yaml"  # Direct vLLM: a Deployment and a Service
@@ -354,3 +355,17 @@ def test_progress_is_rewritten_about_every_hundredth() -> None:
     assert out.getvalue() == (
         "".join(f"\rrendering {i}/250 ModelDeployments" for i in range(2, 251, 2)) + "\n"
     )
+
+
+def test_a_configured_value_holding_a_newline_sets_only_its_own_key(
+    tmp_path: Path, isolated_git: None
+) -> None:
+    """user.name is unset: the line after the newline in user.email names no key."""
+    work = tmp_path / "gitops"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    git(work, "config", "user.email", "ops@example.com\nuser.name Mallory")
+
+    repo = Repo.open_or_init(work)
+
+    assert repo.identity == ("-c", f"user.name={FALLBACK_IDENTITY[0]}")
