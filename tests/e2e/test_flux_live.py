@@ -163,8 +163,8 @@ def test_a_commit_rolls_out_and_flux_turns_green_only_once_every_model_runs(
                 # Not done until the routes are accepted: Flux applies the models and their
                 # routes together, and a poll that found the models Deploying before the routes
                 # existed left them unaccepted for good (nothing else accepts them here), the
-                # model Running but never Ready, and Flux never green (what failed both full
-                # runs of `make test` on 2026-12-06: the status controller had become faster).
+                # model Running but never Ready, and Flux never green (the likely cause of
+                # both full runs of `make test` failing here on 2026-12-06).
                 routed = accept_routes(cluster, NAMESPACE, "mistral-llmd")
                 ks = env.kustomization()
                 attempted = ks.get("status", {}).get("lastAttemptedRevision") == revision
