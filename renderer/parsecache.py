@@ -106,12 +106,12 @@ class ParsedSources:
         """One file's documents (not yet expanded: see `read`), from the cache or parsed."""
         path, data, key = source
         name = self._name(path)
+        # an entry read before (prefetch) is not kept: a stale one held the old objects alive
+        known = self._entries.pop(name) if name in self._entries else self._read_entry(name)
         prefetched = self._prefetched.pop(name, None)
         if prefetched is not None and prefetched[0] == key:
             self.pending[name] = prefetched
             return self._documents(str(path), prefetched[1])
-        known = self._entry(name)
-        self._entries.pop(name, None)  # read once: what was stale is not kept
         if known is not None and known[0] == key:
             return self._documents(str(path), known[1])
         try:
@@ -205,8 +205,8 @@ class ParsedSources:
 
 def _parsed_pieces(task: tuple[Path | None, str, SourceFile]) -> bytes | None:
     """A pool worker's share of ParsedSources.prefetch: a file's entry (its key and pieces,
-    those of its cached entry whose text is the same taken from it), pickled; None when the file is not UTF-8 or
-    does not parse (the render parses it again, and says why)."""
+    those of its cached entry whose text is the same taken from it), pickled; None when the
+    file is not UTF-8 or does not parse (the render parses it again, and says why)."""
     folder, fingerprint, source = task
     try:
         text = source.data.decode("utf-8")
