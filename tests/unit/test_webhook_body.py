@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from flask import Flask
+from flask import Flask, request
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from werkzeug.exceptions import HTTPException
@@ -54,8 +54,6 @@ def test_the_body_is_what_werkzeug_reads(
     ours = _read(app, environ | {"wsgi.input": io.BytesIO(body + after)}, _body)
 
     def werkzeug() -> bytes:
-        from flask import request  # noqa: PLC0415 - the request of the context
-
         return request.get_data(cache=False)
 
     theirs = _read(app, environ | {"wsgi.input": io.BytesIO(body + after)}, werkzeug)
