@@ -2,7 +2,8 @@
 everything does with a megabyte or more to parse) give exactly what parsing them here gives: the
 same documents, document numbers, digests and error, and the same cache entries, byte for byte,
 over generated files (some broken, some not UTF-8), with and without the cached entries of an
-earlier version of them; a worker takes the cached pieces whose text is the same."""
+earlier version of them, an alias bomb and a large value among them; a worker takes the cached
+pieces whose text is the same."""
 
 from __future__ import annotations
 
@@ -21,7 +22,15 @@ from renderer import parsecache
 from renderer.parsecache import ParsedSources
 from tests.unit.test_sources_pieces import streams
 
-FILES = st.lists(streams() | st.just(b"\xff\xfe not UTF-8\n"), min_size=2, max_size=4)
+# An alias bomb (9 levels of 9 references: refused past kubeio's expansion bound, in a worker
+# as in the render) and a large value, besides generated streams and bytes that are not UTF-8.
+BOMB = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 10)
+)
+LARGE = "a: " + "x" * 200_000 + "\n"
+FILES = st.lists(
+    streams() | st.sampled_from([b"\xff\xfe not UTF-8\n", BOMB, LARGE]), min_size=2, max_size=4
+)
 
 
 def _write(folder: Path, files: list[str | bytes]) -> list[str]:
