@@ -697,6 +697,15 @@ def test_llmd_and_direct_vllm_roll_out_and_are_healthy_in_argocd_only_while_they
                 gitops.synced(revision)
                 held = until(all_health("Progressing"), "both models Progressing")
                 held_phases = model_phases(cluster, NAMESPACE)
+                # The recorder samples: hold the nodes until it has seen the models Deploying.
+                wait_until(
+                    lambda: any(
+                        {p for _, _, p in snapshot} == {"Deploying"} for snapshot in recorder.seen
+                    ),
+                    timeout=SYNC_TIMEOUT,
+                    interval=0.2,
+                    what="the recorder saw both models Deploying",
+                )
             healthy = until(all_health("Healthy"), "both models Healthy")
             models = {
                 n: gitops.get(f"modeldeployment.airunway.ai/{n}", "-n", NAMESPACE)

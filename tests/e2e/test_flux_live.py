@@ -131,6 +131,24 @@ def snapshot(env: GitOps, revision: str) -> Snapshot:
     return green(env, revision), tuple(model_phases(env.cluster, NAMESPACE).items())
 
 
+def seen_deploying(recorder: Recorder[Snapshot]) -> bool:
+    """Whether the recorder has seen every model Deploying (it samples, so a test holds the
+    state until it has)."""
+    return any(set(dict(phases).values()) == {"Deploying"} for _, phases in list(recorder.seen))
+
+
+def checking_health(ks: dict[str, Any]) -> bool:
+    """Whether Flux's wait is running: kustomize-controller marks Healthy Unknown ("Running
+    health checks for revision ...") before it first polls the applied objects, and True or
+    False when the wait ends."""
+    healthy = [c for c in ks.get("status", {}).get("conditions", []) if c["type"] == "Healthy"]
+    return (
+        bool(healthy)
+        and healthy[0]["status"] == "Unknown"
+        and healthy[0]["message"].startswith("Running health checks")
+    )
+
+
 def never_green_early(seen: list[Snapshot]) -> None:
     early = [phases for is_green, phases in seen if is_green and dict(phases) != SERVING]
     assert early == [], early
@@ -169,7 +187,8 @@ def test_a_commit_rolls_out_and_flux_turns_green_only_once_every_model_runs(
                 ks = env.kustomization()
                 attempted = ks.get("status", {}).get("lastAttemptedRevision") == revision
                 deploying = set(model_phases(cluster, NAMESPACE).values()) == {"Deploying"}
-                return ks if routed and attempted and deploying else None
+                held = routed and attempted and deploying and seen_deploying(recorder)
+                return ks if held else None
 
             waiting = until(held_at_deploying, "both models Deploying while Flux waits")
             held = list(recorder.seen)
@@ -226,9 +245,14 @@ def test_pods_lost_turn_the_models_back_to_deploying_and_flux_waits_until_they_r
             token = env.request_reconcile(*KS)
 
             def waiting() -> dict[str, Any] | None:
+                # Not done until Flux's wait runs (the reconcile's start alone turns Ready
+                # Unknown, and a hold released then let the pods run before the wait began:
+                # the reconcile passed at once) and the recorder has seen both models
+                # Deploying (it samples; a full `make test` on 2026-12-06 saw none).
                 ks = env.kustomization()
                 ready = env.ready(ks)
-                return ks if ready is not None and ready["status"] != "True" else None
+                held = ready is not None and ready["status"] != "True"
+                return ks if held and checking_health(ks) and seen_deploying(recorder) else None
 
             held_ks = until(waiting, "Flux's wait on the reconcile")
 
