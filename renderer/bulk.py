@@ -10,10 +10,11 @@ with the commit (trees only) 0.2 s: 13-15 MB of packs either way.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
+
+from renderer.pool import cores
 
 if TYPE_CHECKING:
     from renderer.gitops import Repo
@@ -32,7 +33,7 @@ def commit_with_blobs(
 ) -> None:
     """One commit: `header` (fast-import's commit, author, committer, message and from
     commands), each of `files` (path, mode, bytes) as it is, and `removed` gone."""
-    parts = _split(len(files), min(BLOB_PROCESSES, len(os.sched_getaffinity(0))))
+    parts = _split(len(files), min(BLOB_PROCESSES, cores()))
     marks = [repo.git_dir / f"runway-marks-{i}" for i in range(len(parts))]
     try:
         streams = [

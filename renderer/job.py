@@ -8,7 +8,6 @@ whose bytes change, commit and push (re-rendering after a rejected push), and le
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,6 +43,7 @@ from renderer.ownership import (
     roots_of,
 )
 from renderer.parsecache import ParsedSources, cached
+from renderer.pool import cores
 from renderer.render import RenderContext
 from renderer.rendercache import RenderCache
 from renderer.schemapack import load_pack
@@ -144,7 +144,7 @@ def _prepare(
         delta, docs, taken = found
         docs = _checked(docs, settings.sources, whole=False)
     else:
-        parsed.prefetch(files, len(os.sched_getaffinity(0)))  # in a pool, when worth one
+        parsed.prefetch(files, cores())  # in a pool, when worth one
         delta, docs = None, [d for f in files for d in expand_lists(documents(f))]
         docs = _checked(docs, settings.sources, whole=True)
         taken = {str(f.path) for f in files}

@@ -10,6 +10,12 @@ from typing import Any
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
+def cores() -> int:
+    """The cores this process may run on (a CI runner's cgroup or `taskset` may give fewer
+    than the machine has), the count of workers a pool of the render's is sized by."""
+    return len(os.sched_getaffinity(0))
+
+
 def fork_pool(count: int) -> Any:
     """A multiprocessing Pool of `count` forked workers (use it as a context)."""
     # imported only here: a render of a few objects never starts a pool (3 ms of imports)

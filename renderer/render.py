@@ -11,7 +11,6 @@ processes, one per core; the output does not depend on how they were split.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -43,7 +42,7 @@ from renderer.folders import (
     folder_of,
     kustomization,
 )
-from renderer.pool import fork_pool
+from renderer.pool import cores, fork_pool
 from renderer.safefs import NAME_MAX
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
 
@@ -259,7 +258,7 @@ def render_many(
     global _WORK  # noqa: PLW0603 - see _WORK
     told = progress or (lambda done: None)
     given = ready or (lambda results: None)
-    count = workers if workers is not None else len(os.sched_getaffinity(0))
+    count = workers if workers is not None else cores()
     if count <= 1 or len(deployments) < POOL_MINIMUM:
         results = []
         for obj in deployments:
