@@ -162,7 +162,7 @@ def _shard(value: str) -> Shard:
 
 
 def _count(value: str) -> int:
-    if not value.isdigit():
+    if not (value.isascii() and value.isdigit()):  # isdigit() alone takes "²", int() not
         raise argparse.ArgumentTypeError(f"expected a count (0 or more), got {value!r}")
     return int(value)
 

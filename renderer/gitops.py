@@ -50,6 +50,7 @@ PATHSPEC_LIMIT, PATHSPEC_BYTES = 500, 256 * 1024
 DETAIL_LIMIT = 200  # a commit message lists files up to this many, then counts per namespace
 MARKER = "runway-render.pid"
 PID_MAX = 1 << 22  # Linux's largest process id (PID_MAX_LIMIT)
+ASCII_SPACE = " \t\n\r\f\v"  # what bytes.strip() takes away; str.strip() takes more
 # How long a render waits for the lock when the render holding it was killed: its pool's workers
 # die with it (renderer.render) and let go of the lock they inherited a moment later.
 KILLED_RENDER_WAIT = 10.0
@@ -213,9 +214,12 @@ class Repo:
         its place (a link, a FIFO, a large file, text that is no process id) names no killed
         render: the lock is refused at once, as before."""
         text = _small_file(self._marker, 32)
-        if text is None or not text.strip().isdigit():
+        # ASCII digits between ASCII white space, as _mark writes them: str.strip() would also
+        # take \x1c-\x1f away, which int() refuses (a marker of "\x1c0" raised ValueError).
+        digits = None if text is None else text.strip(ASCII_SPACE)
+        if not digits or not digits.isascii() or not digits.isdigit():
             return False
-        pid = int(text)
+        pid = int(digits)
         if not 0 < pid <= PID_MAX:
             return False
         try:

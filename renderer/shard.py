@@ -73,7 +73,7 @@ class Shard(Part):
     def parse(cls, value: str) -> Shard:
         """`K/N` with 1 <= K <= N; a SourceError naming --shard otherwise."""
         left, slash, right = value.partition("/")
-        if slash and left.isdigit() and right.isdigit() and 1 <= int(left) <= int(right):
+        if slash and _decimal(left) and _decimal(right) and 1 <= int(left) <= int(right):
             return cls(int(left), int(right))
         raise SourceError("--shard", f"expected K/N with 1 <= K <= N (as 2/4), got {value!r}")
 
@@ -96,3 +96,8 @@ class Namespaces(Part):
 def _namespaces(tree: Iterable[str]) -> set[str]:
     """The namespaces a tree holds Runway's folders for (each has its kustomization)."""
     return {p.split("/", 1)[0] for p in tree if p.count("/") == 1 and p.endswith(f"/{TOP}")}
+
+
+def _decimal(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also takes "²", which int() refuses, and "٣"."""
+    return text.isascii() and text.isdigit()

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.fields.errors import SourceError
 from kubeio.yamlio import dump_all
 from renderer.pipeline import run_render
 from renderer.settings import RenderSettings
@@ -60,6 +61,22 @@ def test_every_namespace_is_in_exactly_one_shard(count: int) -> None:
 def test_a_shard_that_is_not_k_of_n_is_refused(value: str) -> None:
     with pytest.raises(Exception, match="--shard: expected K/N"):
         Shard.parse(value)
+
+
+@settings(max_examples=500)
+@given(
+    value=st.text(max_size=12)
+    | st.builds("{}/{}".format, st.text(max_size=4), st.text(max_size=4))
+    | st.sampled_from(["\u00b2/3", "1/\u00b3", "\u0663/\u0664", "1/2\n", " 1/2", "\uff11/2"])
+)
+def test_a_shard_is_ascii_k_of_n_and_anything_else_is_refused_naming_the_flag(value: str) -> None:
+    left, slash, right = value.partition("/")
+    ascii_digits = all(part and set(part) <= set("0123456789") for part in (left, right))
+    if slash and ascii_digits and 1 <= int(left) <= int(right):
+        assert Shard.parse(value) == Shard(int(left), int(right))
+    else:
+        with pytest.raises(SourceError, match="--shard: expected K/N"):
+            Shard.parse(value)
 
 
 names_st = st.lists(

@@ -39,12 +39,17 @@ def held(repo: Repo) -> int:
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(content=st.binary(max_size=64) | st.sampled_from([b"-1", b"0", b"1" * 40, b"4194305"]))
+@given(
+    content=st.binary(max_size=64)
+    | st.sampled_from(
+        [b"-1", b"0", b"1" * 40, b"4194305", b"\x1c0", b"\x1f7\n", "\u00b2".encode(), b"\x0b9\x0c"]
+    )
+)
 def test_a_marker_that_is_no_process_id_names_no_killed_render(repo: Repo, content: bytes) -> None:
     (repo.git_dir / MARKER).write_bytes(content)
-    text = content.decode("ascii", errors="replace").strip()
-    plain_pid = text.isdigit() and 0 < int(text) <= 1 << 22
-    assert repo._holder_killed() is (plain_pid and not Path(f"/proc/{int(text)}").exists())
+    digits = content.strip()  # bytes: ASCII white space only; isdigit(): ASCII digits only
+    plain_pid = digits.isdigit() and 0 < int(digits) <= 1 << 22
+    assert repo._holder_killed() is (plain_pid and not Path(f"/proc/{int(digits)}").exists())
 
 
 def test_only_a_gone_process_id_names_a_killed_render(repo: Repo) -> None:

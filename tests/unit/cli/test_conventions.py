@@ -485,3 +485,22 @@ def test_gateway_plan_reads_standard_input(
 
     assert piped == named
     assert piped[0] == Exit.PARTIAL  # the worked example's clash
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    value=st.text(max_size=8).filter(lambda v: not v.startswith("-"))
+    | st.sampled_from(["\u00b2", "\u0663", "\uff11", "7", "0", "12\n"])
+)
+def test_a_count_is_ascii_digits_and_anything_else_is_a_usage_error_naming_it(
+    value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["render", "in.yaml", "--repo", "out", "--max-removals", value]
+    if value and set(value) <= set("0123456789"):
+        assert parse(argv).max_removals == int(value)
+        return
+    with pytest.raises(SystemExit) as exited:
+        parse(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert f"argument --max-removals: expected a count (0 or more), got {value!r}" in err
