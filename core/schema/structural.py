@@ -2,7 +2,7 @@
 
 The API server silently drops fields a CRD schema does not declare; Runway reports them instead
 (the #308 lesson). Supported: type, nullable, enum, required, properties, additionalProperties,
-items, min/max (value, length, items), pattern, anyOf/allOf/oneOf, x-kubernetes-int-or-string,
+items, min/max (value, length, items), maxProperties, pattern, anyOf/allOf/oneOf, x-kubernetes-int-or-string,
 x-kubernetes-preserve-unknown-fields, x-kubernetes-embedded-resource and map-type list keys.
 """
 
@@ -28,6 +28,11 @@ JSON_TYPES: dict[str, tuple[type, ...]] = {
     "number": (int, float),
 }
 EMBEDDED_KEYS = frozenset({"apiVersion", "kind", "metadata"})
+# The longest key of a map whose schema declares maxProperties: a qualified Kubernetes key (a
+# 253-character DNS-subdomain prefix, "/", a 63-character name). OpenAPI cannot bound keys; the
+# CRD bounds how many, admission (this check) also how long, so that the rule cost estimate
+# (core.cel.cost) may take every key of such a map at this length.
+MAX_KEY_LENGTH = 253 + 1 + 63
 _SURROGATE = re.compile("[\ud800-\udfff]")  # a character class: linear in Python's re too
 
 
@@ -139,6 +144,13 @@ def pattern_problem(pattern: str, value: str) -> str | None:
 def _check_object(
     value: dict[str, Any], schema: Mapping[str, Any], at: FieldPath, errors: list[FieldError]
 ) -> None:
+    if "maxProperties" in schema:
+        if len(value) > schema["maxProperties"]:
+            detail = f"must have at most {schema['maxProperties']} entries"
+            errors.append(FieldError(str(at), Reason.TOO_MANY, detail))
+        if any(isinstance(key, str) and len(key) > MAX_KEY_LENGTH for key in value):
+            detail = f"keys may not be longer than {MAX_KEY_LENGTH} characters"
+            errors.append(FieldError(str(at), Reason.TOO_LONG, detail))
     props: Mapping[str, Any] = schema.get("properties", {})
     for name in schema.get("required", ()):
         if name not in value:
