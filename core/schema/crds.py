@@ -20,6 +20,7 @@ from core.model.kinds import (
     MODEL_DEPLOYMENT_PLURAL,
     VERSION,
 )
+from core.model.names import ANNOTATIONS_MAX
 from core.schema.structural import MAX_KEY_LENGTH
 
 Schema = dict[str, Any]
@@ -57,7 +58,8 @@ SHORT = 64  # API versions, resource names, enum-like words (toleration operator
 ARGS = 512
 EXTRA_ARGS = 1024
 ENV = 256  # containers have no bound of their own; a few dozen is a large deployment
-ENTRIES = 64  # node selectors, tolerations, pod labels and annotations
+ENTRIES = 64  # node selectors, tolerations, pod labels
+ANNOTATIONS = 1024  # the API server bounds their size (256 KiB together), not their number
 # InferenceProviderConfig: AI Runway's configs hold a handful of rules; all of one config's
 # rules together are held to one cost limit (core.cel.rules.CONFIG_COST_LIMIT) anyway.
 RULES = 64
@@ -260,7 +262,11 @@ def model_deployment_spec() -> Schema:
                     "metadata": _obj(
                         {
                             "labels": _map(_str(maxLength=LABEL), entries=ENTRIES),
-                            "annotations": _map(_str(maxLength=VALUE), entries=ENTRIES),
+                            # The API server's own bound, all annotations together (bytes);
+                            # core.model.names checks it in bytes.
+                            "annotations": _map(
+                                _str(maxLength=ANNOTATIONS_MAX), entries=ANNOTATIONS
+                            ),
                         }
                     )
                 }

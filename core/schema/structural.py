@@ -8,7 +8,6 @@ x-kubernetes-preserve-unknown-fields, x-kubernetes-embedded-resource and map-typ
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,7 @@ import re2
 
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
+from core.schema.suggest import MAX_SUGGESTIONS, close_matches
 
 JSON_TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
@@ -176,13 +176,16 @@ def _check_object(
         ):
             continue
         elif props or extra is False or "type" in schema:
+            # Suggestions only while the check has found few errors: MAX_SUGGESTIONS searches
+            # at most, however many unknown fields the value holds (core.checks.suggest).
+            suggest = len(errors) < MAX_SUGGESTIONS
             errors.append(
-                FieldError(str(at.child(key)), Reason.UNKNOWN_FIELD, _unknown(key, props))
+                FieldError(str(at.child(key)), Reason.UNKNOWN_FIELD, _unknown(key, props, suggest))
             )
 
 
-def _unknown(key: str, props: Mapping[str, Any]) -> str:
-    close = difflib.get_close_matches(key, sorted(props), n=1)
+def _unknown(key: str, props: Mapping[str, Any], suggest: bool) -> str:
+    close = close_matches(key, sorted(props)) if suggest else []
     hint = f' (did you mean "{close[0]}"?)' if close else ""
     return f"not declared in the schema{hint}"
 
