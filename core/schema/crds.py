@@ -60,13 +60,15 @@ EXTRA_ARGS = 1024
 ENV = 256  # containers have no bound of their own; a few dozen is a large deployment
 ENTRIES = 64  # node selectors, tolerations, pod labels
 ANNOTATIONS = 1024  # the API server bounds their size (256 KiB together), not their number
-# InferenceProviderConfig: AI Runway's configs hold a handful of rules; all of one config's
-# rules together are held to one cost limit (core.cel.rules.CONFIG_COST_LIMIT) anyway.
+# InferenceProviderConfig: AI Runway's configs hold at most 4 rules; all of one config's rules
+# together are held to one cost limit (core.cel.rules.CONFIG_COST_LIMIT) anyway. The same
+# number as core.selection.configs.MAX_RULES, which refuses more before the schema check.
 RULES = 64
 # ExternalModelProvider: a URL as browsers and proxies take it (RFC 9110 recommends at least
-# 8,000 octets; 2,048 is the common practical bound), and the models of one connection.
+# 8,000 octets; 2,048 is the common practical bound), and the models of one connection (a
+# large gateway offers a few hundred; the status of each is written in one object).
 URL = 2048
-MODELS = 256
+MODELS = 1000
 
 
 def _obj(props: Schema, *, required: tuple[str, ...] = (), **extra: Any) -> Schema:
