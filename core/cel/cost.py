@@ -66,6 +66,13 @@ class Size:
     item: Size | None = None  # the largest entry of a list or map (keys included)
     # An object's declared fields, each with its own size (None: a map with no declared fields)
     fields: Mapping[str, Size] | None = None
+    key: Size | None = None  # a map's largest key, what a comprehension over it iterates
+
+    def iterated(self) -> Size:
+        """What a comprehension over this value binds its variable to: a map's keys."""
+        if self.kind == "map" and self.key is not None:
+            return self.key
+        return self.entry()
 
     def entry(self) -> Size:
         if self.kind == "unknown":
@@ -128,17 +135,19 @@ def _object_size(schema: Mapping[str, Any]) -> Size:
     props: Mapping[str, Any] = schema.get("properties") or {}
     extra = schema.get("additionalProperties")
     fields = {name: schema_size(sub) for name, sub in props.items()}
-    sizes = list(fields.values()) + [Size("string", len(name)) for name in fields]
+    keys = [Size("string", len(name)) for name in fields]
+    sizes = list(fields.values())
     n = len(fields)
     if isinstance(extra, Mapping):
         bounded = "maxProperties" in schema
         n += int(schema["maxProperties"]) if bounded else INPUT_ENTRY_LIMIT
-        key = Size("string", MAX_KEY_LENGTH if bounded else INPUT_STRING_LIMIT)
-        sizes += [schema_size(extra), key]
+        keys.append(Size("string", MAX_KEY_LENGTH if bounded else INPUT_STRING_LIMIT))
+        sizes.append(schema_size(extra))
     elif extra is True or not fields:
         return UNKNOWN
-    item = _largest(sizes) if sizes else SCALAR
-    return Size("map", min(n, INPUT_ENTRY_LIMIT), item, fields if props else None)
+    key = _largest(keys)
+    item = _largest(sizes + keys) or SCALAR
+    return Size("map", min(n, INPUT_ENTRY_LIMIT), item, fields if props else None, key)
 
 
 class _Estimator:
@@ -161,7 +170,9 @@ class _Estimator:
         if isinstance(e, MapExpr):
             parts = [self.cost(x) for pair in e.entries for x in pair]
             item = _largest([s for _, s in parts])
-            return MAP_CREATE + sum(c for c, _ in parts), Size("map", len(e.entries), item)
+            keys = _largest([size for _, size in parts[0::2]])  # parts: key, value, key, ...
+            size = Size("map", len(e.entries), item, key=keys)
+            return MAP_CREATE + sum(c for c, _ in parts), size
         if isinstance(e, Comprehension):
             return self._comprehension(e)
         return self._call(e)
@@ -174,7 +185,7 @@ class _Estimator:
         # During the loop the accumulator is taken at its final size: each step copies it.
         accu = Size(init_size.kind, iterations) if builds else init_size
         self._push(e.accu_var, accu)
-        self._push(e.iter_var, range_size.entry())
+        self._push(e.iter_var, range_size.iterated())
         condition, _ = self.cost(e.loop_condition)
         step, step_size = self.cost(e.loop_step)
         self._pop(e.iter_var)
