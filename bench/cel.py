@@ -34,7 +34,8 @@ from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects
 from providers.modules import plugins
-from tests.support.celbombs import RULE_BOUND_MS, cost_ms, worst_bound
+from tests.fuzzing.cel import declared_worst_spec, lookup_rule, lookup_spec
+from tests.support.celbombs import RULE_BOUND_MS, cost_ms
 
 PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
 
@@ -287,7 +288,7 @@ def regex_rows() -> None:
     """Each regex rule's verdict at InferenceProviderConfig admission; for the admitted ones,
     the slowest evaluation over a spec at CEL's input limits, against the per-rule bound."""
     env = new_environment()
-    bound = worst_bound(env)
+    bound = activation(env, declared_worst_spec())
     print(
         f"CEL regex rules (per-rule bound {RULE_BOUND_MS:g} ms, regex program <= {MAX_WEIGHT:,}):"
     )
@@ -309,11 +310,41 @@ def regex_rows() -> None:
     )
 
 
+# Lookups (issue #40, item 3): the issue's triple loop (refused), and smaller ones, over a spec at
+# its declared bounds where every lookup misses (the miss quotes its key in an error).
+LOOKUP_RULES = (
+    lookup_rule("spec.model.id", "spec.engine.args[{k}] == 1", [20, 20, 20]),
+    lookup_rule("spec.model.id", "spec.engine.args[{k}] == 1", [20, 20, 5]),
+    lookup_rule("spec.provider.overrides.k", "spec.engine.args[{k}] == 1", [20]),
+    lookup_rule("spec.model.id", "{k} + {k} in spec.engine.args", [20, 20]),
+    lookup_rule("spec.model.id", "spec.engine.args.exists(a, spec.engine.args[a] == {k})", []),
+)
+
+
+def lookup_rows() -> None:
+    """Each lookup rule's verdict; for the admitted ones, measured against the estimate."""
+    env = new_environment()
+    bound = activation(env, lookup_spec())
+    print("CEL lookup rules (spec at its declared bounds, every lookup a miss):")
+    for condition in LOOKUP_RULES:
+        rule = compile_rule(env, condition, 0)
+        if rule.program is None:
+            print(f"  refused: {condition[:70]}: {str(rule.compile_error)[:60]}")
+            continue
+        evaluate(rule, bound)
+        ms = cost_ms(rule, bound, rounds=5)
+        print(
+            f"  admitted, estimate {rule.cost * 1e-4:.2f} ms, measured {ms:.2f} ms "
+            f"(ratio {ms / (rule.cost * 1e-4):.2f}): {condition[-70:]}"
+        )
+
+
 def main() -> None:
     admission_rows()
     startup_rows()
     adversarial_rows()
     regex_rows()
+    lookup_rows()
     print("CEL cost calibration (CPU per estimated unit):")
     calibration_rows()
 

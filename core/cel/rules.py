@@ -14,6 +14,7 @@ missed.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,10 +32,11 @@ from core.cel.checked import (
     checked_expr,
     walk,
 )
-from core.cel.cost import INPUT_ENTRY_LIMIT, INPUT_STRING_LIMIT, estimate
+from core.cel.cost import INPUT_ENTRY_LIMIT, INPUT_STRING_LIMIT, Size, estimate, schema_size
 from core.cel.regex import check_pattern
 from core.fields.paths import FieldPath
 from core.model.numbers import INT64_MAX, INT64_MIN
+from core.schema.crds import model_deployment_spec
 
 MAX_RULE_LENGTH = 1024
 # Estimated cost in units of about 0.1 µs (core/cel/cost.py), for one rule and for all the
@@ -113,7 +115,7 @@ def compile_rule(env: Environment, condition: str, priority: int) -> Rule:
         problem = regex_problem(ast, condition)
     if problem is not None or ast is None:
         return Rule(condition, priority, None, problem)
-    cost = estimate(ast)
+    cost = estimate(ast, {"spec": spec_size()})
     if cost > RULE_COST_LIMIT:
         hint = (
             _MATCHES_HINT
@@ -133,6 +135,13 @@ def compile_rule(env: Environment, condition: str, priority: int) -> Rule:
     ]
     reads = frozenset(fields) if len(fields) == uses else None
     return Rule(condition, priority, program, None, cost, uses > 0, reads, _plan(ast))
+
+
+@functools.cache
+def spec_size() -> Size:
+    """The largest `spec` a rule can see: rules run only on a spec that passed the structure
+    check against the ModelDeployment schema (core.admission.hydrate), so at its declared sizes."""
+    return schema_size(model_deployment_spec())
 
 
 _ORDER = {"_<_": operator.lt, "_<=_": operator.le, "_>_": operator.gt, "_>=_": operator.ge}

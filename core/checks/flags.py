@@ -7,7 +7,6 @@ registry); nothing here reads a file.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -19,11 +18,17 @@ from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
 from core.model.kinds import Engine, ModelDeployment
 from core.model.plugin import ProviderPlugin
+from core.schema.suggest import MAX_SUGGESTIONS, close_matches
 
 ARGS = FieldPath.root("spec", "engine", "args")
 # An argument name (spec.engine.args key); matched whole (fullmatch: `$` allows a trailing newline).
 ARG_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 EXTRA_ARGS = FieldPath.root("spec", "engine", "extraArgs")
+ENGINE = FieldPath.root("spec", "engine")
+# Unknown flags named one by one, per object; the rest are counted in one more error, so the
+# answer stays small whatever the object holds (at most 512 args and 1,024 extraArgs). The first
+# MAX_SUGGESTIONS of them get a "did you mean" (core.checks.suggest).
+LISTED_UNKNOWN = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +91,7 @@ class FlagCatalog:
 
     def suggestion(self, flag: str) -> str:
         """'; did you mean --x?' for the closest catalogued flag, or ''."""
-        close = difflib.get_close_matches(self.canonical(flag), sorted(self.flags), n=1)
+        close = close_matches(self.canonical(flag), sorted(self.flags))
         return f"; did you mean {close[0]}?" if close else ""
 
     def label(self) -> str:
@@ -186,8 +191,12 @@ def check_engine_flags(
     if catalog is None:
         return [], []
     owned = plugin.owned_flags(catalog.name)
+    # Refused when the default image runs; only warned about when spec.engine.image names
+    # another image (the catalog describes the pinned engine, not that image).
+    warn = bool(md.image_override and md.image_override != catalog.image)
     errors: list[FieldError] = []
     warnings: list[str] = []
+    unknown = 0
     for at, flag in user_flags(md, catalog):
         if credential_kind(flag.lstrip("-")) is not None:
             continue  # never echoed: the credential check refuses it without naming it
@@ -195,15 +204,31 @@ def check_engine_flags(
         if canonical in owned:
             errors.append(FieldError(str(at), Reason.FORBIDDEN, f"{canonical}: {owned[canonical]}"))
         elif not catalog.knows(flag):
-            detail = f"{canonical} is not a flag of {catalog.label()}{catalog.suggestion(flag)}"
-            if md.image_override and md.image_override != catalog.image:
-                warnings.append(
-                    f"{at}: {detail} (not refused: spec.engine.image runs {md.image_override}, "
-                    "which the catalog may not describe)"
-                )
-            else:
-                errors.append(FieldError(str(at), Reason.INVALID, detail))
+            unknown += 1
+            if unknown <= LISTED_UNKNOWN:
+                hint = catalog.suggestion(flag) if unknown <= MAX_SUGGESTIONS else ""
+                detail = f"{canonical} is not a flag of {catalog.label()}{hint}"
+                _unknown(str(at), detail, md.image_override if warn else None, errors, warnings)
+    if unknown > LISTED_UNKNOWN:
+        detail = (
+            f"{unknown - LISTED_UNKNOWN} more flags are not flags of {catalog.label()} "
+            f"(only the first {LISTED_UNKNOWN} are named)"
+        )
+        _unknown(str(ENGINE), detail, md.image_override if warn else None, errors, warnings)
     return errors, warnings
+
+
+def _unknown(
+    at: str, detail: str, image: str | None, errors: list[FieldError], warnings: list[str]
+) -> None:
+    """An unknown flag's error, or its warning when `image` (another than the catalog's) runs."""
+    if image is None:
+        errors.append(FieldError(at, Reason.INVALID, detail))
+    else:
+        warnings.append(
+            f"{at}: {detail} (not refused: spec.engine.image runs {image}, "
+            "which the catalog may not describe)"
+        )
 
 
 def unknown_flags(args: Sequence[str], catalog: FlagCatalog) -> list[str]:

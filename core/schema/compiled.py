@@ -17,7 +17,13 @@ from typing import Any
 
 from core.fields.errors import FieldError
 from core.fields.paths import FieldPath
-from core.schema.structural import EMBEDDED_KEYS, JSON_TYPES, check_schema, pattern_problem
+from core.schema.structural import (
+    EMBEDDED_KEYS,
+    JSON_TYPES,
+    MAX_KEY_LENGTH,
+    check_schema,
+    pattern_problem,
+)
 
 _MISSING: Any = object()  # a keyword the schema does not hold (None is a value a schema may hold)
 _NodeKey = tuple[int, bool, bool]  # id of the schema node, at an object's root, in a branch
@@ -78,6 +84,7 @@ class _Node:
         "_map_keys",
         "_max_items",
         "_max_length",
+        "_max_properties",
         "_maximum",
         "_min_items",
         "_min_length",
@@ -127,6 +134,7 @@ class _Node:
         self._min_length = schema.get("minLength", _MISSING)
         self._pattern = schema.get("pattern", _MISSING)
         self._required = tuple(schema.get("required", ()))
+        self._max_properties = schema.get("maxProperties", _MISSING)
         props: Mapping[str, Any] = schema.get("properties", {})
         self._props = {key: self._child(sub, False) for key, sub in props.items()}
         extra = schema.get("additionalProperties")
@@ -229,6 +237,11 @@ class _Node:
         return self._pattern is _MISSING or pattern_problem(self._pattern, value) is None
 
     def _object_passes(self, value: dict[Any, Any]) -> bool:
+        if self._max_properties is not _MISSING and (
+            len(value) > self._max_properties
+            or any(isinstance(k, str) and len(k) > MAX_KEY_LENGTH for k in value)
+        ):
+            return False
         for name in self._required:
             if name not in value:
                 return False

@@ -20,6 +20,8 @@ from core.model.kinds import (
     MODEL_DEPLOYMENT_PLURAL,
     VERSION,
 )
+from core.model.names import ANNOTATIONS_MAX
+from core.schema.structural import MAX_KEY_LENGTH
 
 Schema = dict[str, Any]
 
@@ -27,6 +29,46 @@ DNS_LABEL = r"^[a-z0-9]([a-z0-9\-]*[a-z0-9])?$"
 ENGINES = ("vllm", "sglang", "trtllm", "llamacpp")
 SERVING_MODES = ("aggregated", "disaggregated")
 API_FORMATS = ("openai-chat", "openai-responses", "anthropic-messages")
+
+# Bounds on every string, list and map of a ModelDeployment spec that a selection rule or an
+# admission check can read (issue #40, item 3). They are this CRD's, so the API server enforces
+# them; admission's structure check (core.admission.hydrate) refuses past them by field path
+# before any CEL rule runs; and the rule cost estimate (core.cel.cost) takes every field at its
+# bound. Each is above anything AI Runway's examples and webhook test objects use.
+NAME = 253  # a Kubernetes object name (DNS subdomain, RFC 1123): Secrets, PVCs, routes
+LABEL = 63  # a DNS label and a label value
+# A qualified key (labels, annotations, node selectors, tolerations): a DNS-subdomain prefix,
+# "/", a 63-character name. Also the longest key of any map below (core.schema.structural).
+QUALIFIED_KEY = MAX_KEY_LENGTH
+# huggingface_hub's REPO_ID_REGEX (src/huggingface_hub/utils/_validators.py, validate_repo_id)
+# allows "namespace/repo_name" with a repo name of `[\w\-.]{1,96}` and a namespace the regex
+# does not bound; 256 leaves a namespace as long again as the name, and custom ids the same.
+MODEL_ID = 256
+# An image reference: distribution/reference bounds the name at 255 characters
+# (NameTotalLengthMax), a tag at 128 and a sha512 digest is 135: 520 in all.
+IMAGE = 1024
+QUANTITY = 128  # as core.model.quantity.MAX_LENGTH: longer strings are no quantity
+PATH = 4096  # PATH_MAX on Linux: mount paths, file paths
+# One engine argument or environment value: long enough for inline JSON configs and chat
+# templates (vLLM's --chat-template, --kv-transfer-config, a few KiB), far below the request.
+VALUE = 32_768
+SHORT = 64  # API versions, resource names, enum-like words (toleration operator, effect)
+# Entry counts. The largest flag catalog Runway ships (providers/vllm/catalogs/vllm.json) has
+# 433 flags: 512 args hold every flag once; extraArgs twice that, a flag and a value each.
+ARGS = 512
+EXTRA_ARGS = 1024
+ENV = 256  # containers have no bound of their own; a few dozen is a large deployment
+ENTRIES = 64  # node selectors, tolerations, pod labels
+ANNOTATIONS = 1024  # the API server bounds their size (256 KiB together), not their number
+# InferenceProviderConfig: AI Runway's configs hold at most 4 rules; all of one config's rules
+# together are held to one cost limit (core.cel.rules.CONFIG_COST_LIMIT) anyway. The same
+# number as core.selection.configs.MAX_RULES, which refuses more before the schema check.
+RULES = 64
+# ExternalModelProvider: a URL as browsers and proxies take it (RFC 9110 recommends at least
+# 8,000 octets; 2,048 is the common practical bound), and the models of one connection (a
+# large gateway offers a few hundred; the status of each is written in one object).
+URL = 2048
+MODELS = 1000
 
 
 def _obj(props: Schema, *, required: tuple[str, ...] = (), **extra: Any) -> Schema:
@@ -57,8 +99,13 @@ def _list(items: Schema, **extra: Any) -> Schema:
     return {"type": "array", "items": items, **extra}
 
 
-def _map(values: Schema | None = None) -> Schema:
-    return {"type": "object", "additionalProperties": values or _str()}
+def _map(values: Schema | None = None, *, entries: int | None = None) -> Schema:
+    """A map; with `entries`, at most that many, and keys of at most QUALIFIED_KEY characters
+    (maxProperties: core.schema.structural bounds the keys of every map that declares it)."""
+    out: Schema = {"type": "object", "additionalProperties": values or _str()}
+    if entries is not None:
+        out["maxProperties"] = entries
+    return out
 
 
 def _quantity() -> Schema:
@@ -70,7 +117,7 @@ def _quantity() -> Schema:
 
 
 def _key_ref(*, optional: bool = True) -> Schema:
-    props: Schema = {"key": _str(), "name": _str()}
+    props: Schema = {"key": _str(maxLength=NAME), "name": _str(maxLength=NAME)}
     if optional:
         props["optional"] = _bool()
     return _obj(props, required=("key",))
@@ -80,29 +127,44 @@ def _env_var() -> Schema:
     value_from = _obj(
         {
             "configMapKeyRef": _key_ref(),
-            "fieldRef": _obj({"apiVersion": _str(), "fieldPath": _str()}, required=("fieldPath",)),
+            "fieldRef": _obj(
+                {"apiVersion": _str(maxLength=SHORT), "fieldPath": _str(maxLength=PATH)},
+                required=("fieldPath",),
+            ),
             "fileKeyRef": _obj(
-                {"key": _str(), "optional": _bool(), "path": _str(), "volumeName": _str()},
+                {
+                    "key": _str(maxLength=NAME),
+                    "optional": _bool(),
+                    "path": _str(maxLength=PATH),
+                    "volumeName": _str(maxLength=LABEL),
+                },
                 required=("key", "path", "volumeName"),
             ),
             "resourceFieldRef": _obj(
-                {"containerName": _str(), "divisor": _quantity(), "resource": _str()},
+                {
+                    "containerName": _str(maxLength=LABEL),
+                    "divisor": _quantity(),
+                    "resource": _str(maxLength=SHORT),
+                },
                 required=("resource",),
             ),
             "secretKeyRef": _key_ref(),
         }
     )
-    return _obj({"name": _str(), "value": _str(), "valueFrom": value_from}, required=("name",))
+    return _obj(
+        {"name": _str(maxLength=NAME), "value": _str(maxLength=VALUE), "valueFrom": value_from},
+        required=("name",),
+    )
 
 
 def _toleration() -> Schema:
     return _obj(
         {
-            "effect": _str(),
-            "key": _str(),
-            "operator": _str(),
+            "effect": _str(maxLength=SHORT),
+            "key": _str(maxLength=QUALIFIED_KEY),
+            "operator": _str(maxLength=SHORT),
             "tolerationSeconds": {"type": "integer", "format": "int64"},
-            "value": _str(),
+            "value": _str(maxLength=LABEL),
         }
     )
 
@@ -111,7 +173,7 @@ def _gpu() -> Schema:
     return _obj(
         {
             "count": _int(minimum=0, default=0),
-            "type": _str(default="nvidia.com/gpu"),
+            "type": _str(maxLength=QUALIFIED_KEY, default="nvidia.com/gpu"),
         }
     )
 
@@ -120,12 +182,12 @@ def _volume() -> Schema:
     return _obj(
         {
             "name": _str(maxLength=63, pattern=DNS_LABEL),
-            "claimName": _str(),
-            "mountPath": _str(),
+            "claimName": _str(maxLength=NAME),
+            "mountPath": _str(maxLength=PATH),
             "purpose": _str(enum=["modelCache", "compilationCache", "custom"], default="custom"),
             "readOnly": _bool(default=False),
             "size": _quantity(),
-            "storageClassName": _str(),
+            "storageClassName": _str(maxLength=NAME),
             "accessMode": _str(
                 enum=["ReadWriteOnce", "ReadWriteMany", "ReadOnlyMany", "ReadWriteOncePod"]
             ),
@@ -135,15 +197,17 @@ def _volume() -> Schema:
 
 
 def _component_scaling() -> Schema:
-    return _obj({"replicas": _int(minimum=0, default=1), "gpu": _gpu(), "memory": _str()})
+    return _obj(
+        {"replicas": _int(minimum=0, default=1), "gpu": _gpu(), "memory": _str(maxLength=QUANTITY)}
+    )
 
 
 def model_deployment_spec() -> Schema:
     """ModelDeployment .spec (airunway.ai/v1alpha1), field for field as AI Runway users write it."""
     model = _obj(
         {
-            "id": _str(),
-            "servedName": _str(),
+            "id": _str(maxLength=MODEL_ID),
+            "servedName": _str(maxLength=NAME),
             "source": _str(enum=["huggingface", "custom"], default="huggingface"),
             "storage": _obj(
                 {
@@ -159,19 +223,19 @@ def model_deployment_spec() -> Schema:
     engine = _obj(
         {
             "type": _str(enum=list(ENGINES)),
-            "image": _str(),
+            "image": _str(maxLength=IMAGE),
             "contextLength": _int(minimum=1),
             "trustRemoteCode": _bool(default=False),
             "enablePrefixCaching": _bool(default=True),
             "enforceEager": _bool(default=False),
-            "args": _map(),
-            "extraArgs": _list(_str()),
+            "args": _map(_str(maxLength=VALUE), entries=ARGS),
+            "extraArgs": _list(_str(maxLength=VALUE), maxItems=EXTRA_ARGS),
         },
         default={},
     )
     provider = _obj(
         {
-            "name": _str(),
+            "name": _str(maxLength=LABEL),
             "overrides": {"x-kubernetes-preserve-unknown-fields": True},
         }
     )
@@ -190,14 +254,35 @@ def model_deployment_spec() -> Schema:
                     "decode": _component_scaling(),
                 }
             ),
-            "resources": _obj({"gpu": _gpu(), "memory": _str(), "cpu": _str()}),
-            "image": _str(),
-            "env": _list(_env_var()),
-            "podTemplate": _obj({"metadata": _obj({"labels": _map(), "annotations": _map()})}),
-            "secrets": _obj({"huggingFaceToken": _str()}),
-            "gateway": _obj({"enabled": _bool(), "modelName": _str(), "httpRouteRef": _str()}),
-            "nodeSelector": _map(),
-            "tolerations": _list(_toleration()),
+            "resources": _obj(
+                {"gpu": _gpu(), "memory": _str(maxLength=QUANTITY), "cpu": _str(maxLength=QUANTITY)}
+            ),
+            "image": _str(maxLength=IMAGE),
+            "env": _list(_env_var(), maxItems=ENV),
+            "podTemplate": _obj(
+                {
+                    "metadata": _obj(
+                        {
+                            "labels": _map(_str(maxLength=LABEL), entries=ENTRIES),
+                            # The API server's own bound, all annotations together (bytes);
+                            # core.model.names checks it in bytes.
+                            "annotations": _map(
+                                _str(maxLength=ANNOTATIONS_MAX), entries=ANNOTATIONS
+                            ),
+                        }
+                    )
+                }
+            ),
+            "secrets": _obj({"huggingFaceToken": _str(maxLength=NAME)}),
+            "gateway": _obj(
+                {
+                    "enabled": _bool(),
+                    "modelName": _str(maxLength=NAME),
+                    "httpRouteRef": _str(maxLength=NAME),
+                }
+            ),
+            "nodeSelector": _map(_str(maxLength=LABEL), entries=ENTRIES),
+            "tolerations": _list(_toleration(), maxItems=ENTRIES),
         },
         required=("model",),
     )
@@ -257,17 +342,19 @@ def inference_provider_config_spec() -> Schema:
     gateway = _obj(
         {
             "managesInferencePool": _bool(),
-            "inferencePoolNamePattern": _str(),
-            "inferencePoolNamespace": _str(),
-            "endpointPicker": _obj({"image": _str(), "configData": _str()}),
+            "inferencePoolNamePattern": _str(maxLength=NAME),
+            "inferencePoolNamespace": _str(maxLength=LABEL),
+            "endpointPicker": _obj(
+                {"image": _str(maxLength=IMAGE), "configData": _str(maxLength=VALUE)}
+            ),
             "ignoresServedName": _bool(),
         }
     )
     engine = _obj(
         {
             "name": _str(enum=list(ENGINES)),
-            "servingModes": _list(_str(enum=list(SERVING_MODES))),
-            "apiFormats": _list(_str(enum=list(API_FORMATS))),
+            "servingModes": _list(_str(enum=list(SERVING_MODES)), maxItems=len(SERVING_MODES)),
+            "apiFormats": _list(_str(enum=list(API_FORMATS)), maxItems=len(API_FORMATS)),
             "gpuSupport": _bool(),
             "cpuSupport": _bool(),
             "requiresCRD": _bool(),
@@ -285,11 +372,12 @@ def inference_provider_config_spec() -> Schema:
                 {
                     "engines": _list(
                         engine,
+                        maxItems=len(ENGINES),
                         **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
                     )
                 }
             ),
-            "selectionRules": _list(rule),
+            "selectionRules": _list(rule, maxItems=RULES),
         }
     )
 
@@ -317,19 +405,22 @@ def external_model_provider_spec() -> Schema:
     model = _obj(
         {
             "servedName": _str(minLength=1, maxLength=253),
-            "upstreamModel": _str(),
+            "upstreamModel": _str(maxLength=MODEL_ID),
             "mode": _str(enum=["chat", "completion", "embedding"], default="chat"),
         },
         required=("servedName",),
     )
     return _obj(
         {
-            "baseURL": _str(minLength=1),
+            "baseURL": _str(minLength=1, maxLength=URL),
             "credentialsSecretRef": _obj(
-                {"name": _str(minLength=1), "key": _str(minLength=1, default="apiKey")},
+                {
+                    "name": _str(minLength=1, maxLength=NAME),
+                    "key": _str(minLength=1, maxLength=NAME, default="apiKey"),
+                },
                 required=("name",),
             ),
-            "models": _list(model, minItems=1),
+            "models": _list(model, minItems=1, maxItems=MODELS),
             # Declared only so that an inline key reaches admission and is refused by name;
             # undeclared, the API server would prune it silently and admit the object.
             "apiKey": _str(description="Never set: admission refuses inline credentials."),

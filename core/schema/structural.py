@@ -2,13 +2,12 @@
 
 The API server silently drops fields a CRD schema does not declare; Runway reports them instead
 (the #308 lesson). Supported: type, nullable, enum, required, properties, additionalProperties,
-items, min/max (value, length, items), pattern, anyOf/allOf/oneOf, x-kubernetes-int-or-string,
+items, min/max (value, length, items), maxProperties, pattern, anyOf/allOf/oneOf, x-kubernetes-int-or-string,
 x-kubernetes-preserve-unknown-fields, x-kubernetes-embedded-resource and map-type list keys.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,7 @@ import re2
 
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
+from core.schema.suggest import MAX_SUGGESTIONS, close_matches
 
 JSON_TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
@@ -28,6 +28,11 @@ JSON_TYPES: dict[str, tuple[type, ...]] = {
     "number": (int, float),
 }
 EMBEDDED_KEYS = frozenset({"apiVersion", "kind", "metadata"})
+# The longest key of a map whose schema declares maxProperties: a qualified Kubernetes key (a
+# 253-character DNS-subdomain prefix, "/", a 63-character name). OpenAPI cannot bound keys; the
+# CRD bounds how many, admission (this check) also how long, so that the rule cost estimate
+# (core.cel.cost) may take every key of such a map at this length.
+MAX_KEY_LENGTH = 253 + 1 + 63
 _SURROGATE = re.compile("[\ud800-\udfff]")  # a character class: linear in Python's re too
 
 
@@ -139,6 +144,13 @@ def pattern_problem(pattern: str, value: str) -> str | None:
 def _check_object(
     value: dict[str, Any], schema: Mapping[str, Any], at: FieldPath, errors: list[FieldError]
 ) -> None:
+    if "maxProperties" in schema:
+        if len(value) > schema["maxProperties"]:
+            detail = f"must have at most {schema['maxProperties']} entries"
+            errors.append(FieldError(str(at), Reason.TOO_MANY, detail))
+        if any(isinstance(key, str) and len(key) > MAX_KEY_LENGTH for key in value):
+            detail = f"keys may not be longer than {MAX_KEY_LENGTH} characters"
+            errors.append(FieldError(str(at), Reason.TOO_LONG, detail))
     props: Mapping[str, Any] = schema.get("properties", {})
     for name in schema.get("required", ()):
         if name not in value:
@@ -164,13 +176,16 @@ def _check_object(
         ):
             continue
         elif props or extra is False or "type" in schema:
+            # Suggestions only while the check has found few errors: MAX_SUGGESTIONS searches
+            # at most, however many unknown fields the value holds (core.checks.suggest).
+            suggest = len(errors) < MAX_SUGGESTIONS
             errors.append(
-                FieldError(str(at.child(key)), Reason.UNKNOWN_FIELD, _unknown(key, props))
+                FieldError(str(at.child(key)), Reason.UNKNOWN_FIELD, _unknown(key, props, suggest))
             )
 
 
-def _unknown(key: str, props: Mapping[str, Any]) -> str:
-    close = difflib.get_close_matches(key, sorted(props), n=1)
+def _unknown(key: str, props: Mapping[str, Any], suggest: bool) -> str:
+    close = close_matches(key, sorted(props)) if suggest else []
     hint = f' (did you mean "{close[0]}"?)' if close else ""
     return f"not declared in the schema{hint}"
 

@@ -12,7 +12,6 @@ Line numbers are KAITO v0.10.0's api/v1beta1/workspace_validation.go unless said
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from urllib.parse import urlsplit
 from core.fields.errors import FieldError, Reason, shown
 from core.model.kinds import Engine, ModelDeployment, ModelSource, dig
 from core.model.plugin import ProviderContext
+from core.schema.suggest import close_matches
 
 PREFIX = "kaito.airunway.ai/"
 NAP = PREFIX + "node-auto-provisioning"  # "true" | "false"
@@ -206,7 +206,7 @@ def _instance_type_errors(
     prefixes = tuple(_facts(context).get("azureSeriesPrefixes") or ())
     if chosen in known or (settings.cloud == "azure" and chosen.startswith(prefixes)):
         return []
-    near = difflib.get_close_matches(chosen, list(known), n=3)
+    near = close_matches(chosen, known, n=3)
     hint = f"; did you mean {', '.join(near)}?" if near else ""
     at = INSTANCE_TYPE_AT if given else PROVIDER_AT
     source = "" if given else f" (annotation {annotation} on the kaito InferenceProviderConfig)"
@@ -242,7 +242,7 @@ def _preset_checks(
         return [FieldError("spec.model.id", Reason.INVALID, detail)], []
     preset = resolve_preset(md.model_id, context)
     if preset is None:
-        near = difflib.get_close_matches(name, list(facts.get("presets") or ()), n=3)
+        near = close_matches(name, facts.get("presets") or (), n=3)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
         detail = (
             f"{shown(md.model_id)!r} is no KAITO v0.10.0 preset and no Hugging Face id "

@@ -11,6 +11,7 @@ from typing import Any
 
 from core.checks.credentials import SHAPES
 from core.schema.bounds import MAX_NESTING, MAX_VALUES
+from core.schema.crds import ARGS, EXTRA_ARGS, VALUE
 from tests.support.builders import external_model_provider, model_deployment, provider_config
 from tests.support.webhook import review
 
@@ -56,19 +57,25 @@ def _most_containers() -> dict[str, Any]:
 
 
 def _longest_string() -> dict[str, Any]:
-    """One env value of 3 MiB (env values have no bound of their own; annotations have 256 KiB):
-    a run of URL-scheme characters, then every literal of every credential shape, and no
-    credential (the detector must search the whole value each time)."""
+    """One value of 3 MiB where no schema bounds it (provider overrides: env values and engine
+    args have 32 KiB, annotations 256 KiB): a run of URL-scheme characters, then every literal
+    of every credential shape, and no credential (the detector must search the whole value each
+    time)."""
     run = BODY - ROOM - len(EVERY_LITERAL) - 1
-    return _md(env=[{"name": "NOTES", "value": "a" * run + " " + EVERY_LITERAL}])
+    return _md(overrides={"spec": {"notes": "a" * run + " " + EVERY_LITERAL}})
 
 
 def _credential_at_the_end() -> dict[str, Any]:
     """The same 3 MiB value with a token at its very end."""
     obj = _longest_string()
-    value = obj["spec"]["env"][0]["value"]
-    obj["spec"]["env"][0]["value"] = value[:-64] + " ghp_" + "a1B2" * 9
+    overrides = obj["spec"]["provider"]["overrides"]["spec"]
+    overrides["notes"] = overrides["notes"][:-64] + " ghp_" + "a1B2" * 9
     return obj
+
+
+def _longest_bounded_string() -> dict[str, Any]:
+    """An env value one character past its bound (32 KiB), refused before any other check."""
+    return _md(env=[{"name": "NOTES", "value": "a" * (VALUE + 1)}])
 
 
 def _longest_annotation() -> dict[str, Any]:
@@ -115,6 +122,27 @@ def _count(obj: Any) -> int:
     return 0
 
 
+def _unknown_flags(args: int, extra: int = 0) -> dict[str, Any]:
+    """Engine flags that are no flag of the catalog but close to one, so that a "did you mean"
+    search over the whole catalog finds something for each (issue #40, item 10)."""
+    engine = {
+        "type": "vllm",
+        "args": {f"max-model-lenx{i:05d}": "1" for i in range(args)},
+        "extraArgs": [f"--enable-prefix-cachinx{i:05d}" for i in range(extra)],
+    }
+    return _md(engine=engine)
+
+
+def _the_issues_flags() -> dict[str, Any]:
+    """The issue's review: 9,000 unknown engine args (past spec.engine.args' 512)."""
+    return _unknown_flags(9_000)
+
+
+def _most_unknown_flags() -> dict[str, Any]:
+    """As many unknown flags as the CRD allows: 512 args and 1,024 extraArgs."""
+    return _unknown_flags(ARGS, EXTRA_ARGS)
+
+
 def _emp_models() -> dict[str, Any]:
     return external_model_provider(
         models=[{"servedName": f"m{i:07d}"} for i in range(_fill('{"servedName": "m0000000"}'))]
@@ -136,8 +164,11 @@ BUILDERS: tuple[tuple[str, str, str, Callable[[], dict[str, Any]], str], ...] = 
     ("numbers", "the most numbers allowed, at their bounds", "/validate", _largest_numbers, "CREATE"),
     ("secrets", "a 3 MiB value, every literal", "/validate", _longest_string, "CREATE"),
     ("secrets", "a 3 MiB value ending in a token", "/validate", _credential_at_the_end, "CREATE"),
+    ("request-shapes", "an env value past its bound", "/validate", _longest_bounded_string, "CREATE"),
     ("request-shapes", "3 MiB of annotations", "/validate", _longest_annotation, "CREATE"),
     ("secrets", "values past the limit", "/validate", _many_values, "CREATE"),
+    ("flags", "9,000 unknown engine flags", "/validate", _the_issues_flags, "CREATE"),
+    ("flags", "the most unknown flags allowed", "/validate", _most_unknown_flags, "CREATE"),
     ("other-kinds", "ExternalModelProvider, 3 MiB of models", "/validate-externalmodelprovider", _emp_models, "CREATE"),
     ("other-kinds", "InferenceProviderConfig, 3 MiB of rules", "/validate-inferenceproviderconfig", _ipc_rules, "CREATE"),
 )  # fmt: skip

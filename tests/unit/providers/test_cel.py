@@ -185,7 +185,8 @@ ADVERSARIAL = [
     ("nested-over-spec", "spec.env.exists(e, spec.args.exists(a, a == e.name))", False),
     ("matches-spec", "spec.model.id.matches('^meta-llama/.*$')", True),
     ("matches-in-loop", "spec.args.exists(a, a.matches('^--x=.*'))", False),
-    ("concat-spec-strings", "spec.model.id + spec.model.id == 'x'", False),
+    ("concat-spec-strings", "spec.provider.overrides.a + spec.provider.overrides.b == 'x'", False),
+    ("concat-bounded-strings", "spec.model.id + spec.model.id == 'x'", True),
     ("compare-subtrees", "spec.engine == spec.model", False),
 ]
 

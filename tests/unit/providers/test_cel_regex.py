@@ -134,12 +134,23 @@ def test_a_config_loaded_from_files_or_the_cluster_gets_the_same_refusal() -> No
     [
         ("'a'.matches('a')", 50 + 400 + 8 * 5 + 1),
         ("'a'.matches('a{100}')", 50 + 400 + 8 * 204 + 21),
-        # 65,537 characters through 40 instructions, at 0.05 units each
-        ("spec.model.id.matches('^meta-llama/.*$')", 50 + 3 + 400 + 8 * 40 + 131_074),
-        ("size(spec.model.id) > 3", 50 + 3 + 1 + 6_554 + 2),
+        # spec.model.id at its declared maxLength (256): 257 characters through 40 instructions
+        ("spec.model.id.matches('^meta-llama/.*$')", 50 + 3 + 400 + 8 * 40 + 514),
+        ("size(spec.model.id) > 3", 50 + 3 + 1 + 26 + 2),
+        # a string nothing declares (overrides): 65,537 characters at 0.05 units each
+        ("spec.provider.overrides.id.matches('^meta-llama/.*$')", 50 + 4 + 400 + 8 * 40 + 131_074),
+        ("size(spec.provider.overrides.id) > 3", 50 + 4 + 1 + 6_554 + 2),
         ("size([1, 2]) > 3", 50 + 10 + 1 + 2),
     ],
-    ids=["tiny", "counted", "spec-text", "string-size", "list-size"],
+    ids=[
+        "tiny",
+        "counted",
+        "spec-text",
+        "string-size",
+        "undeclared-text",
+        "undeclared-size",
+        "list-size",
+    ],
 )
 def test_matches_and_size_cost_what_the_runtime_does(condition: str, cost: int) -> None:
     rule = compile_rule(ENV, condition, 0)
