@@ -305,9 +305,30 @@ AT_THE_LIMITS: dict[str, tuple[bool, str | None]] = {  # allowed, message
     "a 3 MiB value, every literal": (True, None),
     "a 3 MiB value ending in a token": (
         False,
-        "spec.env[0].value: Forbidden: looks like a GitHub token "
+        "spec.provider.overrides.spec.notes: Forbidden: looks like a GitHub token "
         "(ghp_/gho_/ghu_/ghs_/ghr_...); put the value in a Secret and reference it "
         "(env[].valueFrom.secretKeyRef), never inline",
+    ),
+    "an env value past its bound": (
+        False,
+        "spec.env[0].value: Too long: may not be longer than 32768",
+    ),
+    "9,000 unknown engine flags": (
+        False,
+        "spec.engine.args: Too many: must have at most 512 entries",
+    ),
+    "the most unknown flags allowed": (
+        False,
+        "; ".join(
+            [
+                f"spec.engine.args[max-model-lenx{i:05d}]: Invalid value: --max-model-lenx{i:05d} is not a "
+                "flag of vllm 0.33.0" + ("; did you mean --max-model-len?" if i < 16 else "")
+                for i in range(32)
+            ]
+            + [
+                "spec.engine: Invalid value: 1504 more flags are not flags of vllm 0.33.0 (only the first 32 are named)"
+            ]
+        ),
     ),
     "3 MiB of annotations": (
         False,
