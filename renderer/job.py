@@ -252,23 +252,28 @@ def _write(
     tree = None  # HEAD's tree at `subdir` after the commit: the render cache's `tree`
     try:
         job.parsed.finish(repo.git_dir / SOURCES_CACHE)
-        committed = None
+        committed, follows = None, True  # follows: HEAD is what was committed (and pushed)
         if settings.commit or settings.push:
             touched = writer.written if clean is not None else None
             committed = repo.commit(subdir, written, done.files.written, touched)
         if settings.push:
 
-            def rerender() -> None:
+            def rerender() -> list[str]:
                 nonlocal done, changes, job
                 if job.delta is not None and whole is not None:  # the remote's head: everything
                     job = whole()
                 with repo.writer(subdir) as again:
                     done, current = _render(job, None if settings.full else done.cache, again)
                     changes = _changes(current, done.files)
-                    repo.commit(subdir, _store(job, done, current, again), done.files.written)
+                    _store(job, done, current, again)
+                    return list(again.written)
 
-            repo.push(settings.push, settings.branch, rerender=rerender)
-        if settings.commit or settings.push:
+            pushed = repo.push(settings.push, settings.branch, subdir, rerender=rerender)
+            committed = (
+                pushed.made or committed
+            )  # the commit the remote holds, when a retry made it
+            follows = pushed.moved
+        if (settings.commit or settings.push) and follows:
             tree = head_tree(repo, subdir)
         _record_stamp(job, done, tree)
     finally:
