@@ -37,9 +37,12 @@ from renderer.gitops import DiskTree, Repo
 from renderer.incremental import Rendered, render_incremental
 from renderer.ownership import (
     Ownership,
+    claims,
     duplicates,
     origins_of,
     output_key,
+    read_record,
+    recorded_exists,
     roots_of,
 )
 from renderer.parsecache import ParsedSources, cached
@@ -323,6 +326,11 @@ def _render(
     whole = clean if clean is not None else job.repo.scan(job.subdir)
     shard = job.part
     current = whole if shard is None else shard.view(whole)
+    ownership = job.ownership
+    if ownership.roots and ownership.origins:  # a folder another file owns is refused
+        exists = recorded_exists(job.repo.work, Path.cwd().resolve())
+        taken = claims(ownership, read_record(whole), exists)
+        ownership = replace(ownership, refused={**ownership.refused, **taken})
     done = render_incremental(
         job.objects,
         current=current,
@@ -331,7 +339,7 @@ def _render(
         context=job.context,
         digests=job.parsed.digests,
         stats=None if job.settings.full else current.stats,  # --full: compared by content
-        ownership=job.ownership,
+        ownership=ownership,
         progress=job.progress,
         ready=None if writer is None else functools.partial(_write_rendered, writer, current),
     )

@@ -8,6 +8,11 @@ command was not pointed at is not its business. The source of every folder is re
 tree itself (SOURCES_FILE, committed, so a fresh clone in CI knows it too); a folder with no
 record (rendered by an older Runway, or put there by hand) is never removed.
 
+The same rule holds for changing an output: a source inside the roots that defines a folder
+whose recorded source is another file, outside the roots, that still exists, is refused, naming
+both files (`claims`); that folder keeps its output and its record. When the recorded file is
+gone, the claim may proceed (nobody else owns the folder now).
+
 A render with any failure removes nothing (the failed object may be the one a removal would
 have been replaced by), and more than `max_removals` removals at once are withheld unless that
 limit is raised: a typo in a CI glob must not prune production.
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,6 +157,31 @@ def record_text(record: Mapping[str, str]) -> str:
 
 # A str as json.dumps(ensure_ascii=False) writes it (json.encoder's C function, as it uses).
 _JSON_STRING = json.encoder.encode_basestring
+
+
+def claims(
+    ownership: Ownership, record: Mapping[str, str], exists: Callable[[str], bool]
+) -> dict[str, str]:
+    """folder -> the refusal, for every folder this render's sources define whose recorded source
+    is another file, outside the roots, that `exists` still. One dict lookup per folder; only a
+    folder whose recorded source differs from its source now costs more."""
+    found: dict[str, str] = {}
+    for key, origin in ownership.origins.items():
+        owner = record.get(key)
+        if owner is None or owner == origin or key in ownership.refused:
+            continue
+        if not is_under(owner, ownership.roots) and exists(owner):
+            found[key] = (
+                f"defined in {origin}, but its output belongs to {owner}, outside the sources "
+                f"given; render {owner} to change it, or remove it there first"
+            )
+    return found
+
+
+def recorded_exists(work: Path, cwd: Path) -> Callable[[str], bool]:
+    """Whether a recorded source (as `portable` wrote it: relative to the work tree or to the
+    current directory, or absolute) is a file there now; either place counts."""
+    return lambda origin: any((base / origin).exists() for base in (work, cwd))
 
 
 def decide(

@@ -137,3 +137,60 @@ def push_retry_problems(scratch: Path, dirt: Dirt, *, remote_outside: bool) -> l
     if differs.returncode != 0:
         problems.append("the output folder is not what was pushed")
     return problems
+
+
+@dataclass(frozen=True)
+class Edits:
+    """Edits of teams' source folders (src/t<i>/) between a render of everything and a render
+    of `subset`: `claims` (i, j): team i adds a file defining team j's model, with other args;
+    `changes`: teams whose own model changes; `deletes`: teams whose model file goes."""
+
+    teams: int
+    subset: frozenset[int]
+    claims: tuple[tuple[int, int], ...] = ()
+    changes: frozenset[int] = frozenset()
+    deletes: frozenset[int] = frozenset()
+
+
+def _outputs(repo: Path) -> tuple[dict[str, str], dict[str, dict[str, bytes]]]:
+    """The record (folder -> source) and every folder's files."""
+    root = repo / "rendered"
+    record_file = root / "runway-sources.json"
+    record = json.loads(record_file.read_text())["sources"] if record_file.is_file() else {}
+    folders: dict[str, dict[str, bytes]] = {}
+    for path in sorted(root.rglob("*")):
+        parts = path.relative_to(root).parts
+        if path.is_file() and len(parts) == 3:
+            folders.setdefault(f"{parts[0]}/{parts[1]}", {})[parts[2]] = path.read_bytes()
+    return record, folders
+
+
+def ownership_problems(scratch: Path, edits: Edits) -> list[str]:
+    """Render every team's folder, make `edits`, render the folders of `edits.subset` only;
+    answer each output recorded for a source outside the subset (a file that still exists) that
+    the second render changed, and its record."""
+    src, repo = scratch / "src", scratch / "gitops"
+    for team in range(edits.teams):
+        models(src / f"t{team}" / "model.yaml", [(f"t{team}", "m")])
+        models(src / f"t{team}" / "keep.yaml", [(f"t{team}", "keep")])  # never empty
+    first, _ = render(str(src), "--repo", str(repo), "--commit")
+    for team, victim in edits.claims:
+        models(src / f"t{team}" / f"zz-{victim}.yaml", [(f"t{victim}", "m")], gpu=2)
+    for team in edits.changes:
+        models(src / f"t{team}" / "model.yaml", [(f"t{team}", "m")], gpu=4)
+    for team in edits.deletes:
+        (src / f"t{team}" / "model.yaml").unlink()
+    record, before = _outputs(repo)
+    roots = [str(src / f"t{team}") for team in sorted(edits.subset)]
+    second, _ = render(*roots, "--repo", str(repo), "--commit", "--max-removals", "100")
+    record_after, after = _outputs(repo)
+    problems = [] if first == 0 and second in (0, 1) else [f"renders exited {first}, {second}"]
+    inside = tuple(f"{root}/" for root in roots)
+    for key, owner in sorted(record.items()):
+        if owner.startswith(inside) or not Path(owner).exists():
+            continue  # the subset's own, or nobody's now: the render may change it
+        if before.get(key) != after.get(key):
+            problems.append(f"{key} (of {owner}) changed by a render of {roots}")
+        if record_after.get(key) != owner:
+            problems.append(f"{key}: recorded {record_after.get(key)}, was {owner}")
+    return problems
