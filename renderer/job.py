@@ -18,6 +18,7 @@ from core.fields.errors import RunwayError, SourceError
 from core.model.kinds import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
 from core.model.versions import Versions
 from core.rendering.inferencegateway import GatewayTarget
+from kubeio.policy import enforce
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import STDIN, Document, expand_lists, read_documents
@@ -151,6 +152,7 @@ def _prepare(
         delta, docs = None, [d for f in files for d in expand_lists(documents(f))]
         docs = _checked(docs, settings.sources, whole=True)
         taken = {str(f.path) for f in files}
+    enforce(docs)  # the source repository's policy (kubeio.policy): exit 2 naming each
     configs = _config_objects(docs, settings.providers, parsed)
     keys = [output_key(d.obj) for d in docs]  # each document's folder, worked out once
     sources = source_rows(files, docs, keys, stamp, taken)

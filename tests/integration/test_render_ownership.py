@@ -3,6 +3,8 @@ changes or removes an output whose recorded source is a file outside them (issue
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -10,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.integration.render_world import Edits, models, ownership_problems, render
+from cli.main import main
+from tests.integration.render_world import Edits, git, models, ownership_problems, render
 
 TEAMS = 3
 
@@ -77,3 +80,55 @@ def test_a_folder_whose_recorded_source_is_gone_may_be_claimed(tmp_path: Path) -
     record = json.loads((repo / "rendered/runway-sources.json").read_text())["sources"]
     assert code == 0
     assert record["team-b/shared-model"] == f"{src}/team-a/zz.yaml"
+
+
+def run(*argv: str) -> tuple[int, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(["render", *argv])
+    return code, err.getvalue()
+
+
+def test_a_render_refuses_namespaces_the_source_policy_does_not_allow(tmp_path: Path) -> None:
+    source, repo = tmp_path / "source", tmp_path / "gitops"
+    git(tmp_path, "init", "-q", str(source))
+    (source / ".runway").mkdir()
+    (source / ".runway/policy.yaml").write_text(
+        "kind: SourcePolicy\n"
+        "rules:\n"
+        "- paths: [src/team-a/**]\n  namespaces: [team-a]\n"
+        "- paths: [src/team-b/**]\n  namespaces: [team-b]\n"
+    )
+    models(source / "src/team-a/model.yaml", [("team-a", "own")])
+    models(source / "src/team-b/model.yaml", [("team-b", "shared-model")])
+    first = run(str(source / "src"), "--repo", str(repo), "--commit")
+    head = git(repo, "rev-parse", "HEAD")
+    models(source / "src/team-a/zz.yaml", [("team-b", "shared-model")], gpu=2)
+
+    code, said = run(str(source / "src/team-a"), "--repo", str(repo), "--commit")
+
+    assert first == (0, "")
+    assert code == 2
+    assert said == (
+        f"runway: .runway/policy.yaml: {source}/src/team-a/zz.yaml (document 1): namespace "
+        f"team-b is not allowed by {source}/.runway/policy.yaml for src/team-a/zz.yaml: paths "
+        "'src/team-a/**' may define team-a\n"
+    )
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_malformed_source_policy_stops_the_render_with_exit_2(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    git(tmp_path, "init", "-q", str(source))
+    (source / ".runway").mkdir()
+    (source / ".runway/policy.yaml").write_text("kind: SourcePolicy\nrules: [{paths: [a]}]\n")
+    models(source / "src/model.yaml", [("team-a", "own")])
+
+    code, said = run(str(source / "src"), "--repo", str(tmp_path / "gitops"))
+
+    assert (code, said) == (
+        2,
+        f"runway: {source}/.runway/policy.yaml: rules[0]: expected a mapping of exactly paths "
+        "and namespaces\n",
+    )
