@@ -23,8 +23,11 @@ characters with at most MAX_WILDCARDS wildcards, a policy at most MAX_RULES rule
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping, Sequence
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -102,28 +105,87 @@ def matches(glob: str, path: str) -> bool:
     """Whether `path` matches the path glob: component by component (fnmatch, whose patterns
     do not backtrack without bound), `**` standing for any number of components. Steps:
     components of the glob times components of the path."""
-    parts = path.split("/")
+    pieces, parts = _pieces(glob), path.split("/")
+    if None not in pieces:  # no `**`: one component each
+        return len(pieces) == len(parts) and all(map(_fits, pieces, parts))
     states = {0}  # how many components of `path` the glob so far can have matched
-    for piece in glob.split("/"):
+    for piece in pieces:
         if not states:
             return False
-        if piece == "**":
+        if piece is None:
             states = set(range(min(states), len(parts) + 1))
         else:
-            states = {
-                j + 1 for j in states if j < len(parts) and fnmatch.fnmatchcase(parts[j], piece)
-            }
+            states = {j + 1 for j in states if j < len(parts) and _fits(piece, parts[j])}
     return len(parts) in states
+
+
+Piece = str | Callable[[str], object] | None  # a literal component, a pattern's match, `**`
+
+
+@lru_cache(maxsize=4096)
+def _pieces(glob: str) -> tuple[Piece, ...]:
+    return tuple(
+        None
+        if piece == "**"
+        else re.compile(fnmatch.translate(piece)).match
+        if any(c in piece for c in "*?[")
+        else piece
+        for piece in glob.split("/")
+    )
+
+
+def _fits(piece: Piece, part: str) -> bool:
+    return piece == part if isinstance(piece, str) else piece is not None and bool(piece(part))
 
 
 def check(policy: Policy, path: str, namespace: str) -> str | None:
     """Why the file at `path` (relative to the policy's work tree) may not define an object in
     `namespace`, or None when it may. Pure."""
-    matched = []
-    for rule in policy.rules:
-        glob = next((g for g in rule.paths if matches(g, path)), None)
-        if glob is not None:
-            matched.append((glob, rule))
+    return verdict(policy, path, namespace, rules_for(policy, path))
+
+
+def rules_for(policy: Policy, path: str) -> list[tuple[str, Rule]]:
+    """The rules whose paths match `path`, each with the first of its globs that does."""
+    return _rules_for(policy.rules, _index(policy.rules), path)
+
+
+def _rules_for(
+    rules: Sequence[Rule], index: Mapping[str, list[tuple[int, int, str]]], path: str
+) -> list[tuple[str, Rule]]:
+    """rules_for, trying only the globs whose literal leading folders lead to `path` (_index)."""
+    parts = path.split("/")
+    tried = sorted({c for k in range(len(parts) + 1) for c in index.get("/".join(parts[:k]), ())})
+    found: list[tuple[str, Rule]] = []
+    for number, _, glob in tried:
+        rule = rules[number]
+        if (not found or found[-1][1] is not rule) and matches(glob, path):
+            found.append((glob, rule))
+    return found
+
+
+@lru_cache(maxsize=64)
+def _index(rules: tuple[Rule, ...]) -> dict[str, list[tuple[int, int, str]]]:
+    """Each glob (rule number, glob number, glob) under its literal leading folders (the
+    components before the first wildcard or `**`, the last one aside), or, without any
+    wildcard, under the path it names."""
+    index: dict[str, list[tuple[int, int, str]]] = {}
+    for number, rule in enumerate(rules):
+        for place, glob in enumerate(rule.paths):
+            pieces, literal = glob.split("/"), []
+            for piece in pieces:
+                if piece == "**" or any(c in piece for c in "*?["):
+                    break
+                literal.append(piece)
+            if len(literal) < len(pieces):  # a wildcard: under its folders; else the path itself
+                literal = literal[: len(pieces) - 1]
+            index.setdefault("/".join(literal), []).append((number, place, glob))
+    return index
+
+
+def verdict(
+    policy: Policy, path: str, namespace: str, matched: Sequence[tuple[str, Rule]]
+) -> str | None:
+    """`check`, with the rules that match `path` worked out (rules_for)."""
     if not matched:
         return (
             f"namespace {namespace} is not allowed by {policy.file}: no rule's paths match {path}"
@@ -175,32 +237,65 @@ def work_tree_of(folder: Path, known: dict[Path, Path | None] | None = None) -> 
 
 def violations(docs: Iterable[Document]) -> list[str]:
     """Every document that its work tree's policy does not allow, as `where: why`; each
-    work tree's policy loaded once (SourceError when one is malformed)."""
-    policies: dict[Path, Policy | None] = {}
-    trees: dict[Path, Path | None] = {}
-    files: dict[str, tuple[Path, Path | None]] = {}
+    work tree's policy loaded once (SourceError when one is malformed), each file matched
+    against the rules once, each namespace of a file judged once."""
+    governs = _Governs()
+    files: dict[str, tuple[Policy, str, list[tuple[str, Rule]]] | None] = {}
+    judged: dict[tuple[str, str], str | None] = {}
     found = []
     for doc in docs:
         if doc.obj.get("kind") not in CHECKED_KINDS or doc.origin == STDIN:
             continue
         if doc.origin not in files:
-            file = Path(doc.origin).absolute()
-            files[doc.origin] = (file, work_tree_of(file.parent, trees))
-        file, root = files[doc.origin]
-        if root is None:
-            continue
-        if root not in policies:
-            policies[root] = load_policy(root)
-        policy = policies[root]
-        if policy is None:
+            files[doc.origin] = governs(doc.origin)
+        governed = files[doc.origin]
+        if governed is None:
             continue
         meta = doc.obj.get("metadata")
         namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
         namespace = namespace if isinstance(namespace, str) and namespace else DEFAULT_NAMESPACE
-        why = check(policy, _relative(file, root), namespace)
+        if (doc.origin, namespace) not in judged:
+            judged[doc.origin, namespace] = verdict(*governed[:2], namespace, governed[2])
+        why = judged[doc.origin, namespace]
         if why is not None:
             found.append(f"{doc.where}: {why}")
     return found
+
+
+Governed = tuple[str, "Policy", dict[str, list[tuple[int, int, str]]]]  # top, policy, index
+
+
+class _Governs:
+    """Which policy governs a source file: each folder's work tree found once, each work
+    tree's policy loaded and indexed once."""
+
+    def __init__(self) -> None:
+        self.trees: dict[Path, Path | None] = {}
+        self.folders: dict[str, Governed | None] = {}
+        self.roots: dict[Path, Governed | None] = {}
+
+    def __call__(self, origin: str) -> tuple[Policy, str, list[tuple[str, Rule]]] | None:
+        """The policy, the file's path in its work tree, and the rules matching it; None when
+        no policy governs the file."""
+        file = os.path.abspath(origin)
+        folder = os.path.dirname(file)
+        if folder not in self.folders:
+            self.folders[folder] = self._policy(folder)
+        found = self.folders[folder]
+        if found is None:
+            return None
+        top, policy, index = found
+        path = file[len(top) :].lstrip("/")
+        return policy, path, _rules_for(policy.rules, index, path)
+
+    def _policy(self, folder: str) -> Governed | None:
+        root = work_tree_of(Path(folder), self.trees)
+        if root is None:
+            return None
+        if root not in self.roots:
+            policy = load_policy(root)
+            self.roots[root] = None if policy is None else (str(root), policy, _index(policy.rules))
+        return self.roots[root]
 
 
 def enforce(docs: Sequence[Document]) -> None:
@@ -209,10 +304,3 @@ def enforce(docs: Sequence[Document]) -> None:
     if found:
         more = f" (and {len(found) - 20} more)" if len(found) > 20 else ""
         raise SourceError(POLICY_FILE, "; ".join(found[:20]) + more)
-
-
-def _relative(file: Path, root: Path) -> str:
-    try:
-        return file.relative_to(root).as_posix()
-    except ValueError:
-        return file.resolve().relative_to(root.resolve()).as_posix()

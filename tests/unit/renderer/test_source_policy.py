@@ -11,7 +11,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.fields.errors import SourceError
-from kubeio.policy import Policy, Rule, check, load_policy, matches, parse_policy, violations
+from kubeio.policy import (
+    Policy,
+    Rule,
+    check,
+    load_policy,
+    matches,
+    parse_policy,
+    rules_for,
+    violations,
+)
 from kubeio.sources import Document
 
 SEGMENT = st.text("abz-.", min_size=1, max_size=4).filter(lambda s: s not in (".", ".."))
@@ -107,3 +116,21 @@ def test_documents_are_checked_against_their_work_trees_policy(tmp_path: Path) -
         f"{tmp_path}/.runway/policy.yaml for src/team-a/zz.yaml: paths 'src/team-a/**' may "
         "define team-a"
     ]
+
+
+GLOB_PIECES = st.sampled_from(["a", "b", "**", "*", "a*", "?", "[ab]"])
+GLOBS = st.lists(GLOB_PIECES, min_size=1, max_size=4).map("/".join)
+
+
+@given(st.lists(st.lists(GLOBS, min_size=1, max_size=3), max_size=5), PATHS)
+def test_the_indexed_rules_are_every_rule_whose_paths_match(
+    globs: list[list[str]], path: str
+) -> None:
+    rules = policy(*[(paths, ["ns"]) for paths in globs])
+    every = [
+        (next(g for g in rule.paths if matches(g, path)), rule)
+        for rule in rules.rules
+        if any(matches(g, path) for g in rule.paths)
+    ]
+
+    assert rules_for(rules, path) == every
