@@ -25,7 +25,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -235,15 +235,22 @@ def work_tree_of(folder: Path, known: dict[Path, Path | None] | None = None) -> 
     return known[at]
 
 
-def violations(docs: Iterable[Document]) -> list[str]:
-    """Every document that its work tree's policy does not allow, as `where: why`; each
-    work tree's policy loaded once (SourceError when one is malformed), each file matched
-    against the rules once, each namespace of a file judged once."""
+def violations(docs: Sequence[Document]) -> list[str]:
+    """Every document that its work tree's policy does not allow, as `where: why`."""
+    return [f"{d.where}: {why}" for d, why in zip(docs, verdicts(docs), strict=True) if why]
+
+
+def verdicts(docs: Sequence[Document]) -> list[str | None]:
+    """For each document, why its work tree's policy does not allow it, or None. Each work
+    tree's policy is loaded once (SourceError when one is malformed), each file matched against
+    the rules once, each namespace of a file judged once. `runway validate` and `runway render`
+    both ask this."""
     governs = _Governs()
     files: dict[str, tuple[Policy, str, list[tuple[str, Rule]]] | None] = {}
     judged: dict[tuple[str, str], str | None] = {}
-    found = []
+    found: list[str | None] = []
     for doc in docs:
+        found.append(None)
         if doc.obj.get("kind") not in CHECKED_KINDS or doc.origin == STDIN:
             continue
         if doc.origin not in files:
@@ -256,9 +263,7 @@ def violations(docs: Iterable[Document]) -> list[str]:
         namespace = namespace if isinstance(namespace, str) and namespace else DEFAULT_NAMESPACE
         if (doc.origin, namespace) not in judged:
             judged[doc.origin, namespace] = verdict(*governed[:2], namespace, governed[2])
-        why = judged[doc.origin, namespace]
-        if why is not None:
-            found.append(f"{doc.where}: {why}")
+        found[-1] = judged[doc.origin, namespace]
     return found
 
 
