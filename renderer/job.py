@@ -38,12 +38,12 @@ from renderer.gitops import DiskTree, Repo
 from renderer.incremental import Rendered, render_incremental
 from renderer.ownership import (
     Ownership,
+    another_file,
     claims,
     duplicates,
     origins_of,
     output_key,
     read_record,
-    recorded_exists,
     roots_of,
 )
 from renderer.parsecache import ParsedSources, cached
@@ -330,8 +330,8 @@ def _render(
     current = whole if shard is None else shard.view(whole)
     ownership = job.ownership
     if ownership.roots and ownership.origins:  # a folder another file owns is refused
-        exists = recorded_exists(job.repo.work, Path.cwd().resolve())
-        taken = claims(ownership, read_record(whole), exists)
+        another = another_file(job.repo.work, Path.cwd().resolve())
+        taken = claims(ownership, read_record(whole), another)
         ownership = replace(ownership, refused={**ownership.refused, **taken})
     done = render_incremental(
         job.objects,

@@ -160,17 +160,18 @@ _JSON_STRING = json.encoder.encode_basestring
 
 
 def claims(
-    ownership: Ownership, record: Mapping[str, str], exists: Callable[[str], bool]
+    ownership: Ownership, record: Mapping[str, str], another: Callable[[str, str], bool]
 ) -> dict[str, str]:
     """folder -> the refusal, for every folder this render's sources define whose recorded source
-    is another file, outside the roots, that `exists` still. One dict lookup per folder; only a
-    folder whose recorded source differs from its source now costs more."""
+    is outside the roots and, by `another` (recorded, source now), a file that exists and is
+    not the source now. One dict lookup per folder; only a folder whose recorded source is
+    spelled otherwise than its source now costs more."""
     found: dict[str, str] = {}
     for key, origin in ownership.origins.items():
         owner = record.get(key)
         if owner is None or owner == origin or key in ownership.refused:
             continue
-        if not is_under(owner, ownership.roots) and exists(owner):
+        if not is_under(owner, ownership.roots) and another(owner, origin):
             found[key] = (
                 f"defined in {origin}, but its output belongs to {owner}, outside the sources "
                 f"given; render {owner} to change it, or remove it there first"
@@ -178,10 +179,17 @@ def claims(
     return found
 
 
-def recorded_exists(work: Path, cwd: Path) -> Callable[[str], bool]:
+def another_file(work: Path, cwd: Path) -> Callable[[str, str], bool]:
     """Whether a recorded source (as `portable` wrote it: relative to the work tree or to the
-    current directory, or absolute) is a file there now; either place counts."""
-    return lambda origin: any((base / origin).exists() for base in (work, cwd))
+    current directory, or absolute; either place counts) is a file that exists now and is not
+    the file `origin` (spelled the same way), however each is spelled."""
+
+    def another(recorded: str, origin: str) -> bool:
+        found = [p for p in (work / recorded, cwd / recorded) if p.exists()]
+        mine = [p for p in (work / origin, cwd / origin) if p.exists()]
+        return bool(found) and not any(os.path.samefile(f, m) for f in found for m in mine)
+
+    return another
 
 
 def decide(

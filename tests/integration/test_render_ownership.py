@@ -132,3 +132,28 @@ def test_a_malformed_source_policy_stops_the_render_with_exit_2(tmp_path: Path) 
         f"runway: {source}/.runway/policy.yaml: rules[0]: expected a mapping of exactly paths "
         "and namespaces\n",
     )
+
+
+def test_the_same_file_spelled_otherwise_is_no_claim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src, repo = tmp_path / "src", tmp_path / "gitops"
+    models(src / "team-a" / "model.yaml", [("team-a", "own")])
+    models(src / "team-b" / "model.yaml", [("team-b", "other")])
+    render(str(src), "--repo", str(repo), "--commit")
+    models(src / "team-a" / "model.yaml", [("team-a", "own")], gpu=2)
+    monkeypatch.chdir(tmp_path)
+
+    code, report = render("src/team-a", "--repo", str(repo), "--commit")
+
+    record = json.loads((repo / "rendered/runway-sources.json").read_text())["sources"]
+    assert code == 0
+    assert report["changes"]["changed"] == [
+        "runway-sources.json",
+        "team-a/own/deployment-own.yaml",
+        "team-a/own/modeldeployment.yaml",
+    ]
+    assert record == {
+        "team-a/own": "src/team-a/model.yaml",
+        "team-b/other": f"{src}/team-b/model.yaml",
+    }
