@@ -295,7 +295,8 @@ class Repo:
         new, marks = self.git_dir.glob("runway-new-*"), self.git_dir.glob("runway-marks-*")
         for leftover in [*retired, *new, *marks, self._scratch]:
             shutil.rmtree(leftover, ignore_errors=True)
-        (self.git_dir / RETRY_INDEX).unlink(missing_ok=True)
+        for private in (RETRY_INDEX, f"{RETRY_INDEX}.lock"):  # of a killed retry
+            (self.git_dir / private).unlink(missing_ok=True)
 
     def leftovers(self) -> bool:
         """Whether a killed render left a swap or temporary files for `recover` to undo."""
@@ -571,7 +572,8 @@ class Repo:
         index = self.git_dir / RETRY_INDEX
         real = Path(self.git("rev-parse", "--git-path", "index").stdout.strip())
         try:
-            index.unlink(missing_ok=True)
+            for stale in (index, index.with_name(f"{RETRY_INDEX}.lock")):
+                stale.unlink(missing_ok=True)
             if (self.work / real).is_file():
                 shutil.copyfile(self.work / real, index)
             spec = f":(literal){top}"
@@ -634,10 +636,14 @@ class Repo:
                 made,
             )
             return False
+        # The index first: when git cannot take it (a person's git holds it), nothing moves.
+        taken = self.git("reset", "-q", made, "--", f":(literal){subdir.strip('/')}", check=False)
+        if taken.returncode != 0:
+            log.warning("the index is busy; the branch stays at %s (pushed %s)", head, made)
+            return False
         self.git(
             "update-ref", "-m", "runway render: push retry", "HEAD", made, head or "0" * len(made)
         )
-        self.git("reset", "-q", made, "--", f":(literal){subdir.strip('/')}")
         return True
 
 
