@@ -66,14 +66,15 @@ class Dirt:
     untracked: Mapping[str, str]
 
 
-def _snapshot(repo: Path, dirt: Dirt) -> tuple[str, str, dict[str, bytes]]:
+def _snapshot(repo: Path, dirt: Dirt) -> tuple[str, str, dict[str, bytes | None]]:
     """What a render must leave alone: the index entries and the status outside rendered/,
     and the bytes of every file of the user's."""
     outside = ["--", ".", ":(exclude)rendered"]
     entries = git(repo, "ls-files", "-s", *outside)
     status = git(repo, "status", "--porcelain=v1", "-uall", *outside)
     names = [*dirt.edited, *dirt.staged, *dirt.untracked, "notes.md"]
-    return entries, status, {n: (repo / n).read_bytes() for n in sorted(set(names))}
+    files = {n: (repo / n).read_bytes() if (repo / n).exists() else None for n in set(names)}
+    return entries, status, dict(sorted(files.items()))
 
 
 def push_retry_problems(scratch: Path, dirt: Dirt, *, remote_outside: bool) -> list[str]:

@@ -73,3 +73,12 @@ def test_a_retry_that_finds_its_output_on_the_remote_reports_the_remote_head(
     head = git(remote, "rev-parse", "main").strip()
     assert (code, report["commit"]) == (0, head)
     assert git(second, "rev-parse", "HEAD").strip() == head
+
+
+@pytest.mark.parametrize("remote_outside", [False, True], ids=["remote-rendered", "remote-file"])
+def test_a_push_retry_reports_the_commit_the_remote_holds(
+    tmp_path: Path, remote_outside: bool
+) -> None:
+    problems = push_retry_problems(tmp_path, Dirt({}, {}, {}), remote_outside=remote_outside)
+
+    assert problems == []
