@@ -49,6 +49,7 @@ DIFF_CACHED = ("diff", "--cached", "--raw", "--no-renames", "--no-abbrev", "-z")
 PATHSPEC_LIMIT, PATHSPEC_BYTES = 500, 256 * 1024
 DETAIL_LIMIT = 200  # a commit message lists files up to this many, then counts per namespace
 MARKER = "runway-render.pid"
+RETRY_INDEX = "runway-retry.index"  # in .git: the private index of a push retry
 PID_MAX = 1 << 22  # Linux's largest process id (PID_MAX_LIMIT)
 ASCII_SPACE = " \t\n\r\f\v"  # what bytes.strip() takes away; str.strip() takes more
 # How long a render waits for the lock when the render holding it was killed: its pool's workers
@@ -111,16 +112,25 @@ class Repo:
         return cls(work, author, tuple(unset))
 
     def git(
-        self, *args: str, check: bool = True, stdin: str | bytes | None = None
+        self,
+        *args: str,
+        check: bool = True,
+        stdin: str | bytes | None = None,
+        index: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        return self.start(*args, check=check, stdin=stdin)()
+        return self.start(*args, check=check, stdin=stdin, index=index)()
 
     def start(
-        self, *args: str, check: bool = True, stdin: str | bytes | None = None
+        self,
+        *args: str,
+        check: bool = True,
+        stdin: str | bytes | None = None,
+        index: Path | None = None,
     ) -> Callable[[], subprocess.CompletedProcess[str]]:
         """`git args`, started now; calling the answer waits for it and gives what `git` gives
-        (so that Runway can work while git does)."""
-        finish = self._start(args, stdin)
+        (so that Runway can work while git does). `index`: a private index file for git to use
+        instead of the repository's (GIT_INDEX_FILE)."""
+        finish = self._start(args, stdin, index)
 
         def decoded() -> subprocess.CompletedProcess[str]:
             code, out, err = finish()
@@ -138,18 +148,22 @@ class Repo:
 
         return decoded
 
-    def output(self, *args: str, stdin: str | bytes | None = None) -> bytes:
+    def output(
+        self, *args: str, stdin: str | bytes | None = None, index: Path | None = None
+    ) -> bytes:
         """What `git args` writes, as bytes (an object's content); GitError when it fails."""
-        code, out, err = self._start(args, stdin)()
+        code, out, err = self._start(args, stdin, index)()
         if code != 0:
             lines = err.decode("utf-8", errors="replace").strip().splitlines()[-1:]
             raise GitError(f"git {args[0]} failed: {lines}")
         return out
 
     def _start(
-        self, args: Sequence[str], stdin: str | bytes | None
+        self, args: Sequence[str], stdin: str | bytes | None, index: Path | None = None
     ) -> Callable[[], tuple[int, bytes, bytes]]:
         env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **MALLOC}
+        if index is not None:
+            env["GIT_INDEX_FILE"] = str(index)
         if self.author is not None:
             env |= {"GIT_AUTHOR_NAME": self.author.name, "GIT_AUTHOR_EMAIL": self.author.email}
         try:
@@ -281,6 +295,8 @@ class Repo:
         new, marks = self.git_dir.glob("runway-new-*"), self.git_dir.glob("runway-marks-*")
         for leftover in [*retired, *new, *marks, self._scratch]:
             shutil.rmtree(leftover, ignore_errors=True)
+        for private in (RETRY_INDEX, f"{RETRY_INDEX}.lock"):  # of a killed retry
+            (self.git_dir / private).unlink(missing_ok=True)
 
     def leftovers(self) -> bool:
         """Whether a killed render left a swap or temporary files for `recover` to undo."""
@@ -516,20 +532,129 @@ class Repo:
         return head
 
     def push(
-        self, remote: str, branch: str, *, rerender: Callable[[], None], attempts: int = 5
-    ) -> int:
-        """Push HEAD; after a rejection, move to the remote head, re-render and retry. Returns the
-        number of attempts used."""
+        self,
+        remote: str,
+        branch: str,
+        subdir: str,
+        *,
+        rerender: Callable[[], Sequence[str]],
+        attempts: int = 5,
+    ) -> Pushed:
+        """Push HEAD; after a rejection, render again on the remote's head and retry, at most
+        `attempts` pushes in all. A retry never touches the work tree outside `subdir`, nor the
+        repository's index or branch while it works (Repo._retry); once its commit is pushed,
+        the branch follows it only when that changes nothing outside `subdir` (Repo._follow).
+        `rerender`: renders `subdir` again as the work tree holds it now (the remote head's),
+        and answers the paths in `subdir` it wrote and removed."""
+        source, made = "HEAD", None
         for attempt in range(1, attempts + 1):
-            pushed = self.git("push", "-q", remote, f"HEAD:refs/heads/{branch}", check=False)
+            pushed = self.git("push", "-q", remote, f"{source}:refs/heads/{branch}", check=False)
             if pushed.returncode == 0:
-                return attempt
+                moved = made is None or self._follow(made, subdir)
+                return Pushed(made, attempt, moved)
             if "rejected" not in pushed.stderr and "fetch first" not in pushed.stderr:
                 raise GitError(f"git push failed: {pushed.stderr.strip().splitlines()[-1:]}")
             self.git("fetch", "-q", remote, branch)
-            self.git("reset", "-q", "--hard", "FETCH_HEAD")
-            rerender()
+            base = self.git("rev-parse", "--verify", "FETCH_HEAD^{commit}").stdout.strip()
+            made = source = self._retry(subdir, base, rerender)
         raise GitError(f"git push to {remote}/{branch} still rejected after {attempts} attempts")
+
+    def _head(self) -> str | None:
+        found = self.git("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
+        return found.stdout.strip() if found.returncode == 0 else None
+
+    def _retry(self, subdir: str, base: str, rerender: Callable[[], Sequence[str]]) -> str:
+        """The commit of a render on `base` (the remote's head): `subdir` in the work tree is
+        made `base`'s, rendered again, and committed on `base` through a private index (a copy
+        of the repository's, so that git knows the files' stats); nothing else in the work
+        tree, the index or the refs changes. `base` itself when it holds that tree already."""
+        top = subdir.strip("/")
+        index = self.git_dir / RETRY_INDEX
+        real = Path(self.git("rev-parse", "--git-path", "index").stdout.strip())
+        try:
+            for stale in (index, index.with_name(f"{RETRY_INDEX}.lock")):
+                stale.unlink(missing_ok=True)
+            if (self.work / real).is_file():
+                shutil.copyfile(self.work / real, index)
+            spec = f":(literal){top}"
+            if self.git("rev-parse", "-q", "--verify", f"{base}:{top}", check=False).returncode:
+                self.git("rm", "-r", "-q", "-f", "--ignore-unmatch", "--", spec, index=index)
+            else:
+                self.git(
+                    "restore", f"--source={base}", "--staged", "--worktree", "--", spec, index=index
+                )
+            touched = rerender()
+            if touched:
+                paths = "".join(f"{top}/{path}\0" for path in touched)
+                self.git(
+                    "update-index", "--add", "--remove", "-z", "--stdin", stdin=paths, index=index
+                )
+            found = self.git("write-tree", f"--prefix={top}/", check=False, index=index)
+            tree = self._grafted(base, top, found.stdout.strip() if found.returncode == 0 else None)
+        finally:
+            index.unlink(missing_ok=True)
+        if tree == self.git("rev-parse", f"{base}^{{tree}}").stdout.strip():
+            return base
+        raw = self.git("diff-tree", "-r", "--raw", "--no-renames", "--no-abbrev", "-z", base, tree)
+        listed = staged_changes(raw.stdout) or []
+        message = commit_message([f"{s}\t{p}" for s, p in listed], subdir)
+        made: str = self.git("commit-tree", tree, "-p", base, "-F", "-", stdin=message).stdout
+        return made.strip()
+
+    def _grafted(self, base: str, top: str, sub: str | None) -> str:
+        """The tree of `base` with `sub` (None: nothing) at the folder `top`: one ls-tree and
+        one mktree for each folder on the way (names as bytes: any a tree may hold)."""
+        parts = top.split("/")
+        node = sub
+        for depth in range(len(parts) - 1, -1, -1):
+            prefix = "/".join(parts[:depth])
+            held = self.git("cat-file", "-t", f"{base}:{prefix}", check=False).stdout.strip()
+            listed = self.output("ls-tree", "-z", f"{base}:{prefix}") if held == "tree" else b""
+            name = parts[depth].encode()
+            entries = [e for e in listed.split(b"\0") if e and e.split(b"\t", 1)[1] != name]
+            if node is not None:
+                entries.append(b"040000 tree " + node.encode() + b"\t" + name)
+            made = self.output("mktree", "-z", stdin=b"".join(e + b"\0" for e in entries))
+            node = made.decode().strip() if entries or depth == 0 else None
+        return node or ""
+
+    def _follow(self, made: str, subdir: str) -> bool:
+        """Move the branch to `made` (a retry's commit, pushed) when that changes nothing
+        outside `subdir`: HEAD's tree and `made`'s differ only there. Then the index takes
+        `made`'s entries in `subdir` (the work tree holds them already) and keeps every other
+        entry as it is. Otherwise the branch and the index stay (the remote holds changes
+        outside `subdir` that the work tree does not: `git pull` brings them)."""
+        outside = f":(exclude,literal){subdir.strip('/')}"
+        head = self._head()
+        before = head or self.git("mktree", stdin="").stdout.strip()
+        same = self.git("diff-tree", "--quiet", "-r", before, made, "--", ".", outside, check=False)
+        if same.returncode != 0:
+            log.warning(
+                "the remote holds changes outside %s; the branch stays at %s (pushed %s: git pull)",
+                subdir,
+                head,
+                made,
+            )
+            return False
+        # The index first: when git cannot take it (a person's git holds it), nothing moves.
+        taken = self.git("reset", "-q", made, "--", f":(literal){subdir.strip('/')}", check=False)
+        if taken.returncode != 0:
+            log.warning("the index is busy; the branch stays at %s (pushed %s)", head, made)
+            return False
+        self.git(
+            "update-ref", "-m", "runway render: push retry", "HEAD", made, head or "0" * len(made)
+        )
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Pushed:
+    """A push that went through: the commit a retry made (None: HEAD went as it was), the
+    attempts used, and whether HEAD is the commit the remote holds now."""
+
+    made: str | None
+    attempts: int
+    moved: bool
 
 
 def _trees(out: bytes, count: int) -> list[bytes | None] | None:

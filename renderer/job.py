@@ -18,6 +18,7 @@ from core.fields.errors import RunwayError, SourceError
 from core.model.kinds import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
 from core.model.versions import Versions
 from core.rendering.inferencegateway import GatewayTarget
+from kubeio.policy import enforce
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import STDIN, Document, expand_lists, read_documents
@@ -37,9 +38,12 @@ from renderer.gitops import DiskTree, Repo
 from renderer.incremental import Rendered, render_incremental
 from renderer.ownership import (
     Ownership,
+    another_file,
+    claims,
     duplicates,
     origins_of,
     output_key,
+    read_record,
     roots_of,
 )
 from renderer.parsecache import ParsedSources, cached
@@ -148,6 +152,7 @@ def _prepare(
         delta, docs = None, [d for f in files for d in expand_lists(documents(f))]
         docs = _checked(docs, settings.sources, whole=True)
         taken = {str(f.path) for f in files}
+    enforce(docs)  # the source repository's policy (kubeio.policy): exit 2 naming each
     configs = _config_objects(docs, settings.providers, parsed)
     keys = [output_key(d.obj) for d in docs]  # each document's folder, worked out once
     sources = source_rows(files, docs, keys, stamp, taken)
@@ -252,23 +257,28 @@ def _write(
     tree = None  # HEAD's tree at `subdir` after the commit: the render cache's `tree`
     try:
         job.parsed.finish(repo.git_dir / SOURCES_CACHE)
-        committed = None
+        committed, follows = None, True  # follows: HEAD is what was committed (and pushed)
         if settings.commit or settings.push:
             touched = writer.written if clean is not None else None
             committed = repo.commit(subdir, written, done.files.written, touched)
         if settings.push:
 
-            def rerender() -> None:
+            def rerender() -> list[str]:
                 nonlocal done, changes, job
                 if job.delta is not None and whole is not None:  # the remote's head: everything
                     job = whole()
                 with repo.writer(subdir) as again:
                     done, current = _render(job, None if settings.full else done.cache, again)
                     changes = _changes(current, done.files)
-                    repo.commit(subdir, _store(job, done, current, again), done.files.written)
+                    _store(job, done, current, again)
+                    return list(again.written)
 
-            repo.push(settings.push, settings.branch, rerender=rerender)
-        if settings.commit or settings.push:
+            pushed = repo.push(settings.push, settings.branch, subdir, rerender=rerender)
+            committed = (
+                pushed.made or committed
+            )  # the commit the remote holds, when a retry made it
+            follows = pushed.moved
+        if (settings.commit or settings.push) and follows:
             tree = head_tree(repo, subdir)
         _record_stamp(job, done, tree)
     finally:
@@ -318,6 +328,11 @@ def _render(
     whole = clean if clean is not None else job.repo.scan(job.subdir)
     shard = job.part
     current = whole if shard is None else shard.view(whole)
+    ownership = job.ownership
+    if ownership.roots and ownership.origins:  # a folder another file owns is refused
+        another = another_file(job.repo.work, Path.cwd().resolve())
+        taken = claims(ownership, read_record(whole), another)
+        ownership = replace(ownership, refused={**ownership.refused, **taken})
     done = render_incremental(
         job.objects,
         current=current,
@@ -326,7 +341,7 @@ def _render(
         context=job.context,
         digests=job.parsed.digests,
         stats=None if job.settings.full else current.stats,  # --full: compared by content
-        ownership=job.ownership,
+        ownership=ownership,
         progress=job.progress,
         ready=None if writer is None else functools.partial(_write_rendered, writer, current),
     )

@@ -8,6 +8,11 @@ command was not pointed at is not its business. The source of every folder is re
 tree itself (SOURCES_FILE, committed, so a fresh clone in CI knows it too); a folder with no
 record (rendered by an older Runway, or put there by hand) is never removed.
 
+The same rule holds for changing an output: a source inside the roots that defines a folder
+whose recorded source is another file, outside the roots, that still exists, is refused, naming
+both files (`claims`); that folder keeps its output and its record. When the recorded file is
+gone, the claim may proceed (nobody else owns the folder now).
+
 A render with any failure removes nothing (the failed object may be the one a removal would
 have been replaced by), and more than `max_removals` removals at once are withheld unless that
 limit is raised: a typo in a CI glob must not prune production.
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,6 +157,39 @@ def record_text(record: Mapping[str, str]) -> str:
 
 # A str as json.dumps(ensure_ascii=False) writes it (json.encoder's C function, as it uses).
 _JSON_STRING = json.encoder.encode_basestring
+
+
+def claims(
+    ownership: Ownership, record: Mapping[str, str], another: Callable[[str, str], bool]
+) -> dict[str, str]:
+    """folder -> the refusal, for every folder this render's sources define whose recorded source
+    is outside the roots and, by `another` (recorded, source now), a file that exists and is
+    not the source now. One dict lookup per folder; only a folder whose recorded source is
+    spelled otherwise than its source now costs more."""
+    found: dict[str, str] = {}
+    for key, origin in ownership.origins.items():
+        owner = record.get(key)
+        if owner is None or owner == origin or key in ownership.refused:
+            continue
+        if not is_under(owner, ownership.roots) and another(owner, origin):
+            found[key] = (
+                f"defined in {origin}, but its output belongs to {owner}, outside the sources "
+                f"given; render {owner} to change it, or remove it there first"
+            )
+    return found
+
+
+def another_file(work: Path, cwd: Path) -> Callable[[str, str], bool]:
+    """Whether a recorded source (as `portable` wrote it: relative to the work tree or to the
+    current directory, or absolute; either place counts) is a file that exists now and is not
+    the file `origin` (spelled the same way), however each is spelled."""
+
+    def another(recorded: str, origin: str) -> bool:
+        found = [p for p in (work / recorded, cwd / recorded) if p.exists()]
+        mine = [p for p in (work / origin, cwd / origin) if p.exists()]
+        return bool(found) and not any(os.path.samefile(f, m) for f in found for m in mine)
+
+    return another
 
 
 def decide(

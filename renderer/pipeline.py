@@ -96,8 +96,8 @@ def _stamped(settings: RenderSettings) -> RenderReport | Stamp | None:
             if not (same and clean):
                 return None
             if settings.push:
-                repo.push(settings.push, settings.branch, rerender=_moved)
-    except _Moved:  # HEAD is now the remote's: render against it
+                repo.push(settings.push, settings.branch, subdir, rerender=_moved)
+    except _Moved:  # the output folder is the remote's now: render against it
         return None
     changes: dict[str, Sequence[str]] = {"added": [], "changed": [], "removed": []}
     return RenderReport(results, changes, stamp.removals, len(results), None)
@@ -128,8 +128,8 @@ def _inputs(settings: RenderSettings) -> tuple[str, str] | None:
 
 
 class _Moved(Exception):
-    """The push was rejected, and HEAD moved to the remote's head."""
+    """The push was rejected, and the output folder holds the remote head's tree."""
 
 
-def _moved() -> None:
+def _moved() -> list[str]:
     raise _Moved
