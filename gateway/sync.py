@@ -128,6 +128,7 @@ class Syncer:
         results = _conflict_results(plan)
         current = {str(e["model_info"]["id"]): e for e in listed if is_ours(e)}
         foreign = {str((e.get("model_info") or {}).get("id")) for e in listed if not is_ours(e)}
+        del listed  # one answer at a time in memory (the confirmation reads /model/info again)
         bodies: dict[str, dict[str, Any]] = {}
         models = {m.id: m for m in plan.models}
         for model in plan.models:
