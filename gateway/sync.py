@@ -25,6 +25,7 @@ from typing import Any
 from core.model.kinds import EXTERNAL_MODEL_PROVIDER
 from gateway.apikeys import SecretSource, SecretUnavailable
 from gateway.litellm import LiteLLM, WriteFailed
+from gateway.logs import Repeats, at_most
 from gateway.merge import (
     ID_PREFIX,
     Conflict,
@@ -142,13 +143,18 @@ class Syncer:
                 results.append(_result(model, RegistrationOutcome.REGISTRATION_FAILED, reason))
                 continue
             bodies[model.id] = entry(model, key)
+        gone = Repeats(log)
         for stale in sorted(set(current) - set(bodies)):
-            self._delete(stale)
+            self._delete(stale, gone)
+        gone.flush()
         failures: dict[str, WriteFailed] = {}
+        lines = Repeats(log)
         for mid in sorted(bodies):
             failure = self._write(bodies[mid], current.get(mid))
             if failure is not None:
                 failures[mid] = failure
+                lines.add(f"gateway-sync write failed: {failure} (re-checked in /model/info)", mid)
+        lines.flush()
         confirmed = self._confirm(bodies, failures)
         for mid in sorted(bodies):
             results.append(_written_result(models[mid], mid in confirmed, failures.get(mid)))
@@ -158,11 +164,11 @@ class Syncer:
         canonical = json.dumps(body, sort_keys=True).encode()
         return hmac.new(self.litellm.master_key.encode(), canonical, hashlib.sha256).hexdigest()
 
-    def _delete(self, mid: str) -> None:
+    def _delete(self, mid: str, lines: Repeats) -> None:
         try:
             self.litellm.delete(mid)
         except WriteFailed as err:
-            log.warning("gateway-sync delete id=%s failed: %s", mid, err)
+            lines.add(f"gateway-sync delete failed: {err}", mid)
             return
         self.sent.pop(mid, None)
         log.info("gateway-sync deleted id=%s", mid)
@@ -192,7 +198,6 @@ class Syncer:
             else:
                 return None
         except WriteFailed as err:
-            log.warning("gateway-sync write id=%s failed: %s (re-checked in /model/info)", mid, err)
             return err
         self.sent[mid] = fingerprint
         log.info("gateway-sync %s id=%s served=%s", action, mid, body["model_name"])
@@ -249,8 +254,8 @@ def _written_result(
 
 
 def _conflict_message(conflict: Conflict, owner: Owner) -> str:
-    others = ", ".join(str(o) for o in conflict.others(owner))
-    newcomers = ", ".join(str(o) for o in conflict.others(owner) if o != conflict.kept)
+    others = at_most([str(o) for o in conflict.others(owner)])
+    newcomers = at_most([str(o) for o in conflict.others(owner) if o != conflict.kept])
     also = f"; also claimed by {newcomers}" if newcomers else ""
     if conflict.holder is None:
         return (
@@ -264,17 +269,16 @@ def _conflict_message(conflict: Conflict, owner: Owner) -> str:
 
 
 def _conflict_results(plan: Plan) -> list[ModelResult]:
+    """One result per conflicting claim; one log line per claimant, holder and rivals, naming
+    MAX_NAMES of the names they contend for (a tenant's 1,000 names are one line, not 1,000)."""
     results = []
+    served: dict[tuple[Owner, str, str], list[str]] = {}
     for conflict in plan.conflicts:
         for owner in sorted(set(conflict.claimants) - {conflict.kept}):
             message = _conflict_message(conflict, owner)
-            log.warning(
-                "gateway-sync conflict served=%s claimant=%s holder=%s others=%s",
-                conflict.served_name,
-                owner,
-                conflict.holder or "none",
-                ",".join(str(o) for o in conflict.others(owner)) or "none",
-            )
+            rivals = at_most([str(o) for o in conflict.others(owner)], separator=",") or "none"
+            key = (owner, conflict.holder or "none", rivals)
+            served.setdefault(key, []).append(conflict.served_name)
             results.append(
                 ModelResult(
                     conflict.served_name,
@@ -285,4 +289,13 @@ def _conflict_results(plan: Plan) -> list[ModelResult]:
                     conflict.claimants,
                 )
             )
+    for (owner, holder, rivals), names in served.items():
+        log.warning(
+            "gateway-sync conflict served=%s claimant=%s holder=%s others=%s%s",
+            at_most(names, separator=","),
+            owner,
+            holder,
+            rivals,
+            f" ({len(names)} servedNames)" if len(names) > 1 else "",
+        )
     return results

@@ -110,6 +110,9 @@ class AnswerServer:
             def do_POST(self) -> None:
                 self._answer()
 
+            def do_PATCH(self) -> None:
+                self._answer()
+
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
