@@ -210,8 +210,10 @@ class Syncer:
         /v1/models), polling until all are or the confirm timeout passes."""
         deadline = self.clock() + self.confirm_timeout
         while True:
-            listed = {
-                str(e["model_info"]["id"]): e for e in self.litellm.model_info() if is_ours(e)
+            listed = {  # only the entries written: the rest of the answer is dropped at once
+                str(e["model_info"]["id"]): e
+                for e in self.litellm.model_info()
+                if is_ours(e) and str(e["model_info"]["id"]) in bodies
             }
             public = self.litellm.public_models()
             confirmed = {
