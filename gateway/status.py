@@ -92,7 +92,9 @@ def provider_status(
         condition(
             "Ready",
             phase == Phase.READY,
-            RegistrationOutcome.REGISTERED if phase == Phase.READY else problems[0].outcome,
+            RegistrationOutcome.REGISTERED
+            if phase == Phase.READY
+            else (problems[0].outcome if problems else RegistrationOutcome.NOT_CONFIRMED),
             message,
             now,
             generation=generation,

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.fields.errors import shown
 from core.model.kinds import EXTERNAL_MODEL_PROVIDER
 from gateway.apikeys import SecretSource, SecretUnavailable
 from gateway.litellm import LiteLLM, WriteFailed
@@ -294,7 +295,7 @@ def _conflict_results(plan: Plan) -> list[ModelResult]:
     for (owner, holder, rivals), names in served.items():
         log.warning(
             "gateway-sync conflict served=%s claimant=%s holder=%s others=%s%s",
-            at_most(names, separator=","),
+            at_most([shown(n) for n in names], separator=","),
             owner,
             holder,
             rivals,
