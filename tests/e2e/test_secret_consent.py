@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import kubernetes
@@ -25,6 +26,7 @@ from gateway.merge import SecretRef
 from tests.support.builders import external_model_provider, shipped_registry
 from tests.support.cluster import Cluster
 from tests.support.litellm import ROOT
+from tests.support.webhook import Webhook, start_webhook
 from webhook.access import ClusterAccess
 from webhook.handlers import validate_external_provider
 from webhook.review import AdmissionRequest
@@ -188,3 +190,110 @@ def test_the_sync_reads_only_labelled_secrets(
     with pytest.raises(kubernetes.client.ApiException) as raised:
         kubernetes.client.CoreV1Api(sync_api).read_namespaced_secret("platform-db", namespace)
     assert raised.value.status == 403
+
+
+SAR_LABEL = {"runway.test/secret-access": "enabled"}
+
+
+@pytest.fixture
+def connected_webhook(cluster: Cluster, tmp_path: Path) -> Iterator[Webhook]:
+    """`runway serve --kubeconfig` (a cluster connection: access reviews on), registered as the
+    ExternalModelProvider validating webhook for namespaces labelled SAR_LABEL."""
+    server = start_webhook(tmp_path, args=["--kubeconfig", str(cluster.kubeconfig)])
+    config = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "runway-test-secret-access"},
+        "webhooks": [
+            {
+                "name": "validate.externalmodelproviders.gateway.tokenfactory.mirantis.com",
+                "clientConfig": {
+                    "url": f"{server.url}/validate-externalmodelprovider",
+                    "caBundle": base64.b64encode((server.certs / "ca.crt").read_bytes()).decode(),
+                },
+                "rules": [
+                    {
+                        "apiGroups": ["gateway.tokenfactory.mirantis.com"],
+                        "apiVersions": ["v1alpha1"],
+                        "resources": ["externalmodelproviders"],
+                        "operations": ["CREATE", "UPDATE"],
+                    }
+                ],
+                "failurePolicy": "Fail",
+                "sideEffects": "None",
+                "timeoutSeconds": 10,
+                "admissionReviewVersions": ["v1"],
+                "namespaceSelector": {"matchLabels": SAR_LABEL},
+            }
+        ],
+    }
+    try:
+        _create(cluster, config)
+        yield server
+    finally:
+        cluster.kubectl(
+            "delete",
+            "validatingwebhookconfiguration/runway-test-secret-access",
+            "--ignore-not-found",
+            check=False,
+        )
+        assert server.stop() == 0
+
+
+def test_a_tenant_who_cannot_read_the_secret_cannot_create_a_provider_naming_it(
+    cluster: Cluster, namespace: str, connected_webhook: Webhook
+) -> None:
+    """The issue's attack, through the API server: `tenant-a` may create ExternalModelProviders
+    but not read Secrets; `kubectl --as tenant-a` is denied at admission, `--as tenant-b` (who
+    may get that Secret) is allowed."""
+    cluster.kubectl("label", "namespace", namespace, "runway.test/secret-access=enabled")
+    creators = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "create-emps", "namespace": namespace},
+        "rules": [
+            {
+                "apiGroups": ["gateway.tokenfactory.mirantis.com"],
+                "resources": ["externalmodelproviders"],
+                "verbs": ["create", "get", "patch"],
+            }
+        ],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "create-emps", "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "create-emps"},
+        "subjects": [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}
+            for user in ("tenant-a", "tenant-b")
+        ],
+    }
+    _create(
+        cluster,
+        _secret(namespace, "platform-db"),
+        *_reader_role(namespace, "platform-db"),
+        creators,
+        binding,
+    )
+    emp = external_model_provider(
+        "attacker",
+        namespace,
+        baseURL="https://attacker.example.com/v1",
+        credentialsSecretRef={"name": "platform-db", "key": "password"},
+    )
+
+    def create_as(user: str) -> tuple[int, str]:
+        done = cluster.kubectl(
+            "create", "--as", user, "-f", "-", stdin=yaml.safe_dump(emp), check=False
+        )
+        return done.returncode, done.stderr.strip()
+
+    assert create_as("tenant-a") == (
+        1,
+        'Error from server: error when creating "STDIN": admission webhook '
+        '"validate.externalmodelproviders.gateway.tokenfactory.mirantis.com" denied the request: '
+        'spec.credentialsSecretRef.name: Forbidden: user "tenant-a" may not get Secret '
+        f"{namespace}/platform-db; a provider can only use a Secret its creator may read",
+    )
+    assert create_as("tenant-b") == (0, "")
