@@ -1,10 +1,17 @@
 """The sync's API-server side: list ModelDeployments and ExternalModelProviders, and write each
-ExternalModelProvider's status through the status subresource (only when it changed)."""
+ExternalModelProvider's status through the status subresource (only when it changed).
+
+Each status is written on its own (issue #40, item 8): a write the API server refuses (any 4xx or
+5xx, e.g. a 500 for an object past etcd's size limit) is logged, backs that object off (1, 2, 4
+... seconds, at most MAX_BACKOFF) and never stops the writes of the others or fails the pass.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import kubernetes
@@ -79,17 +86,56 @@ def statuses(
     return out
 
 
+MAX_BACKOFF = 300.0  # seconds between two attempts at a status the API server keeps refusing
+
+
+@dataclass
+class Backoff:
+    """Refused status writes per object: how many in a row, and when to try again."""
+
+    clock: Callable[[], float] = time.monotonic
+    refused: dict[Owner, tuple[int, float]] = field(default_factory=dict)
+
+    def due(self, owner: Owner) -> bool:
+        return self.refused.get(owner, (0, 0.0))[1] <= self.clock()
+
+    def fail(self, owner: Owner) -> tuple[int, float]:
+        """Count a refusal; the number in a row and the seconds until the next attempt."""
+        count = self.refused.get(owner, (0, 0.0))[0] + 1
+        wait = min(MAX_BACKOFF, 2.0 ** (count - 1))
+        self.refused[owner] = (count, self.clock() + wait)
+        return count, wait
+
+    def succeed(self, owner: Owner) -> None:
+        self.refused.pop(owner, None)
+
+
+@dataclass(frozen=True, slots=True)
+class Writes:
+    """What one pass did with the statuses: written, refused now, and waiting out a backoff."""
+
+    written: tuple[Owner, ...] = ()
+    refused: tuple[Owner, ...] = ()
+    deferred: tuple[Owner, ...] = ()
+
+
 def write_statuses(
     api: kubernetes.client.ApiClient,
     new: Mapping[Owner, Mapping[str, Any]],
     providers: Sequence[Mapping[str, Any]],
-) -> int:
-    """Patch each changed status through the status subresource; the number written."""
+    backoff: Backoff | None = None,
+) -> Writes:
+    """Patch each changed status through the status subresource, each on its own."""
     custom = kubernetes.client.CustomObjectsApi(api)
+    backoff = backoff or Backoff()
     previous = {owner_of(p): p.get("status") for p in providers}
-    written = 0
+    written, refused, deferred = [], [], []
     for owner in sorted(new):
         if previous.get(owner) == new[owner]:
+            backoff.succeed(owner)
+            continue
+        if not backoff.due(owner):
+            deferred.append(owner)
             continue
         try:
             custom.patch_namespaced_custom_object_status(
@@ -102,8 +148,29 @@ def write_statuses(
             )
         except kubernetes.client.ApiException as err:
             if err.status == 404:  # deleted since it was listed
+                backoff.succeed(owner)
                 continue
-            raise
-        written += 1
+            if not isinstance(err.status, int) or not 400 <= err.status < 600:
+                raise
+            _refused(owner, err, *backoff.fail(owner))
+            refused.append(owner)
+            continue
+        backoff.succeed(owner)
+        written.append(owner)
         log.info("gateway-sync status %s phase=%s", owner, new[owner]["phase"])
-    return written
+    return Writes(tuple(written), tuple(refused), tuple(deferred))
+
+
+def _refused(owner: Owner, err: kubernetes.client.ApiException, count: int, wait: float) -> None:
+    """One line per refusal (never the answer's body, which can quote the status); the first of
+    a run at WARNING, the rest at INFO."""
+    log.log(
+        logging.WARNING if count == 1 else logging.INFO,
+        "gateway-sync status %s: the API server refused the write (%s %s, %d in a row); "
+        "the other objects go on, this one is tried again in %g s",
+        owner,
+        err.status,
+        err.reason,
+        count,
+        wait,
+    )

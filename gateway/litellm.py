@@ -5,25 +5,43 @@ Response bodies of writes are never logged or put in an exception (a validation 
 the request, which holds the provider key); errors carry the route and the HTTP status only.
 
 Redirects are never followed: the master key would go with the request to wherever LiteLLM (or
-anything in front of it) points. An answer is read up to MAX_ANSWER bytes, and every entry of
-/model/info is reduced to the shape the sync reads (model_name a string or None, litellm_params
-and model_info mappings, else empty), so no answer shape or nesting depth can raise anything but
-LiteLLMUnavailable.
+anything in front of it) points.
+
+Every exchange is bounded as a whole (issue #40, items 9 and 14): it must end within `timeout`
+seconds in total (a watchdog shuts the socket down at the deadline, so a LiteLLM that trickles
+its headers or body one byte at a time cannot hold a pass), and an answer is read in chunks up
+to MAX_ANSWER bytes, refused past it. The cap is sized from the memory of a sync parsing answers
+near it (docs/gateway.md, "Memory"): parsed JSON takes up to ~20 times its size, so 8 MiB keeps
+the worst measured case under half the gateway's 384Mi limit. Every entry of /model/info is
+reduced at once to the fields the sync reads (model_name a string or None; litellm_params model
+and api_base; model_info id, mode and the runway_* fields), entries with neither a name nor an id
+are dropped, so no answer shape or nesting depth can raise anything but LiteLLMUnavailable.
 """
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
-import urllib.error
-import urllib.request
+import socket
+import threading
+import time
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.fields.errors import RunwayError
 
-TIMEOUT = 30.0
-MAX_ANSWER = 64 * 2**20  # bytes of one answer; /model/info of 10,000 entries is about 10 MiB
+TIMEOUT = 30.0  # seconds for a whole exchange: connect, request, headers and the whole answer
+# Bytes of one answer: /model/info of a real LiteLLM is about 1 KiB per deployment, so about
+# 8,000 deployments; docs/gateway.md has the measured memory at this size.
+MAX_ANSWER = 4 * 2**20
+MAX_WRITE_ANSWER = 2**16  # bytes of a write's answer read (and dropped)
+CHUNK = 2**16
+# What the sync reads of an entry of /model/info; everything else is dropped as it is read.
+PARAM_KEYS = ("model", "api_base")
+INFO_KEYS = ("id", "mode", "runway_managed_by", "runway_owner", "requested_by")
 
 
 class LiteLLMUnavailable(RunwayError):
@@ -50,10 +68,11 @@ class LiteLLM:
     def model_info(self) -> list[dict[str, Any]]:
         """Every deployment LiteLLM routes to (config and DB entries alike), each reduced to
         model_name (str or None), litellm_params and model_info (dicts)."""
-        data = self._get("/model/info").get("data")
+        data = self._get("/model/info").pop("data", None)
         if not isinstance(data, list):
             raise LiteLLMUnavailable(f"{self.url}/model/info: no data list in the answer")
-        return [_entry(d) for d in data if isinstance(d, Mapping)]
+        entries = (_entry(d) for d in data if isinstance(d, Mapping))
+        return [e for e in entries if e is not None]
 
     def public_models(self) -> set[str]:
         """The names /v1/models offers (what a client sees as routable)."""
@@ -71,60 +90,110 @@ class LiteLLM:
     def delete(self, model_id: str) -> None:
         self._post("/model/delete", {"id": model_id})
 
-    def _request(self, route: str, body: Mapping[str, Any] | None) -> urllib.request.Request:
-        headers = {"Authorization": f"Bearer {self.master_key}", "Accept": "application/json"}
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        return urllib.request.Request(
-            self.url.rstrip("/") + route,
-            data=data,
-            headers=headers,
-            method="GET" if body is None else "POST",
-        )
-
     def _get(self, route: str) -> dict[str, Any]:
-        try:
-            with _open(self._request(route, None), self.timeout) as resp:
-                raw = resp.read(MAX_ANSWER + 1)
-        except urllib.error.HTTPError as err:
-            err.close()
-            raise LiteLLMUnavailable(f"{self.url}{route} answered {_status(err.code)}") from None
-        except (urllib.error.URLError, OSError, ValueError) as err:
-            reason = getattr(err, "reason", None) or type(err).__name__
-            raise LiteLLMUnavailable(f"{self.url}{route}: {reason}") from None
+        status, raw = self._exchange(route, None, MAX_ANSWER)
+        if not 200 <= status < 300:
+            raise LiteLLMUnavailable(f"{self.url}{route} answered {_status(status)}")
         if len(raw) > MAX_ANSWER:
             raise LiteLLMUnavailable(f"{self.url}{route}: the answer exceeds {MAX_ANSWER} bytes")
         try:
             answer = json.loads(raw)
         except (ValueError, RecursionError):
             raise LiteLLMUnavailable(f"{self.url}{route}: the answer is not JSON") from None
+        finally:
+            del raw
         if not isinstance(answer, dict):
             raise LiteLLMUnavailable(f"{self.url}{route}: the answer is not a JSON object")
         return answer
 
     def _post(self, route: str, body: Mapping[str, Any]) -> None:
+        status, _ = self._exchange(route, body, MAX_WRITE_ANSWER)
+        if not 200 <= status < 300:
+            raise WriteFailed(route, status)
+
+    def _exchange(
+        self, route: str, body: Mapping[str, Any] | None, limit: int
+    ) -> tuple[int, bytes]:
+        """The status and the answer (at most `limit` + 1 bytes) of one request, all of it within
+        `self.timeout` seconds; LiteLLMUnavailable when it cannot be had."""
+        target = urllib.parse.urlsplit(self.url.rstrip("/") + route)
+        headers = {"Authorization": f"Bearer {self.master_key}", "Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        kind = (
+            http.client.HTTPSConnection if target.scheme == "https" else http.client.HTTPConnection
+        )
+        deadline = time.monotonic() + self.timeout
         try:
-            with _open(self._request(route, body), self.timeout) as resp:
-                resp.read(MAX_ANSWER)
-        except urllib.error.HTTPError as err:
-            err.close()
-            raise WriteFailed(route, err.code) from None
-        except (urllib.error.URLError, OSError) as err:
-            reason = getattr(err, "reason", None) or type(err).__name__
-            raise LiteLLMUnavailable(f"{self.url}{route}: {reason}") from None
+            connection = kind(target.hostname or "", target.port, timeout=self.timeout)
+        except ValueError as err:  # a port that is not a number
+            raise LiteLLMUnavailable(f"{self.url}{route}: {err}") from None
+        watchdog: _Watchdog | None = None
+        try:
+            connection.connect()  # within the timeout; the watchdog needs the socket
+            watchdog = _Watchdog(connection.sock, deadline - time.monotonic())
+            connection.request(
+                "GET" if body is None else "POST", target.path, body=data, headers=headers
+            )
+            answer = connection.getresponse()
+            return answer.status, _read(answer, limit, watchdog)
+        except (OSError, http.client.HTTPException, ValueError) as err:
+            if watchdog is not None and watchdog.fired.is_set():
+                raise LiteLLMUnavailable(self._late(route)) from None
+            raise LiteLLMUnavailable(f"{self.url}{route}: {_reason(err)}") from None
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
+            connection.close()
+
+    def _late(self, route: str) -> str:
+        return f"{self.url}{route}: no whole answer within {self.timeout:g} s"
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Answers a redirect with its own status (an HTTPError) instead of following it."""
+@dataclass
+class _Watchdog:
+    """Shuts a socket down after `timeout` seconds: a blocked read on it then ends. (It holds the
+    socket itself: http.client drops its own reference when an answer says Connection: close.)"""
 
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
+    sock: socket.socket
+    timeout: float
+    fired: threading.Event = field(default_factory=threading.Event)
+    _timer: threading.Timer | None = None
+
+    def __post_init__(self) -> None:
+        self._timer = threading.Timer(max(0.0, self.timeout), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired.set()
+        with contextlib.suppress(OSError):  # already closed
+            self.sock.shutdown(socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
 
 
-def _open(request: urllib.request.Request, timeout: float) -> Any:
-    return urllib.request.build_opener(_NoRedirect()).open(request, timeout=timeout)
+def _read(answer: http.client.HTTPResponse, limit: int, watchdog: _Watchdog) -> bytes:
+    """The answer's body in chunks, at most `limit` + 1 bytes (one more says: too long)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = answer.read1(min(CHUNK, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    if watchdog.fired.is_set():  # the socket was cut: what was read is not the whole answer
+        raise TimeoutError
+    return b"".join(chunks)
+
+
+def _reason(err: BaseException) -> str:
+    return str(err) or type(err).__name__
 
 
 def _status(code: int) -> str:
@@ -133,12 +202,21 @@ def _status(code: int) -> str:
     return f"HTTP {code}"
 
 
-def _entry(raw: Mapping[str, Any]) -> dict[str, Any]:
+def _entry(raw: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The fields the sync reads of one entry, or None when it has neither a name nor an id."""
     name = raw.get("model_name")
-    params = raw.get("litellm_params")
-    info = raw.get("model_info")
+    params = _pick(raw.get("litellm_params"), PARAM_KEYS)
+    info = _pick(raw.get("model_info"), INFO_KEYS)
+    if not isinstance(name, str) and info.get("id") is None:
+        return None
     return {
         "model_name": name if isinstance(name, str) else None,
-        "litellm_params": dict(params) if isinstance(params, Mapping) else {},
-        "model_info": dict(info) if isinstance(info, Mapping) else {},
+        "litellm_params": params,
+        "model_info": info,
     }
+
+
+def _pick(value: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        return {}
+    return {k: value[k] for k in keys if k in value}

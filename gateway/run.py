@@ -26,7 +26,7 @@ from core.model.destinations import NO_DESTINATIONS, Destinations
 from core.model.kinds import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
 from core.selection.configs import ProviderRegistry
 from gateway.apikeys import ClusterSecrets, FileSecrets, SecretSource
-from gateway.cluster import list_objects, statuses, write_statuses
+from gateway.cluster import Backoff, list_objects, statuses, write_statuses
 from gateway.litellm import LiteLLM, LiteLLMUnavailable
 from gateway.merge import Plan, plan, split
 from gateway.status import ModelResult, RegistrationOutcome
@@ -95,6 +95,7 @@ class Connection:
 
     syncer: Syncer
     api: kubernetes.client.ApiClient | None
+    backoff: Backoff = field(default_factory=Backoff)  # of refused status writes, per object
 
 
 def read_objects(paths: Sequence[str], *, stdin: TextIO | None = None) -> list[dict[str, Any]]:
@@ -163,7 +164,8 @@ def sync_once(settings: SyncSettings, connection: Connection | None = None) -> S
     results = connection.syncer.reconcile(result)
     if api is not None:
         providers = split(objects)[1]
-        write_statuses(api, statuses(result, results, providers, now=_now()), providers)
+        new = statuses(result, results, providers, now=_now())
+        write_statuses(api, new, providers, connection.backoff)
     return SyncReport(result, tuple(results))
 
 

@@ -13,8 +13,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from gateway.logs import summary
 from gateway.merge import Owner
 from kubeio.objects import condition
+
+MAX_MODELS = 256  # entries of status.models; the message counts the rest
+MAX_CLAIMANTS = 8  # owners in one entry's claimants
 
 
 class Phase(StrEnum):
@@ -80,7 +84,7 @@ def provider_status(
     while its status is unchanged, so an unchanged outcome writes an identical status."""
     phase = phase_of(results)
     problems = [r for r in results if not r.registered]
-    message = "; ".join(r.message for r in problems) or (
+    message = summary([r.message for r in problems]) or (
         f"{len(results)} model(s) registered and confirmed in LiteLLM"
     )
     conflicts = [r for r in results if r.outcome == RegistrationOutcome.CONFLICT]
@@ -88,7 +92,9 @@ def provider_status(
         condition(
             "Ready",
             phase == Phase.READY,
-            RegistrationOutcome.REGISTERED if phase == Phase.READY else problems[0].outcome,
+            RegistrationOutcome.REGISTERED
+            if phase == Phase.READY
+            else (problems[0].outcome if problems else RegistrationOutcome.NOT_CONFIRMED),
             message,
             now,
             generation=generation,
@@ -98,7 +104,7 @@ def provider_status(
             "ServedNamesUnique",
             not conflicts,
             "Unique" if not conflicts else "Conflict",
-            "; ".join(r.message for r in conflicts) or "no servedName is claimed elsewhere",
+            summary([r.message for r in conflicts]) or "no servedName is claimed elsewhere",
             now,
             generation=generation,
             previous=previous,
@@ -108,8 +114,10 @@ def provider_status(
         "phase": str(phase),
         "message": message,
         "conditions": conditions,
-        "models": [_model(r) for r in results],
+        "models": [_model(r) for r in results[:MAX_MODELS]],
     }
+    if len(results) > MAX_MODELS:
+        status["message"] = summary([f"{len(results) - MAX_MODELS} models not listed", message])
     if generation is not None:
         status["observedGeneration"] = generation
     return status
@@ -123,7 +131,7 @@ def _model(result: ModelResult) -> dict[str, Any]:
         "reason": str(result.outcome),
     }
     if result.claimants:
-        out["claimants"] = [str(c) for c in result.claimants]
+        out["claimants"] = [str(c) for c in result.claimants[:MAX_CLAIMANTS]]
     return out
 
 
@@ -131,7 +139,7 @@ def invalid_status(
     reason: str, *, generation: int | None, previous: Mapping[str, Any] | None, now: str
 ) -> dict[str, Any]:
     """The status of a provider the sync skipped as invalid (admission would have refused it)."""
-    message = f"not registered: {reason}"
+    message = summary([f"not registered: {reason}"])
     status: dict[str, Any] = {
         "phase": str(Phase.FAILED),
         "message": message,

@@ -22,9 +22,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.fields.errors import shown
 from core.model.kinds import EXTERNAL_MODEL_PROVIDER
 from gateway.apikeys import SecretSource, SecretUnavailable
 from gateway.litellm import LiteLLM, WriteFailed
+from gateway.logs import Repeats, at_most
 from gateway.merge import (
     ID_PREFIX,
     Conflict,
@@ -128,6 +130,7 @@ class Syncer:
         results = _conflict_results(plan)
         current = {str(e["model_info"]["id"]): e for e in listed if is_ours(e)}
         foreign = {str((e.get("model_info") or {}).get("id")) for e in listed if not is_ours(e)}
+        del listed  # one answer at a time in memory (the confirmation reads /model/info again)
         bodies: dict[str, dict[str, Any]] = {}
         models = {m.id: m for m in plan.models}
         for model in plan.models:
@@ -141,13 +144,18 @@ class Syncer:
                 results.append(_result(model, RegistrationOutcome.REGISTRATION_FAILED, reason))
                 continue
             bodies[model.id] = entry(model, key)
+        gone = Repeats(log)
         for stale in sorted(set(current) - set(bodies)):
-            self._delete(stale)
+            self._delete(stale, gone)
+        gone.flush()
         failures: dict[str, WriteFailed] = {}
+        lines = Repeats(log)
         for mid in sorted(bodies):
             failure = self._write(bodies[mid], current.get(mid))
             if failure is not None:
                 failures[mid] = failure
+                lines.add(f"gateway-sync write failed: {failure} (re-checked in /model/info)", mid)
+        lines.flush()
         confirmed = self._confirm(bodies, failures)
         for mid in sorted(bodies):
             results.append(_written_result(models[mid], mid in confirmed, failures.get(mid)))
@@ -157,11 +165,11 @@ class Syncer:
         canonical = json.dumps(body, sort_keys=True).encode()
         return hmac.new(self.litellm.master_key.encode(), canonical, hashlib.sha256).hexdigest()
 
-    def _delete(self, mid: str) -> None:
+    def _delete(self, mid: str, lines: Repeats) -> None:
         try:
             self.litellm.delete(mid)
         except WriteFailed as err:
-            log.warning("gateway-sync delete id=%s failed: %s", mid, err)
+            lines.add(f"gateway-sync delete failed: {err}", mid)
             return
         self.sent.pop(mid, None)
         log.info("gateway-sync deleted id=%s", mid)
@@ -191,7 +199,6 @@ class Syncer:
             else:
                 return None
         except WriteFailed as err:
-            log.warning("gateway-sync write id=%s failed: %s (re-checked in /model/info)", mid, err)
             return err
         self.sent[mid] = fingerprint
         log.info("gateway-sync %s id=%s served=%s", action, mid, body["model_name"])
@@ -204,8 +211,10 @@ class Syncer:
         /v1/models), polling until all are or the confirm timeout passes."""
         deadline = self.clock() + self.confirm_timeout
         while True:
-            listed = {
-                str(e["model_info"]["id"]): e for e in self.litellm.model_info() if is_ours(e)
+            listed = {  # only the entries written: the rest of the answer is dropped at once
+                str(e["model_info"]["id"]): e
+                for e in self.litellm.model_info()
+                if is_ours(e) and str(e["model_info"]["id"]) in bodies
             }
             public = self.litellm.public_models()
             confirmed = {
@@ -248,8 +257,8 @@ def _written_result(
 
 
 def _conflict_message(conflict: Conflict, owner: Owner) -> str:
-    others = ", ".join(str(o) for o in conflict.others(owner))
-    newcomers = ", ".join(str(o) for o in conflict.others(owner) if o != conflict.kept)
+    others = at_most([str(o) for o in conflict.others(owner)])
+    newcomers = at_most([str(o) for o in conflict.others(owner) if o != conflict.kept])
     also = f"; also claimed by {newcomers}" if newcomers else ""
     if conflict.holder is None:
         return (
@@ -263,17 +272,16 @@ def _conflict_message(conflict: Conflict, owner: Owner) -> str:
 
 
 def _conflict_results(plan: Plan) -> list[ModelResult]:
+    """One result per conflicting claim; one log line per claimant, holder and rivals, naming
+    MAX_NAMES of the names they contend for (a tenant's 1,000 names are one line, not 1,000)."""
     results = []
+    served: dict[tuple[Owner, str, str], list[str]] = {}
     for conflict in plan.conflicts:
         for owner in sorted(set(conflict.claimants) - {conflict.kept}):
             message = _conflict_message(conflict, owner)
-            log.warning(
-                "gateway-sync conflict served=%s claimant=%s holder=%s others=%s",
-                conflict.served_name,
-                owner,
-                conflict.holder or "none",
-                ",".join(str(o) for o in conflict.others(owner)) or "none",
-            )
+            rivals = at_most([str(o) for o in conflict.others(owner)], separator=",") or "none"
+            key = (owner, conflict.holder or "none", rivals)
+            served.setdefault(key, []).append(conflict.served_name)
             results.append(
                 ModelResult(
                     conflict.served_name,
@@ -284,4 +292,13 @@ def _conflict_results(plan: Plan) -> list[ModelResult]:
                     conflict.claimants,
                 )
             )
+    for (owner, holder, rivals), names in served.items():
+        log.warning(
+            "gateway-sync conflict served=%s claimant=%s holder=%s others=%s%s",
+            at_most([shown(n) for n in names], separator=","),
+            owner,
+            holder,
+            rivals,
+            f" ({len(names)} servedNames)" if len(names) > 1 else "",
+        )
     return results

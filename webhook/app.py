@@ -21,6 +21,7 @@ from core.model.destinations import NO_DESTINATIONS, Destinations
 from kubeio.client import api_client
 from kubeio.registry import load_registry
 from kubeio.shipped import bundled_flag_catalogs
+from webhook.access import ClusterAccess, SecretAccess
 from webhook.handlers import (
     Answer,
     Handler,
@@ -59,13 +60,26 @@ def source_for(settings: Settings, *, observer: WatchObserver | None = None) -> 
     return StaticSource(load_registry(settings.providers or None))
 
 
+def access_for(settings: Settings) -> SecretAccess | None:
+    """SubjectAccessReviews through the cluster the webhook watches; None without one (a static
+    provider source: then the Secret's consent label is the only guard, docs/security.md)."""
+    if settings.in_cluster or settings.kubeconfig:
+        path, in_cluster = settings.kubeconfig, settings.in_cluster
+        return ClusterAccess(lambda: api_client(path, in_cluster=in_cluster))
+    return None
+
+
 def admission_routes(
-    source: ProviderSource, metrics: Metrics, *, destinations: Destinations = NO_DESTINATIONS
+    source: ProviderSource,
+    metrics: Metrics,
+    *,
+    destinations: Destinations = NO_DESTINATIONS,
+    access: SecretAccess | None = None,
 ) -> Blueprint:
     routes = Blueprint("admission", __name__)
     handlers = dict(ROUTES)
     handlers["/validate-externalmodelprovider"] = functools.partial(
-        validate_external_provider, destinations=destinations
+        validate_external_provider, destinations=destinations, access=access
     )
 
     def view(path: str, handler: Handler) -> Any:
@@ -221,7 +235,11 @@ def create_app(settings: Settings | None = None, *, source: ProviderSource | Non
     metrics.source_ready(source.is_ready())
     app = Flask("runway-webhook")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
-    app.register_blueprint(admission_routes(source, metrics, destinations=settings.destinations()))
+    app.register_blueprint(
+        admission_routes(
+            source, metrics, destinations=settings.destinations(), access=access_for(settings)
+        )
+    )
     app.register_blueprint(health_routes(source, metrics))
 
     @app.errorhandler(HTTPException)

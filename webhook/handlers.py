@@ -7,9 +7,9 @@ handler has side effects.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from core.admission.configs import check_external_provider, check_provider_config
 from core.admission.hydrate import hydrate_shared
@@ -23,6 +23,7 @@ from core.model.kinds import (
     MODEL_DEPLOYMENT,
 )
 from core.selection.configs import ProviderRegistry
+from webhook.access import SecretAccess, secret_access_errors
 from webhook.responses import allowed, denied, patched
 from webhook.review import AdmissionRequest, AdmissionResponse
 
@@ -89,11 +90,17 @@ def validate_external_provider(
     registry: ProviderRegistry,
     *,
     destinations: Destinations = NO_DESTINATIONS,
+    access: SecretAccess | None = None,
 ) -> Answer:
     """Base URL at a public destination (or one of `destinations`), a Secret key reference
     (never an inline key), unique served names; the requested-by annotation cannot change
-    after create."""
+    after create. With `access` (the webhook is connected to the API server), the requesting
+    user must also be allowed to get the referenced Secret, on every CREATE and UPDATE (whoever
+    points a provider somewhere sends its key there): webhook/access.py."""
     if not _applies(req, EMP_GROUP, EXTERNAL_MODEL_PROVIDER):
         return Answer(allowed(req["uid"]))
     errors = check_external_provider(req["object"], old=_old(req), destinations=destinations)
+    if not errors and access is not None:
+        user_info = cast(Mapping[str, Any], req).get("userInfo")
+        errors = secret_access_errors(req["object"], user_info, access)
     return Answer(denied(req["uid"], errors) if errors else allowed(req["uid"]))

@@ -9,7 +9,10 @@ must be a public destination:
   loopback, link-local (cloud metadata at 169.254.169.254 and fd00:ec2::254), private, shared
   (100.64.0.0/10, Alibaba's metadata), reserved, multicast and unspecified addresses are refused;
   an IPv6 address that embeds an IPv4 one (IPv4-mapped ::ffff:a.b.c.d, IPv4-compatible ::a.b.c.d,
-  NAT64 64:ff9b::/96, 6to4 2002::/16) is judged by that IPv4 address too;
+  SIIT IPv4-translated ::ffff:0:a.b.c.d, NAT64 64:ff9b::/96, the RFC 8215 local-use NAT64
+  64:ff9b:1::/48 at every RFC 6052 position a prefix of /48 to /96 puts it, 6to4 2002::/16,
+  Teredo) is judged by that IPv4 address too; 64:ff9b:1::/48 is local-use (never globally
+  reachable, IANA) and refused as such, whatever it embeds;
 * a host whose last label is numeric or hex (`2130706433`, `0x7f000001`, `0177.0.0.1`, `127.1`)
   is an IPv4 address in some resolver's spelling: only the canonical dotted quad is accepted
   (no top-level domain is numeric, so no name is lost);
@@ -49,6 +52,19 @@ METADATA_NAMES = frozenset({"metadata", "metadata.google.internal", "instance-da
 _NUMERIC_LABEL = re.compile(r"[0-9]+|0[xX][0-9A-Fa-f]*")
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _COMPATIBLE = ipaddress.IPv6Network("::/96")
+_SIIT = ipaddress.IPv6Network("::ffff:0:0:0/96")  # IPv4-translated (RFC 2765, RFC 6145)
+_LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")  # RFC 8215 local-use NAT64
+# Where RFC 6052 puts the IPv4 address for a NAT64 prefix of each length: (high bits, low bits)
+# as (shift, width) pairs of the 128-bit address; bits 64..71 (the u octet) are never used.
+_RFC6052 = {
+    48: ((64, 16), (40, 16)),
+    56: ((64, 8), (32, 24)),
+    64: ((24, 32),),
+    96: ((0, 32),),
+}
+# Special-purpose blocks the running Python's `is_global` may not know (3.11 takes the local-use
+# NAT64 prefix as global): refused as private whatever they embed.
+_NOT_GLOBAL = (_LOCAL_NAT64,)
 PUBLIC = "an external provider is reached by a public DNS name or a global IP address"
 
 
@@ -119,18 +135,33 @@ def _address_problem(host: str, ip: IPAddress) -> str | None:
     for candidate in (ip, *_embedded(ip)):
         if candidate.is_loopback or candidate.is_unspecified:
             return f'host "{host}" is a loopback or unspecified address; {PUBLIC}'
-        if candidate.is_multicast or not candidate.is_global:
+        if candidate.is_multicast or not candidate.is_global or _not_global(candidate):
             return f'host "{host}" is a private or reserved address; {PUBLIC}'
     return None
 
 
+def _not_global(ip: IPAddress) -> bool:
+    return any(ip.version == n.version and ip in n for n in _NOT_GLOBAL)
+
+
 def _embedded(ip: IPAddress) -> list[ipaddress.IPv4Address]:
-    """The IPv4 addresses an IPv6 address carries (mapped, compatible, NAT64, 6to4)."""
+    """The IPv4 addresses an IPv6 address carries (mapped, compatible, SIIT, NAT64, local-use
+    NAT64 at each RFC 6052 position, 6to4, Teredo)."""
     if not isinstance(ip, ipaddress.IPv6Address):
         return []
     found = [a for a in (ip.ipv4_mapped, ip.sixtofour) if a is not None]
-    if ip in _NAT64 or ip in _COMPATIBLE:
+    if ip in _NAT64 or ip in _COMPATIBLE or ip in _SIIT:
         found.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    if ip in _LOCAL_NAT64:
+        found += [_rfc6052(int(ip), parts) for parts in _RFC6052.values()]
     if ip.teredo is not None:
         found += list(ip.teredo)
     return found
+
+
+def _rfc6052(value: int, parts: tuple[tuple[int, int], ...]) -> ipaddress.IPv4Address:
+    """The IPv4 address at `parts` ((shift, width) pairs, most significant first) of `value`."""
+    out = 0
+    for shift, width in parts:
+        out = (out << width) | ((value >> shift) & ((1 << width) - 1))
+    return ipaddress.IPv4Address(out)

@@ -17,6 +17,7 @@ import kubernetes
 import pytest
 
 from core.model.kinds import EMP_GROUP, EXTERNAL_MODEL_PROVIDER_PLURAL, VERSION
+from gateway.apikeys import CONSENT_LABEL
 from tests.support.answers import FakeUpstream
 from tests.support.builders import external_model_provider, model_deployment
 from tests.support.cluster import Cluster
@@ -26,6 +27,7 @@ from tests.support.webhook import Webhook
 
 REQUESTED_BY = "gateway.tokenfactory.mirantis.com/requested-by"
 KEY = "sk-e2e-provider-key-0123456789"
+CONSENT = {CONSENT_LABEL: "true"}  # the owner's consent to its use as a LiteLLM credential
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +102,7 @@ def test_sync_writes_ready_and_conflict_status_through_the_api_server(
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": "provider-key", "namespace": namespace},
+        "metadata": {"name": "provider-key", "namespace": namespace, "labels": CONSENT},
         "data": {"apiKey": base64.b64encode(KEY.encode()).decode()},
     }
     ready = external_model_provider(
@@ -317,7 +319,7 @@ def test_status_controller_syncs_the_gateway_when_a_watch_sees_a_change(
         secret = {
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"name": "provider-key", "namespace": namespace},
+            "metadata": {"name": "provider-key", "namespace": namespace, "labels": CONSENT},
             "data": {"apiKey": base64.b64encode(KEY.encode()).decode()},
         }
         served = f"watched-{namespace}"
