@@ -7,9 +7,9 @@ handler has side effects.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from core.admission.configs import check_external_provider, check_provider_config
 from core.admission.hydrate import hydrate_shared
@@ -101,6 +101,6 @@ def validate_external_provider(
         return Answer(allowed(req["uid"]))
     errors = check_external_provider(req["object"], old=_old(req), destinations=destinations)
     if not errors and access is not None:
-        user_info = cast(Mapping[str, Any], req).get("userInfo")
+        user_info = req.get("userInfo")
         errors = secret_access_errors(req["object"], user_info, access)
     return Answer(denied(req["uid"], errors) if errors else allowed(req["uid"]))

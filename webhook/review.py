@@ -29,6 +29,7 @@ class AdmissionRequest(TypedDict, total=False):
     object: dict[str, Any]
     oldObject: dict[str, Any] | None
     dryRun: bool
+    userInfo: dict[str, Any]  # who asked: username, uid, groups, extra (webhook/access.py)
 
 
 class Status(TypedDict, total=False):

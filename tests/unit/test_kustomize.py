@@ -92,7 +92,7 @@ def test_deployment_is_highly_available_and_restricted() -> None:
     assert "podAntiAffinity" in pod["affinity"]
 
 
-def test_rbac_only_reads_provider_configs() -> None:
+def test_rbac_reads_provider_configs_and_asks_about_access_only() -> None:
     (role,) = by_kind(build("base"), "ClusterRole")
 
     assert role["rules"] == [
@@ -100,7 +100,12 @@ def test_rbac_only_reads_provider_configs() -> None:
             "apiGroups": ["airunway.ai"],
             "resources": ["inferenceproviderconfigs"],
             "verbs": ["get", "list", "watch"],
-        }
+        },
+        {
+            "apiGroups": ["authorization.k8s.io"],
+            "resources": ["subjectaccessreviews"],
+            "verbs": ["create"],
+        },
     ]
 
 
@@ -210,7 +215,7 @@ def test_gateway_component_installs_without_the_runtime_part() -> None:
         (["externalmodelproviders"], ["get", "list", "watch"]),
         (["externalmodelproviders/status"], ["get", "patch", "update"]),
         (["modeldeployments", "inferenceproviderconfigs"], ["get", "list", "watch"]),
-        (["secrets"], ["get"]),
+        (["secrets"], ["list"]),
     ]
     (deployment,) = by_kind(objects, "Deployment")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
