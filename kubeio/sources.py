@@ -271,7 +271,7 @@ def _files_of(raw: str, roots: Sequence[Path]) -> list[Path]:
         try:
             return sorted(_walk(path, roots))
         except OSError as err:  # an entry that vanished or cannot be read during the walk
-            where = str(err.filename) if err.filename else raw
+            where = printable(str(err.filename)) if err.filename else raw
             raise SourceError(where, f"cannot read: {_reason(err)}") from None
     if path.exists():
         return [path]
@@ -290,19 +290,19 @@ def _walk(top: Path, roots: Sequence[Path]) -> Iterator[Path]:
         seen.add(real)
         with os.scandir(folder) as entries:
             for entry in entries:
-                check_name(entry.path)
                 path = Path(entry.path)
                 if entry.is_symlink():
                     target = path.resolve()
                     if not any(target == r or r in target.parents for r in roots):
                         raise SourceError(
-                            str(path),
-                            f"is a symbolic link to {target}, outside the source directories "
-                            "given; Runway does not follow it (name the target itself)",
+                            printable(str(path)),
+                            f"is a symbolic link to {printable(str(target))}, outside the source "
+                            "directories given; Runway does not follow it (name the target itself)",
                         )
                 if entry.is_dir():
                     folders.append(path)
                 elif entry.is_file() and path.suffix in YAML_SUFFIXES:
+                    check_name(entry.path)  # a file it does not read may have any name
                     yield path
 
 

@@ -2,8 +2,9 @@
 
 Two classes, each against real files in a scratch folder and the real commands (in process):
 - names: generated file and folder names, most not UTF-8, beside a ModelDeployment: `validate`
-  and `render --check` answer 2 with one line naming the path (its bytes escaped) for a name
-  that is not UTF-8, and read the sources as usual (0 or 1) for one that is; never a traceback;
+  and `render --check` answer 2 with one line naming the path (its bytes escaped) for a YAML
+  file whose path is not UTF-8, and read the sources as usual (0 or 1) otherwise (a UTF-8
+  path, or a file no command reads); never a traceback;
 - kinds: generated apiVersions and kinds, Runway's groups among them: `validate` and `render`
   make the same decision (kubeio.sources.is_runway_kind): a kind of another group skipped with
   the same note, an unknown kind of Runway's groups exit 2 with the same line, none of them
@@ -115,9 +116,9 @@ def _names(report: Report, count: int, root: Path, deadline: float) -> None:
         entry = os.fsencode(src) + b"/" + name + suffix
         if folder:
             os.mkdir(entry)
-        else:
-            Path(os.fsdecode(entry)).write_bytes(b"# nothing\n")
-        bad = not _utf8(name)
+            entry += b"/more.yaml"
+        Path(os.fsdecode(entry)).write_bytes(b"# nothing\n")
+        bad = not _utf8(name) and (folder or suffix != b"")
         for argv in (("validate", str(src)), ("render", str(src), "--repo", str(root / "r"))):
             code, _, err = _command(*argv, *(("--check",) if argv[0] == "render" else ()))
             if bad and (code, err) != (2, f"runway: {_escaped(entry)}: {NOT_UTF8}\n"):
