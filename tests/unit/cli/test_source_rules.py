@@ -164,6 +164,7 @@ def test_a_configmap_is_skipped_with_the_same_note_by_validate_and_render(
     repo = tmp_path / "repo"
 
     validated = run(capsys, "validate", str(src))
+    explained = run(capsys, "explain", str(src))
     rendered = run(capsys, "render", str(src), "--repo", str(repo))
     checked = run(capsys, "render", str(src), "--repo", str(repo), "--check")
 
@@ -174,6 +175,7 @@ def test_a_configmap_is_skipped_with_the_same_note_by_validate_and_render(
         "1 allowed, 0 denied, 1 skipped\n",
         "",
     )
+    assert (explained[0], explained[2]) == (Exit.OK, note)
     assert (rendered[0], rendered[2]) == (Exit.OK, note)
     assert (checked[0], checked[2]) == (Exit.OK, note)
 
