@@ -11,9 +11,11 @@ that trust the bundle accept certificates from either while they change over.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
-import shutil
+import re
+import secrets
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +31,13 @@ from certs.lifetimes import check_lifetimes, renew_window
 
 SECRET_MODE = 0o600
 PUBLIC_MODE = 0o644
+# Inside each version folder write_bundle makes: the mark that it made the folder, the one
+# sign that lets it remove the folder later (a folder of another name or without it stays).
+VERSION_MARK = ".runway-version"
+MARK = b"a certificate bundle version written by runway certs\n"
+# A version folder's name, as tempfile.mkdtemp makes it from write_bundle's prefix.
+VERSION_NAME = re.compile(r"\.\.\d{4}(?:_\d{2}){5}\.\d{6}\.[a-z0-9_]{8}")
+LINK_ATTEMPTS = 16  # random 64-bit names: a second attempt is already next to impossible
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +59,14 @@ class Identity:
 def write_bundle(
     directory: Path, files: Mapping[str, tuple[bytes, int]], *, now: dt.datetime
 ) -> None:
-    """Write a new version folder, then switch ..data to it with one atomic rename."""
+    """Write a new version folder, then switch ..data to it with one atomic rename. Only what
+    this function created is ever removed: version folders carrying VERSION_MARK (see
+    _retire), and nothing else in `directory`, whatever its name."""
     directory.mkdir(parents=True, exist_ok=True)
     # Unique even for two writes in the same microsecond; readable like a Secret volume.
     version = Path(tempfile.mkdtemp(prefix=f"..{now:%Y_%m_%d_%H_%M_%S.%f}.", dir=directory))
     version.chmod(0o755)
-    for name, (data, mode) in files.items():
+    for name, (data, mode) in {**files, VERSION_MARK: (MARK, PUBLIC_MODE)}.items():
         fd = os.open(version / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -66,17 +77,47 @@ def write_bundle(
         if not (link.is_symlink() and os.readlink(link) == f"{DATA}/{name}"):
             _replace_with_link(link, f"{DATA}/{name}")
     # Keep the version just replaced (a reader may have resolved the old link a moment ago);
-    # anything older goes.
-    for old in directory.glob("..*"):
-        if old.is_dir() and not old.is_symlink() and old.name not in (version.name, previous):
-            shutil.rmtree(old)
+    # any older version this code wrote goes.
+    for old in directory.iterdir():
+        if old.name not in (version.name, previous):
+            _retire(old, files)
+
+
+def _retire(folder: Path, files: Mapping[str, tuple[bytes, int]]) -> None:
+    """Remove `folder` when it is a version folder write_bundle made: named as mkdtemp named it
+    (VERSION_NAME), a real folder (not a link), holding VERSION_MARK. Only the files a version
+    holds are removed, then the folder if that left it empty: anything else put inside stays,
+    and so does the folder. Any other entry of the directory (`..x`, `..2026`, a user's
+    `..data.tmp`) is never touched."""
+    if not VERSION_NAME.fullmatch(folder.name) or folder.is_symlink() or not folder.is_dir():
+        return
+    mark = folder / VERSION_MARK
+    if mark.is_symlink() or not mark.is_file() or mark.read_bytes() != MARK:
+        return
+    for name in (*files, VERSION_MARK):
+        entry = folder / name
+        if entry.is_symlink() or entry.is_file():
+            entry.unlink()
+    with contextlib.suppress(OSError):  # not empty: something not ours is inside; it stays
+        folder.rmdir()
 
 
 def _replace_with_link(path: Path, target: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    tmp.symlink_to(target)
-    os.replace(tmp, path)
+    """Point `path` at `target` with one rename, through a link of a name no one else holds."""
+    for _ in range(LINK_ATTEMPTS):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+        try:
+            tmp.symlink_to(target)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise BundleError(str(path.parent), "cannot create a temporary link beside it")
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def issue_bundle(

@@ -15,13 +15,14 @@ from collections.abc import Mapping
 from typing import Any, TextIO
 
 from cli.exits import Exit
-from cli.inspect import MD, add_common, documents, guarded, kind_of, name_of, registry_of
+from cli.inspect import MD, add_common, guarded, kind_of, name_of, registry_of, sources
 from cli.options import write_structured
 from core.admission.hydrate import Hydration, hydrate
 from core.model.kinds import Choice, ModelDeployment
 from core.selection.choice import CandidateTrace, Decision, rank_providers, trace_warnings
 from core.selection.configs import ProviderRegistry
 from kubeio.objects import DEFAULT_NAMESPACE
+from kubeio.sources import skip_note
 
 TEST_BACKEND = "this object runs the provider's test backend instead of an engine"
 NOT_READY = "admission takes an explicit choice of a provider that is not ready, with a warning"
@@ -34,17 +35,20 @@ def add_commands(commands: Any) -> None:
         help="show how the engine and provider are selected for each ModelDeployment",
         description="For every ModelDeployment in FILEs, the engine and provider selection with "
         "every candidate provider and every rule result. Other kinds are skipped (a note on "
-        "stderr). Exit status: 0 the trace was printed, 2 unusable input.",
+        "stderr); an unknown kind of Runway's API groups is unusable input. Exit status: 0 "
+        "the trace was printed, 2 unusable input.",
     )
     add_common(explain, "ModelDeployments")
     explain.set_defaults(run=run_explain)
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    docs = documents(args, sys.stdin)
-    deployments = [doc for doc in docs if kind_of(doc.obj) == MD]
-    for doc in docs:
-        if kind_of(doc.obj) != MD:
+    kinds = sources(args, sys.stdin)
+    deployments = [doc for doc in kinds.runway if kind_of(doc.obj) == MD]
+    for doc, ours in zip(kinds.documents, kinds.ours, strict=True):
+        if not ours:
+            print(f"runway: {skip_note(doc)}", file=sys.stderr)
+        elif kind_of(doc.obj) != MD:
             print(
                 f"runway: skipped {doc.obj.get('kind')}/{name_of(doc.obj)} ({doc.where}): "
                 "explain shows ModelDeployments only",

@@ -1,7 +1,10 @@
 """`runway validate`: the webhook's admission, offline, on manifests, for every kind the webhook
-admits (ModelDeployment, InferenceProviderConfig, ExternalModelProvider); any other kind is
-skipped with a note, as kubeconform's -skip does, and allowed, as the webhook allows it. Also
-the helpers `explain` shares (reading manifests, the provider registry, the per-object guard)."""
+admits (ModelDeployment, InferenceProviderConfig, ExternalModelProvider). Kinds follow the one
+rule of every command that reads sources (kubeio.sources.is_runway_kind): a kind of another API
+group is skipped with a note, as kubeconform's -skip does, and allowed, as the webhook allows
+it; an unknown kind of Runway's own groups is unusable input (exit 2, with a suggestion), as it
+is for `render`. Also the helpers `explain` shares (reading manifests, the provider registry,
+the per-object guard)."""
 
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ from core.selection.configs import ProviderRegistry
 from kubeio.guard import per_object
 from kubeio.objects import DEFAULT_NAMESPACE, object_key
 from kubeio.registry import load_registry
-from kubeio.sources import Document, group_of, read_documents
+from kubeio.sources import SKIPPED, Document, Kinds, group_of, read_documents, runway_documents
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,6 @@ IPC = (GROUP, INFERENCE_PROVIDER_CONFIG)
 EMP = (EMP_GROUP, EXTERNAL_MODEL_PROVIDER)
 ADMITTED = (MD, IPC, EMP)
 NAMESPACED = (MD, EMP)
-SKIPPED = "not a kind Runway admits"
 NAMESPACE_HELP = (
     "the namespace of ModelDeployments and ExternalModelProviders without one (as kubectl apply -n)"
 )
@@ -60,9 +62,10 @@ def add_commands(commands: Any) -> None:
         "validate",
         help="run admission (mutate, then validate) offline, exactly as the webhook does",
         description="Admission as the webhook runs it, for ModelDeployments, "
-        "InferenceProviderConfigs and ExternalModelProviders; other kinds are skipped (and "
-        "allowed, as the webhook allows them). Exit status: 0 every object allowed or skipped, "
-        "1 any denied, 2 unusable input.",
+        "InferenceProviderConfigs and ExternalModelProviders; kinds of other API groups are "
+        "skipped (and allowed, as the webhook allows them), an unknown kind of Runway's groups "
+        "is unusable input. Exit status: 0 every object allowed or skipped, 1 any denied, "
+        "2 unusable input.",
     )
     add_common(validate, "manifests")
     validate.add_argument(
@@ -108,6 +111,14 @@ def documents(args: argparse.Namespace, stdin: TextIO | None) -> list[Document]:
     return docs
 
 
+def sources(args: argparse.Namespace, stdin: TextIO | None) -> Kinds:
+    """The source-reading stage of `validate` and `explain`: the manifests' documents, each
+    marked by the one rule of kinds (kubeio.sources.runway_documents; an unknown kind of
+    Runway's groups is a SourceError). Checks of the sources as a whole belong here, after the
+    kinds, so that both commands make them."""
+    return runway_documents(documents(args, stdin))
+
+
 def registry_of(args: argparse.Namespace) -> ProviderRegistry:
     registry = load_registry(args.providers)
     for problem in registry.problems:
@@ -144,11 +155,14 @@ def guarded(
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    docs = documents(args, sys.stdin)
+    kinds = sources(args, sys.stdin)
     registry = registry_of(args)
     allowed = destinations(args.allow_destination)
     stored = _stored_versions(args, registry)
-    results = [_validate_doc(doc, registry, stored, allowed) for doc in docs]
+    results = [
+        _validate_doc(doc, registry, stored, allowed, ours=ours)
+        for doc, ours in zip(kinds.documents, kinds.ours, strict=True)
+    ]
     if args.output != "text":
         write_structured(results, args.output, sys.stdout)
     else:
@@ -192,6 +206,8 @@ def _validate_doc(
     registry: ProviderRegistry,
     stored: Mapping[tuple[Any, ...], Mapping[str, Any]],
     allowed: Destinations,
+    *,
+    ours: bool,
 ) -> dict[str, Any]:
     obj = doc.obj
     old = stored.get(_stored_key(obj))
@@ -201,10 +217,10 @@ def _validate_doc(
         IPC: _validate_config,
         EMP: _validate_external,
     }
-    check = checks.get(kind)
-    if check is None:
+    if not ours:
         result = verdict(obj, doc, old, errors=[], skipped=SKIPPED)
     else:
+        check = checks[kind]
         extra = {"destinations": allowed} if kind == EMP else {}
         result = guarded(
             check,
@@ -291,7 +307,11 @@ def _error(error: FieldError) -> dict[str, str]:
 def _printverdict(result: Mapping[str, Any], out: TextIO) -> None:
     name = f"{result['namespace']}/{result['name']}" if result["namespace"] else result["name"]
     if result["skipped"]:
-        print(f"skipped {result['kind']}/{result['name']}: {result['skipped']}", file=out)
+        # as kubeio.sources.skip_note words it for every command
+        print(
+            f"skipped {result['kind']}/{result['name']} ({result['source']}): {result['skipped']}",
+            file=out,
+        )
         return
     if result["kind"] != MODEL_DEPLOYMENT:
         name = f"{result['kind']} {name}"

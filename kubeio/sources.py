@@ -7,6 +7,7 @@ Every failure is a SourceError naming the file (and the document) and the proble
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -16,12 +17,30 @@ from typing import Any, TextIO
 
 from core.fields.errors import SourceError
 from core.fields.paths import FieldPath
+from core.model.kinds import (
+    EMP_GROUP,
+    EXTERNAL_MODEL_PROVIDER,
+    GROUP,
+    INFERENCE_PROVIDER_CONFIG,
+    MODEL_DEPLOYMENT,
+    VERSION,
+)
 from kubeio.yamlio import load_all
 
 YAML_SUFFIXES = (".yaml", ".yml")
 STDIN = "-"  # the path that means standard input, as kubectl -f - and most tools spell it
 STDIN_ORIGIN = "<stdin>"  # how messages name it
 LIST_KIND = "List"
+# Runway's own API groups (any version) and the kinds it knows in each. Any other kind in them is
+# a mistake (an error with a suggestion); a kind of any other group is someone else's (skipped).
+RUNWAY_KINDS: dict[str, tuple[str, ...]] = {
+    GROUP: (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG),
+    EMP_GROUP: (EXTERNAL_MODEL_PROVIDER,),
+}
+SKIPPED = "not a kind of Runway's API groups"  # why a document of another group is skipped
+# A kind longer than this is no Kubernetes kind (its plural is a DNS label, at most 63
+# characters): no suggestion is searched for it, and messages show its start only.
+KIND_CHARS = 63
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +151,82 @@ def in_namespace(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Kinds:
+    """Documents in order, each marked by is_runway_kind: Runway's own, or skipped."""
+
+    documents: list[Document]
+    ours: list[bool]
+
+    @property
+    def runway(self) -> list[Document]:
+        return [doc for doc, ours in zip(self.documents, self.ours, strict=True) if ours]
+
+    @property
+    def skipped(self) -> list[Document]:
+        return [doc for doc, ours in zip(self.documents, self.ours, strict=True) if not ours]
+
+    @property
+    def notes(self) -> list[str]:
+        """One line per skipped document, the same in every command that reads sources."""
+        return [skip_note(doc) for doc in self.skipped]
+
+
+def runway_documents(docs: Iterable[Document]) -> Kinds:
+    """`docs`, each marked by is_runway_kind (the first error raised)."""
+    docs = list(docs)
+    return Kinds(docs, [is_runway_kind(doc) for doc in docs])
+
+
+def is_runway_kind(doc: Document) -> bool:
+    """The one rule of kinds for every command that reads sources (`validate`, `explain`,
+    `render`): True for a kind Runway knows in its own API groups (RUNWAY_KINDS, any
+    version); False for a kind of any other group, which the command skips with skip_note. An
+    unknown kind in Runway's groups (`ModelDeploymnet`), or an apiVersion or kind that is not
+    text, is a SourceError naming the document, with the closest known kinds."""
+    api_version, kind = doc.obj.get("apiVersion"), doc.obj.get("kind")
+    if not (isinstance(api_version, str) and api_version and isinstance(kind, str) and kind):
+        raise SourceError(
+            doc.where,
+            f"apiVersion {_shown(api_version)} and kind {_shown(kind)}: a Kubernetes object "
+            "names both, as text",
+        )
+    group = group_of(api_version)
+    known = RUNWAY_KINDS.get(group or "")
+    if known is None:
+        return False
+    if kind in known:
+        return True
+    raise SourceError(
+        doc.where,
+        f"{_shown(kind)} is not a kind of {group} (it has {', '.join(known)})" + _suggestion(kind),
+    )
+
+
+def skip_note(doc: Document) -> str:
+    """`skipped KIND/NAME (WHERE): not a kind of Runway's API groups`."""
+    metadata = doc.obj.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return f"skipped {_shown(doc.obj.get('kind'))}/{_shown(name)} ({doc.where}): {SKIPPED}"
+
+
+def _suggestion(kind: str) -> str:
+    """`; did you mean airunway.ai/v1alpha1 ModelDeployment?`: the closest known kinds of every
+    Runway group (a handful), compared without case; none for a kind too long to be one."""
+    if len(kind) > KIND_CHARS:
+        return ""
+    known = {k.lower(): f"{g}/{VERSION} {k}" for g, kinds in RUNWAY_KINDS.items() for k in kinds}
+    close = difflib.get_close_matches(kind.lower(), sorted(known), n=2)
+    return f"; did you mean {' or '.join(known[c] for c in close)}?" if close else ""
+
+
+def _shown(value: Any) -> str:
+    """A value of a document as a message shows it: text as it is, else its repr, cut at
+    KIND_CHARS characters."""
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= KIND_CHARS else f"{text[:KIND_CHARS]}..."
+
+
 def group_of(api_version: Any) -> str | None:
     """The API group of an apiVersion (`airunway.ai/v1alpha1` -> `airunway.ai`; `v1` -> "")."""
     if not isinstance(api_version, str):
@@ -159,6 +254,7 @@ def _is_dir(raw: str) -> bool:
         raise SourceError(
             "''", "an empty path names nothing; name a file or a directory (. for this one)"
         )
+    check_name(raw)
     try:
         return Path(raw).is_dir()
     except (OSError, ValueError) as err:  # a name too long, an unreadable parent, a NUL
@@ -175,7 +271,7 @@ def _files_of(raw: str, roots: Sequence[Path]) -> list[Path]:
         try:
             return sorted(_walk(path, roots))
         except OSError as err:  # an entry that vanished or cannot be read during the walk
-            where = str(err.filename) if err.filename else raw
+            where = printable(str(err.filename)) if err.filename else raw
             raise SourceError(where, f"cannot read: {_reason(err)}") from None
     if path.exists():
         return [path]
@@ -199,14 +295,37 @@ def _walk(top: Path, roots: Sequence[Path]) -> Iterator[Path]:
                     target = path.resolve()
                     if not any(target == r or r in target.parents for r in roots):
                         raise SourceError(
-                            str(path),
-                            f"is a symbolic link to {target}, outside the source directories "
-                            "given; Runway does not follow it (name the target itself)",
+                            printable(str(path)),
+                            f"is a symbolic link to {printable(str(target))}, outside the source "
+                            "directories given; Runway does not follow it (name the target itself)",
                         )
                 if entry.is_dir():
                     folders.append(path)
                 elif entry.is_file() and path.suffix in YAML_SUFFIXES:
+                    check_name(entry.path)  # a file it does not read may have any name
                     yield path
+
+
+def check_name(path: str) -> None:
+    """A SourceError for a path whose bytes are not UTF-8 (the operating system's bytes, kept by
+    Python as lone surrogates), naming it with those bytes escaped (`src/\\xff.yaml`): Runway
+    writes every source path into its output, records, digests and messages as UTF-8 text."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise SourceError(
+            printable(path),
+            "the name is not UTF-8 text; Runway reads sources only under UTF-8 names (rename it)",
+        ) from None
+
+
+def printable(path: str) -> str:
+    """`path` as one line of text that can always be printed: each byte that is not UTF-8 as
+    `\\xNN`, each character that is not printable (a newline, a control) as its Python escape."""
+    text = os.fsencode(path).decode("utf-8", "backslashreplace")
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 def read_documents(paths: Iterable[str], *, stdin: TextIO | None = None) -> list[Document]:

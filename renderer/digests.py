@@ -69,10 +69,10 @@ def files_digest(paths: Path | Sequence[Path]) -> str:
         if root.is_dir():
             found = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix != ".pyc")
         for path in found:
-            parts += [
-                str(path.relative_to(root)) if root.is_dir() else path.name,
-                path.read_bytes(),
-            ]
+            # the name's bytes (os.fsencode: UTF-8 for a UTF-8 name, so digests stay as they
+            # were), so that a name that is not UTF-8 hashes too, and the reader names it
+            name = path.relative_to(root) if root.is_dir() else Path(path.name)
+            parts += [os.fsencode(name), path.read_bytes()]
     return digest(*parts)
 
 

@@ -244,7 +244,7 @@ def test_other_kinds_are_skipped_and_do_not_fail(
 
     assert (code, json_code) == (Exit.OK, Exit.OK)
     assert out.splitlines() == [
-        "skipped Deployment/x: not a kind Runway admits",
+        f"skipped Deployment/x ({path} (document 1)): not a kind of Runway's API groups",
         "ns/m: allowed: engine vllm (auto), provider dynamo (auto)",
         "1 allowed, 0 denied, 1 skipped",
     ]
@@ -256,7 +256,7 @@ def test_other_kinds_are_skipped_and_do_not_fail(
         "source": f"{path} (document 1)",
         "operation": "CREATE",
         "allowed": True,
-        "skipped": "not a kind Runway admits",
+        "skipped": "not a kind of Runway's API groups",
         "errors": [],
         "warnings": [],
         "patch": [],
