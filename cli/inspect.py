@@ -40,6 +40,7 @@ from core.model.kinds import (
 from core.selection.configs import ProviderRegistry
 from kubeio.guard import per_object
 from kubeio.objects import DEFAULT_NAMESPACE, object_key
+from kubeio.policy import verdicts
 from kubeio.registry import load_registry
 from kubeio.sources import SKIPPED, Document, Kinds, group_of, read_documents, runway_documents
 
@@ -163,6 +164,7 @@ def run_validate(args: argparse.Namespace) -> int:
         _validate_doc(doc, registry, stored, allowed, ours=ours)
         for doc, ours in zip(kinds.documents, kinds.ours, strict=True)
     ]
+    _deny_by_policy(results, kinds.documents)
     if args.output != "text":
         write_structured(results, args.output, sys.stdout)
     else:
@@ -170,6 +172,16 @@ def run_validate(args: argparse.Namespace) -> int:
             _printverdict(result, sys.stdout)
         print(_summary(results), file=sys.stdout)
     return Exit.OK if all(r["allowed"] for r in results) else Exit.PARTIAL
+
+
+def _deny_by_policy(results: list[dict[str, Any]], docs: Sequence[Document]) -> None:
+    """Deny each object the source repository's policy does not allow it to define
+    (kubeio.policy, asked by `runway render` too), at its metadata.namespace."""
+    for doc, result, why in zip(docs, results, verdicts(docs), strict=True):
+        if why is not None:
+            field = doc.field("metadata.namespace")
+            result["errors"].append({"field": field, "message": f"Forbidden: {why}"})
+            result["allowed"] = False
 
 
 def _summary(results: Sequence[Mapping[str, Any]]) -> str:

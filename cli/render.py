@@ -228,6 +228,8 @@ def _run_render(args: argparse.Namespace) -> int:
     if args.diff and report.tree is not None:
         lines = tree_diff(report.changes, report.tree.current, report.tree, subdir)
         write_diff(lines, sys.stdout, colour=wants_colour(sys.stdout, args.env))
+    for note in report.skipped:
+        print(f"runway: {note}", file=sys.stderr)
     _report(
         report,
         args.output,

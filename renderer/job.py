@@ -15,13 +15,13 @@ from typing import Any
 
 from core.checks.credentials import credential_kind
 from core.fields.errors import RunwayError, SourceError
-from core.model.kinds import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
+from core.model.kinds import INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
 from core.model.versions import Versions
 from core.rendering.inferencegateway import GatewayTarget
 from kubeio.policy import enforce
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
-from kubeio.sources import STDIN, Document, expand_lists, read_documents
+from kubeio.sources import STDIN, Document, expand_lists, read_documents, runway_documents
 from renderer.cleantree import CleanCheck
 from renderer.delta import failures_elsewhere, part_to_render, source_rows, widened
 from renderer.digests import (
@@ -67,7 +67,6 @@ from renderer.strict import Schemas
 from renderer.tree import Tree
 from renderer.writer import TreeWriter
 
-KINDS = (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG, EXTERNAL_MODEL_PROVIDER)
 SOURCES_CACHE = "runway-sources"  # in .git: parsed source files, by content
 
 
@@ -94,6 +93,7 @@ class _Job:
     # renderer.delta: the namespaces the changed source files render into, whose documents
     # (and only theirs) `docs` holds; None: `docs` holds every document
     delta: Namespaces | None = None
+    skipped: tuple[str, ...] = ()  # kubeio.sources.skip_note of each document of another group
 
 
 def render(
@@ -112,7 +112,7 @@ def render(
         job = _prepare(settings, cluster_crds, progress)
         if settings.check:
             done, current = _render(job, _cache(job))
-            return _report(done, current, committed=None)
+            return _report(done, current, committed=None, skipped=job.skipped)
         with job.repo.locked():
             job.repo.recover(job.subdir)
             return _write(job, None)
@@ -146,11 +146,11 @@ def _prepare(
         found = part_to_render(stamp, files, documents, fingerprint, settings.shard)
     if found is not None and any(d.obj.get("kind") == MODEL_DEPLOYMENT for d in found[1]):
         delta, docs, taken = found
-        docs = _checked(docs, settings.sources, whole=False)
+        docs, skipped = _checked(docs, settings.sources, whole=False)
     else:
         parsed.prefetch(files, cores())  # in a pool, when worth one
         delta, docs = None, [d for f in files for d in expand_lists(documents(f))]
-        docs = _checked(docs, settings.sources, whole=True)
+        docs, skipped = _checked(docs, settings.sources, whole=True)
         taken = {str(f.path) for f in files}
     enforce(docs)  # the source repository's policy (kubeio.policy): exit 2 naming each
     configs = _config_objects(docs, settings.providers, parsed)
@@ -201,6 +201,7 @@ def _prepare(
         keys,
         settings.shard,
         delta,
+        skipped,
     )
 
 
@@ -284,8 +285,9 @@ def _write(
     finally:
         done.cache.tree = tree
         done.cache.save(job.cache_path)
+    reused = len(done.results) - done.rendered
     return RenderReport(
-        done.results, changes, done.removals, len(done.results) - done.rendered, committed
+        done.results, changes, done.removals, reused, committed, skipped=job.skipped
     )
 
 
@@ -377,24 +379,28 @@ def _store(job: _Job, done: Rendered, current: Mapping[str, str], writer: TreeWr
     return len(written)
 
 
-def _report(done: Rendered, current: Mapping[str, str], *, committed: str | None) -> RenderReport:
+def _report(
+    done: Rendered, current: Mapping[str, str], *, committed: str | None, skipped: tuple[str, ...]
+) -> RenderReport:
     changes = _changes(current, done.files)
     reused = len(done.results) - done.rendered
-    return RenderReport(done.results, changes, done.removals, reused, committed, done.files)
+    return RenderReport(
+        done.results, changes, done.removals, reused, committed, done.files, skipped
+    )
 
 
-def _checked(docs: list[Document], paths: Sequence[str], *, whole: bool) -> list[Document]:
-    """The documents of the sources, each of a kind rendering reads; with `whole` (every
-    document of every source), a ModelDeployment among them."""
-    for doc in docs:
-        if doc.obj.get("kind") not in KINDS:
-            raise SourceError(
-                doc.where,
-                f"{doc.kind} is not a ModelDeployment, InferenceProviderConfig or ExternalModelProvider",
-            )
+def _checked(
+    docs: list[Document], paths: Sequence[str], *, whole: bool
+) -> tuple[list[Document], tuple[str, ...]]:
+    """The documents of the sources of Runway's kinds, and a note for each of another API group
+    (skipped), by the one rule of kinds every command follows (kubeio.sources.is_runway_kind:
+    an unknown kind of Runway's groups is a SourceError); with `whole` (every document of every
+    source), a ModelDeployment among them."""
+    kinds = runway_documents(docs)
+    docs = kinds.runway
     if whole and not any(d.obj.get("kind") == MODEL_DEPLOYMENT for d in docs):
         raise SourceError(", ".join(paths), "no ModelDeployment objects found")
-    return docs
+    return docs, tuple(kinds.notes)
 
 
 def _config_objects(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.fields.errors import SourceError
+from kubeio.sources import check_name
 from renderer.digests import digest
 from renderer.folders import Result
 from renderer.gitops import Identity
@@ -59,6 +60,8 @@ class RenderReport:
     # With `check`: the tree rendered in memory (path -> text) and, as its `current`, the tree
     # on disk, so that the caller can show what would change (`runway render --diff`).
     tree: Tree | None = None
+    # kubeio.sources.skip_note of each source document of another API group, left out
+    skipped: Sequence[str] = ()
 
     @property
     def failed(self) -> bool:
@@ -84,7 +87,8 @@ def cache_key(settings: RenderSettings) -> str:
 
 
 def checked_path(value: str) -> str:
-    """--path: a plain folder inside the work tree, never .git or above it."""
+    """--path: a plain folder inside the work tree, never .git or above it, named in UTF-8."""
+    check_name(value)
     try:
         parts = plain_parts(value.strip("/") if not value.startswith("/") else "/")
     except UnsafePath:

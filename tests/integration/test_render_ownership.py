@@ -157,3 +157,35 @@ def test_the_same_file_spelled_otherwise_is_no_claim(
         "team-a/own": "src/team-a/model.yaml",
         "team-b/other": f"{src}/team-b/model.yaml",
     }
+
+
+def test_validate_denies_what_the_source_policy_refuses_render(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    git(tmp_path, "init", "-q", str(source))
+    (source / ".runway").mkdir()
+    (source / ".runway/policy.yaml").write_text(
+        "kind: SourcePolicy\nrules:\n- paths: [src/team-a/**]\n  namespaces: [team-a]\n"
+    )
+    models(source / "src/team-a/model.yaml", [("team-a", "own"), ("team-b", "shared-model")])
+    out = io.StringIO()
+
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["validate", str(source / "src/team-a"), "-o", "json"])
+
+    answers = [(r["namespace"], r["allowed"], r["errors"]) for r in json.loads(out.getvalue())]
+    assert code == 1
+    assert answers == [
+        ("team-a", True, []),
+        (
+            "team-b",
+            False,
+            [
+                {
+                    "field": "metadata.namespace",
+                    "message": f"Forbidden: namespace team-b is not allowed by "
+                    f"{source}/.runway/policy.yaml for src/team-a/model.yaml: paths "
+                    "'src/team-a/**' may define team-a",
+                }
+            ],
+        ),
+    ]

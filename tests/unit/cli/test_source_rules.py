@@ -115,6 +115,23 @@ def test_a_name_that_is_not_utf8_is_unusable_input_naming_the_path(
     assert (code, out, err) == (Exit.USAGE, "", f"runway: {escaped(where)}: {NOT_UTF8}\n")
 
 
+@pytest.mark.parametrize("command", RENDERS, ids=" ".join)
+def test_an_output_path_that_is_not_utf8_is_unusable_input_naming_it(
+    command: tuple[str, ...],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    sources(Path("."))
+    bad = b"out\xff"
+
+    code, out, err = run(capsys, *argv(command, "src", Path("repo")), "--path", os.fsdecode(bad))
+
+    assert (code, out, err) == (Exit.USAGE, "", f"runway: {escaped(bad)}: {NOT_UTF8}\n")
+    assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
 @settings(
     max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
