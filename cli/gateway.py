@@ -188,7 +188,9 @@ def _plan_exit(result: Plan) -> Exit:
 
 
 def run_plan(args: argparse.Namespace) -> Exit:
-    result = plan_sources(inputs(args), _planning(args), stdin=sys.stdin)
+    result, notes = plan_sources(inputs(args), _planning(args), stdin=sys.stdin)
+    for note in notes:
+        print(f"runway: {note}", file=sys.stderr)
     for c in result.conflicts:  # the report says so; the log line is for -v
         log.info(
             "gateway-plan conflict served=%s claimants=%s",

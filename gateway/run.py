@@ -21,9 +21,8 @@ from typing import Any, TextIO
 import kubernetes
 import urllib3
 
-from core.fields.errors import SourceError
 from core.model.destinations import NO_DESTINATIONS, Destinations
-from core.model.kinds import EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, MODEL_DEPLOYMENT
+from core.model.kinds import INFERENCE_PROVIDER_CONFIG
 from core.selection.configs import ProviderRegistry
 from gateway.apikeys import ClusterSecrets, FileSecrets, SecretSource
 from gateway.cluster import Backoff, list_objects, statuses, write_statuses
@@ -34,11 +33,10 @@ from gateway.sync import Syncer
 from kubeio.client import api_client
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_versions
-from kubeio.sources import read_documents
+from kubeio.sources import is_runway_kind, read_documents, skip_note
 
 log = logging.getLogger(__name__)
 
-KINDS = (MODEL_DEPLOYMENT, EXTERNAL_MODEL_PROVIDER, INFERENCE_PROVIDER_CONFIG, "Secret")
 DEBOUNCE = 0.2  # seconds a woken loop waits for the rest of a burst of changes
 # What a loop pass may meet and survive: LiteLLM or the API server unreachable or answering
 # errors. The next pass retries.
@@ -98,15 +96,20 @@ class Connection:
     backoff: Backoff = field(default_factory=Backoff)  # of refused status writes, per object
 
 
-def read_objects(paths: Sequence[str], *, stdin: TextIO | None = None) -> list[dict[str, Any]]:
-    """The objects in files and directories (`-`: `stdin`); a kind the gateway flow does not
-    read is an error."""
-    objects = []
+def read_objects(
+    paths: Sequence[str], *, stdin: TextIO | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The objects in files and directories (`-`: `stdin`), by the one rule of kinds every
+    command follows (kubeio.sources.is_runway_kind): an unknown kind of Runway's groups is an
+    error, a kind of another group is left out with a note, the one every command prints
+    (Secrets are read, as before)."""
+    objects, notes = [], []
     for doc in read_documents(paths, stdin=stdin):
-        if doc.obj.get("kind") not in KINDS:
-            raise SourceError(doc.where, f"{doc.kind} is not one of {', '.join(KINDS)}")
-        objects.append(doc.obj)
-    return objects
+        if doc.obj.get("kind") == "Secret" or is_runway_kind(doc):
+            objects.append(doc.obj)
+        else:
+            notes.append(skip_note(doc))
+    return objects, notes
 
 
 def plan_objects(objects: Sequence[Mapping[str, Any]], settings: PlanSettings) -> Plan:
@@ -124,9 +127,11 @@ def plan_objects(objects: Sequence[Mapping[str, Any]], settings: PlanSettings) -
 
 def plan_sources(
     sources: Sequence[str], settings: PlanSettings, *, stdin: TextIO | None = None
-) -> Plan:
-    """gateway-plan: the plan of the objects in files (`-`: `stdin`; no cluster, no LiteLLM)."""
-    return plan_objects(read_objects(sources, stdin=stdin), settings)
+) -> tuple[Plan, list[str]]:
+    """gateway-plan: the plan of the objects in files (`-`: `stdin`; no cluster, no LiteLLM),
+    and a note for each source document of another API group, left out."""
+    objects, notes = read_objects(sources, stdin=stdin)
+    return plan_objects(objects, settings), notes
 
 
 def _registry(objects: Sequence[Mapping[str, Any]], dirs: Sequence[str]) -> ProviderRegistry:
@@ -134,7 +139,7 @@ def _registry(objects: Sequence[Mapping[str, Any]], dirs: Sequence[str]) -> Prov
     with the flag catalogs (without them the merge admitted engine args that the webhook,
     `validate` and `render` deny, and registered the model in LiteLLM)."""
     if dirs:
-        objects = read_objects(dirs)
+        objects, _ = read_objects(dirs)  # the notes are the sources' own, printed once
     configs = [o for o in objects if o.get("kind") == INFERENCE_PROVIDER_CONFIG]
     return build_registry(configs or None)
 
@@ -156,7 +161,9 @@ def sync_once(settings: SyncSettings, connection: Connection | None = None) -> S
     connection = connection or connect(settings)
     api = connection.api
     if api is None:  # files are read again every pass, Secrets included (rotation)
-        objects: list[dict[str, Any]] = read_objects(settings.sources)
+        objects, notes = read_objects(settings.sources)
+        for note in notes:
+            log.info("gateway-sync %s", note)
         connection.syncer.secrets = _file_secrets(settings.secrets_dir)
     else:
         objects = list_objects(api)

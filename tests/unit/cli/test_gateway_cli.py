@@ -76,12 +76,34 @@ def test_plan_without_a_clash_exits_0_and_prints_text(
     )
 
 
-def test_plan_refuses_an_unknown_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "cm.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap"}))
+def test_plan_skips_another_groups_kind_with_the_note_every_command_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copy(EXAMPLES / "gateway" / "llama.yaml", tmp_path / "llama.yaml")
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    (tmp_path / "cm.yaml").write_text(yaml.safe_dump(cm))
+
+    assert main(["gateway-plan", str(tmp_path)]) == 0
+
+    out, err = capsys.readouterr()
+    assert out.startswith("model     llama-3.1-8b  ")
+    assert err == (
+        f"runway: skipped ConfigMap/x ({tmp_path}/cm.yaml (document 1)): not a kind "
+        "of Runway's API groups\n"
+    )
+
+
+def test_plan_refuses_an_unknown_kind_of_runways_groups(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typo = {"apiVersion": "airunway.ai/v1alpha1", "kind": "ModelDeploymnet"}
+    (tmp_path / "md.yaml").write_text(yaml.safe_dump(typo))
 
     assert main(["gateway-plan", str(tmp_path)]) == 2
-    assert (
-        "ConfigMap is not one of ModelDeployment, ExternalModelProvider" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"runway: {tmp_path}/md.yaml (document 1): ModelDeploymnet is not a kind of airunway.ai "
+        "(it has ModelDeployment, InferenceProviderConfig); did you mean airunway.ai/v1alpha1 "
+        "ModelDeployment?\n"
     )
 
 
