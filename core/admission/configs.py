@@ -19,6 +19,7 @@ from core.schema.bounds import size_errors
 from core.schema.crds import external_model_provider_spec
 from core.schema.structural import check_schema
 from core.selection.configs import config_errors, cost_problem
+from core.status.providers import HEALTH_ANNOTATION, health_spec
 
 # A Secret's name (DNS subdomain) and a key of its data, as the API server spells them.
 SECRET_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -35,7 +36,7 @@ _INLINE = "credentials are never inline; reference a Secret key in spec.credenti
 def check_provider_config(obj: Mapping[str, Any]) -> list[FieldError]:
     """An InferenceProviderConfig: its limits and schema, then every rule must compile within
     its length and cost limits, and the rules together within the config's cost limit."""
-    errors = config_errors(obj)
+    errors = config_errors(obj) + _check_health(obj)
     if errors:
         return errors
     env = new_environment()
@@ -51,6 +52,21 @@ def check_provider_config(obj: Mapping[str, Any]) -> list[FieldError]:
     if over is not None:
         errors.append(FieldError(str(at), Reason.INVALID, over))
     return errors
+
+
+def _check_health(obj: Mapping[str, Any]) -> list[FieldError]:
+    """The airunway.ai/health annotation as the status controller reads it (JSON, CRD checks,
+    operator pods by namespace and label selector, each selector one the API server accepts):
+    a config the controller could not check is denied, not admitted to fail every pass."""
+    annotations = dig(obj, "metadata", "annotations")
+    text = annotations.get(HEALTH_ANNOTATION) if isinstance(annotations, Mapping) else None
+    if not isinstance(text, str):
+        return []
+    spec = health_spec({HEALTH_ANNOTATION: text})
+    if not isinstance(spec, str):
+        return []
+    at = FieldPath.root("metadata", "annotations").key(HEALTH_ANNOTATION)
+    return [FieldError(str(at), Reason.INVALID, spec)]
 
 
 def check_external_provider(

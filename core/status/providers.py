@@ -11,14 +11,17 @@ Direct vLLM render only built-in kinds) and is ready.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.status.conditions import condition
+from core.status.selectors import problem
 
 HEALTH_ANNOTATION = "airunway.ai/health"
 MAX_HEALTH_BYTES = 4096
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # a DNS label, at most 63
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,9 @@ class Observed:
 
     crds: Mapping[str, tuple[str, ...]]
     ready_pods: Mapping[tuple[str, str], int]
+    # (namespace, selector) pairs whose pods could not be listed, and why: a failure of the
+    # configs that name them only
+    failed: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
 
 def health_spec(annotations: Mapping[str, str]) -> HealthSpec | str:
@@ -75,7 +81,19 @@ def health_spec(annotations: Mapping[str, str]) -> HealthSpec | str:
         selectors = entry.get("selectors") if isinstance(entry, Mapping) else None
         if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
             return f"{HEALTH_ANNOTATION}: operatorPods[{i}].selectors must be a list of strings"
-        out_pods.append(PodCheck(str(entry.get("namespace") or ""), tuple(selectors)))
+        namespace = entry.get("namespace") or ""
+        if not isinstance(namespace, str) or (
+            namespace and not (len(namespace) <= 63 and _NAMESPACE.fullmatch(namespace))
+        ):
+            return f"{HEALTH_ANNOTATION}: operatorPods[{i}].namespace must be a namespace name"
+        for j, selector in enumerate(selectors):
+            why = problem(selector)
+            if why is not None:
+                return (
+                    f"{HEALTH_ANNOTATION}: operatorPods[{i}].selectors[{j}] is not a label "
+                    f"selector the API server accepts: {why}"
+                )
+        out_pods.append(PodCheck(namespace, tuple(selectors)))
     return HealthSpec(tuple(out_crds), tuple(out_pods))
 
 
@@ -95,6 +113,21 @@ def _problems(spec: HealthSpec, observed: Observed) -> list[tuple[str, str]]:
                 )
             )
     for pods in spec.pods:
+        failed = [
+            (s, observed.failed[(pods.namespace, s)])
+            for s in pods.selectors
+            if (pods.namespace, s) in observed.failed
+        ]
+        if failed:
+            where = pods.namespace or "every namespace"
+            selector, why = failed[0]
+            out.append(
+                (
+                    "OperatorCheckFailed",
+                    f"pods in {where} could not be listed by {selector!r}: {why}",
+                )
+            )
+            continue
         if not any(observed.ready_pods.get((pods.namespace, s), 0) for s in pods.selectors):
             where = pods.namespace or "any namespace"
             out.append(
