@@ -1,0 +1,149 @@
+"""Issue #40, item 7: whatever counts upstream objects report (any int64, in any number of
+DynamoGraphDeployment services, RayService worker groups or llm-d Deployments), the
+ModelDeployment status Runway builds is one the CRD's status schema accepts, int32 formats
+included. Before, two DGD services at 2147483647 replicas summed to 4294967294 and the API
+server refused every status write of the model (422)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.fields.errors import FieldError
+from core.fields.paths import FieldPath
+from core.model.kinds import ModelDeployment
+from core.model.plugin import Workload
+from core.schema.crds import model_deployment_status as status_schema
+from core.schema.structural import check_schema
+from core.status.modeldeployment import model_deployment_status
+from core.status.workloads import INT32_MAX
+from providers.modules import plugins
+from tests.support.builders import model_deployment
+
+PLUGINS = {p.NAME: p for p in plugins()}
+INT64 = st.integers(-(2**63), 2**63 - 1)
+BIG = st.one_of(INT64, st.sampled_from([INT32_MAX, INT32_MAX + 1, 2**63 - 1, -(2**63), 0]))
+FORMATS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+NOW = "2026-12-07T04:00:00Z"
+
+
+def format_errors(value: Any, schema: Mapping[str, Any], at: str = "status") -> list[str]:
+    """What check_schema does not check: integers within their declared format, as the API
+    server's OpenAPI validation does ("must be of type integer with format int32")."""
+    out = []
+    if isinstance(value, int) and not isinstance(value, bool) and schema.get("format") in FORMATS:
+        low, high = FORMATS[schema["format"]]
+        if not low <= value <= high:
+            out.append(f"{at}: {value} is not {schema['format']}")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            sub = (schema.get("properties") or {}).get(key)
+            if sub is not None:
+                out += format_errors(item, sub, f"{at}.{key}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            out += format_errors(item, schema["items"], f"{at}[{i}]")
+    return out
+
+
+def schema_errors(status: dict[str, Any]) -> list[FieldError | str]:
+    schema = status_schema()
+    found: list[FieldError | str] = list(check_schema(status, schema, FieldPath.root("status")))
+    return found + format_errors(status, schema)
+
+
+def md(provider: str, **spec: Any) -> ModelDeployment:
+    obj = model_deployment("m", "ns", provider=provider, engine="vllm", **spec)
+    obj["metadata"]["generation"] = 1
+    return ModelDeployment(obj)
+
+
+@given(INT64, INT64, INT64)
+def test_any_workload_counts_give_a_status_the_schema_accepts(
+    desired: int, ready: int, available: int
+) -> None:
+    workload = Workload("Running", "Ready", "ok", desired, ready, available, "m", 8000)
+    status = model_deployment_status(md("vllm"), workload, gateway=None, now=NOW)
+
+    assert schema_errors(status) == []
+    assert status["replicas"] == {
+        "desired": min(max(desired, 0), INT32_MAX),
+        "ready": min(max(ready, 0), INT32_MAX),
+        "available": min(max(available, 0), INT32_MAX),
+    }
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(BIG, BIG, BIG), min_size=1, max_size=6))
+def test_any_dynamo_services_give_a_status_the_schema_accepts(
+    services: list[tuple[int, int, int]],
+) -> None:
+    graph = {
+        "metadata": {"generation": 1},
+        "status": {
+            "state": "successful",
+            "observedGeneration": 1,
+            "services": {
+                f"S{i}": {"replicas": r, "readyReplicas": ready, "availableReplicas": a}
+                for i, (r, ready, a) in enumerate(services)
+            },
+        },
+    }
+    model = md("dynamo", resources={"gpu": {"count": 1}})
+    workload = PLUGINS["dynamo"].workload_status(model, {"DynamoGraphDeployment/m": graph})
+    status = model_deployment_status(model, workload, gateway=None, now=NOW)
+
+    assert schema_errors(status) == []
+    assert status["phase"] == "Running"
+    desired = sum(r for r, _, _ in services if r > 0)
+    assert status["replicas"]["desired"] == min(desired, INT32_MAX)
+
+
+@settings(max_examples=200)
+@given(st.lists(BIG, min_size=1, max_size=6), BIG, BIG)
+def test_any_kuberay_worker_groups_give_a_status_the_schema_accepts(
+    groups: list[int], ready: int, available: int
+) -> None:
+    service = {
+        "spec": {"rayClusterConfig": {"workerGroupSpecs": [{"replicas": r} for r in groups]}},
+        "status": {
+            "activeServiceStatus": {
+                "rayClusterStatus": {
+                    "readyWorkerReplicas": ready,
+                    "availableWorkerReplicas": available,
+                }
+            }
+        },
+    }
+    model = md("kuberay")
+    workload = PLUGINS["kuberay"].workload_status(model, {"RayService/m": service})
+    status = model_deployment_status(model, workload, gateway=None, now=NOW)
+
+    assert schema_errors(status) == []
+    assert status["replicas"]["desired"] == min(sum(r for r in groups if r > 0), INT32_MAX)
+
+
+def test_the_reported_case_two_services_at_int32_max() -> None:
+    graph = {
+        "metadata": {"generation": 1},
+        "status": {
+            "state": "successful",
+            "observedGeneration": 1,
+            "services": {
+                name: {"replicas": INT32_MAX, "readyReplicas": INT32_MAX}
+                for name in ("Frontend", "VllmWorker")
+            },
+        },
+    }
+    model = md("dynamo", resources={"gpu": {"count": 1}})
+    workload = PLUGINS["dynamo"].workload_status(model, {"DynamoGraphDeployment/m": graph})
+    status = model_deployment_status(model, workload, gateway=None, now=NOW)
+
+    assert (status["phase"], status["replicas"]) == (
+        "Running",
+        {"desired": INT32_MAX, "ready": INT32_MAX, "available": 0},
+    )
+    assert schema_errors(status) == []
