@@ -19,10 +19,10 @@ from core.model.plugin import Workload
 from core.schema.crds import model_deployment_status as status_schema
 from core.schema.structural import check_schema
 from core.status.modeldeployment import model_deployment_status
-from core.status.workloads import INT32_MAX
 from providers.modules import plugins
 from tests.support.builders import model_deployment
 
+INT32_MAX = 2**31 - 1  # the status schema's replicas: format int32
 PLUGINS = {p.NAME: p for p in plugins()}
 INT64 = st.integers(-(2**63), 2**63 - 1)
 BIG = st.one_of(INT64, st.sampled_from([INT32_MAX, INT32_MAX + 1, 2**63 - 1, -(2**63), 0]))
