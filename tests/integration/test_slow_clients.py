@@ -127,7 +127,9 @@ def test_slow_header_clients_do_not_hold_up_a_new_connection(count: int, server:
 # 2.7 s, with 400 5.5 s (max 9.9 s, one handshake reset). Requests are now read ahead in the
 # worker's poller and reach a thread only once complete. The probes' timeout (PROBE_TIMEOUT) is
 # the only time bound; latencies are printed by `make fuzz` (tests/fuzzing/server.py).
-LATE = 3.5  # seconds past READ_SECONDS: the poll loop's second, two more lines to see the close, load
+LATE = (
+    3.5  # seconds past READ_SECONDS: the poll loop's second, two more lines to see the close, load
+)
 
 
 @pytest.mark.parametrize("count", [200, 400])
