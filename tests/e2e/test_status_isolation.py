@@ -88,8 +88,11 @@ def test_a_bad_health_selector_fails_its_own_config_only(own: Cluster) -> None:
     stop = threading.Event()
     controller(api, f"lease-{tag}", "health", stop, health=1.0)
     try:
-        for name in (bad, good):
-            wait_until(lambda n=name: config_status(own, n), timeout=60, what=f"{name} status")
+        wait_until(
+            lambda: config_status(own, bad) and config_status(own, good),
+            timeout=60,
+            what="both configs' statuses",
+        )
         own.apply_manifests(dump(provider_config(new)))
         wait_until(lambda: config_status(own, new), timeout=60, what="the new config's status")
         statuses = {n: config_status(own, n) for n in (bad, good, new)}

@@ -6,53 +6,23 @@ server refused every status write of the model (422)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.fields.errors import FieldError
-from core.fields.paths import FieldPath
 from core.model.kinds import ModelDeployment
 from core.model.plugin import Workload
-from core.schema.crds import model_deployment_status as status_schema
-from core.schema.structural import check_schema
 from core.status.modeldeployment import model_deployment_status
 from providers.modules import plugins
 from tests.support.builders import model_deployment
+from tests.support.statusschema import schema_errors
 
 INT32_MAX = 2**31 - 1  # the status schema's replicas: format int32
 PLUGINS = {p.NAME: p for p in plugins()}
 INT64 = st.integers(-(2**63), 2**63 - 1)
-BIG = st.one_of(INT64, st.sampled_from([INT32_MAX, INT32_MAX + 1, 2**63 - 1, -(2**63), 0]))
-FORMATS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 NOW = "2026-12-07T04:00:00Z"
-
-
-def format_errors(value: Any, schema: Mapping[str, Any], at: str = "status") -> list[str]:
-    """What check_schema does not check: integers within their declared format, as the API
-    server's OpenAPI validation does ("must be of type integer with format int32")."""
-    out = []
-    if isinstance(value, int) and not isinstance(value, bool) and schema.get("format") in FORMATS:
-        low, high = FORMATS[schema["format"]]
-        if not low <= value <= high:
-            out.append(f"{at}: {value} is not {schema['format']}")
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            sub = (schema.get("properties") or {}).get(key)
-            if sub is not None:
-                out += format_errors(item, sub, f"{at}.{key}")
-    if isinstance(value, list) and "items" in schema:
-        for i, item in enumerate(value):
-            out += format_errors(item, schema["items"], f"{at}[{i}]")
-    return out
-
-
-def schema_errors(status: dict[str, Any]) -> list[FieldError | str]:
-    schema = status_schema()
-    found: list[FieldError | str] = list(check_schema(status, schema, FieldPath.root("status")))
-    return found + format_errors(status, schema)
+BIG = st.one_of(INT64, st.sampled_from([INT32_MAX, INT32_MAX + 1, 2**63 - 1, -(2**63), 0]))
 
 
 def md(provider: str, **spec: Any) -> ModelDeployment:
