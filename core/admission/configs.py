@@ -8,6 +8,7 @@ from typing import Any
 
 from core.cel.rules import compile_rule, new_environment
 from core.checks.credentials import redact_errors
+from core.checks.health import HEALTH_ANNOTATION, health_spec
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
 from core.model.destinations import NO_DESTINATIONS, Destinations, destination_problem
@@ -19,7 +20,6 @@ from core.schema.bounds import size_errors
 from core.schema.crds import external_model_provider_spec
 from core.schema.structural import check_schema
 from core.selection.configs import config_errors, cost_problem
-from core.status.providers import HEALTH_ANNOTATION, health_spec
 
 # A Secret's name (DNS subdomain) and a key of its data, as the API server spells them.
 SECRET_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")

@@ -1,7 +1,7 @@
 """Issue #40, items 6 and 7, against a real kube-apiserver (its own, so that the health pass's
 status writes to cluster-wide provider configs reach no other test's):
 
-* label selectors: for generated token soups, Runway's parser (core/status/selectors.py)
+* label selectors: for generated token soups, Runway's parser (core/checks/labelselectors.py)
   refuses exactly what the API server answers 400 for;
 * a provider config whose health selector the API server refuses (`"app in (a, b"`, created
   here without the webhook) gets HealthAnnotationInvalid, and every other config, one created
@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
-from core.status.selectors import problem
+from core.checks.labelselectors import problem
 from kubeio.yamlio import dump
 from tests.conftest import EXAMPLES
 from tests.support.builders import provider_config

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.admission.configs import check_provider_config
+from core.checks.labelselectors import problem
 from core.fields.errors import FieldError, Reason
-from core.status.selectors import problem
 from tests.support.builders import provider_config
 
 AT = "metadata.annotations[airunway.ai/health]"

@@ -1,4 +1,4 @@
-"""Label selectors parsed as the API server parses them (core/status/selectors.py): the cases
+"""Label selectors parsed as the API server parses them (core/checks/labelselectors.py): the cases
 of k8s.io/apimachinery's selector_test.go, and every selector built from the grammar is
 accepted. tests/e2e/test_health_selectors.py compares generated token soups with the real
 kube-apiserver's answers."""
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.status.selectors import problem
+from core.checks.labelselectors import problem
 
 NAME = st.from_regex(r"[a-z0-9]([-a-z0-9_.]{0,10}[a-z0-9])?", fullmatch=True)
 PREFIX = st.from_regex(r"[a-z0-9]([-a-z0-9]{0,8}[a-z0-9])?(\.[a-z0-9]{1,5}){0,2}", fullmatch=True)

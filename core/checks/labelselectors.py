@@ -33,7 +33,9 @@ class Token(StrEnum):
     OPEN = "("
 
 
-_SYMBOLS: dict[str, Token] = {t.value: t for t in Token if t.value in ("(", ")", ",", "!", "==", "=", ">", "<", "!=")}
+_SYMBOLS: dict[str, Token] = {
+    t.value: t for t in Token if t.value in ("(", ")", ",", "!", "==", "=", ">", "<", "!=")
+}
 _KEYWORDS = {"in": Token.IN, "notin": Token.NOT_IN}
 _WHITESPACE = b" \t\r\n"
 _SPECIAL = b"=!(),><"
