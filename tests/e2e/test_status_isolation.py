@@ -28,12 +28,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
+from controller.run import Running
 from core.checks.labelselectors import problem
 from kubeio.yamlio import dump
 from tests.conftest import EXAMPLES
 from tests.support.builders import provider_config
 from tests.support.cluster import Cluster, start_cluster
-from tests.support.status import controller
+from tests.support.status import LEASE, controller
 from tests.support.wait import wait_until
 
 INT32_MAX = 2**31 - 1
@@ -68,6 +69,13 @@ def test_the_parser_refuses_exactly_what_the_api_server_refuses(own: Cluster, te
     assert (status, problem(text) is None) in ((200, True), (400, False))
 
 
+def finished(running: Running) -> None:
+    """Until the stopped controller has released its Lease and ended its last write."""
+    for thread in running.threads:
+        if thread.name in ("lease", "worker"):
+            thread.join(timeout=LEASE + 10)
+
+
 def config_status(own: Cluster, name: str) -> dict[str, Any]:
     found: dict[str, Any] = json.loads(
         own.kubectl("get", f"inferenceproviderconfig/{name}", "-o", "json").stdout
@@ -86,7 +94,7 @@ def test_a_bad_health_selector_fails_its_own_config_only(own: Cluster) -> None:
     own.kubectl("create", "namespace", f"lease-{tag}")
     api = own.api_client()
     stop = threading.Event()
-    controller(api, f"lease-{tag}", "health", stop, health=1.0)
+    running = controller(api, f"lease-{tag}", "health", stop, health=1.0)
     try:
         wait_until(
             lambda: config_status(own, bad) and config_status(own, good),
@@ -98,6 +106,7 @@ def test_a_bad_health_selector_fails_its_own_config_only(own: Cluster) -> None:
         statuses = {n: config_status(own, n) for n in (bad, good, new)}
     finally:
         stop.set()
+        finished(running)
         api.close()
         own.kubectl("delete", "inferenceproviderconfig", bad, good, new, check=False)
 
@@ -144,7 +153,7 @@ def test_upstream_counts_past_int32_are_clamped(own: Cluster, tmp_path: Path) ->
     )  # fmt: skip
     api = own.api_client()
     stop = threading.Event()
-    controller(api, namespace, "int32", stop)
+    running = controller(api, namespace, "int32", stop)
     started = time.monotonic()
 
     def model() -> dict[str, Any] | None:
@@ -160,6 +169,7 @@ def test_upstream_counts_past_int32_are_clamped(own: Cluster, tmp_path: Path) ->
         print(f"DGD past int32: Running after {time.monotonic() - started:.1f} s")
     finally:
         stop.set()
+        finished(running)
         api.close()
     assert found is not None
     assert found["status"]["replicas"] == {
