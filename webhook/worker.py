@@ -68,7 +68,8 @@ CLOSED = object()  # handle()'s answer for a connection it has closed itself
 WAIT = object()  # handle()'s answer for a connection to wait in the poller for its request
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
 _LENGTH = re.compile(rb"\ncontent-length[ \t]*:[ \t]*([0-9]{1,19})[ \t]*\r?(?=\n)", re.IGNORECASE)
-_CHUNKED = re.compile(rb"\ntransfer-encoding[ \t]*:", re.IGNORECASE)
+# a chunked body, or a client waiting for "100 Continue" before it sends its body
+_HEAD_ONLY = re.compile(rb"\n(transfer-encoding|expect)[ \t]*:", re.IGNORECASE)
 _LATE = b'{"error":"the request did not arrive within %g s"}\n' % READ_SECONDS
 TIMED_OUT = (
     b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: application/json\r\n"
@@ -81,15 +82,16 @@ NO_DATA_YET = (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError, Int
 def is_complete(buffer: bytes | bytearray) -> bool:
     """Whether a read-ahead request can go to a thread: its head and its Content-Length body
     are in, or PREREAD_BYTES of it (a bigger body, or a head the parser will refuse as too
-    long, is read on in the thread, within the same deadline); a chunked body or a head the
-    parser will refuse goes once the head is in."""
+    long, is read on in the thread, within the same deadline); a chunked body, an
+    `Expect: 100-continue` (the client sends its body only when answered) or a head the parser
+    will refuse goes once the head is in."""
     if len(buffer) >= PREREAD_BYTES:
         return True
     end = _HEAD_END.search(buffer)
     if end is None:
         return False
     head = bytes(buffer[: end.end()])
-    if _CHUNKED.search(head):
+    if _HEAD_ONLY.search(head):
         return True
     lengths = _LENGTH.findall(head)
     if len(lengths) != 1:

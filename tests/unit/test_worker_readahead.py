@@ -36,3 +36,4 @@ def test_chunked_bodies_and_heads_the_parser_refuses_go_once_the_head_is_in() ->
     assert is_complete(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab") is True
     assert is_complete(b"POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n")
     assert is_complete(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n") is True
+    assert is_complete(b"POST / HTTP/1.1\r\nContent-Length: 9\r\nExpect: 100-continue\r\n\r\n")
