@@ -57,6 +57,9 @@ __all__ = [  # Queue moved to controller/queue.py; tests and bench/ still import
 ]
 log = logging.getLogger(__name__)
 
+CONNECT_SECONDS = 10.0
+GRACE_SECONDS = 30.0
+LIST_SECONDS = 60.0  # a list not answered by then failed (the kind lists again)
 WATCH_FAILURES = (kubernetes.client.ApiException, urllib3.exceptions.HTTPError, OSError)
 
 
@@ -292,7 +295,7 @@ class Observer:
         """List and watch `kind` until `stop`; every change queues its ModelDeployment."""
         while not stop.is_set():
             try:
-                listed = self._list(kind)
+                listed = self._list(kind, _request_timeout=(CONNECT_SECONDS, LIST_SECONDS))
                 items = [dict(i) for i in listed.get("items") or ()]
                 self.cache.replace(kind.kind, items)
                 for obj in items:
@@ -335,6 +338,9 @@ class Observer:
                 kind,
                 resource_version=version,
                 timeout_seconds=self._settings.watch_seconds,
+                # a watch silent this long past its server-side timeout is dead (a frozen API
+                # server keeps the connection open): it fails, and the kind lists again
+                _request_timeout=(CONNECT_SECONDS, self._settings.watch_seconds + GRACE_SECONDS),
             ):
                 if stop.is_set():
                     return
