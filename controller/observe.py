@@ -11,9 +11,7 @@ subresource when it differs. A kind whose CRD is not installed is watched again 
 
 from __future__ import annotations
 
-import collections
 import datetime as dt
-import heapq
 import json
 import logging
 import threading
@@ -26,6 +24,9 @@ import kubernetes
 import urllib3
 
 from controller.classify import Prober
+from controller.health import HealthParts, check_providers, failure
+from controller.logs import Throttle
+from controller.queue import Backoff, Queue
 from core.model.kinds import (
     EMP_GROUP,
     EXTERNAL_MODEL_PROVIDER_PLURAL,
@@ -40,11 +41,25 @@ from core.rendering.common import LABEL_MANAGED_BY, LABEL_MODEL_DEPLOYMENT, MANA
 from core.rendering.inferencegateway import capabilities_of
 from core.selection.configs import ProviderRegistry
 from core.status.modeldeployment import gateway_state, model_deployment_status
-from core.status.providers import Observed, health_spec, pod_checks, provider_status
 from kubeio.registry import build_registry
 
+__all__ = [  # Queue moved to controller/queue.py; tests and bench/ still import it from here
+    "KINDS",
+    "MODEL_DEPLOYMENTS",
+    "PROVIDER_CONFIGS",
+    "WATCH_FAILURES",
+    "Cache",
+    "Kind",
+    "Metrics",
+    "ObserveSettings",
+    "Observer",
+    "Queue",
+]
 log = logging.getLogger(__name__)
 
+CONNECT_SECONDS = 10.0
+GRACE_SECONDS = 30.0
+LIST_SECONDS = 60.0  # a list not answered by then failed (the kind lists again)
 WATCH_FAILURES = (kubernetes.client.ApiException, urllib3.exceptions.HTTPError, OSError)
 
 
@@ -220,75 +235,15 @@ class Cache:
             return all(k.kind in self._synced for k in kinds)
 
 
-class Queue:
-    """ModelDeployment keys (namespace, name) to reconcile; a key queued twice is taken once.
-    `later` queues a key after a delay (a model waiting for its next dry run)."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._cond = threading.Condition()
-        self._order: collections.deque[tuple[str, str]] = collections.deque()
-        self._queued: set[tuple[str, str]] = set()
-        self._clock = clock
-        self._later: list[tuple[float, tuple[str, str]]] = []  # a heap by due time
-        self._due: dict[tuple[str, str], float] = {}
-
-    def add(self, key: tuple[str, str]) -> None:
-        with self._cond:
-            self._add(key)
-
-    def _add(self, key: tuple[str, str]) -> None:  # the lock is held
-        if key not in self._queued:
-            self._queued.add(key)
-            self._order.append(key)
-            self._cond.notify()
-
-    def later(self, key: tuple[str, str], seconds: float) -> None:
-        """Queue `key` in `seconds` (the earliest of several asks wins)."""
-        with self._cond:
-            due = self._clock() + max(seconds, 0.0)
-            if self._due.get(key, float("inf")) <= due:
-                return
-            self._due[key] = due
-            heapq.heappush(self._later, (due, key))
-            self._cond.notify()
-
-    def _move_due(self) -> float | None:  # the lock is held; seconds to the next due key
-        now = self._clock()
-        while self._later:
-            due, key = self._later[0]
-            if self._due.get(key) != due:
-                heapq.heappop(self._later)  # superseded by an earlier ask
-                continue
-            if due > now:
-                return due - now
-            heapq.heappop(self._later)
-            del self._due[key]
-            self._add(key)
-        return None
-
-    def take(self, timeout: float) -> tuple[str, str] | None:
-        with self._cond:
-            wait = self._move_due()
-            if not self._order:
-                self._cond.wait(timeout if wait is None else min(timeout, wait))
-                self._move_due()
-            if not self._order:
-                return None
-            key = self._order.popleft()
-            self._queued.discard(key)
-            return key
-
-    def __len__(self) -> int:
-        with self._cond:
-            return len(self._order)
-
-
 @dataclass(frozen=True, slots=True)
 class ObserveSettings:
     namespace: str | None = None  # None: every namespace
     gateway_url: str = ""  # what status.gateway.endpoint says (the Gateway's URL)
     watch_seconds: int = 300
-    retry_seconds: float = 2.0
+    retry_seconds: float = 2.0  # before a failed watch lists again
+    backoff_seconds: float = 0.5  # a failed reconcile's first delay, doubled per failure ...
+    backoff_most: float = 300.0  # ... up to this (per object: others go on at once)
+    log_every: float = 60.0  # the same warning about the same object at most this often
 
 
 class Observer:
@@ -318,6 +273,8 @@ class Observer:
         self._config_marks: dict[str, tuple[Any, str]] = {}
         self._on_gateway_change = on_gateway_change
         self._generations: dict[tuple[str, str, str], Any] = {}
+        self.backoff = Backoff(settings.backoff_seconds, settings.backoff_most)
+        self.throttle = Throttle(log, settings.log_every)
 
     # --- watching ---------------------------------------------------------------------------
 
@@ -338,7 +295,7 @@ class Observer:
         """List and watch `kind` until `stop`; every change queues its ModelDeployment."""
         while not stop.is_set():
             try:
-                listed = self._list(kind)
+                listed = self._list(kind, _request_timeout=(CONNECT_SECONDS, LIST_SECONDS))
                 items = [dict(i) for i in listed.get("items") or ()]
                 self.cache.replace(kind.kind, items)
                 for obj in items:
@@ -363,7 +320,7 @@ class Observer:
                 if status == 404:  # the CRD is not installed: nothing of this kind exists
                     self.cache.replace(kind.kind, [])
                 else:
-                    log.warning("status-controller: watching %s failed: %s", kind.kind, err)
+                    self.throttle.warning(f"watching {kind.kind}", failure(err))
                 self._metrics.restarted(kind.kind)
                 stop.wait(self._settings.retry_seconds if status != 404 else 30.0)
             except Exception:  # an undecodable event, say: the watch restarts, it never dies
@@ -381,6 +338,9 @@ class Observer:
                 kind,
                 resource_version=version,
                 timeout_seconds=self._settings.watch_seconds,
+                # a watch silent this long past its server-side timeout is dead (a frozen API
+                # server keeps the connection open): it fails, and the kind lists again
+                _request_timeout=(CONNECT_SECONDS, self._settings.watch_seconds + GRACE_SECONDS),
             ):
                 if stop.is_set():
                     return
@@ -499,7 +459,9 @@ class Observer:
         return "written"
 
     def work(self, stop: threading.Event) -> None:
-        """Take queued keys and reconcile them while this replica leads."""
+        """Take queued keys and reconcile them while this replica leads. A key whose reconcile
+        fails is queued again after its own backoff; the worker goes on with the next key at
+        once."""
         while not stop.is_set():
             key = self.queue.take(timeout=0.5)
             if key is None:
@@ -507,78 +469,39 @@ class Observer:
             if not self._leading():
                 continue  # the leader writes; a follower keeps its cache warm
             started = time.perf_counter()
-            try:
-                result = self.reconcile(key)
-            except WATCH_FAILURES as err:
-                log.warning("status-controller: %s/%s: %s", key[0], key[1], err)
-                result = "error"
-                self.queue.add(key)
-                stop.wait(self._settings.retry_seconds)
-            except Exception:  # one object must not stop the worker for every other one
-                log.exception("status-controller: %s/%s could not be reconciled", *key)
-                result = "error"  # not queued again: the next change or resync retries it
+            result = self._reconcile_once(key)
             self._metrics.reconciled(result, time.perf_counter() - started)
+
+    def _reconcile_once(self, key: tuple[str, str]) -> str:
+        subject = f"{key[0]}/{key[1]}"
+        try:
+            result = self.reconcile(key)
+        except WATCH_FAILURES as err:
+            self.throttle.warning(subject, failure(err))
+        except Exception as err:  # one object must not stop the worker for every other one
+            if self.throttle.warning(subject, f"could not be reconciled: {failure(err)}"):
+                log.debug("status-controller: %s", subject, exc_info=True)
+        else:
+            self.backoff.succeeded(key)
+            self.throttle.clear(subject)
+            return result
+        self.queue.later(key, self.backoff.failed(key))
+        return "error"
 
     # --- provider health --------------------------------------------------------------------
 
     def check_providers(
         self, api: kubernetes.client.ApiClient, *, version: str, heartbeat: float
     ) -> int:
-        """Write each InferenceProviderConfig's status (core/status/providers.py) when it
-        changed or its heartbeat is older than `heartbeat` seconds; how many were written."""
-        configs = self.cache.of_kind(PROVIDER_CONFIGS.kind)
-        specs = {}
-        for config in configs:
-            annotations = (config.get("metadata") or {}).get("annotations") or {}
-            spec = health_spec({str(k): str(v) for k, v in annotations.items()})
-            specs[str(config["metadata"]["name"])] = spec
-        crds = {
-            str(c.metadata.name if c.metadata else ""): tuple(
-                v.name for v in c.spec.versions if v.served
-            )
-            for c in kubernetes.client.ApiextensionsV1Api(api)
-            .list_custom_resource_definition()
-            .items
-        }
-        pods_api = kubernetes.client.CoreV1Api(api)
-        ready_pods = {}
-        for namespace, selector in pod_checks(
-            [s for s in specs.values() if not isinstance(s, str)]
-        ):
-            listed = (
-                pods_api.list_namespaced_pod(namespace, label_selector=selector)
-                if namespace
-                else pods_api.list_pod_for_all_namespaces(label_selector=selector)
-            )
-            ready_pods[(namespace, selector)] = sum(1 for pod in listed.items if _pod_ready(pod))
-        observed = Observed(crds, ready_pods)
-        now = self._clock()
-        written = 0
-        for config in configs:
-            name = str(config["metadata"]["name"])
-            spec = specs[name]
-            first = spec.crds[0] if not isinstance(spec, str) and spec.crds else None
-            upstream = f"{first.name.split('.', 1)[-1]}/{first.version}" if first else "apps/v1"
-            status = provider_status(
-                config,
-                observed,
-                now=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                version=version,
-                upstream=upstream,
-            )
-            if not _stale(config.get("status"), status, now, heartbeat):
-                continue
-            body = {**config, "status": status}
-            try:
-                self._objects.replace_cluster_custom_object_status(
-                    GROUP, VERSION, INFERENCE_PROVIDER_CONFIG_PLURAL, name, body
-                )
-            except kubernetes.client.ApiException as err:
-                if err.status in (404, 409):
-                    continue  # deleted or changed: the watch brings it, the next pass writes
-                raise
-            written += 1
-        return written
+        """Write each InferenceProviderConfig's status when it changed or its heartbeat is
+        older than `heartbeat` seconds (controller/health.py); how many were written."""
+        return check_providers(
+            HealthParts(api, self._objects, self.throttle),
+            self.cache.of_kind(PROVIDER_CONFIGS.kind),
+            self._clock(),
+            version=version,
+            heartbeat=heartbeat,
+        )
 
 
 _WATCHED = {(f"{k.group}/{k.version}", k.kind) for k in UPSTREAM}
@@ -587,26 +510,3 @@ _WATCHED = {(f"{k.group}/{k.version}", k.kind) for k in UPSTREAM}
 def _watched(api_version: str, kind: str) -> bool:
     """Whether the controller watches objects of this kind (sees them missing)."""
     return (api_version, kind) in _WATCHED
-
-
-def _pod_ready(pod: Any) -> bool:
-    conditions = (pod.status.conditions or []) if pod.status else []
-    return any(c.type == "Ready" and c.status == "True" for c in conditions)
-
-
-def _stale(old: Any, new: Mapping[str, Any], now: dt.datetime, heartbeat: float) -> bool:
-    """Whether `new` must be written over `old`: anything but the heartbeat differs, or the
-    heartbeat is older than `heartbeat` seconds."""
-    if not isinstance(old, Mapping):
-        return True
-    if {k: v for k, v in old.items() if k != "lastHeartbeat"} != {
-        k: v for k, v in new.items() if k != "lastHeartbeat"
-    }:
-        return True
-    try:
-        beat = dt.datetime.strptime(str(old.get("lastHeartbeat")), "%Y-%m-%dT%H:%M:%SZ").replace(
-            tzinfo=dt.UTC
-        )
-    except ValueError:
-        return True
-    return (now - beat).total_seconds() >= heartbeat

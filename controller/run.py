@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 import kubernetes
 
 from controller.classify import Prober, ProbeSettings
+from controller.health import failure
 from controller.lease import LeaderElector, LeaseSettings
-from controller.observe import KINDS, WATCH_FAILURES, Metrics, Observer, ObserveSettings, Queue
+from controller.observe import KINDS, WATCH_FAILURES, Metrics, Observer, ObserveSettings
+from controller.queue import Queue
 from controller.serve import serve_probes
 from kubeio.shipped import bundled_versions
 
@@ -162,7 +164,7 @@ def _lead(parts: _Parts, stop: threading.Event) -> None:
                     api, version=settings.version, heartbeat=settings.heartbeat_seconds
                 )
             except WATCH_FAILURES as err:
-                log.warning("status-controller: provider health: %s", err)
+                observer.throttle.warning("provider health", failure(err))
             since_health = 0.0
         stop.wait(settings.lease.renew)
     elector.release()

@@ -5,11 +5,18 @@ status counts as ready (see core/model/kinds.py). A cluster source lists, then w
 lists again when the watch ends (the server closes it every `watch_seconds`, or answers 410
 Gone) or fails (then after `retry_seconds`).
 
-Readiness: the data is current while a watch is open, and was current when the last list
-succeeded or the last watch ended. The source is ready once the first list succeeded and as
-long as no more than `stale_seconds` passed without the data being current. A normal watch
-restart therefore never makes it unready; a watch that keeps failing does, `stale_seconds` after
-the last moment the data was known current.
+Readiness: the data is current while a watch is open and the API server answers, and was
+current when the last list succeeded or the last watch ended. The source is ready once the first
+list succeeded, as long as no more than `stale_seconds` passed without the data being current,
+and while the API server answers: a heartbeat (GET /version) every `heartbeat_seconds`, which
+must be answered within ANSWER_SECONDS. An open watch alone proves nothing: an API server that is
+frozen (SIGSTOP, a hung process, a black-holed connection) keeps the connection open and sends
+nothing. One unanswered heartbeat makes the source unready at once, whatever `stale_seconds`
+says, until the API server answers again (a heartbeat, a list or a watch event), so a silent
+API server is noticed within `heartbeat_seconds` + ANSWER_SECONDS (10 s by default). A normal
+watch restart never makes it unready; a watch that keeps failing does, `stale_seconds` after
+the last moment the data was known current; a watch silent WATCH_GRACE_SECONDS past its
+server-side timeout counts as failed.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ STALE_SECONDS = 60.0  # default bound; `runway serve --stale-seconds`
 CONNECT_SECONDS = 10.0
 LIST_SECONDS = 30.0  # a list that has not answered by then failed
 WATCH_GRACE_SECONDS = 30.0  # a watch silent this long past its server-side timeout is dead
+HEARTBEAT_SECONDS = 5.0  # how often the API server is asked whether it answers
+ANSWER_SECONDS = 5.0  # a heartbeat not answered by then: the API server is silent
 GONE = 410  # the watch's resourceVersion is too old: list again, a normal restart
 
 
@@ -81,6 +90,7 @@ class ClusterSource:
         watch_seconds: int = 300,
         retry_seconds: float = 2.0,
         stale_seconds: float = STALE_SECONDS,
+        heartbeat_seconds: float = HEARTBEAT_SECONDS,
         flags: Mapping[str, FlagCatalog] | None = None,
         observer: WatchObserver | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -91,6 +101,8 @@ class ClusterSource:
         self._watch_seconds = watch_seconds
         self._retry_seconds = retry_seconds
         self._stale_seconds = stale_seconds
+        self._heartbeat_seconds = heartbeat_seconds
+        self._silent = False  # the last heartbeat went unanswered, and nothing answered since
         self._observer = observer
         self._clock = clock
         self._lock = threading.Lock()
@@ -106,13 +118,17 @@ class ClusterSource:
 
     def is_ready(self) -> bool:
         with self._lock:
-            if self._registry is None:
+            if self._registry is None or self._silent:
                 return False
             return self._watching or self._clock() - self._current_at <= self._stale_seconds
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="provider-config-watch", daemon=True)
         self._thread.start()
+        if self._heartbeat_seconds > 0:
+            threading.Thread(
+                target=self._heartbeats, name="provider-config-heartbeat", daemon=True
+            ).start()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -136,6 +152,38 @@ class ClusterSource:
             if outcome == "failed" or self._clock() - started < self._retry_seconds:
                 self._stopping.wait(self._retry_seconds)
                 self._report(None)
+
+    def _heartbeats(self) -> None:
+        """Ask the API server every `heartbeat_seconds` whether it answers (any HTTP answer
+        does); an unanswered heartbeat makes the source silent, hence unready."""
+        client: kubernetes.client.ApiClient | None = None
+        while not self._stopping.wait(self._heartbeat_seconds):
+            try:
+                client = client or self._client_factory()
+                # Through the client's own connection pool (its TLS settings), but with no
+                # retries: the client retries a read timeout three times (20 s, not 5).
+                client.rest_client.pool_manager.request(
+                    "GET",
+                    f"{client.configuration.host}/version",
+                    timeout=urllib3.Timeout(connect=ANSWER_SECONDS, read=ANSWER_SECONDS),
+                    retries=False,
+                    preload_content=True,
+                )
+                answered = True  # any HTTP answer, 401 or 403 too: the server answers
+            except (urllib3.exceptions.HTTPError, OSError, kubernetes.config.ConfigException):
+                answered = False
+            with self._lock:
+                changed = self._silent == answered
+                self._silent = not answered
+            if changed:
+                log.warning(
+                    "the API server %s",
+                    "answers again" if answered else f"did not answer within {ANSWER_SECONDS} s",
+                )
+                self._report(None)
+
+    def _answered(self) -> None:  # the lock is held
+        self._silent = False
 
     def _watch_once(self, client: kubernetes.client.ApiClient) -> str:
         """One list and watch: "ended" when the watch ran its course, "failed" when not."""
@@ -199,6 +247,7 @@ class ClusterSource:
             self._registry = registry
             self._watching = watching
             self._current_at = self._clock()
+            self._answered()
 
     def _watch_ended(self) -> None:
         """The data was current up to now if a watch was open until now."""

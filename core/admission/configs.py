@@ -8,6 +8,7 @@ from typing import Any
 
 from core.cel.rules import compile_rule, new_environment
 from core.checks.credentials import redact_errors
+from core.checks.health import HEALTH_ANNOTATION, health_spec
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
 from core.model.destinations import NO_DESTINATIONS, Destinations, destination_problem
@@ -35,7 +36,7 @@ _INLINE = "credentials are never inline; reference a Secret key in spec.credenti
 def check_provider_config(obj: Mapping[str, Any]) -> list[FieldError]:
     """An InferenceProviderConfig: its limits and schema, then every rule must compile within
     its length and cost limits, and the rules together within the config's cost limit."""
-    errors = config_errors(obj)
+    errors = config_errors(obj) + _check_health(obj)
     if errors:
         return errors
     env = new_environment()
@@ -51,6 +52,21 @@ def check_provider_config(obj: Mapping[str, Any]) -> list[FieldError]:
     if over is not None:
         errors.append(FieldError(str(at), Reason.INVALID, over))
     return errors
+
+
+def _check_health(obj: Mapping[str, Any]) -> list[FieldError]:
+    """The airunway.ai/health annotation as the status controller reads it (JSON, CRD checks,
+    operator pods by namespace and label selector, each selector one the API server accepts):
+    a config the controller could not check is denied, not admitted to fail every pass."""
+    annotations = dig(obj, "metadata", "annotations")
+    text = annotations.get(HEALTH_ANNOTATION) if isinstance(annotations, Mapping) else None
+    if not isinstance(text, str):
+        return []
+    spec = health_spec({HEALTH_ANNOTATION: text})
+    if not isinstance(spec, str):
+        return []
+    at = FieldPath.root("metadata", "annotations").key(HEALTH_ANNOTATION)
+    return [FieldError(str(at), Reason.INVALID, spec)]
 
 
 def check_external_provider(

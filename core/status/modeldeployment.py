@@ -26,7 +26,7 @@ from core.model.kinds import (
 from core.model.plugin import Workload
 from core.status.conditions import bounded, condition
 from core.status.incompatible import INCOMPATIBLE_UPSTREAM
-from core.status.workloads import DEPLOYING, FAILED, PENDING, RUNNING, list_at
+from core.status.workloads import DEPLOYING, FAILED, PENDING, RUNNING, list_at, replicas
 
 TERMINATING = "Terminating"
 PHASES = (PENDING, DEPLOYING, RUNNING, FAILED, TERMINATING)
@@ -111,10 +111,11 @@ def model_deployment_status(
         "message": bounded(message),
         "provider": {"name": md.provider_name, "selectedReason": bounded(provider_why)},
         "engine": {"type": md.engine_type, "selectedReason": bounded(engine_why)},
+        # clamped to the schema's int32: one upstream sum past it would fail the whole write
         "replicas": {
-            "desired": workload.desired,
-            "ready": workload.ready,
-            "available": workload.available,
+            "desired": replicas(workload.desired),
+            "ready": replicas(workload.ready),
+            "available": replicas(workload.available),
         },
         "conditions": conditions,
     }

@@ -10,33 +10,23 @@ Direct vLLM render only built-in kinds) and is ready.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from core.checks.health import HEALTH_ANNOTATION, CRDCheck, HealthSpec, PodCheck, health_spec
 from core.status.conditions import condition
 
-HEALTH_ANNOTATION = "airunway.ai/health"
-MAX_HEALTH_BYTES = 4096
-
-
-@dataclass(frozen=True, slots=True)
-class CRDCheck:
-    name: str
-    version: str
-
-
-@dataclass(frozen=True, slots=True)
-class PodCheck:
-    namespace: str  # "" : every namespace
-    selectors: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class HealthSpec:
-    crds: tuple[CRDCheck, ...] = ()
-    pods: tuple[PodCheck, ...] = ()
+__all__ = [  # the annotation's parts moved to core/checks/health.py; read from here too
+    "HEALTH_ANNOTATION",
+    "CRDCheck",
+    "HealthSpec",
+    "Observed",
+    "PodCheck",
+    "health_spec",
+    "pod_checks",
+    "provider_status",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,37 +36,9 @@ class Observed:
 
     crds: Mapping[str, tuple[str, ...]]
     ready_pods: Mapping[tuple[str, str], int]
-
-
-def health_spec(annotations: Mapping[str, str]) -> HealthSpec | str:
-    """The checks the annotation names, or why it cannot be read."""
-    text = annotations.get(HEALTH_ANNOTATION)
-    if text is None:
-        return HealthSpec()
-    if len(text) > MAX_HEALTH_BYTES:
-        return f"{HEALTH_ANNOTATION} is longer than {MAX_HEALTH_BYTES} bytes"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        return f"{HEALTH_ANNOTATION} is not JSON: {err.msg} at character {err.pos}"
-    except RecursionError:
-        return f"{HEALTH_ANNOTATION} nests too deeply"
-    if not isinstance(data, Mapping):
-        return f"{HEALTH_ANNOTATION} must be a JSON object"
-    crds, pods = data.get("crds") or [], data.get("operatorPods") or []
-    if not isinstance(crds, list) or not isinstance(pods, list):
-        return f"{HEALTH_ANNOTATION}: crds and operatorPods must be lists"
-    out_crds, out_pods = [], []
-    for i, crd in enumerate(crds):
-        if not isinstance(crd, Mapping) or not isinstance(crd.get("name"), str):
-            return f"{HEALTH_ANNOTATION}: crds[{i}].name must be a string"
-        out_crds.append(CRDCheck(crd["name"], str(crd.get("version") or "")))
-    for i, entry in enumerate(pods):
-        selectors = entry.get("selectors") if isinstance(entry, Mapping) else None
-        if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
-            return f"{HEALTH_ANNOTATION}: operatorPods[{i}].selectors must be a list of strings"
-        out_pods.append(PodCheck(str(entry.get("namespace") or ""), tuple(selectors)))
-    return HealthSpec(tuple(out_crds), tuple(out_pods))
+    # (namespace, selector) pairs whose pods could not be listed, and why: a failure of the
+    # configs that name them only
+    failed: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
 
 def _problems(spec: HealthSpec, observed: Observed) -> list[tuple[str, str]]:
@@ -95,6 +57,21 @@ def _problems(spec: HealthSpec, observed: Observed) -> list[tuple[str, str]]:
                 )
             )
     for pods in spec.pods:
+        failed = [
+            (s, observed.failed[(pods.namespace, s)])
+            for s in pods.selectors
+            if (pods.namespace, s) in observed.failed
+        ]
+        if failed:
+            where = pods.namespace or "every namespace"
+            selector, why = failed[0]
+            out.append(
+                (
+                    "OperatorCheckFailed",
+                    f"pods in {where} could not be listed by {selector!r}: {why}",
+                )
+            )
+            continue
         if not any(observed.ready_pods.get((pods.namespace, s), 0) for s in pods.selectors):
             where = pods.namespace or "any namespace"
             out.append(

@@ -10,6 +10,10 @@ from core.model.kinds import dig
 from core.model.plugin import Workload
 
 PENDING, DEPLOYING, RUNNING, FAILED = "Pending", "Deploying", "Running", "Failed"
+# The largest replica count the ModelDeployment status schema accepts (format int32): sums of
+# upstream counts (DynamoGraphDeployment services, RayService worker groups) are clamped to it,
+# or the API server refuses the whole status write (422).
+INT32_MAX = 2**31 - 1
 # The phase a set of objects has: the worst of theirs (one failed part fails the model).
 _WORST = {FAILED: 0, PENDING: 1, DEPLOYING: 2, RUNNING: 3}
 
@@ -49,6 +53,11 @@ def count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
+def replicas(value: int) -> int:
+    """A replica count as the status schema accepts it: 0 to INT32_MAX."""
+    return min(max(value, 0), INT32_MAX)
+
+
 def not_created(ref: str) -> Workload:
     return Workload(PENDING, "NotCreated", f"{ref} does not exist yet", created=False)
 
@@ -61,9 +70,9 @@ def combine(parts: Sequence[Workload], *, service: str, port: int) -> Workload:
         worst.phase,
         worst.reason,
         worst.message,
-        sum(w.desired for w in parts),
-        sum(w.ready for w in parts),
-        sum(w.available for w in parts),
+        replicas(sum(w.desired for w in parts)),
+        replicas(sum(w.ready for w in parts)),
+        replicas(sum(w.available for w in parts)),
         service,
         port,
         all(w.created for w in parts),

@@ -31,6 +31,7 @@ class SlowClients:
     headers_only: bool = False
     started: threading.Event = field(default_factory=threading.Event)
     endings: list[bytes] = field(default_factory=list)  # what each connection finally read
+    lifetimes: list[float] = field(default_factory=list)  # header dribblers: connect to close
     _threads: list[threading.Thread] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _opened: int = 0
@@ -83,6 +84,7 @@ class SlowClients:
         """Header lines until the server resets the connection; the server's end-of-file is
         ignored, as an attacker does, so a server that lingers on closing waits for it."""
         with self._connect() as conn:
+            opened = time.monotonic()
             try:
                 conn.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\n")
                 i = 0
@@ -91,6 +93,8 @@ class SlowClients:
                     i += 1
                     self._stopping.wait(SEND_EVERY)
             except OSError:
+                with self._lock:
+                    self.lifetimes.append(time.monotonic() - opened)
                 self._ended(b"closed")
                 return
         self._ended(b"still open")

@@ -1,0 +1,136 @@
+"""Provider health: each InferenceProviderConfig's status (core/status/providers.py) from the
+CRDs installed and the Ready operator pods its `airunway.ai/health` annotation names.
+
+One config's problem is that config's only. An annotation the core cannot read (a selector the
+API server would refuse included) is its config's HealthAnnotationInvalid; a pod list the API
+server refuses anyway (400, 403, ...) fails only the configs naming that (namespace, selector);
+a status write it refuses fails only that config, logged at most once a minute. Only an API
+server that cannot be reached at all (no answer) ends the pass, for every config alike.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import kubernetes
+
+from controller.logs import Throttle
+from core.model.kinds import GROUP, INFERENCE_PROVIDER_CONFIG_PLURAL, VERSION
+from core.status.providers import HealthSpec, Observed, health_spec, pod_checks, provider_status
+
+TIME = "%Y-%m-%dT%H:%M:%SZ"
+
+
+@dataclass(frozen=True, slots=True)
+class HealthParts:
+    api: kubernetes.client.ApiClient
+    objects: kubernetes.client.CustomObjectsApi
+    throttle: Throttle
+
+
+def failure(err: BaseException) -> str:
+    """One short line for a failed request: an API error's status and reason with the start of
+    its body (a 422 names the field), anything else its type and text."""
+    if isinstance(err, kubernetes.client.ApiException):
+        body = str(err.body or "")[:300]
+        return f"({err.status}) {err.reason}: {body}".rstrip(": ")
+    return f"{type(err).__name__}: {str(err)[:300]}"
+
+
+def observe(parts: HealthParts, specs: Sequence[HealthSpec]) -> Observed:
+    """The CRDs served and the Ready pods per (namespace, selector) the specs name; a pair the
+    API server refuses to list is recorded as failed, not raised."""
+    crds = {
+        str(c.metadata.name if c.metadata else ""): tuple(
+            v.name for v in c.spec.versions if v.served
+        )
+        for c in kubernetes.client.ApiextensionsV1Api(parts.api)
+        .list_custom_resource_definition()
+        .items
+    }
+    pods_api = kubernetes.client.CoreV1Api(parts.api)
+    ready_pods: dict[tuple[str, str], int] = {}
+    failed: dict[tuple[str, str], str] = {}
+    for namespace, selector in pod_checks(specs):
+        try:
+            listed = (
+                pods_api.list_namespaced_pod(namespace, label_selector=selector)
+                if namespace
+                else pods_api.list_pod_for_all_namespaces(label_selector=selector)
+            )
+        except kubernetes.client.ApiException as err:
+            if err.status is None or err.status >= 500:
+                raise  # the API server's trouble, not this selector's
+            failed[(namespace, selector)] = failure(err)
+            parts.throttle.warning(f"pods in {namespace or '*'} by {selector!r}", failure(err))
+            continue
+        ready_pods[(namespace, selector)] = sum(1 for pod in listed.items if _pod_ready(pod))
+    return Observed(crds, ready_pods, failed)
+
+
+def check_providers(
+    parts: HealthParts,
+    configs: Sequence[Mapping[str, Any]],
+    now: dt.datetime,
+    *,
+    version: str,
+    heartbeat: float,
+) -> int:
+    """Write each config's status when it changed or its heartbeat is older than `heartbeat`
+    seconds; how many were written."""
+    specs = {}
+    for config in configs:
+        annotations = (config.get("metadata") or {}).get("annotations") or {}
+        specs[str(config["metadata"]["name"])] = health_spec(
+            {str(k): str(v) for k, v in annotations.items()}
+        )
+    observed = observe(parts, [s for s in specs.values() if not isinstance(s, str)])
+    written = 0
+    for config in configs:
+        name = str(config["metadata"]["name"])
+        spec = specs[name]
+        first = spec.crds[0] if not isinstance(spec, str) and spec.crds else None
+        upstream = f"{first.name.split('.', 1)[-1]}/{first.version}" if first else "apps/v1"
+        status = provider_status(
+            config, observed, now=now.strftime(TIME), version=version, upstream=upstream
+        )
+        if not _stale(config.get("status"), status, now, heartbeat):
+            continue
+        try:
+            parts.objects.replace_cluster_custom_object_status(
+                GROUP, VERSION, INFERENCE_PROVIDER_CONFIG_PLURAL, name, {**config, "status": status}
+            )
+        except kubernetes.client.ApiException as err:
+            if err.status in (404, 409):
+                continue  # deleted or changed: the watch brings it, the next pass writes
+            if err.status is None or err.status >= 500:
+                raise
+            parts.throttle.warning(f"InferenceProviderConfig {name} status", failure(err))
+            continue
+        parts.throttle.clear(f"InferenceProviderConfig {name} status")
+        written += 1
+    return written
+
+
+def _pod_ready(pod: Any) -> bool:
+    conditions = (pod.status.conditions or []) if pod.status else []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+def _stale(old: Any, new: Mapping[str, Any], now: dt.datetime, heartbeat: float) -> bool:
+    """Whether `new` must be written over `old`: anything but the heartbeat differs, or the
+    heartbeat is older than `heartbeat` seconds."""
+    if not isinstance(old, Mapping):
+        return True
+    if {k: v for k, v in old.items() if k != "lastHeartbeat"} != {
+        k: v for k, v in new.items() if k != "lastHeartbeat"
+    }:
+        return True
+    try:
+        beat = dt.datetime.strptime(str(old.get("lastHeartbeat")), TIME).replace(tzinfo=dt.UTC)
+    except ValueError:
+        return True
+    return (now - beat).total_seconds() >= heartbeat

@@ -1,0 +1,98 @@
+"""The work queue of the status controller: ModelDeployment keys to reconcile, each taken once
+however often it is queued, some due later; and each key's own backoff after a failed
+reconcile, so that one object whose write keeps failing is retried later and later while every
+other object is reconciled at once (client-go's workqueue with its per-item exponential rate
+limiter is the model)."""
+
+from __future__ import annotations
+
+import collections
+import heapq
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+Key = tuple[str, str]
+
+
+class Queue:
+    """ModelDeployment keys (namespace, name) to reconcile; a key queued twice is taken once.
+    `later` queues a key after a delay (a model waiting for its next dry run)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._cond = threading.Condition()
+        self._order: collections.deque[tuple[str, str]] = collections.deque()
+        self._queued: set[tuple[str, str]] = set()
+        self._clock = clock
+        self._later: list[tuple[float, tuple[str, str]]] = []  # a heap by due time
+        self._due: dict[tuple[str, str], float] = {}
+
+    def add(self, key: tuple[str, str]) -> None:
+        with self._cond:
+            self._add(key)
+
+    def _add(self, key: tuple[str, str]) -> None:  # the lock is held
+        if key not in self._queued:
+            self._queued.add(key)
+            self._order.append(key)
+            self._cond.notify()
+
+    def later(self, key: tuple[str, str], seconds: float) -> None:
+        """Queue `key` in `seconds` (the earliest of several asks wins)."""
+        with self._cond:
+            due = self._clock() + max(seconds, 0.0)
+            if self._due.get(key, float("inf")) <= due:
+                return
+            self._due[key] = due
+            heapq.heappush(self._later, (due, key))
+            self._cond.notify()
+
+    def _move_due(self) -> float | None:  # the lock is held; seconds to the next due key
+        now = self._clock()
+        while self._later:
+            due, key = self._later[0]
+            if self._due.get(key) != due:
+                heapq.heappop(self._later)  # superseded by an earlier ask
+                continue
+            if due > now:
+                return due - now
+            heapq.heappop(self._later)
+            del self._due[key]
+            self._add(key)
+        return None
+
+    def take(self, timeout: float) -> tuple[str, str] | None:
+        with self._cond:
+            wait = self._move_due()
+            if not self._order:
+                self._cond.wait(timeout if wait is None else min(timeout, wait))
+                self._move_due()
+            if not self._order:
+                return None
+            key = self._order.popleft()
+            self._queued.discard(key)
+            return key
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._order)
+
+
+@dataclass
+class Backoff:
+    """Each key's delay after its failures: `first` seconds after the first, doubling with each
+    failure after it, at most `most`; a success forgets the key. Used by one thread only."""
+
+    first: float = 0.5
+    most: float = 300.0
+    failures: dict[Key, int] = field(default_factory=dict)
+
+    def failed(self, key: Key) -> float:
+        """Seconds until `key` is tried again, after one more failure."""
+        count = self.failures.get(key, 0) + 1
+        self.failures[key] = count
+        return min(self.first * 2.0 ** min(count - 1, 64), self.most)
+
+    def succeeded(self, key: Key) -> None:
+        self.failures.pop(key, None)

@@ -1,0 +1,52 @@
+"""Repeated warnings are rate-limited (controller/logs.py): the same subject and text at most
+once per period, the next line saying how many were held back; another text, another subject
+or a recovery (`clear`) is written at once."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controller.logs import Throttle
+
+EVENTS = st.lists(
+    st.tuples(st.sampled_from(["a", "b"]), st.sampled_from(["x", "y"]), st.floats(0, 30)),
+    max_size=40,
+)
+
+
+@given(EVENTS)
+def test_a_line_is_written_once_per_period_per_subject_and_text(
+    events: list[tuple[str, str, float]],
+) -> None:
+    now = [0.0]
+    throttle = Throttle(logging.getLogger("throttle-test"), every=60.0, clock=lambda: now[0])
+    last: dict[str, tuple[str, float]] = {}
+    for subject, text, step in events:
+        now[0] += step
+        seen = last.get(subject)
+        expected = seen is None or seen[0] != text or now[0] - seen[1] >= 60.0
+        assert throttle.warning(subject, text) is expected
+        if expected:
+            last[subject] = (text, now[0])
+
+
+def test_the_next_line_counts_what_was_held_back(caplog: pytest.LogCaptureFixture) -> None:
+    now = [0.0]
+    throttle = Throttle(logging.getLogger("throttle-test"), every=60.0, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="throttle-test"):
+        for _ in range(5):
+            throttle.warning("ns/m", "(422) Unprocessable Entity")
+            now[0] += 10
+        now[0] = 61
+        throttle.warning("ns/m", "(422) Unprocessable Entity")
+        throttle.clear("ns/m")
+        throttle.warning("ns/m", "(422) Unprocessable Entity")
+    assert caplog.messages == [
+        "status-controller: ns/m: (422) Unprocessable Entity",
+        "status-controller: ns/m: (422) Unprocessable Entity (4 more like it in the last 60 s)",
+        "status-controller: ns/m: (422) Unprocessable Entity",
+    ]
