@@ -51,6 +51,7 @@ from tests.fuzzing import gateway as gateway_area
 from tests.fuzzing import render as render_area
 from tests.fuzzing import server as server_area
 from tests.fuzzing import sources as sources_area
+from tests.fuzzing import status as status_area
 from tests.support import limits as at_the_limits
 from tests.support.generated import (
     any_request_reviews,
@@ -67,7 +68,15 @@ from webhook.settings import Settings
 
 SLOW = 1.0  # seconds: an answer slower than this counts as a failure
 # Hostile-input areas beyond reviews (tests/fuzzing/): each `run(examples) -> Report`.
-AREAS = (server_area, cel_area, crdrules_area, gateway_area, render_area, sources_area)
+AREAS = (
+    server_area,
+    cel_area,
+    crdrules_area,
+    gateway_area,
+    render_area,
+    sources_area,
+    status_area,
+)
 SLOW_CLIENTS = 50
 TLS_CONNECTIONS = 4
 PATHS = ("/mutate", "/validate")
