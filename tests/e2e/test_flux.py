@@ -310,7 +310,9 @@ def test_one_changed_model_deployment_is_applied_exactly(
 ) -> None:
     written = rendered_objects(gitops.rendered)
     before = fingerprint(gitops, written)
-    sources = write_sources(gitops.work / "changed", NAMESPACE)
+    # Changed in place, as a user edits a file: the same models defined in another folder
+    # would claim outputs whose sources still exist, and be refused (renderer/ownership.py).
+    sources = write_sources(gitops.work / "sources", NAMESPACE)
     doc = yaml.safe_load((sources / "vllm-direct-explicit.yaml").read_text())
     doc["spec"]["engine"]["args"]["max-num-seqs"] = "32"
     (sources / "vllm-direct-explicit.yaml").write_text(dump(doc))
@@ -417,7 +419,9 @@ def test_a_commit_the_installed_crd_refuses_fails_in_flux_and_in_runway_apply(
     gitops: GitOps, baseline: dict[str, Any], tmp_path: Path
 ) -> None:
     current, older = crd_files(tmp_path)
-    sources = write_sources(gitops.work / "refused", NAMESPACE)
+    # Changed in place, as a user edits a file: the same models defined in another folder
+    # would claim outputs whose sources still exist, and be refused (renderer/ownership.py).
+    sources = write_sources(gitops.work / "sources", NAMESPACE)
     doc = yaml.safe_load((sources / "vllm-multi-gpu.yaml").read_text())
     doc["spec"]["engine"]["args"]["gpu-memory-utilization"] = "0.90"
     (sources / "vllm-multi-gpu.yaml").write_text(dump(doc))

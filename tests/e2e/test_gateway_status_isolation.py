@@ -1,6 +1,7 @@
 """The issue's status case against the real API server (issue #40, item 8): two tenants'
-ExternalModelProviders in one namespace each offer the same 2,000 served names of 250 characters.
-Their status writes stay small enough for the API server (before: a status of about 3 MB, which
+ExternalModelProviders in one namespace each offer the same served names of 250 characters, as
+many as the CRD allows (core.schema.crds.MODELS: 1,000). Their status writes stay small enough
+for the API server (before: a status of about 1.8 MB, which
 the API server refuses, and the pass ended there with an ApiException, exit 4), and a third
 provider's status follows its generation in the same pass.
 
@@ -17,6 +18,7 @@ import kubernetes
 import pytest
 
 from core.model.kinds import EMP_GROUP, EXTERNAL_MODEL_PROVIDER_PLURAL, VERSION
+from core.schema.crds import MODELS
 from gateway.run import PlanSettings, SyncSettings, connect, sync_once
 from gateway.status import MAX_MODELS
 from tests.support.answers import Answer, AnswerServer
@@ -49,7 +51,7 @@ def _status(api: kubernetes.client.ApiClient, namespace: str, name: str) -> dict
 def test_many_long_contested_names_delay_no_other_providers_status(
     cluster: Cluster, api: kubernetes.client.ApiClient, namespace: str, litellm: AnswerServer
 ) -> None:
-    names = [{"servedName": f"m-{i:04d}-".ljust(250, "x")} for i in range(2000)]
+    names = [{"servedName": f"m-{i:04d}-".ljust(250, "x")} for i in range(MODELS)]
     for tenant in ("t1", "t2"):
         emp = external_model_provider(tenant, namespace, credentialsSecretRef=None, models=names)
         done = cluster.strict_apply(emp)
