@@ -109,6 +109,13 @@ class Backoff:
     def succeed(self, owner: Owner) -> None:
         self.refused.pop(owner, None)
 
+    def next_in(self) -> float | None:
+        """Seconds until the first refused status is due again (0 when one is due now); None
+        when none is waiting. The loop runs its next pass by then, not only at the resync."""
+        if not self.refused:
+            return None
+        return max(0.0, min(due for _, due in self.refused.values()) - self.clock())
+
 
 @dataclass(frozen=True, slots=True)
 class Writes:

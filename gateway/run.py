@@ -212,11 +212,15 @@ def sync_loop(
                 log.warning("gateway-sync pass failed: %s", _first_line(err))
                 last = FailedPass(_first_line(err))
                 failures += 1
+        # A status the API server refused is tried again when its backoff ends, not only at the
+        # resync or the next change (gateway.cluster.Backoff).
+        due = connection.backoff.next_in()
+        interval = settings.interval if due is None else min(settings.interval, max(due, 0.1))
         if failures:
-            stop.wait(min(settings.interval, 2.0 ** (failures - 1)))
+            stop.wait(min(interval, 2.0 ** (failures - 1)))
         elif wake is None:
-            stop.wait(settings.interval)
-        elif wake.wait(settings.interval):
+            stop.wait(interval)
+        elif wake.wait(interval):
             wake.clear()
             stop.wait(DEBOUNCE)
             wake.clear()

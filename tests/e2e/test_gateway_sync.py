@@ -331,16 +331,28 @@ def test_status_controller_syncs_the_gateway_when_a_watch_sees_a_change(
             ),
         )
         started = time.monotonic()
-        wait_until(
-            lambda: status_of(api, namespace, "watched").get("phase") == "Ready",
-            timeout=30,
-            interval=0.2,
-            what="the provider Ready through the watch",
-        )
-        assert time.monotonic() - started < 30  # far below the 600 s resync
-        assert proxy.models().count(served) == 1
+        ready = _ready_within(api, namespace, "watched", timeout=30)
+        waited = time.monotonic() - started
+        listed = proxy.models().count(served)
     finally:
         process.terminate()
         output, _ = process.communicate(timeout=30)
+    # far below the 600 s resync; the controller's log says why when not
+    assert (ready, waited < 30, listed) == (True, True, 1), output
     assert process.returncode == 0, output
     assert KEY not in output
+
+
+def _ready_within(
+    api: kubernetes.client.ApiClient, namespace: str, name: str, timeout: float
+) -> bool:
+    try:
+        wait_until(
+            lambda: status_of(api, namespace, name).get("phase") == "Ready",
+            timeout=timeout,
+            interval=0.2,
+            what=f"the provider {name} Ready through the watch",
+        )
+    except TimeoutError:
+        return False
+    return True

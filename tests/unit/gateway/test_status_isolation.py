@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.schema.crds import MODELS
 from gateway.apikeys import FileSecrets
 from gateway.cluster import Backoff, Writes, statuses, write_statuses
 from gateway.litellm import LiteLLM
@@ -50,7 +51,7 @@ def _names(count: int, length: int, seed: int) -> list[str]:
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    count=st.integers(min_value=1, max_value=1200),
+    count=st.integers(min_value=1, max_value=MODELS),  # the most a provider may offer (its CRD)
     length=st.integers(min_value=12, max_value=253),
     tenants=st.integers(min_value=2, max_value=4),
 )
@@ -153,3 +154,23 @@ def test_a_refused_status_write_stops_no_other_and_backs_off_alone(
     ]
     patched = [path for method, path, _ in api_server.hits if method == "PATCH"]
     assert len(patched) == 3 * len(others) + 2 * len(failed)
+
+
+def test_the_next_pass_comes_when_the_first_refused_status_is_due() -> None:
+    now = [100.0]
+    backoff = Backoff(clock=lambda: now[0])
+    a, b = OWNERS[0], OWNERS[1]
+
+    idle = backoff.next_in()
+    backoff.fail(a)
+    backoff.fail(a)  # 2 s from now
+    backoff.fail(b)  # 1 s from now
+    first = backoff.next_in()
+    now[0] += 0.5
+    late = backoff.next_in()
+    now[0] += 1.0
+    due = backoff.next_in()
+    backoff.succeed(a)
+    backoff.succeed(b)
+
+    assert (idle, first, late, due, backoff.next_in()) == (None, 1.0, 0.5, 0.0, None)
