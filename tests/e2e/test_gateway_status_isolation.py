@@ -51,6 +51,25 @@ def _status(api: kubernetes.client.ApiClient, namespace: str, name: str) -> dict
 def test_many_long_contested_names_delay_no_other_providers_status(
     cluster: Cluster, api: kubernetes.client.ApiClient, namespace: str, litellm: AnswerServer
 ) -> None:
+    try:
+        _contend(cluster, api, namespace, litellm)
+    finally:
+        # Namespaces stay Terminating here (no namespace controller): leave no 2,000 contested
+        # names behind for the next test's cluster-wide gateway passes.
+        cluster.kubectl(
+            "delete",
+            "externalmodelproviders",
+            "--all",
+            "-n",
+            namespace,
+            "--wait=false",
+            check=False,
+        )
+
+
+def _contend(
+    cluster: Cluster, api: kubernetes.client.ApiClient, namespace: str, litellm: AnswerServer
+) -> None:
     names = [{"servedName": f"m-{i:04d}-".ljust(250, "x")} for i in range(MODELS)]
     for tenant in ("t1", "t2"):
         emp = external_model_provider(tenant, namespace, credentialsSecretRef=None, models=names)
