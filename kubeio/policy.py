@@ -204,7 +204,8 @@ def load_policy(root: Path) -> Policy | None:
     if not path.is_file():
         return None
     try:
-        data = path.read_bytes()[: MAX_POLICY_BYTES + 1]
+        with path.open("rb") as file:  # never more than the bound, however large the file
+            data = file.read(MAX_POLICY_BYTES + 1)
         text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise SourceError(str(path), f"cannot read the policy file: {err}") from None
