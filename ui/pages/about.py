@@ -66,9 +66,9 @@ def connection() -> Connection | None:
             raise
         return Connection(server="", problem=failure)
     present = sorted(
-        (crd.metadata.name, ", ".join(v.name for v in crd.spec.versions if v.served))
+        (str(crd.metadata.name), ", ".join(v.name for v in crd.spec.versions if v.served))
         for crd in crds.items
-        if crd.spec.group in WATCHED_GROUPS
+        if crd.metadata is not None and crd.spec.group in WATCHED_GROUPS
     )
     return Connection(server=server, version=info.git_version, crds=tuple(present))
 
