@@ -206,16 +206,19 @@ def commit_branch(repo: Path, remote: str, bundle: Bundle, requested_by: str) ->
     finally:
         git(repo, "update-ref", "-d", private)
     branch = f"{PREFIX}/{slug(bundle.title)}-{commit[:12]}"
+    url = remote_url(repo, remote)
+    pushed = Pushed(commit, branch, base_name, remote, compare_link(url, base_name, branch))
+    there = git(repo, "ls-remote", remote, f"refs/heads/{branch}", timeout=REMOTE_TIMEOUT)
+    if there.split("\t", 1)[0] == commit:
+        return pushed  # the same files, on the same base, in the same second: pushed already
     git(
         repo,
         "push",
         "-q",
         "--no-verify",
         f"--force-with-lease=refs/heads/{branch}:",
-        remote,
+        git(repo, "remote", "get-url", "--push", remote).strip(),  # by URL: no tracking ref
         f"{commit}:refs/heads/{branch}",
         timeout=REMOTE_TIMEOUT,
     )
-    return Pushed(
-        commit, branch, base_name, remote, compare_link(remote_url(repo, remote), base_name, branch)
-    )
+    return pushed
