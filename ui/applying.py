@@ -86,6 +86,11 @@ class Outcome:
         return bool(self.results) and all(r.ok for r in self.results)
 
 
+def dynamic_as(cluster: Cluster, viewer: Viewer) -> DynamicClient:
+    """A dynamic client (discovery included) that authenticates as the user."""
+    return DynamicClient(cluster.as_user(viewer))  # type: ignore[no-untyped-call]
+
+
 def _objects(bundle: Bundle) -> list[dict[str, Any]]:
     objects = [dict(obj) for obj in bundle.objects]
     if not objects:
@@ -119,7 +124,7 @@ def offer(cluster: Cluster, viewer: Viewer, bundle: Bundle) -> Offer:
     verb; for each refusal the API server's message from a dry run as the user."""
     try:
         objects = _objects(bundle)
-        dynamic = DynamicClient(cluster.as_user(viewer))
+        dynamic = dynamic_as(cluster, viewer)
         found = targets(dynamic, objects)
     except OutputError as err:
         return Offer(problem=str(err))
@@ -169,7 +174,7 @@ def apply_as_user(cluster: Cluster, viewer: Viewer, bundle: Bundle, now: dt.date
     first = objects[0]["metadata"]
     folder = f"{first.get('namespace') or ''}/{first['name']}"
     try:
-        dynamic = DynamicClient(cluster.as_user(viewer))
+        dynamic = dynamic_as(cluster, viewer)
         results = apply_objects(
             dynamic,
             folder,
