@@ -82,7 +82,7 @@ def test_a_user_client_has_the_users_rights_only(cluster: Cluster, namespace: st
     with pytest.raises(kubernetes.client.ApiException) as refused:
         as_bob.list_namespaced_secret(namespace)
     assert refused.value.status == 403
-    assert json.loads(refused.value.body)["message"] == (
+    assert json.loads(refused.value.body or "{}")["message"] == (
         f'secrets is forbidden: User "{bob.username}" cannot list resource "secrets" '
         f'in API group "" in the namespace "{namespace}"'
     )
