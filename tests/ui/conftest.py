@@ -79,12 +79,13 @@ class PageErrors:
 class Screenshot:
     directory: Path
 
-    def __call__(self, page: Page, name: str) -> Path:
-        """The whole page as `<directory>/<name>.png`."""
+    def __call__(self, page: Page, name: str, *, full_page: bool = True) -> Path:
+        """The whole page (or its viewport: Chromium cannot measure a bare SVG document's full
+        page) as `<directory>/<name>.png`."""
         assert re.fullmatch(r"[a-z0-9][a-z0-9-]*", name), name
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"{name}.png"
-        page.screenshot(path=path, full_page=True, animations="disabled", caret="hide")
+        page.screenshot(path=path, full_page=full_page, animations="disabled", caret="hide")
         return path
 
 
