@@ -232,8 +232,10 @@ def _conditions(obj: Mapping[str, Any]) -> tuple[tuple[str, str, str, str], ...]
 
 def summary(obj: Mapping[str, Any]) -> str:
     status = obj.get("status") or {}
-    if "replicas" in status or "readyReplicas" in status:
-        return f"{status.get('readyReplicas', 0)}/{status.get('replicas', 0)} replicas ready"
+    desired = _dig(obj, "spec", "replicas")
+    if isinstance(desired, int) or "replicas" in status or "readyReplicas" in status:
+        wanted = desired if isinstance(desired, int) else status.get("replicas", 0)
+        return f"{status.get('readyReplicas', 0)}/{wanted} replicas ready"
     if obj.get("kind") == "PersistentVolumeClaim":
         return str(status.get("phase") or "")
     if obj.get("kind") == "Service":
