@@ -131,18 +131,21 @@ def offer(cluster: Cluster, viewer: Viewer, bundle: Bundle) -> Offer:
     except FAILURES as err:
         return Offer(problem=api_failure(err) or error_message(err))
     refusals = []
-    asked: set[tuple[str, str, str, str]] = set()
+    asked: set[Target] = set()
     for obj, target in zip(objects, found, strict=True):
-        for verb in VERBS:
-            key = (verb, target.group, target.resource, target.namespace)
-            if key in asked:
-                continue
-            asked.add(key)
-            permission = cluster.may(
+        kind = Target(target.group, target.resource, target.namespace, "")
+        if kind in asked:
+            continue
+        asked.add(kind)
+        denied = [
+            verb
+            for verb in VERBS
+            if not cluster.may(
                 viewer, verb, target.resource, group=target.group, namespace=target.namespace
-            )
-            if not permission.allowed:
-                refusals.append(Refusal(verb, target, dry_run_refusal(dynamic, obj)))
+            ).allowed
+        ]
+        if denied:
+            refusals.append(Refusal(" and ".join(denied), target, dry_run_refusal(dynamic, obj)))
     return Offer(tuple(refusals))
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import kubernetes
-import pytest
 import yaml
 from flask import Flask
 from flask.testing import FlaskClient
@@ -42,10 +41,10 @@ READS = (
 
 
 def grant_all(
-    cluster: Cluster, user: User, ns: str, role: str, verbs: Sequence[str], resources: Sequence[str]
+    kube: Cluster, user: User, ns: str, role: str, verbs: Sequence[str], resources: Sequence[str]
 ) -> None:
     """A Role in `ns` with `verbs` on `resources` (resource.group, or a core resource)."""
-    cluster.kubectl(
+    kube.kubectl(
         "create",
         "role",
         role,
@@ -54,7 +53,7 @@ def grant_all(
         f"--verb={','.join(verbs)}",
         *(f"--resource={r}" for r in resources),
     )
-    cluster.kubectl(
+    kube.kubectl(
         "create",
         "rolebinding",
         role,
@@ -65,15 +64,15 @@ def grant_all(
     )
 
 
-def reader(cluster: Cluster, ns: str, name: str = "reader") -> User:
-    user = make_user(cluster, ns, name)
-    grant_all(cluster, user, ns, f"{name}-reads", ["get", "list", "watch"], READS)
+def reader(kube: Cluster, ns: str, name: str = "reader") -> User:
+    user = make_user(kube, ns, name)
+    grant_all(kube, user, ns, f"{name}-reads", ["get", "list", "watch"], READS)
     return user
 
 
-def live_app(cluster: Cluster, **settings: Any) -> Flask:
+def live_app(kube: Cluster, **settings: Any) -> Flask:
     return create_app(
-        UiSettings(mode=Mode.LIVE, kubeconfig=str(cluster.kubeconfig), secret_key=KEY, **settings)
+        UiSettings(mode=Mode.LIVE, kubeconfig=str(kube.kubeconfig), secret_key=KEY, **settings)
     )
 
 
@@ -125,17 +124,17 @@ def running_status() -> dict[str, Any]:
     }
 
 
-def with_status(cluster: Cluster, ns: str, name: str, status: dict[str, Any]) -> None:
-    cluster.apply_manifests(yaml.safe_dump(model(ns, name)))
-    with cluster.api_client() as api:
+def with_status(kube: Cluster, ns: str, name: str, status: dict[str, Any]) -> None:
+    kube.apply_manifests(yaml.safe_dump(model(ns, name)))
+    with kube.api_client() as api:
         kubernetes.client.CustomObjectsApi(api).patch_namespaced_custom_object_status(
             "airunway.ai", "v1alpha1", ns, "modeldeployments", name, {"status": status}
         )
 
 
-def upstream(cluster: Cluster, ns: str) -> None:
+def upstream(kube: Cluster, ns: str) -> None:
     """A Deployment as the renderer writes it (labels, rendered-from), a pending pod of it and
-    the scheduler's event about that pod (no scheduler runs on this cluster: the test writes
+    the scheduler's event about that pod (no scheduler runs on this kube: the test writes
     what it would)."""
     labels = {
         "airunway.ai/model-deployment": "phi-direct",
@@ -178,8 +177,8 @@ def upstream(cluster: Cluster, ns: str) -> None:
         "lastTimestamp": STAMP,
         "source": {"component": "default-scheduler"},
     }
-    cluster.kubectl("create", "serviceaccount", "default", "-n", ns)  # no controller makes it
-    cluster.apply_manifests(yaml.safe_dump_all([deployment, pod, event]))
+    kube.kubectl("create", "serviceaccount", "default", "-n", ns)  # no controller makes it
+    kube.apply_manifests(yaml.safe_dump_all([deployment, pod, event]))
 
 
 def test_the_list_shows_what_the_user_may_read_and_filters_it(
