@@ -5,6 +5,8 @@ the API server's own refusal naming them, and a direct POST is refused the same 
 
 from __future__ import annotations
 
+from typing import Any
+
 import kubernetes
 import yaml
 from flask.testing import FlaskClient
@@ -81,10 +83,12 @@ def test_a_user_with_rights_is_offered_apply_and_applies_as_themselves(
         f"<tbody>{rows}</tbody></table>"
     )
     with cluster.api_client() as api:
-        stored = kubernetes.client.CustomObjectsApi(api).get_namespaced_custom_object(
+        stored: dict[str, Any] = kubernetes.client.CustomObjectsApi(
+            api
+        ).get_namespaced_custom_object(
             "airunway.ai", "v1alpha1", namespace, "modeldeployments", "phi-direct"
         )
-        deployment = kubernetes.client.AppsV1Api(api).read_namespaced_deployment(
+        deployment: Any = kubernetes.client.AppsV1Api(api).read_namespaced_deployment(
             "phi-direct", namespace
         )
     managers = {f["manager"] for f in stored["metadata"]["managedFields"]}
