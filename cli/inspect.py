@@ -48,6 +48,15 @@ from kubeio.policy import verdicts
 from kubeio.registry import load_registry
 from kubeio.sources import SKIPPED, Document, Kinds, read_documents, runway_documents
 
+__all__ = [  # one object's verdict moved to kubeio/inspection.py; read from here too
+    "add_commands",
+    "add_common",
+    "guarded",
+    "registry_of",
+    "sources",
+    "validate_one",
+    "verdict",
+]
 log = logging.getLogger(__name__)
 NAMESPACE_HELP = (
     "the namespace of ModelDeployments and ExternalModelProviders without one (as kubectl apply -n)"

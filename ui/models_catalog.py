@@ -87,7 +87,8 @@ def _documents(prefix: str, group: str, docs: Sequence[Document]) -> list[Entry]
     for doc in docs:
         md = ModelDeployment(doc.obj)
         key = f"{prefix}:{object_key(md.namespace or DEFAULT_NAMESPACE, str(md.name))}"
-        model = md.spec.get("model") if isinstance(md.spec.get("model"), Mapping) else {}
+        found = md.spec.get("model")
+        model: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         label = f"{md.namespace or DEFAULT_NAMESPACE}/{md.name}: {model.get('id') or model.get('servedName') or 'custom model'}"
         out.append(Entry(key, group, label, doc.obj))
     return out

@@ -65,7 +65,8 @@ def gpu_fit(obj: Mapping[str, Any], cluster: Cluster) -> Fit:
     for node in listed.items:
         allocatable = (node.status.allocatable or {}) if node.status is not None else {}
         have = _count(allocatable.get(resource))
-        nodes.append(NodeFit(str(node.metadata.name), have, have >= per_replica))
+        name = node.metadata.name if node.metadata is not None else ""
+        nodes.append(NodeFit(str(name), have, have >= per_replica))
     more = bool(listed.metadata is not None and listed.metadata._continue)
     return Fit(
         resource, per_replica, replicas, tuple(sorted(nodes, key=lambda n: n.name)), more=more
