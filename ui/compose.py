@@ -129,7 +129,7 @@ def merged(obj: Mapping[str, Any], form: Mapping[str, str]) -> dict[str, Any]:
     for field in FIELDS:
         raw = form.get(field.name)
         if field.kind == "check":
-            _set_check(out, field.path, raw is not None)
+            _set_check(out, field.path, bool(raw))
             continue
         if raw is None:
             continue  # not posted: not the form's to change
