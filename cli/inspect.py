@@ -36,6 +36,7 @@ from kubeio.inspection import (
     IPC,
     MD,
     NAMESPACED,
+    deny_by_policy,
     field_error,
     kind_of,
     name_of,
@@ -44,7 +45,6 @@ from kubeio.inspection import (
     verdict,
 )
 from kubeio.objects import object_key
-from kubeio.policy import verdicts
 from kubeio.registry import load_registry
 from kubeio.sources import SKIPPED, Document, Kinds, read_documents, runway_documents
 
@@ -159,7 +159,7 @@ def run_validate(args: argparse.Namespace) -> int:
         _validate_doc(doc, registry, stored, allowed, ours=ours)
         for doc, ours in zip(kinds.documents, kinds.ours, strict=True)
     ]
-    _deny_by_policy(results, kinds.documents)
+    deny_by_policy(results, kinds.documents)
     if args.output != "text":
         write_structured(results, args.output, sys.stdout)
     else:
@@ -167,16 +167,6 @@ def run_validate(args: argparse.Namespace) -> int:
             print_verdict(result, sys.stdout)
         print(_summary(results), file=sys.stdout)
     return Exit.OK if all(r["allowed"] for r in results) else Exit.PARTIAL
-
-
-def _deny_by_policy(results: list[dict[str, Any]], docs: Sequence[Document]) -> None:
-    """Deny each object the source repository's policy does not allow it to define
-    (kubeio.policy, asked by `runway render` too), at its metadata.namespace."""
-    for doc, result, why in zip(docs, results, verdicts(docs), strict=True):
-        if why is not None:
-            field = doc.field("metadata.namespace")
-            result["errors"].append({"field": field, "message": f"Forbidden: {why}"})
-            result["allowed"] = False
 
 
 def _summary(results: Sequence[Mapping[str, Any]]) -> str:

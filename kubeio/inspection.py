@@ -21,6 +21,7 @@ from core.model.kinds import (
 )
 from core.selection.configs import ProviderRegistry
 from kubeio.objects import DEFAULT_NAMESPACE
+from kubeio.policy import verdicts
 from kubeio.sources import Document, group_of
 
 # The kinds the webhook admits (webhook/handlers.py), by API group and kind; the other two are
@@ -69,6 +70,16 @@ def verdict(
         "patch": patch or [],
         "object": dict(admitted if admitted is not None else obj),
     }
+
+
+def deny_by_policy(results: list[dict[str, Any]], docs: Sequence[Document]) -> None:
+    """Deny each object the source repository's policy does not allow it to define
+    (kubeio.policy, asked by `runway render` too), at its metadata.namespace."""
+    for doc, result, why in zip(docs, results, verdicts(docs), strict=True):
+        if why is not None:
+            field = doc.field("metadata.namespace")
+            result["errors"].append({"field": field, "message": f"Forbidden: {why}"})
+            result["allowed"] = False
 
 
 def validate_one(

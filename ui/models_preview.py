@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.fields.errors import SourceError
 from core.model.kinds import ModelDeployment
 from core.model.versions import Versions
 from core.rendering.assemble import render_model
@@ -26,10 +27,11 @@ from core.rendering.inferencegateway import GatewayTarget
 from core.selection.configs import ProviderRegistry
 from kubeio.explanation import explain_one, failed_explanation, print_explanation
 from kubeio.guard import per_object
-from kubeio.inspection import print_verdict, validate_one, verdict
+from kubeio.inspection import deny_by_policy, print_verdict, validate_one, verdict
 from kubeio.objects import DEFAULT_NAMESPACE, object_key
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_versions
+from kubeio.sources import Document
 from kubeio.yamlio import dump, load_all
 from renderer.folders import HYDRATED_FILE
 from renderer.render import render_guarded
@@ -95,7 +97,14 @@ def gateway_target(text: str) -> GatewayTarget | str:
     return GatewayTarget(name, namespace)
 
 
-def preview(obj: Mapping[str, Any], checker: Checker, gateway: GatewayTarget | str) -> Preview:
+def preview(
+    obj: Mapping[str, Any],
+    checker: Checker,
+    gateway: GatewayTarget | str,
+    where: str | None = None,
+) -> Preview:
+    """The previews of `obj`; `where`: the file the object would be written to (its patch's),
+    whose repository's policy (kubeio.policy) judges it as `runway validate` of that file does."""
     key = object_key(
         ModelDeployment(obj).namespace or DEFAULT_NAMESPACE, str(ModelDeployment(obj).name)
     )
@@ -105,6 +114,12 @@ def preview(obj: Mapping[str, Any], checker: Checker, gateway: GatewayTarget | s
         return verdict(obj, None, None, errors=[{"field": "", "message": detail}])
 
     judged = per_object(key, "checked", lambda: validate_one(obj, registry=registry), refused, log)
+    if where is not None:
+        try:
+            deny_by_policy([judged], [Document(where, 0, dict(obj))])
+        except SourceError as err:  # a malformed policy file: unusable input for validate too
+            judged["errors"].append({"field": "", "message": str(err)})
+            judged["allowed"] = False
     said = io.StringIO()
     print_verdict(judged, said)
     traced = per_object(

@@ -62,10 +62,20 @@ def _previews(obj: Mapping[str, Any] | None, error: str, gateway: str) -> dict[s
     shown: Preview | None = None
     fit: Fit | None = None
     if obj is not None:
-        shown = preview(obj, checker(), gateway_target(gateway))
+        shown = preview(obj, checker(), gateway_target(gateway), _written_to(obj))
         if portal().settings.live:
             fit = gpu_fit(shown.verdict["object"], cluster())
     return {"preview": shown, "error": error, "fit": fit, "live": portal().settings.live}
+
+
+def _written_to(obj: Mapping[str, Any]) -> str | None:
+    """The file the object's patch would write, absolute (None when there is none)."""
+    settings = portal().settings
+    try:
+        path = bundle(settings, sources(), obj).files[0].path
+        return str(repo_root(settings) / path)
+    except (OutputError, OSError, UnicodeDecodeError):
+        return None
 
 
 def _fields(values: Mapping[str, str], gateway: str) -> dict[str, Any]:
@@ -144,12 +154,15 @@ def _delivered() -> dict[str, Any]:
         obj = parse(request.form.get("yaml", ""))
     except ComposeError as err:
         return {"error": str(err)}
-    judged = preview(obj, checker(), gateway_target(request.form.get(GATEWAY_FIELD, "")))
-    if not judged.allowed:
-        return {"error": "admission denies this object (see the verdict): no patch is made"}
+    settings = portal().settings
     try:
-        made = bundle(portal().settings, sources(), obj)
-        text = patch_text(made, repo_root(portal().settings))
+        made = bundle(settings, sources(), obj)
+        root = repo_root(settings)
+        where = str(root / made.files[0].path)
+        judged = preview(obj, checker(), gateway_target(""), where)
+        if not judged.allowed:
+            return {"error": "admission denies this object (see the verdict): no patch is made"}
+        text = patch_text(made, root)
     except (OutputError, OSError, UnicodeDecodeError) as err:
         return {"error": str(err)}
     return {"bundle": made, "patch": text, "name": filename(obj, ".patch")}

@@ -401,3 +401,28 @@ def test_any_text_gets_a_page_with_previews_or_an_error(portal: Portal, text: st
     assert answer.status_code == 200
     assert ('id="models-verdict"' in html) != ('id="models-error"' in html)
     assert took < REQUEST_BOUND
+
+
+def test_the_repository_policy_judges_the_file_the_patch_writes(repo: Path) -> None:
+    policy = "kind: SourcePolicy\nrules:\n  - paths: ['examples/**']\n    namespaces: [models]\n"
+    (repo / ".runway").mkdir()
+    (repo / ".runway" / "policy.yaml").write_text(policy)
+    obj = yaml.safe_load((EXAMPLES / "vllm-1gpu.yaml").read_text())
+    obj["metadata"] = {"name": "elsewhere", "namespace": "team-a"}
+    portal = Portal(app_of(repo / "examples"))
+    html = portal.post("/models/yaml", {"yaml": text_of(obj), "route_gateway": GATEWAY})
+    shown = pre_text(html.get_data(as_text=True), "models-verdict-text")
+    written = repo / "examples" / "team-a" / "elsewhere.yaml"
+    written.parent.mkdir()
+    written.write_text(text_of(obj))
+    assert cli("validate", str(written)) == (1, shown + "0 allowed, 1 denied\n")
+    assert shown == (
+        "team-a/elsewhere: denied\n  metadata.namespace: Forbidden: namespace team-a is not "
+        f"allowed by {repo}/.runway/policy.yaml for examples/team-a/elsewhere.yaml: paths "
+        "'examples/**' may define models\n"
+    )
+    written.unlink()
+    answer = portal.post("/models/patch", {"yaml": text_of(obj)}).get_data(as_text=True)
+    assert element(answer, "p", "models-output-error").endswith(
+        "admission denies this object (see the verdict): no patch is made</p>"
+    )
