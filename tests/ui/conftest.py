@@ -29,7 +29,7 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, ROOT
 from tests.support.ui import UiServer
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")  # Debian's binary (/usr/bin/chromium wraps it)
@@ -172,7 +172,8 @@ def measure(request: pytest.FixtureRequest) -> Any:
 @pytest.fixture(scope="session")
 def examples_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiServer]:
     """`runway ui --offline -f examples/`, shared by the tier's offline tests."""
-    with UiServer.start(tmp_path_factory.mktemp("ui"), sources=(EXAMPLES,)) as server:
+    examples = EXAMPLES.relative_to(ROOT)
+    with UiServer.start(tmp_path_factory.mktemp("ui"), sources=(examples,)) as server:
         yield server
 
 
