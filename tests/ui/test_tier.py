@@ -1,19 +1,35 @@
-"""The browser tier's own parts, on pages the test writes: what the error collector holds, and
-what the accessibility check reports."""
+"""The browser tier's own parts: the browser is the Chromium `make browser` pins, and, on pages
+the test writes, what the error collector holds and what the accessibility check reports."""
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Browser, Page
 
+from tests.conftest import ROOT
 from tests.ui.conftest import PageErrors, check_accessible
 
 ACCESSIBLE = (
     '<!doctype html><html lang="en"><head><title>t</title></head>'
     "<body><main><h1>Heading</h1><p>Text.</p></main></body></html>"
 )
+
+
+def test_the_browser_is_the_debian_chromium_the_makefile_pins(browser: Browser) -> None:
+    found = re.search(r"^CHROMIUM_VERSION := (\S+)$", (ROOT / "Makefile").read_text(), re.M)
+    assert found is not None
+    pinned = found[1]
+    installed = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Version}", "chromium"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert (installed, browser.version) == (pinned, pinned.split("-")[0])
 
 
 def test_the_collector_holds_each_console_error_and_uncaught_exception(
