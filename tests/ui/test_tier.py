@@ -8,10 +8,10 @@ import re
 import subprocess
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, Route
 
 from tests.conftest import ROOT
-from tests.ui.conftest import PageErrors, check_accessible
+from tests.ui.conftest import PageErrors, check_accessible, new_page
 
 ACCESSIBLE = (
     '<!doctype html><html lang="en"><head><title>t</title></head>'
@@ -63,3 +63,28 @@ def test_the_accessibility_check_lists_every_violation(page: Page) -> None:
         ("page-has-heading-one", "moderate", [["html"]]),
         ("region", "moderate", [["img"]]),
     ]
+
+
+def test_another_page_sends_its_headers_and_is_watched_too(
+    browser: Browser, page: Page, page_errors: PageErrors
+) -> None:
+    other = new_page(browser, page_errors, headers={"X-Forwarded-Access-Token": "a-token"})
+    sent: list[str | None] = []
+
+    def answer(route: Route) -> None:
+        sent.append(route.request.headers.get("x-forwarded-access-token"))
+        html = ACCESSIBLE.replace(
+            "</body>", "<script>console.error('from the other');</script></body>"
+        )
+        route.fulfill(status=200, content_type="text/html", body=html)
+
+    try:
+        other.route("http://portal.test/", answer)
+        other.goto("http://portal.test/")
+        page.set_content(ACCESSIBLE)
+        assert (sent, page_errors.take()) == (
+            ["a-token"],
+            ["console error at http://portal.test/:0: from the other"],
+        )
+    finally:
+        other.context.close()
