@@ -35,6 +35,7 @@ from tests.support.cluster import Cluster, binaries_dir, free_port, terminate
 from tests.support.kustomize import build
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook
+from tests.unit.test_kustomize_ui import with_apply_as_user
 
 CHART = ROOT / "charts" / "runway"
 RUNWAY = Path(sys.executable).parent / "runway"
@@ -75,6 +76,18 @@ def template(helm: Path, *sets: str, namespace: str = NAMESPACE) -> list[dict[st
     return [d for d in yaml.safe_load_all(done.stdout) if d]
 
 
+# kustomize/ui with its apply-as-user Component, as a site's overlay builds it
+UI_APPLY_AS_USER = "ui+apply-as-user"
+
+
+def kustomized(names: Sequence[str], workdir: Path) -> list[dict[str, Any]]:
+    return [
+        o
+        for name in names
+        for o in (with_apply_as_user(workdir) if name == UI_APPLY_AS_USER else build(name))
+    ]
+
+
 def key(obj: dict[str, Any]) -> tuple[str, str, str]:
     meta = obj["metadata"]
     return (obj["kind"], meta.get("namespace", ""), meta["name"])
@@ -98,6 +111,24 @@ def test_the_chart_lints_strictly_in_every_tls_mode(helm: Path) -> None:
         assert "[WARNING]" not in done.stdout and "[ERROR]" not in done.stdout
 
 
+def test_the_chart_lints_strictly_with_the_ui_and_apply_as_user(helm: Path) -> None:
+    done = run(
+        [
+            helm,
+            "lint",
+            "--strict",
+            CHART,
+            "--set",
+            "ui.enabled=true",
+            "--set",
+            "ui.applyAsUser=true",
+        ]
+    )
+
+    assert done.stdout.splitlines()[-1] == "1 chart(s) linted, 0 chart(s) failed", done.stdout
+    assert "[WARNING]" not in done.stdout and "[ERROR]" not in done.stdout
+
+
 @pytest.mark.parametrize(
     ("sets", "kustomizations"),
     [
@@ -112,16 +143,21 @@ def test_the_chart_lints_strictly_in_every_tls_mode(helm: Path) -> None:
             ),
             ("base", "status", "providers", "monitoring"),
         ),
+        (("tls.mode=manual", "ui.enabled=true"), ("base", "status", "providers", "ui")),
+        (
+            ("tls.mode=manual", "ui.enabled=true", "ui.applyAsUser=true"),
+            ("base", "status", "providers", UI_APPLY_AS_USER),
+        ),
     ],
-    ids=["manual-tls", "cert-manager", "monitoring"],
+    ids=["manual-tls", "cert-manager", "monitoring", "ui", "ui-apply-as-user"],
 )
 def test_the_chart_renders_what_kustomize_builds(
-    helm: Path, sets: tuple[str, ...], kustomizations: tuple[str, ...]
+    helm: Path, sets: tuple[str, ...], kustomizations: tuple[str, ...], tmp_path: Path
 ) -> None:
     chart = {
         key(o): without_helm_annotations(o) for o in template(helm, "namespace.create=true", *sets)
     }
-    built = {key(o): o for o in build(*kustomizations)}
+    built = {key(o): o for o in kustomized(kustomizations, tmp_path / "overlay")}
 
     assert sorted(chart) == sorted(built)
     for name, obj in built.items():
@@ -191,6 +227,51 @@ def test_every_value_lands_where_it_belongs(helm: Path) -> None:
             ]
 
 
+def test_every_ui_value_lands_where_it_belongs(helm: Path) -> None:
+    objects = template(
+        helm,
+        "image.repository=registry.example.com/platform/runway",
+        "image.tag=1.2.3",
+        "ui.enabled=true",
+        "ui.replicas=2",
+        "ui.workers=4",
+        "ui.actions=true",
+        "ui.nodeSelector.pool=system",
+        "ui.tolerations[0].key=dedicated",
+        "ui.tolerations[0].operator=Exists",
+        "ui.resources.limits.memory=2Gi",
+        "ui.oauth2Proxy.image.repository=mirror.example.com/oauth2-proxy",
+        "ui.oauth2Proxy.image.tag=v7.15.3-fips",
+        "ui.oauth2Proxy.resources.requests.cpu=50m",
+        namespace="platform",
+    )
+    by_key = {key(o): o for o in objects}
+    spec = by_key[("Deployment", "platform", "runway-ui")]["spec"]
+    pod = spec["template"]["spec"]
+    ui, proxy = pod["containers"]
+    binding = by_key[("ClusterRoleBinding", "", "runway-ui")]
+
+    assert spec["replicas"] == 2
+    assert ui["image"] == "registry.example.com/platform/runway:1.2.3"
+    assert ui["args"][-3:] == ["--workers", "4", "--actions"]
+    assert (pod["nodeSelector"], pod["tolerations"]) == (
+        {"pool": "system"},
+        [{"key": "dedicated", "operator": "Exists"}],
+    )
+    assert ui["resources"] == {
+        "requests": {"cpu": "100m", "memory": "256Mi"},
+        "limits": {"memory": "2Gi"},
+    }
+    assert proxy["image"] == "mirror.example.com/oauth2-proxy:v7.15.3-fips"
+    assert proxy["resources"] == {
+        "requests": {"cpu": "50m", "memory": "32Mi"},
+        "limits": {"memory": "128Mi"},
+    }
+    assert binding["subjects"][0]["namespace"] == "platform"
+    assert ("ClusterRole", "", "runway-ui-impersonate") not in by_key
+    assert [k for k in map(key, template(helm, "ui.applyAsUser=true")) if "runway-ui" in k[2]] == []
+
+
 CLUSTER_SCOPED = {
     "ClusterRole",
     "ClusterRoleBinding",
@@ -253,6 +334,13 @@ def test_helm_tls_issues_a_chain_for_the_service_and_every_webhook_trusts_it(hel
         ("tls.caBundle=not base64!", "at '/tls/caBundle'"),
         ("statusController.gatewayURL=gw:80", "at '/statusController/gatewayURL'"),
         ("image.pullPolicy=Sometimes", "at '/image/pullPolicy'"),
+        ("ui.workers=0", "at '/ui/workers': minimum: got 0, want 1"),
+        ("ui.applyAsUser=yes", "at '/ui/applyAsUser': got string, want boolean"),
+        ("ui.oauth2Proxy.image.tag=", "at '/ui/oauth2Proxy/image/tag'"),
+        (
+            "ui.oauth2proxy.image.tag=v1",
+            "at '/ui': additional properties 'oauth2proxy' not allowed",
+        ),
     ],
 )
 def test_a_mistaken_value_is_refused_with_its_path(helm: Path, setting: str, message: str) -> None:
@@ -495,6 +583,57 @@ def test_the_installed_chart_admits_through_the_webhook_it_deploys(
     assert {h["clientConfig"]["caBundle"] for c in configs for h in c["webhooks"]} == {
         base64.b64encode(ca).decode()
     }
+
+
+def test_the_ui_part_passes_strict_server_side_dry_run(
+    helm: Path, plane: Cluster, installed: Webhook
+) -> None:
+    """kustomize/ui and its apply-as-user Component, as the chart renders them (equal object for
+    object, above), against the API server's own schemas, in the installed release's namespace."""
+    manifest = run(
+        [
+            helm,
+            "template",
+            RELEASE,
+            CHART,
+            "--namespace",
+            NAMESPACE,
+            "--show-only",
+            "templates/ui.yaml",
+            "--show-only",
+            "templates/ui-apply-as-user.yaml",
+            "--set",
+            "ui.enabled=true",
+            "--set",
+            "ui.applyAsUser=true",
+        ]
+    ).stdout
+
+    done = plane.kubectl(
+        "apply",
+        "--server-side",
+        "--validate=strict",
+        "--dry-run=server",
+        "-f",
+        "-",
+        stdin=manifest,
+        check=False,
+    )
+
+    assert (done.returncode, done.stderr) == (0, "")
+    assert sorted(done.stdout.splitlines()) == [
+        f"{name} serverside-applied (server dry run)"
+        for name in (
+            "clusterrole.rbac.authorization.k8s.io/runway-ui",
+            "clusterrole.rbac.authorization.k8s.io/runway-ui-impersonate",
+            "clusterrolebinding.rbac.authorization.k8s.io/runway-ui",
+            "clusterrolebinding.rbac.authorization.k8s.io/runway-ui-impersonate",
+            "deployment.apps/runway-ui",
+            "networkpolicy.networking.k8s.io/runway-ui",
+            "service/runway-ui",
+            "serviceaccount/runway-ui",
+        )
+    ]
 
 
 def test_an_upgrade_keeps_the_ca_the_api_server_trusts(
