@@ -280,10 +280,19 @@ def test_the_portal_is_reached_only_through_the_sign_in_proxy() -> None:
         ("oauth2-proxy", "livenessProbe", {"path": "/ping", "port": "http"}),
     ]
     assert all(set(c["resources"]) == {"requests", "limits"} for c in (ui, proxy))
-    assert ui["volumeMounts"][0] == {
-        "name": "secret-key",
-        "mountPath": "/secrets/ui",
-        "readOnly": True,
+    assert ui["volumeMounts"] == [
+        {"name": "secret-key", "mountPath": "/secrets/ui", "readOnly": True},
+        {"name": "tmp", "mountPath": "/tmp"},
+        {
+            "name": "kube-api-access",
+            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+            "readOnly": True,
+        },
+    ]
+    # the ServiceAccount's token is in the portal's container only, not the proxy's
+    assert (pod["automountServiceAccountToken"], "volumeMounts" in proxy) == (False, False)
+    assert pod["volumes"][2]["projected"]["sources"][0] == {
+        "serviceAccountToken": {"path": "token", "expirationSeconds": 3607}
     }
     assert pod["volumes"][0] == {
         "name": "secret-key",
