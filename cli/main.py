@@ -40,6 +40,7 @@ COMMANDS: Mapping[str, str] = {
     "status-controller": "cli.controller",
     "version": "cli.about",
     "completion": "cli.completion",
+    "ui": "cli.ui",
 }
 
 
