@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import http.client
 import json
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -33,6 +35,7 @@ from tests.support import live
 from tests.support.builders import model_deployment
 from tests.support.cluster import Cluster, binaries_dir, free_port, terminate
 from tests.support.kustomize import build
+from tests.support.users import make_user
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook
 from tests.unit.test_kustomize_ui import with_apply_as_user
@@ -380,9 +383,11 @@ def exists(cluster: Cluster, *args: str) -> bool:
     return cluster.kubectl("get", *args, check=False).returncode == 0
 
 
-def service_account_kubeconfig(cluster: Cluster, path: Path) -> Path:
+def service_account_kubeconfig(
+    cluster: Cluster, path: Path, account: str = "runway-webhook"
+) -> Path:
     """What the pod's in-cluster credentials are: a token of the chart's ServiceAccount."""
-    token = cluster.kubectl("-n", NAMESPACE, "create", "token", "runway-webhook").stdout.strip()
+    token = cluster.kubectl("-n", NAMESPACE, "create", "token", account).stdout.strip()
     config = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -395,8 +400,8 @@ def service_account_kubeconfig(cluster: Cluster, path: Path) -> Path:
                 },
             }
         ],
-        "users": [{"name": "runway-webhook", "user": {"token": token}}],
-        "contexts": [{"name": "pod", "context": {"cluster": "test", "user": "runway-webhook"}}],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": "pod", "context": {"cluster": "test", "user": account}}],
         "current-context": "pod",
     }
     path.write_text(yaml.safe_dump(config))
@@ -666,6 +671,151 @@ def test_an_upgrade_keeps_the_ca_the_api_server_trusts(
     assert replicas == 3
     plane.kubectl("create", "namespace", "team-b")
     assert admitted(plane, "qwen", "team-b")["spec"]["provider"]["name"] == "kuberay"
+
+
+def ui_pod_command(args: list[str], *, port: int, key: Path, kubeconfig: Path) -> list[str]:
+    """The chart's portal container args with the pod-only settings mapped to this machine (it
+    binds the pod's loopback already); fails on any argument it does not expect."""
+    mapped = {"--port": str(port), "--secret-key-file": str(key)}
+    out: list[str] = []
+    items = iter(args)
+    for arg in items:
+        if arg == "--in-cluster":
+            out += ["--kubeconfig", str(kubeconfig)]
+        elif arg in mapped:
+            next(items)
+            out += [arg, mapped[arg]]
+        elif arg == "--host":
+            out += [arg, next(items)]
+            assert out[-1] == "127.0.0.1", "the portal is reached through its sign-in proxy only"
+        else:
+            assert arg in ("ui", "--workers", "2", "--actions", "--apply-as-user"), arg
+            out.append(arg)
+    return [str(RUNWAY), *out]
+
+
+def portal_get(port: int, path: str, token: str = "") -> tuple[int, str]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        connection.request("GET", path, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        connection.close()
+
+
+def portal_healthy(port: int, proc: subprocess.Popen[bytes], log: Path) -> bool:
+    if proc.poll() is not None:
+        raise AssertionError(f"the portal's command exited {proc.returncode}:\n{log.read_text()}")
+    try:
+        return portal_get(port, "/healthz") == (200, "ok")
+    except OSError:
+        return False
+
+
+def ui_may(
+    cluster: Cluster, verb: str, resource: str, group: str = "", subresource: str = ""
+) -> bool:
+    """The API server's answer (a SubjectAccessReview) for the chart's portal ServiceAccount,
+    cluster-wide."""
+    attributes = {"verb": verb, "resource": resource, "group": group, "subresource": subresource}
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": f"system:serviceaccount:{NAMESPACE}:runway-ui",
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}"],
+            "resourceAttributes": {k: v for k, v in attributes.items() if v},
+        },
+    }
+    done = cluster.kubectl("create", "-o", "json", "-f", "-", stdin=json.dumps(review))
+    return bool(json.loads(done.stdout)["status"].get("allowed", False))
+
+
+def test_the_ui_part_signs_users_in_with_the_rights_the_chart_gives_it(
+    helm: Path, plane: Cluster, installed: Webhook, tmp_path: Path
+) -> None:
+    """The chart's portal command, with its ServiceAccount's token in place of the in-cluster
+    credentials, checks a user's token with a TokenReview and lists the CRDs present (About):
+    the rights kustomize/ui grants are enough, and reading Secrets or impersonating is not among
+    them until ui.applyAsUser adds impersonation."""
+    helm_on(
+        helm,
+        plane,
+        "upgrade",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        NAMESPACE,
+        "--reuse-values",
+        "--set",
+        "ui.enabled=true",
+    )
+    deployment = live_json(plane, "-n", NAMESPACE, "deployment", "runway-ui")
+    ui = deployment["spec"]["template"]["spec"]["containers"][0]
+    key = tmp_path / "secret-key"
+    key.write_text(secrets.token_urlsafe(32))
+    port = free_port()
+    argv = ui_pod_command(
+        ui["args"],
+        port=port,
+        key=key,
+        kubeconfig=service_account_kubeconfig(plane, tmp_path / "ui.kubeconfig", "runway-ui"),
+    )
+    plane.kubectl("create", "namespace", "team-ui")
+    alice = make_user(plane, "team-ui", "alice")
+    log = tmp_path / "ui.log"
+    with log.open("wb") as handle:
+        proc = subprocess.Popen(
+            argv, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            wait_until(lambda: portal_healthy(port, proc, log), timeout=30, what="the portal")
+            unsigned = portal_get(port, "/about")
+            status, page = portal_get(port, "/about", alice.token)
+        finally:
+            terminate(proc)
+
+    assert unsigned[0] == 401
+    assert status == 200, page
+    assert f"Signed in as <strong>{alice.username}</strong>" in page
+    assert "<tr><td>modeldeployments.airunway.ai</td><td>v1alpha1</td></tr>" in page
+    assert [
+        ui_may(plane, "create", "tokenreviews", "authentication.k8s.io"),
+        ui_may(plane, "create", "subjectaccessreviews", "authorization.k8s.io"),
+        ui_may(plane, "list", "nodes"),
+        ui_may(plane, "list", "secrets"),
+        ui_may(plane, "get", "secrets"),
+        ui_may(plane, "create", "modeldeployments", "airunway.ai"),
+        ui_may(plane, "impersonate", "users"),
+    ] == [True, True, True, False, False, False, False]
+
+    helm_on(
+        helm,
+        plane,
+        "upgrade",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        NAMESPACE,
+        "--reuse-values",
+        "--set",
+        "ui.applyAsUser=true",
+    )
+    args = live_json(plane, "-n", NAMESPACE, "deployment", "runway-ui")["spec"]["template"]["spec"][
+        "containers"
+    ][0]["args"]
+
+    assert args[-2:] == ["--actions", "--apply-as-user"]
+    assert [
+        ui_may(plane, "impersonate", "users"),
+        ui_may(plane, "impersonate", "groups"),
+        ui_may(plane, "impersonate", "serviceaccounts"),
+        ui_may(plane, "impersonate", "uids", "authentication.k8s.io"),
+        ui_may(plane, "impersonate", "userextras", "authentication.k8s.io", "scopes"),
+        ui_may(plane, "list", "secrets"),
+    ] == [True, True, True, True, False, False]
 
 
 def test_uninstall_removes_the_webhooks_and_keeps_the_models_and_their_configs(
