@@ -10,6 +10,8 @@ credentials) as a local process on 127.0.0.1. No kube-proxy or CNI delivers the 
 to a pod, so the test points the chart's Service at that process (type ExternalName, `localhost`):
 the API server still resolves the webhook through the Service, verifies the chart's certificate
 for runway-webhook.<namespace>.svc against the chart's caBundle, and calls the chart's paths.
+The portal's container (ui.enabled) runs the same way, with its own ServiceAccount's token; its
+oauth2-proxy sidecar is not built here, so the test sends a user's token as the proxy forwards it.
 """
 
 from __future__ import annotations
