@@ -68,6 +68,7 @@ USES: list[tuple[str, re.Pattern[str], Callable[[str], str]]] = [
     ("KWOK_VERSION", re.compile(r"sigs\.k8s\.io/kwok (v[\w.+-]+)"), same),
     ("KUSTOMIZE_VERSION", re.compile(r"sigs\.k8s\.io/kustomize/kustomize/v5 (v[\w.+-]+)"), same),
     ("HELM_VERSION", re.compile(r"helm\.sh/helm/v4 (v[\w.+-]+)"), same),
+    ("OAUTH2_PROXY_VERSION", re.compile(r"oauth2-proxy/oauth2-proxy:(v[\w.+-]+)"), same),
 ]
 SKIP_DIRS = {
     ".git",
@@ -196,6 +197,7 @@ def test_versions_parse_every_pin() -> None:
         "HELM_VERSION",
         "KUSTOMIZE_VERSION",
         "KWOK_VERSION",
+        "OAUTH2_PROXY_VERSION",
     ]
     assert all(versions.as_env().values())
 
