@@ -266,35 +266,36 @@ def _installation(data: Any, at: FieldPath, errors: list[FieldError]) -> dict[st
     found = _fields(data, at, _INSTALLATION, errors)
     if found is None:
         return {}
-    repos = [
-        _repo(r, at.child("helmRepos").index(i), errors)
-        for i, r in enumerate(_list(found, "helmRepos", at, MAX_REPOS, errors))
-    ]
-    charts = [
-        _chart(c, at.child("helmCharts").index(i), errors)
-        for i, c in enumerate(_list(found, "helmCharts", at, MAX_CHARTS, errors))
-    ]
-    steps = [
-        _step(s, at.child("steps").index(i), errors)
-        for i, s in enumerate(_list(found, "steps", at, MAX_STEPS, errors))
-    ]
-    _unique([r.name if r else "" for r in repos], at.child("helmRepos"), "name", errors)
-    _unique([c.release if c else "" for c in charts], at.child("helmCharts"), "name", errors)
+    description = _text(found, "description", at, errors)
+    default_namespace = _text(found, "defaultNamespace", at, errors, check=_namespace)
+    raw_repos = _list(found, "helmRepos", at, MAX_REPOS, errors)
+    repos = [_repo(r, at.child("helmRepos").index(i), errors) for i, r in enumerate(raw_repos)]
+    raw_charts = _list(found, "helmCharts", at, MAX_CHARTS, errors)
+    charts = [_chart(c, at.child("helmCharts").index(i), errors) for i, c in enumerate(raw_charts)]
+    raw_steps = _list(found, "steps", at, MAX_STEPS, errors)
+    steps = [_step(s, at.child("steps").index(i), errors) for i, s in enumerate(raw_steps)]
+    _unique(raw_repos, at.child("helmRepos"), errors)
+    _unique(raw_charts, at.child("helmCharts"), errors)
     return {
-        "description": _text(found, "description", at, errors),
-        "default_namespace": _text(found, "defaultNamespace", at, errors, check=_namespace),
+        "description": description,
+        "default_namespace": default_namespace,
         "repos": tuple(r for r in repos if r is not None),
         "charts": tuple(c for c in charts if c is not None),
         "steps": tuple(s for s in steps if s is not None),
     }
 
 
-def _unique(names: list[str], at: FieldPath, field: str, errors: list[FieldError]) -> None:
+def _unique(items: list[Any], at: FieldPath, errors: list[FieldError]) -> None:
+    """Each `name` once in a list (repository names, release names)."""
     seen: set[str] = set()
-    for i, name in enumerate(names):
-        if name and name in seen:
-            errors.append(FieldError(str(at.index(i).child(field)), Reason.DUPLICATE, repr(name)))
-        seen.add(name)
+    for i, item in enumerate(items):
+        name = item.get("name") if isinstance(item, Mapping) else None
+        if isinstance(name, str) and name:
+            if name in seen:
+                errors.append(
+                    FieldError(str(at.index(i).child("name")), Reason.DUPLICATE, repr(shown(name)))
+                )
+            seen.add(name)
 
 
 def _namespace(value: str) -> str | None:
