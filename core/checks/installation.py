@@ -115,7 +115,7 @@ def read_installation(config: Mapping[str, Any]) -> Installation | list[FieldErr
     if text is None:
         return errors or Installation(documentation_url=doc_url)
     data = _decode(text, errors)
-    if data is None:
+    if data is _UNREAD:
         return errors[:MAX_ERRORS]
     found = _installation(data, annotation_path(), errors)
     if errors:
@@ -123,18 +123,22 @@ def read_installation(config: Mapping[str, Any]) -> Installation | list[FieldErr
     return Installation(**found, documentation_url=doc_url)
 
 
+_UNREAD = object()  # the annotation's text is not JSON Runway reads (JSON null is data)
+
+
 def _decode(text: object, errors: list[FieldError]) -> Any:
+    """The annotation's JSON, or _UNREAD (an error says why)."""
     at = str(annotation_path())
     if not isinstance(text, str):
         errors.append(FieldError(at, Reason.INVALID, "must be a string holding JSON"))
-        return None
+        return _UNREAD
     if len(text.encode("utf-8", "surrogatepass")) > MAX_INSTALLATION_BYTES:
         errors.append(
             FieldError(
                 at, Reason.TOO_LONG, f"may not be longer than {MAX_INSTALLATION_BYTES} bytes"
             )
         )
-        return None
+        return _UNREAD
     try:
         return json.loads(
             text,
@@ -152,7 +156,7 @@ def _decode(text: object, errors: list[FieldError]) -> Any:
         errors.append(
             FieldError(at, Reason.INVALID, f"is not JSON Runway reads: {shown(str(err), 120)}")
         )
-    return None
+    return _UNREAD
 
 
 def _refuse_constant(name: str) -> Any:

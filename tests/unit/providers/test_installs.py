@@ -411,7 +411,11 @@ def test_unreadable_text_is_one_error_on_the_annotation(
 
 
 def test_lists_past_their_bound_are_refused_without_reading_them() -> None:
-    many = {"helmRepos": [{}] * 17, "helmCharts": [{}] * 17, "steps": [{}] * 33}
+    many: dict[str, list[dict[str, str]]] = {
+        "helmRepos": [{}] * 17,
+        "helmCharts": [{}] * 17,
+        "steps": [{}] * 33,
+    }
 
     assert read_installation(config(many)) == [
         FieldError(f"{AT}.helmRepos", Reason.TOO_MANY, "must have at most 16 items, not 17"),
