@@ -77,7 +77,10 @@ def catalog(sources: Sources) -> tuple[Entry, ...]:
     seen = {identity(e.obj) for e in entries}
     if SHIPPED_EXAMPLES.is_dir():
         shipped = read_sources([str(SHIPPED_EXAMPLES)]).model_deployments()
-        fresh = [d for d in shipped if identity(d.obj) not in seen and "rejected" not in d.origin]
+        rejected = SHIPPED_EXAMPLES / "rejected"  # examples admission denies, on purpose
+        fresh = [
+            d for d in shipped if identity(d.obj) not in seen and Path(d.origin).parent != rejected
+        ]
         entries += _documents("example", "Shipped examples", fresh)
     return (*entries, *presets(bundled_facts()))
 

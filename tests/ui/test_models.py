@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 
 from tests.conftest import EXAMPLES
 from tests.support.ui import UiServer, runway_program
-from tests.ui.conftest import Screenshot, check_accessible
+from tests.ui.conftest import Screenshot, check_accessible, first_contentful_paint
 
 PRESET = "preset:kaito:qwen/qwen2.5-coder-7b-instruct"
 NEW_FILE = "examples/default/qwen2-5-coder-7b-instruct.yaml"
@@ -68,6 +68,8 @@ def test_a_new_vllm_model_on_llmd_behind_the_gateway_to_a_patch_without_writing_
     measure: Any,
 ) -> None:
     page.goto(f"{portal.url}/models")
+    painted = first_contentful_paint(page)
+    measure("first-contentful-paint of /models", "none" if painted is None else f"{painted:.0f} ms")
     page.select_option("#models-pick", PRESET)
     page.click("#models-start")
     editor = page.locator("#models-yaml")
@@ -131,3 +133,21 @@ def test_a_new_vllm_model_on_llmd_behind_the_gateway_to_a_patch_without_writing_
 
 def _shown(trips: list[float]) -> str:
     return ", ".join(f"{t:.0f}" for t in trips) if trips else "none measured"
+
+
+def test_an_edit_of_the_yaml_fills_the_form_and_bad_yaml_is_shown_with_its_line(
+    page: Page, portal: UiServer
+) -> None:
+    page.goto(f"{portal.url}/models?pick=source:models/qwen-7b")
+    editor = page.locator("#models-yaml")
+    text = editor.input_value()
+    editor.fill(text.replace("      count: 1\n", "      count: 4\n"))
+    editor.press("End")  # a keyup: the editor's trigger
+    expect(page.locator("#models-f-gpu_count")).to_have_value("4")
+    expect(page.locator("#models-verdict")).to_have_text("models/qwen-7b: allowed")
+    editor.fill("kind: ModelDeployment\nspec: [\n")
+    editor.press("End")
+    expect(page.locator("#models-error")).to_have_text(
+        "editor: document 1: not valid YAML at line 3, column 1: did not find expected node content"
+    )
+    expect(page.locator("#models-f-gpu_count")).to_have_value("4")  # the form stays

@@ -426,3 +426,20 @@ def test_the_repository_policy_judges_the_file_the_patch_writes(repo: Path) -> N
     assert element(answer, "p", "models-output-error").endswith(
         "admission denies this object (see the verdict): no patch is made</p>"
     )
+
+
+def test_a_new_repository_starts_from_the_shipped_examples_but_the_rejected(
+    tmp_path: Path,
+) -> None:
+    html = Portal(app_of(tmp_path)).get("/models")
+    groups = re.findall(r'<optgroup label="([^"]*)">', html)
+    shipped = re.findall(r'<option value="example:([^"]*)"', html)
+    expected = sorted(
+        f"{doc['metadata']['namespace']}/{doc['metadata']['name']}"
+        for path in EXAMPLES.rglob("*.yaml")
+        if path.parent.name != "rejected"
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc and doc.get("kind") == "ModelDeployment"
+    )
+    assert groups == ["Shipped examples", "kaito presets"]
+    assert sorted(shipped) == expected
