@@ -52,13 +52,16 @@ def _in_repo(settings: UiSettings, origin: str) -> str:
 
 
 def _replaced(found: Document, obj: Mapping[str, Any]) -> str:
-    """The text of `found`'s file with its document replaced by `obj`: only the piece between
+    """The text of `found`'s file with its document replaced by `obj` (the file as it is when it
+    holds `obj` already): only the piece between
     `---` markers that holds it is rewritten (its leading comments kept), or, when the file's
     pieces cannot be told apart, every document written again."""
     path = Path(found.origin)
     if path.stat().st_size > MAX_FILE:
         raise OutputError(f"{found.origin} is larger than {MAX_FILE} bytes")
     text = path.read_text(encoding="utf-8")
+    if found.obj == obj:
+        return text  # the file holds this object already: nothing to change
     pieces = split_stream(text)
     if pieces is not None:
         counted = 0

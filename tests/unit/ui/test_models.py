@@ -379,8 +379,11 @@ def test_download_is_an_attachment_named_after_the_object(portal: Portal) -> Non
     ns, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
     assert answer.status_code == 200
     assert answer.headers["Content-Disposition"] == f'attachment; filename="{ns}-{name}.yaml"'
+    assert answer.get_data(as_text=True) == f"# examples/sglang.yaml\n{text}"
+    changed = obj | {"metadata": obj["metadata"] | {"labels": {"team": "a"}}}
+    answer = portal.post("/models/download", {"yaml": text_of(changed)})
     comments = "".join(f"{line}\n" for line in text.splitlines() if line.startswith("#"))
-    assert answer.get_data(as_text=True) == f"# examples/sglang.yaml\n{comments}{text_of(obj)}"
+    assert answer.get_data(as_text=True) == f"# examples/sglang.yaml\n{comments}{text_of(changed)}"
 
 
 # -- any text at all --------------------------------------------------------------------------
@@ -443,3 +446,12 @@ def test_a_new_repository_starts_from_the_shipped_examples_but_the_rejected(
     )
     assert groups == ["Shipped examples", "kaito presets"]
     assert sorted(shipped) == expected
+
+
+def test_an_object_its_file_holds_already_needs_no_patch(portal: Portal) -> None:
+    text = (EXAMPLES / "vllm-1gpu.yaml").read_text()
+    html = portal.post("/models/patch", {"yaml": text}).get_data(as_text=True)
+    assert element(html, "p", "models-output-same") == (
+        '<p id="models-output-same">examples/vllm-1gpu.yaml already holds this object: nothing '
+        "to change.</p>"
+    )
