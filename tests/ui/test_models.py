@@ -135,7 +135,7 @@ def _shown(trips: list[float]) -> str:
     return ", ".join(f"{t:.0f}" for t in trips) if trips else "none measured"
 
 
-def test_an_edit_of_the_yaml_fills_the_form_and_bad_yaml_is_shown_with_its_line(
+def test_an_edit_of_the_yaml_fills_the_form_and_errors_are_shown_accessibly(
     page: Page, portal: UiServer
 ) -> None:
     page.goto(f"{portal.url}/models?pick=source:models/qwen-7b")
@@ -151,3 +151,7 @@ def test_an_edit_of_the_yaml_fills_the_form_and_bad_yaml_is_shown_with_its_line(
         "editor: document 1: not valid YAML at line 3, column 1: did not find expected node content"
     )
     expect(page.locator("#models-f-gpu_count")).to_have_value("4")  # the form stays
+    check_accessible(page)
+    page.goto(f"{portal.url}/models")  # a new object: denied, its errors by field
+    expect(page.locator("#models-errors")).to_be_visible()
+    check_accessible(page)
