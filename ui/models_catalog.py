@@ -64,6 +64,21 @@ def read_sources(folders: Iterable[str]) -> Sources:
     return Sources(tuple(docs), tuple(problems))
 
 
+def fingerprint(folders: Iterable[str]) -> tuple[tuple[str, int, int], ...] | None:
+    """Each source file's path, modification time and size (None when the folders cannot be
+    walked): the Sources read for the same fingerprint are the same."""
+    try:
+        files = yaml_files(folders)
+        return tuple((str(p), *_stat(p)) for p in files)
+    except (SourceError, OSError):
+        return None
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    found = path.stat()
+    return found.st_mtime_ns, found.st_size
+
+
 def identity(obj: Mapping[str, Any]) -> tuple[Any, str]:
     """What makes two ModelDeployments the same object: kind and namespace/name."""
     md = ModelDeployment(obj)

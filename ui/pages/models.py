@@ -19,7 +19,7 @@ from flask import Blueprint, Response, current_app, render_template, request
 from core.schema.crds import ENGINES, SERVING_MODES
 from ui.compose import FIELDS, ComposeError, blank, merged, parse, text_of, values_of
 from ui.context import NavItem, cluster, portal
-from ui.models_catalog import Sources, catalog, find, read_sources
+from ui.models_catalog import Sources, catalog, find, fingerprint, read_sources
 from ui.models_fit import Fit, gpu_fit
 from ui.models_output import bundle, filename
 from ui.models_preview import DEFAULT_GATEWAY, Checker, Preview, gateway_target, preview
@@ -28,11 +28,22 @@ from ui.outputs import OutputError, download_text, patch_text, repo_root
 blueprint = Blueprint("models", __name__)
 NAV = NavItem("models.page", "Models", offline=True)
 CHECKER = "runway.models"  # app.extensions: the page's Checker, built on first use
+SOURCES = "runway.models.sources"  # app.extensions: (fingerprint, Sources) last read
 GATEWAY_FIELD = "route_gateway"
 
 
 def sources() -> Sources:
-    return read_sources(portal().settings.sources)
+    """The source folders' documents, read again only when a file changed (every compose
+    change asks: which file would the patch write, and what does its policy say)."""
+    folders = portal().settings.sources
+    key = fingerprint(folders)
+    found = current_app.extensions.get(SOURCES)
+    if key is not None and found is not None and found[0] == key:
+        read: Sources = found[1]
+        return read
+    read = read_sources(folders)
+    current_app.extensions[SOURCES] = (key, read)
+    return read
 
 
 def checker() -> Checker:
