@@ -455,3 +455,15 @@ def test_an_object_its_file_holds_already_needs_no_patch(portal: Portal) -> None
         '<p id="models-output-same">examples/vllm-1gpu.yaml already holds this object: nothing '
         "to change.</p>"
     )
+
+
+def test_a_source_file_added_or_changed_is_read_again(repo: Path) -> None:
+    portal = Portal(app_of(repo / "examples"))
+    assert 'value="source:team-b/later"' not in portal.get("/models")
+    obj = yaml.safe_load((EXAMPLES / "vllm-1gpu.yaml").read_text())
+    obj["metadata"] = {"name": "later", "namespace": "team-b"}
+    (repo / "examples" / "later.yaml").write_text(text_of(obj))
+    assert (
+        '<option value="source:team-b/later">team-b/later: Qwen/Qwen2.5-7B-Instruct</option>'
+        in (portal.get("/models"))
+    )
