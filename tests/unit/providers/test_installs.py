@@ -376,7 +376,7 @@ def test_a_bad_annotation_gets_every_error_with_its_path() -> None:
         FieldError(f"{AT}.description", Reason.INVALID, "must be a string"),
         FieldError(f"{AT}.defaultNamespace", Reason.INVALID, "'Bad_NS' is not a namespace name: must be an RFC 1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit"),
         FieldError(f"{AT}.helmRepos[0].url", Reason.INVALID, "'ftp://charts.example.com' must be an http:// or https:// URL with a host"),
-        FieldError(f"{AT}.helmRepos[1].url", Reason.INVALID, "'https://user:pw@example.com' must not carry credentials; reference a Secret key in spec.credentialsSecretRef"),
+        FieldError(f"{AT}.helmRepos[1].url", Reason.INVALID, "'https://user:pw@example.com' must not carry credentials: everyone who may read the config reads them"),
         FieldError(f"{AT}.helmRepos[2]", Reason.INVALID, "must be a JSON object"),
         FieldError(f"{charts}[0].name", Reason.INVALID, f"{'x' * 54!r} is not a Helm release name: must be at most 53 characters, not 54"),
         FieldError(f"{charts}[0].chart", Reason.INVALID, "'charts/a b' must not contain whitespace or control characters"),
