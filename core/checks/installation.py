@@ -447,7 +447,9 @@ def _set_json(values: Any, at: FieldPath, errors: list[FieldError]) -> tuple[tup
             if other.startswith(key + "."):
                 errors.append(
                     FieldError(
-                        str(at.key(other)), Reason.DUPLICATE, f"is inside {key!r}, which is set too"
+                        str(at.key(shown(other))),
+                        Reason.DUPLICATE,
+                        f"is inside {shown(key)!r}, which is set too",
                     )
                 )
     return tuple(out)
