@@ -189,7 +189,7 @@ def _fields(
     for key in sorted(set(data) - known)[:MAX_ERRORS]:
         errors.append(
             FieldError(
-                str(at.child(key)),
+                str(at.child(shown(key))),
                 Reason.UNKNOWN_FIELD,
                 "not a field of AI Runway's installation format",
             )
@@ -319,7 +319,14 @@ def _repo_name(value: str) -> str | None:
 
 def _url(value: str) -> str | None:
     found = url_problem(value)
-    return None if found is None else found[0]
+    if found is None:
+        return None
+    why, credential = found
+    return (
+        "must not carry credentials: everyone who may read the config reads them"
+        if credential
+        else why
+    )
 
 
 def _version(value: str) -> str | None:
@@ -410,7 +417,7 @@ def _set_json(values: Any, at: FieldPath, errors: list[FieldError]) -> tuple[tup
     keys = sorted(values)
     out = []
     for key in keys:
-        where = str(at.key(key))
+        where = str(at.key(shown(key)))
         if len(key) > MAX_SHORT or not _VALUES_PATH.fullmatch(key):
             errors.append(
                 FieldError(
@@ -440,7 +447,9 @@ def _set_json(values: Any, at: FieldPath, errors: list[FieldError]) -> tuple[tup
             if other.startswith(key + "."):
                 errors.append(
                     FieldError(
-                        str(at.key(other)), Reason.DUPLICATE, f"is inside {key!r}, which is set too"
+                        str(at.key(shown(other))),
+                        Reason.DUPLICATE,
+                        f"is inside {shown(key)!r}, which is set too",
                     )
                 )
     return tuple(out)

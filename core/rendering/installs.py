@@ -22,15 +22,24 @@ Fields, at the pins of core/model/versions.env:
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from core.checks.installation import HelmChart, HelmRepo, Installation, annotation_path
+from core.checks.installation import (
+    HelmChart,
+    HelmRepo,
+    Installation,
+    annotation_path,
+    read_installation,
+)
 from core.fields.errors import FieldError, Reason
+from core.fields.paths import FieldPath
 from core.model.names import NameRule, name_problem
+from core.model.urls import url_problem
 
 FLUX_SOURCE_API = "source.toolkit.fluxcd.io/v1"
 FLUX_HELM_API = "helm.toolkit.fluxcd.io/v2"
@@ -55,6 +64,31 @@ class GitOpsSettings:
     interval: str = "10m"  # how often Flux reconciles a release
     repository_interval: str = "1h"  # how often Flux reads a repository's index
     automated: bool = True  # Argo CD syncs without a person pressing Sync
+
+
+# Flux's duration pattern (HelmRelease and HelmRepository spec.interval).
+_DURATION = re.compile(r"([0-9]+(\.[0-9]+)?(ms|s|m|h))+")
+
+
+def settings_errors(settings: GitOpsSettings) -> list[FieldError]:
+    """What is wrong with a site's GitOps settings (paths name the settings' fields)."""
+    at = FieldPath.root("gitops")
+    errors = []
+    for field in ("flux_namespace", "argocd_namespace"):
+        why = name_problem(getattr(settings, field), NameRule.LABEL)
+        if why is not None:
+            errors.append(FieldError(str(at.child(field)), Reason.INVALID, why))
+    why = name_problem(settings.argocd_project, NameRule.SUBDOMAIN)
+    if why is not None:
+        errors.append(FieldError(str(at.child("argocd_project")), Reason.INVALID, why))
+    found = url_problem(settings.destination_server)
+    if found is not None:
+        errors.append(FieldError(str(at.child("destination_server")), Reason.INVALID, found[0]))
+    for field in ("interval", "repository_interval"):
+        if not _DURATION.fullmatch(getattr(settings, field)):
+            detail = "must be a Flux duration such as 10m or 1h30m"
+            errors.append(FieldError(str(at.child(field)), Reason.INVALID, detail))
+    return errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,6 +314,29 @@ def helm_commands(plan: InstallPlan) -> list[str]:
             argv += ["--set-json", f"{key}={text}"]
         lines.append(shlex.join(argv))
     return lines
+
+
+@dataclass(frozen=True, slots=True)
+class InstallOutput:
+    """Everything the Providers page shows for one config and flavour."""
+
+    installation: Installation
+    objects: tuple[dict[str, Any], ...]  # none: nothing to install with Helm
+    commands: tuple[str, ...]
+
+
+def install_output(
+    config: Mapping[str, Any], flavour: Flavour, settings: GitOpsSettings = GitOpsSettings()
+) -> InstallOutput | list[FieldError]:
+    """A config's installation, its GitOps objects and helm commands, or every problem."""
+    installation = read_installation(config)
+    if isinstance(installation, list):
+        return installation
+    plan = plan_install(installation)
+    if isinstance(plan, list):
+        return plan
+    objects = gitops_objects(plan, flavour, settings)
+    return InstallOutput(installation, tuple(objects), tuple(helm_commands(plan)))
 
 
 def _sorted(value: Any) -> Any:

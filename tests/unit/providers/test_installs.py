@@ -23,12 +23,15 @@ from core.fields.errors import FieldError, Reason
 from core.rendering.installs import (
     Flavour,
     GitOpsSettings,
+    InstallOutput,
     InstallPlan,
     argocd_objects,
     flux_objects,
     gitops_objects,
     helm_commands,
+    install_output,
     plan_install,
+    settings_errors,
 )
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from renderer.schemapack import load_pack
@@ -373,7 +376,7 @@ def test_a_bad_annotation_gets_every_error_with_its_path() -> None:
         FieldError(f"{AT}.description", Reason.INVALID, "must be a string"),
         FieldError(f"{AT}.defaultNamespace", Reason.INVALID, "'Bad_NS' is not a namespace name: must be an RFC 1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit"),
         FieldError(f"{AT}.helmRepos[0].url", Reason.INVALID, "'ftp://charts.example.com' must be an http:// or https:// URL with a host"),
-        FieldError(f"{AT}.helmRepos[1].url", Reason.INVALID, "'https://user:pw@example.com' must not carry credentials; reference a Secret key in spec.credentialsSecretRef"),
+        FieldError(f"{AT}.helmRepos[1].url", Reason.INVALID, "'https://user:pw@example.com' must not carry credentials: everyone who may read the config reads them"),
         FieldError(f"{AT}.helmRepos[2]", Reason.INVALID, "must be a JSON object"),
         FieldError(f"{charts}[0].name", Reason.INVALID, f"{'x' * 54!r} is not a Helm release name: must be at most 53 characters, not 54"),
         FieldError(f"{charts}[0].chart", Reason.INVALID, "'charts/a b' must not contain whitespace or control characters"),
@@ -456,4 +459,60 @@ def test_charts_a_gitops_tool_cannot_install_are_refused_by_the_plan() -> None:
         FieldError(f"{charts}[2].fetchUrl", Reason.FORBIDDEN, runs_itself),
         FieldError(f"{charts}[3].preCrdUrls", Reason.FORBIDDEN, runs_itself),
         FieldError(f"{charts}[3].preInstallMissingCrds", Reason.FORBIDDEN, runs_itself),
+    ]  # fmt: skip
+
+
+def test_install_output_is_what_the_providers_page_shows() -> None:
+    configs = shipped()
+    kaito = install_output(configs["kaito"], Flavour.ARGOCD)
+    plan = plan_of(configs["kaito"])
+    installation = read_installation(configs["kaito"])
+    assert isinstance(installation, Installation)
+
+    assert kaito == InstallOutput(
+        installation,
+        tuple(argocd_objects(plan)),
+        tuple(helm_commands(plan)),
+    )
+    vllm = install_output(configs["vllm"], Flavour.FLUX)
+    assert isinstance(vllm, InstallOutput)
+    assert (vllm.objects, vllm.commands, len(vllm.installation.steps)) == ((), (), 2)
+    assert install_output(config("{"), Flavour.FLUX) == [
+        FieldError(
+            AT,
+            Reason.INVALID,
+            "is not JSON: Expecting property name enclosed in double quotes at character 1",
+        )
+    ]
+    unpinned = {
+        "helmRepos": [{"name": "r", "url": "https://r.example.com"}],
+        "helmCharts": [{"name": "a", "chart": "r/a", "namespace": "a"}],
+    }
+    assert install_output(config(unpinned), Flavour.FLUX) == [
+        FieldError(
+            f"{AT}.helmCharts[0].version",
+            Reason.REQUIRED,
+            "a GitOps install pins the chart version",
+        )
+    ]
+
+
+def test_settings_are_checked() -> None:
+    assert settings_errors(GitOpsSettings()) == []
+    assert settings_errors(
+        GitOpsSettings(
+            flux_namespace="Flux",
+            argocd_namespace="",
+            argocd_project="a_b",
+            destination_server="kubernetes.default.svc",
+            interval="10 minutes",
+            repository_interval="1d",
+        )
+    ) == [
+        FieldError("gitops.flux_namespace", Reason.INVALID, "must be an RFC 1123 label: lower-case letters, digits and '-', starting and ending with a letter or digit"),
+        FieldError("gitops.argocd_namespace", Reason.INVALID, "must be a non-empty string"),
+        FieldError("gitops.argocd_project", Reason.INVALID, "must be an RFC 1123 subdomain: dot-separated RFC 1123 labels: lower-case letters, digits and '-'"),
+        FieldError("gitops.destination_server", Reason.INVALID, "must be an http:// or https:// URL with a host"),
+        FieldError("gitops.interval", Reason.INVALID, "must be a Flux duration such as 10m or 1h30m"),
+        FieldError("gitops.repository_interval", Reason.INVALID, "must be a Flux duration such as 10m or 1h30m"),
     ]  # fmt: skip
