@@ -103,6 +103,10 @@ def test_a_new_vllm_model_on_llmd_behind_the_gateway_to_a_patch_without_writing_
     patch = page.locator("#models-patch")
     expect(patch).to_be_visible()
     text = patch.text_content() or ""
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.click("[data-copy=models-patch]")
+    expect(page.locator("[data-copy=models-patch]")).to_have_text("Copied")
+    assert page.evaluate("() => navigator.clipboard.readText()") == text
     trips = page.evaluate("() => window.runwayTrips")
     check_accessible(page)
     screenshot(page, "models")
