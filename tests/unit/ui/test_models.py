@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, example_model_deployments
 from ui import security
 from ui.app import create_app
 from ui.compose import blank, merged, text_of, values_of
@@ -161,6 +161,23 @@ def test_the_previews_say_what_validate_and_explain_print(portal: Portal) -> Non
     assert element(html, "p", "models-verdict") == (
         '<p id="models-verdict" class="ok">models/qwen-7b: allowed</p>'
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "obj"), example_model_deployments(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_every_example_previews_as_validate_and_explain_say(
+    portal: Portal, tmp_path: Path, name: str, obj: dict[str, Any]
+) -> None:
+    html = portal.get(
+        f"/models?pick=source:{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+    )
+    alone = tmp_path / "one.yaml"
+    alone.write_text(text_of(obj))
+    status, said = cli("validate", str(alone))
+    summary = "1 allowed, 0 denied\n" if status == 0 else "0 allowed, 1 denied\n"
+    assert said == pre_text(html, "models-verdict-text") + summary
+    assert cli("explain", str(alone)) == (0, pre_text(html, "models-explain-text"))
 
 
 def test_the_render_preview_lists_the_files_render_writes(portal: Portal, tmp_path: Path) -> None:
