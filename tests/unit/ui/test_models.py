@@ -69,9 +69,13 @@ def element(html: str, tag: str, ident: str) -> str:
 
 
 def pre_text(html: str, ident: str) -> str:
-    inner = element(html, "pre", ident).split(">", 1)[1].rsplit("</pre>", 1)[0]
+    return unescaped(element(html, "pre", ident).split(">", 1)[1].rsplit("</pre>", 1)[0])
+
+
+def unescaped(text: str) -> str:
+    """Text as Jinja escaped it, as it was."""
     return (
-        inner.replace("&lt;", "<")
+        text.replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&#34;", '"')
         .replace("&#39;", "'")
@@ -178,6 +182,33 @@ def test_every_example_previews_as_validate_and_explain_say(
     summary = "1 allowed, 0 denied\n" if status == 0 else "0 allowed, 1 denied\n"
     assert said == pre_text(html, "models-verdict-text") + summary
     assert cli("explain", str(alone)) == (0, pre_text(html, "models-explain-text"))
+
+
+@pytest.mark.parametrize(
+    ("name", "obj"), example_model_deployments(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_every_example_previews_the_files_render_writes_or_its_error(
+    portal: Portal, tmp_path: Path, name: str, obj: dict[str, Any]
+) -> None:
+    key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+    html = portal.get(f"/models?pick=source:{key}")
+    alone = tmp_path / "one.yaml"
+    alone.write_text(text_of(obj))
+    out = tmp_path / "gitops"
+    status, said = cli("render", str(alone), "--repo", str(out), "--gateway", GATEWAY)
+    shown = re.findall(
+        r"<summary><code>([^<]*)</code>.*?<pre tabindex=\"0\">(.*?)</pre>", html, re.S
+    )
+    if status == 0:
+        written = {
+            str(p.relative_to(out)): p.read_text() for p in (out / "rendered" / key).rglob("*")
+        }
+        assert {path: unescaped(text) for path, text in shown} == written
+    else:
+        error = said.splitlines()[0].split(": not rendered (previous output kept): ", 1)[1]
+        assert unescaped(element(html, "p", "models-render-error")) == (
+            f'<p class="bad" id="models-render-error">Not rendered: {error}</p>'
+        )
 
 
 def test_the_render_preview_lists_the_files_render_writes(portal: Portal, tmp_path: Path) -> None:
