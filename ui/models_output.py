@@ -19,14 +19,20 @@ from ui.settings import UiSettings
 
 def bundle(settings: UiSettings, sources: Sources, obj: Mapping[str, Any]) -> Bundle:
     md = ModelDeployment(obj)
-    namespace = md.namespace or DEFAULT_NAMESPACE
-    title = f"{MODEL_DEPLOYMENT} {namespace}/{md.name}"
+    title = f"{MODEL_DEPLOYMENT} {md.namespace or DEFAULT_NAMESPACE}/{md.name}"
+    found = defining(sources, obj)
+    path = planned_path(settings, sources, obj)
+    text = _replaced(found, obj) if found is not None else dump(obj)
+    return Bundle(title, (Planned(path, text),), (obj,))
+
+
+def planned_path(settings: UiSettings, sources: Sources, obj: Mapping[str, Any]) -> str:
+    """The repository-relative path the object is written to (see the module's text)."""
     found = defining(sources, obj)
     if found is not None:
-        planned = Planned(_in_repo(settings, found.origin), _replaced(found, obj))
-    else:
-        planned = Planned(new_path(settings, namespace, str(md.name)), dump(obj))
-    return Bundle(title, (planned,), (obj,))
+        return _in_repo(settings, found.origin)
+    md = ModelDeployment(obj)
+    return new_path(settings, md.namespace or DEFAULT_NAMESPACE, str(md.name))
 
 
 def new_path(settings: UiSettings, namespace: str, name: str) -> str:

@@ -16,12 +16,11 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, render_template, request
 
-from core.schema.crds import ENGINES, SERVING_MODES
 from ui.compose import FIELDS, ComposeError, blank, merged, parse, text_of, values_of
 from ui.context import NavItem, cluster, portal
 from ui.models_catalog import Sources, catalog, find, fingerprint, read_sources
 from ui.models_fit import Fit, gpu_fit
-from ui.models_output import bundle, filename
+from ui.models_output import bundle, filename, planned_path
 from ui.models_preview import DEFAULT_GATEWAY, Checker, Preview, gateway_target, preview
 from ui.outputs import OutputError, download_text, patch_text, repo_root
 
@@ -56,12 +55,8 @@ def checker() -> Checker:
 def choices(values: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
     """The options of each choice field: its closed set, plus the object's own value when it is
     none of them (so that the form never drops it; admission says what is wrong)."""
-    known = {
-        "source": ("huggingface", "custom"),
-        "engine": ENGINES,
-        "provider": tuple(checker().registry.configs),
-        "mode": SERVING_MODES,
-    }
+    known = {f.name: f.choices for f in FIELDS if f.kind == "choice"}
+    known["provider"] = tuple(checker().registry.configs)
     return {
         name: options + ((values[name],) if values[name] and values[name] not in options else ())
         for name, options in known.items()
@@ -83,9 +78,8 @@ def _written_to(obj: Mapping[str, Any]) -> str | None:
     """The file the object's patch would write, absolute (None when there is none)."""
     settings = portal().settings
     try:
-        path = bundle(settings, sources(), obj).files[0].path
-        return str(repo_root(settings) / path)
-    except (OutputError, OSError, UnicodeDecodeError):
+        return str(repo_root(settings) / planned_path(settings, sources(), obj))
+    except OutputError:
         return None
 
 
