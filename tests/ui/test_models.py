@@ -133,6 +133,13 @@ def test_a_new_vllm_model_on_llmd_behind_the_gateway_to_a_patch_without_writing_
     )
     rendered = run([program, "render", NEW_FILE, "--repo", "../gitops", "--gateway", GATEWAY], repo)
     assert rendered.returncode == 0, rendered.stdout + rendered.stderr
+    with page.expect_download() as downloaded:
+        page.click("#models-download")
+    assert downloaded.value.suggested_filename == "default-qwen2-5-coder-7b-instruct.yaml"
+    assert (
+        Path(downloaded.value.path()).read_text()
+        == f"# {NEW_FILE}\n" + (repo / NEW_FILE).read_text()
+    )
     folder = repo.parent / "gitops" / "rendered" / "default" / "qwen2-5-coder-7b-instruct"
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         Path(k).name for k in page.locator("#models-files summary code").all_inner_texts()
