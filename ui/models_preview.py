@@ -23,7 +23,7 @@ from core.fields.errors import SourceError
 from core.model.kinds import ModelDeployment
 from core.model.versions import Versions
 from core.rendering.assemble import render_model
-from core.rendering.inferencegateway import GatewayTarget
+from core.rendering.inferencegateway import GatewayTarget, parse_gateway
 from core.selection.configs import ProviderRegistry
 from kubeio.explanation import explain_one, failed_explanation, print_explanation
 from kubeio.guard import per_object
@@ -91,10 +91,8 @@ class Preview:
 
 def gateway_target(text: str) -> GatewayTarget | str:
     """`NAMESPACE/NAME` as render's --gateway takes it, or why it is not one."""
-    namespace, _, name = text.strip().partition("/")
-    if not namespace or not name or "/" in name:
-        return f"the Gateway routes attach to: expected NAMESPACE/NAME, got {text!r}"
-    return GatewayTarget(name, namespace)
+    target = parse_gateway(text.strip())
+    return f"the Gateway routes attach to: {target}" if isinstance(target, str) else target
 
 
 def preview(
