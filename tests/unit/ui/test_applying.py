@@ -83,9 +83,7 @@ def test_a_user_with_rights_is_offered_apply_and_applies_as_themselves(
         f"<tbody>{rows}</tbody></table>"
     )
     with cluster.api_client() as api:
-        stored: dict[str, Any] = kubernetes.client.CustomObjectsApi(
-            api
-        ).get_namespaced_custom_object(
+        stored: Any = kubernetes.client.CustomObjectsApi(api).get_namespaced_custom_object(
             "airunway.ai", "v1alpha1", namespace, "modeldeployments", "phi-direct"
         )
         deployment: Any = kubernetes.client.AppsV1Api(api).read_namespaced_deployment(
