@@ -13,10 +13,24 @@ from pathlib import Path
 import pytest
 
 from tests.support.gitserver import GitServer, start_git_server
+from ui import security
+from ui.app import create_app
 from ui.branches import AUTHOR, Pushed, commit_branch, compare_link, redacted
 from ui.outputs import Bundle, OutputError, Planned
+from ui.settings import Mode, UiSettings
 
+KEY = b"k" * 32
+MANIFEST = (
+    "apiVersion: airunway.ai/v1alpha1\nkind: ModelDeployment\nmetadata:\n  name: phi\n"
+    "  namespace: team-a\nspec:\n  model:\n    id: microsoft/Phi-4-mini-instruct\n"
+    "  provider:\n    name: vllm\n  engine:\n    type: vllm\n"
+    "    image: vllm/vllm-openai:v0.33.0\n  resources:\n    gpu:\n      count: 1\n"
+)
 MODEL = "apiVersion: airunway.ai/v1alpha1\nkind: ModelDeployment\nmetadata:\n  name: llama\n"
+
+
+def flat(html: str) -> str:
+    return re.sub(r">\s+<", "><", re.sub(r"\s+", " ", html)).strip().replace(" </p>", "</p>")
 
 
 def run(repo: Path, *args: str) -> str:
@@ -180,3 +194,52 @@ def test_compare_links_for_the_known_forges_only(url: str, link: str) -> None:
 def test_redacted_takes_out_user_and_password() -> None:
     said = "fatal: unable to access 'https://bot:ghp_abc@github.com/a/b.git/': 403"
     assert redacted(said) == "fatal: unable to access 'https://***@github.com/a/b.git/': 403"
+
+
+def test_the_branch_button_commits_the_composed_model_and_says_where(
+    server: GitServer, site: Path
+) -> None:
+    """POST /outputs/branch as the page's button sends it (offline: no user, 'offline')."""
+    settings = UiSettings(
+        mode=Mode.OFFLINE, sources=(str(site),), actions=True, repo=str(site), secret_key=KEY
+    )
+    client = create_app(settings).test_client()
+    client.get("/about")
+    cookie = client.get_cookie(security.COOKIE)
+    assert cookie is not None
+    headers = {
+        "Sec-Fetch-Site": "same-origin",
+        security.CSRF_HEADER: security.csrf_token(KEY, cookie.value),
+    }
+    form = {"source": "manifest", "manifest": MANIFEST}
+    offered = client.post("/outputs/offer", data=form, headers=headers).get_data(as_text=True)
+    assert flat(offered) == (
+        "<p>ModelDeployment team-a/phi: team-a/phi.yaml</p>"
+        '<div class="output-buttons"><button type="submit" class="secondary" '
+        'formaction="/outputs/download" formmethod="post">Download YAML</button>'
+        '<button type="button" class="secondary" hx-post="/outputs/patch" '
+        'hx-include="closest form" hx-target="#outputs-result">Show patch</button>'
+        '<button type="button" hx-post="/outputs/branch" hx-include="closest form" '
+        'hx-target="#outputs-result" hx-disabled-elt="this">Commit to a new branch</button></div>'
+    )
+    before = snapshot(site)
+    answer = client.post("/outputs/branch", data=form, headers=headers)
+    heads = run(
+        server.root / "gitops.git", "for-each-ref", "--format=%(refname:lstrip=2) %(objectname)"
+    )
+    branch, commit = next(h.split() for h in heads.splitlines() if h.startswith("runway-ui/"))
+    assert branch == f"runway-ui/modeldeployment-team-a-phi-{commit[:12]}"
+    assert (
+        answer.get_data(as_text=True).split()
+        == (
+            '<p class="ok" role="status">Committed ModelDeployment team-a/phi as '
+            f"<code>{commit}</code> on the new branch <code>{branch}</code> of origin (made on main)."
+            "\n</p>"
+        ).split()
+    )
+    assert run(server.root / "gitops.git", "show", f"{commit}:team-a/phi.yaml") == MANIFEST
+    trailer = run(
+        server.root / "gitops.git", "log", "-1", "--format=%(trailers:key=Requested-by)", commit
+    )
+    assert trailer.strip() == "Requested-by: offline"
+    assert snapshot(site) == before
