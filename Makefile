@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 LITELLM_VENV  := .venv-litellm
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
-.PHONY: lock install test lint format test-unit test-e2e bench bench-large clean manifests chart cluster schemas flags fuzz parsers facts
+.PHONY: lock install browser screenshots test lint format test-unit test-e2e bench bench-large clean manifests chart cluster schemas flags fuzz parsers facts
 
 TEST_STAMP := $(VENV)/.installed-test
 
@@ -53,10 +53,39 @@ format: $(TEST_STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-# Every tier, every time: lint, then unit, integration and e2e tests (the e2e tier needs the
-# test cluster: `make cluster` builds it once into .cache/cluster; later runs reuse it).
-test: lint cluster $(LITELLM_STAMP)
+# The browser tier (tests/ui) drives Debian's Chromium with Playwright (`executable_path`:
+# Playwright's own browser download is not reachable here). Installed with apt-get as root, at
+# exactly this version: the tier passed on it. When Debian no longer offers it, this fails and
+# says which version is offered; change the pin here after the tier passes on that one.
+CHROMIUM_VERSION := 156.0.8078.129-1~deb12u1
+BROWSER_STAMP    := .cache/browser/chromium-$(CHROMIUM_VERSION)
+$(BROWSER_STAMP):
+	@set -e; \
+	installed=$$(dpkg-query -W -f='$${Version}' chromium 2>/dev/null || true); \
+	if [ "$$installed" != "$(CHROMIUM_VERSION)" ]; then \
+		apt-get update; \
+		if ! apt-cache madison chromium | awk -F'|' '{gsub(/ /, "", $$2); print $$2}' \
+			| grep -qxF '$(CHROMIUM_VERSION)'; then \
+			echo "make browser: Debian no longer offers chromium $(CHROMIUM_VERSION) (pinned in the Makefile, CHROMIUM_VERSION);" >&2; \
+			echo "offered: $$(apt-cache policy chromium | sed -n 's/^ *Candidate: //p'). Pin that version after tests/ui passes on it." >&2; \
+			exit 1; \
+		fi; \
+		apt-get install -y --no-install-recommends 'chromium=$(CHROMIUM_VERSION)' 'chromium-common=$(CHROMIUM_VERSION)'; \
+	fi; \
+	test -x /usr/lib/chromium/chromium; \
+	mkdir -p $(@D); touch $@
+
+browser: $(BROWSER_STAMP)
+
+# Every tier, every time: lint, then unit, integration, e2e and browser tests (the e2e tier needs
+# the test cluster: `make cluster` builds it once into .cache/cluster; later runs reuse it; the
+# browser tier needs `make browser`).
+test: lint cluster browser $(LITELLM_STAMP)
 	$(BIN)/python -m pytest tests
+
+# The screenshots of docs/ui.md (docs/images/ui/), made by the browser tier as it runs.
+screenshots: $(TEST_STAMP) browser
+	RUNWAY_SCREENSHOTS=docs/images/ui $(BIN)/python -m pytest tests/ui
 
 # kube-apiserver and etcd from pinned Go modules, upstream CRDs from their Go modules.
 cluster: $(TEST_STAMP)

@@ -52,6 +52,7 @@ from tests.fuzzing import render as render_area
 from tests.fuzzing import server as server_area
 from tests.fuzzing import sources as sources_area
 from tests.fuzzing import status as status_area
+from tests.fuzzing import ui as ui_area
 from tests.support import limits as at_the_limits
 from tests.support.generated import (
     any_request_reviews,
@@ -76,6 +77,7 @@ AREAS = (
     render_area,
     sources_area,
     status_area,
+    ui_area,
 )
 SLOW_CLIENTS = 50
 TLS_CONNECTIONS = 4

@@ -18,7 +18,7 @@ import re
 import secrets
 from dataclasses import dataclass
 
-from flask import Flask, Response, g, render_template, request
+from flask import Flask, Response, abort, g, render_template, request
 
 COOKIE = "runway_ui_session"
 CSRF_HEADER = "X-CSRF-Token"
@@ -89,6 +89,9 @@ def install(app: Flask, key: bytes) -> None:
 
     @app.before_request
     def check() -> tuple[str, int] | None:
+        limit = app.config.get("MAX_CONTENT_LENGTH")
+        if limit is not None and (request.content_length or 0) > limit:
+            abort(413)  # refused before a byte of the body is read
         session_id, fresh = session_of(request.cookies.get(COOKIE))
         g.session_id, g.fresh_session = session_id, fresh
         g.csrf_token = csrf_token(key, session_id)
