@@ -107,8 +107,9 @@ def settings_of(args: argparse.Namespace) -> UiSettings:
         raise SettingsError("--port", f"{args.port} is not a port")
     if args.workers < 1 or args.threads < 1:
         raise SettingsError("--workers", "workers and threads are at least 1")
+    install_path = getattr(args, "install_path", DEFAULT_INSTALL_PATH)
     try:
-        checked_path(args.install_path)
+        checked_path(install_path)
     except OutputError as err:
         raise SettingsError("--install-path", str(err)) from None
     return UiSettings(
@@ -126,7 +127,7 @@ def settings_of(args: argparse.Namespace) -> UiSettings:
         kubeconfig=args.kubeconfig,
         context=args.context,
         in_cluster=args.in_cluster,
-        install_path=args.install_path,
+        install_path=install_path,
     )
 
 
