@@ -24,6 +24,7 @@ COPY webhook ./webhook
 COPY renderer ./renderer
 COPY gateway ./gateway
 COPY certs ./certs
+COPY ui ./ui
 COPY controller ./controller
 RUN pip install --no-cache-dir --no-deps --no-build-isolation --prefix=/install .
 

@@ -58,11 +58,15 @@ format: $(TEST_STAMP)
 # exactly this version: the tier passed on it. When Debian no longer offers it, this fails and
 # says which version is offered; change the pin here after the tier passes on that one.
 CHROMIUM_VERSION := 156.0.8078.129-1~deb12u1
+CHROMIUM_BINARY  := /usr/lib/chromium/chromium
 BROWSER_STAMP    := .cache/browser/chromium-$(CHROMIUM_VERSION)
+ifeq ($(wildcard $(CHROMIUM_BINARY)),)
+.PHONY: $(BROWSER_STAMP)  # removed since the stamp was made: install again
+endif
 $(BROWSER_STAMP):
 	@set -e; \
-	installed=$$(dpkg-query -W -f='$${Version}' chromium 2>/dev/null || true); \
-	if [ "$$installed" != "$(CHROMIUM_VERSION)" ]; then \
+	installed=$$(dpkg-query -W -f='$${Status} $${Version}' chromium 2>/dev/null || true); \
+	if [ "$$installed" != "install ok installed $(CHROMIUM_VERSION)" ]; then \
 		apt-get update; \
 		if ! apt-cache madison chromium | awk -F'|' '{gsub(/ /, "", $$2); print $$2}' \
 			| grep -qxF '$(CHROMIUM_VERSION)'; then \
@@ -70,9 +74,9 @@ $(BROWSER_STAMP):
 			echo "offered: $$(apt-cache policy chromium | sed -n 's/^ *Candidate: //p'). Pin that version after tests/ui passes on it." >&2; \
 			exit 1; \
 		fi; \
-		apt-get install -y --no-install-recommends 'chromium=$(CHROMIUM_VERSION)' 'chromium-common=$(CHROMIUM_VERSION)'; \
+		apt-get install -y --no-install-recommends --allow-downgrades 'chromium=$(CHROMIUM_VERSION)' 'chromium-common=$(CHROMIUM_VERSION)'; \
 	fi; \
-	test -x /usr/lib/chromium/chromium; \
+	test -x $(CHROMIUM_BINARY); \
 	mkdir -p $(@D); touch $@
 
 browser: $(BROWSER_STAMP)

@@ -1,9 +1,10 @@
 """Start the real web UI (`runway ui`: gunicorn on a free loopback port) and talk to it.
 
 `UiServer.start` runs `runway ui --offline -f DIR --host 127.0.0.1 --port P` (or, with
-`offline=False`, the live mode with whatever connection arguments `args` carries), waits until
-`GET /healthz` answers `ok`, and stops it with SIGTERM. The server's output goes to a log file,
-in the error when it does not start; tests/ui/conftest.py adds it to a failed test's report."""
+`offline=False`, the live mode with whatever connection arguments `args` carries) in the
+repository's folder, so `-f examples` shows as such on the pages and their screenshots. It waits
+until `GET /healthz` answers `ok`; `stop` sends SIGTERM. The server's output goes to a log file,
+put in the error when it does not start; tests/ui/conftest.py adds it to a failed test's report."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+from tests.conftest import ROOT
 from tests.support.cluster import free_port, terminate
 from tests.support.wait import wait_until
 
@@ -44,15 +46,14 @@ class UiServer:
         sources: Sequence[Path] = (),
         offline: bool = True,
         args: Sequence[str] = (),
-        program: Sequence[str] = (),
     ) -> Self:
-        """`runway ui` (or `program` given the same arguments) on a free loopback port, once
-        `/healthz` answers `ok`; a RuntimeError with the server's log when it exits or does
-        not answer in time."""
+        """`runway ui` on a free loopback port, once `/healthz` answers `ok`; a RuntimeError
+        with the server's log when it exits or does not answer in time. `sources` relative to
+        the repository's folder stay relative."""
         port = free_port()
         workdir.mkdir(parents=True, exist_ok=True)
         log = workdir / f"ui-{port}.log"
-        argv = [*(program or [str(runway_program())]), "ui"]
+        argv = [str(runway_program()), "ui"]
         if offline:
             argv.append("--offline")
         for source in sources:
@@ -64,6 +65,7 @@ class UiServer:
             stdin=subprocess.DEVNULL,
             stdout=handle,
             stderr=subprocess.STDOUT,
+            cwd=ROOT,
             start_new_session=True,
         )
         server = cls(port, proc, log, handle)

@@ -2,9 +2,9 @@
 `executable_path` (Playwright's own browser download is not reachable here), against the real
 `runway ui` on loopback (tests/support/ui.py).
 
-Every test that uses `page` fails on any JavaScript error or Content-Security-Policy violation the
-page logged (`PageErrors`); a test that provokes one on purpose takes it with `page_errors.take()`
-and asserts it. `check_accessible(page)` runs axe-core in the page; `screenshot(page, name)` writes
+Every test that uses `page` (or more pages from `new_page`, for other users) fails on any
+JavaScript error or Content-Security-Policy violation a page logged (`PageErrors`); a test that
+provokes one on purpose takes it with `page_errors.take()` and asserts it. `check_accessible(page)` runs axe-core in the page; `screenshot(page, name)` writes
 `name.png` to $RUNWAY_SCREENSHOTS (`make screenshots`: docs/images/ui) or to a temporary folder.
 Numbers measured in the browser (`measure`) are printed at the end of the run, never asserted."""
 
@@ -29,7 +29,7 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, ROOT
 from tests.support.ui import UiServer
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")  # Debian's binary (/usr/bin/chromium wraps it)
@@ -41,14 +41,14 @@ MEASURED = pytest.StashKey[list[str]]()
 
 @dataclass
 class PageErrors:
-    """Every console error (CSP violations are logged as such) and uncaught exception of a
-    page, in the order seen."""
+    """Every console error (CSP violations are logged as such) and uncaught exception of the
+    pages watched, in the order seen."""
 
-    page: Page | None = None
+    pages: list[Page] = field(default_factory=list)
     seen: list[str] = field(default_factory=list)
 
     def watch(self, page: Page) -> None:
-        self.page = page
+        self.pages.append(page)
         page.on("console", self._console)
         page.on("pageerror", self._uncaught)
 
@@ -70,9 +70,10 @@ class PageErrors:
         return taken
 
     def flush(self) -> None:
-        """One round trip to the page, so the events it sent before are delivered."""
-        if self.page is not None and not self.page.is_closed():
-            self.page.evaluate("0")
+        """One round trip to each open page, so the events it sent before are delivered."""
+        for page in self.pages:
+            if not page.is_closed():
+                page.evaluate("0")
 
 
 @dataclass(frozen=True)
@@ -134,21 +135,32 @@ def page_errors() -> PageErrors:
     return PageErrors()
 
 
-@pytest.fixture
-def page(browser: Browser, page_errors: PageErrors) -> Iterator[Page]:
-    """A page in a fresh context (no cookies or storage shared with another test)."""
+def new_page(
+    browser: Browser, errors: PageErrors, *, headers: dict[str, str] | None = None
+) -> Page:
+    """A page in a fresh context (no cookies or storage shared), watched by `errors`, sending
+    `headers` with every request (a signed-in user's forwarded token, as oauth2-proxy adds
+    it); the caller closes `page.context`."""
     context = browser.new_context(
         viewport=VIEWPORT,  # type: ignore[arg-type]
         locale="en-US",
         timezone_id="UTC",
         color_scheme="light",
         reduced_motion="reduce",
+        extra_http_headers=headers,
     )
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
-    page_errors.watch(page)
+    errors.watch(page)
+    return page
+
+
+@pytest.fixture
+def page(browser: Browser, page_errors: PageErrors) -> Iterator[Page]:
+    """A page in a fresh context, for one test."""
+    page = new_page(browser, page_errors)
     yield page
-    context.close()
+    page.context.close()
 
 
 @pytest.fixture(scope="session")
@@ -172,7 +184,8 @@ def measure(request: pytest.FixtureRequest) -> Any:
 @pytest.fixture(scope="session")
 def examples_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiServer]:
     """`runway ui --offline -f examples/`, shared by the tier's offline tests."""
-    with UiServer.start(tmp_path_factory.mktemp("ui"), sources=(EXAMPLES,)) as server:
+    examples = EXAMPLES.relative_to(ROOT)
+    with UiServer.start(tmp_path_factory.mktemp("ui"), sources=(examples,)) as server:
         yield server
 
 
