@@ -1,0 +1,32 @@
+"""The Providers page in the browser, offline on examples/ (the shipped configs): every provider
+with its capabilities, rules and readiness, and its installation for Flux or Argo CD."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from tests.support.ui import UiServer
+from tests.ui.conftest import Screenshot, check_accessible
+
+
+def test_the_providers_page_shows_every_shipped_config(
+    page: Page, examples_ui: UiServer, screenshot: Screenshot
+) -> None:
+    page.goto(f"{examples_ui.url}/providers")
+    assert page.locator("section.provider h2").all_inner_texts() == [
+        "NVIDIA Dynamo (dynamo)",
+        "KAITO (kaito)",
+        "KubeRay (kuberay)",
+        "llm-d (llmd)",
+        "Direct vLLM (vllm)",
+    ]
+    kaito = page.locator("#provider-kaito")
+    assert kaito.locator("table.rules tbody tr").all_inner_texts() == [
+        "0\t!has(spec.resources) || !has(spec.resources.gpu) || spec.resources.gpu.count == 0\t100\tcompiled",
+        "1\tspec.engine.type == 'llamacpp'\t100\tcompiled",
+    ]
+    expect(kaito.locator(".readiness-part").nth(1)).to_contain_text(
+        "Not observed offline: no cluster to look at"
+    )
+    check_accessible(page)
+    screenshot(page, "providers")
