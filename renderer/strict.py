@@ -380,3 +380,12 @@ def incompatible(
     return IncompatibleUpstream(
         first.path, f"{name} ({obj.get('apiVersion')}, schema from {origin}): {first}{more}"
     )
+
+
+def check_objects(
+    objects: Iterable[Mapping[str, Any]], schemas: Schemas, *, kubernetes: str
+) -> list[tuple[Mapping[str, Any], list[FieldError]]]:
+    """Each object with its strict-check errors (none: it passes), in order; for objects Runway
+    writes outside a render, such as a provider's install objects (core/rendering/installs.py),
+    checked with the same Schemas as rendered ones."""
+    return [(obj, schemas.check(obj, kubernetes=kubernetes)) for obj in objects]

@@ -125,6 +125,18 @@ IMAGE = Replace(
     "          imagePullPolicy: {{ .Values.image.pullPolicy }}\n",
 )
 
+# The portal's flags: kustomize/ui/apply-as-user (a Component) adds --actions and
+# --apply-as-user, which ui.applyAsUser adds here; ui.actions turns actions on alone.
+UI_ARGS = (
+    '"--workers", {{ .Values.ui.workers | quote }}'
+    '{{ if or .Values.ui.actions .Values.ui.applyAsUser }}, "--actions"{{ end }}'
+    '{{ if .Values.ui.applyAsUser }}, "--apply-as-user"{{ end }}]'
+)
+OAUTH2_PROXY_IMAGE = (
+    '          image: {{ printf "%s:%s" .Values.ui.oauth2Proxy.image.repository'
+    " .Values.ui.oauth2Proxy.image.tag | quote }}\n"
+)
+
 SOURCES: tuple[Template, ...] = (
     Template(
         "namespace.yaml",
@@ -183,6 +195,28 @@ SOURCES: tuple[Template, ...] = (
             resource_block("{cpu: 50m, memory: 128Mi}", "{memory: 512Mi}", "statusController"),
             Replace("      containers:\n", SCHEDULING.replace("{part}", "statusController")),
         ),
+    ),
+    Template(
+        "ui.yaml",
+        ("ui/rbac.yaml", "ui/deployment.yaml", "ui/service.yaml"),
+        condition=".Values.ui.enabled",
+        replace=(
+            Replace("  replicas: 1\n", "  replicas: {{ .Values.ui.replicas }}\n"),
+            IMAGE,
+            Replace('"--workers", "2"]', UI_ARGS),
+            resource_block("{cpu: 100m, memory: 256Mi}", "{memory: 768Mi}", "ui"),
+            Replace(
+                "          image: quay.io/oauth2-proxy/oauth2-proxy:v7.15.3\n",
+                OAUTH2_PROXY_IMAGE,
+            ),
+            resource_block("{cpu: 10m, memory: 32Mi}", "{memory: 128Mi}", "ui.oauth2Proxy"),
+            Replace("      containers:\n", SCHEDULING.replace("{part}", "ui")),
+        ),
+    ),
+    Template(
+        "ui-apply-as-user.yaml",
+        ("ui/apply-as-user/impersonate.yaml",),
+        condition="and .Values.ui.enabled .Values.ui.applyAsUser",
     ),
     Template(
         "provider-configs.yaml",

@@ -7,8 +7,9 @@ subresources, printer columns), plus where it came from. Versions come from
 core/model/versions.env only.
 
 Two kinds of input:
-  * upstreams served by the Go module proxy (Gateway API, GAIE, KubeRay, Istio) are downloaded
-    with `go mod download`, as `make cluster` does;
+  * upstreams served by the Go module proxy (Gateway API, GAIE, KubeRay, Istio, and the Flux
+    and Argo CD kinds that install a provider's operator) are downloaded with `go mod download`,
+    as `make cluster` does;
   * KAITO and Dynamo are served by no registry this project can reach: their CRD files are read
     from the directory given with --upstream-crds (laid out <upstream>/<folder>/<file>), and the
     upstream tag or commit each was taken from is recorded from the table below.
@@ -166,6 +167,29 @@ MODULE_SOURCES = (
         "istio.io/api",
         "kubernetes/customresourcedefinitions.gen.yaml",
         "destinationrules.networking.istio.io",
+    ),
+    # Not rendered from ModelDeployments: the objects that install a provider's operator from
+    # the GitOps repository (core/rendering/installs.py, the portal's Providers page).
+    ModuleSource(
+        "Flux source-controller",
+        "FLUX_SOURCE_CONTROLLER_VERSION",
+        "github.com/fluxcd/source-controller",
+        "config/crd/bases/source.toolkit.fluxcd.io_helmrepositories.yaml",
+        "helmrepositories.source.toolkit.fluxcd.io",
+    ),
+    ModuleSource(
+        "Flux helm-controller",
+        "FLUX_HELM_CONTROLLER_VERSION",
+        "github.com/fluxcd/helm-controller",
+        "config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml",
+        "helmreleases.helm.toolkit.fluxcd.io",
+    ),
+    ModuleSource(
+        "Argo CD",
+        "ARGOCD_VERSION",
+        "github.com/argoproj/argo-cd/v3",
+        "manifests/crds/application-crd.yaml",
+        "applications.argoproj.io",
     ),
 )
 # Facts about the files under --upstream-crds (their README says where each was taken from).

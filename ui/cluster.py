@@ -50,11 +50,12 @@ class Headers(Protocol):
 
 
 def bearer_token(headers: Headers) -> str | None:
-    """The token the proxy forwarded (X-Forwarded-Access-Token, else Authorization: Bearer)."""
-    token = headers.get(TOKEN_HEADER) or ""
-    if not token:
-        scheme, _, value = (headers.get("Authorization") or "").partition(" ")
-        token = value.strip() if scheme.lower() == "bearer" else ""
+    """The token the proxy forwarded: `Authorization: Bearer` first (oauth2-proxy puts the
+    OIDC ID token there, what the API server's OIDC authenticator accepts), else
+    X-Forwarded-Access-Token (the provider's access token, which some API servers accept)."""
+    scheme, _, value = (headers.get("Authorization") or "").partition(" ")
+    token = value.strip() if scheme.lower() == "bearer" else ""
+    token = token or headers.get(TOKEN_HEADER) or ""
     if not token or len(token) > MAX_TOKEN or not token.isascii() or not token.isprintable():
         return None
     return token

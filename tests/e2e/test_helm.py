@@ -10,13 +10,17 @@ credentials) as a local process on 127.0.0.1. No kube-proxy or CNI delivers the 
 to a pod, so the test points the chart's Service at that process (type ExternalName, `localhost`):
 the API server still resolves the webhook through the Service, verifies the chart's certificate
 for runway-webhook.<namespace>.svc against the chart's caBundle, and calls the chart's paths.
+The portal's container (ui.enabled) runs the same way, with its own ServiceAccount's token; its
+oauth2-proxy sidecar is not built here, so the test sends a user's token as the proxy forwards it.
 """
 
 from __future__ import annotations
 
 import base64
 import datetime as dt
+import http.client
 import json
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -33,8 +37,10 @@ from tests.support import live
 from tests.support.builders import model_deployment
 from tests.support.cluster import Cluster, binaries_dir, free_port, terminate
 from tests.support.kustomize import build
+from tests.support.users import make_user
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook
+from tests.unit.test_kustomize_ui import with_apply_as_user
 
 CHART = ROOT / "charts" / "runway"
 RUNWAY = Path(sys.executable).parent / "runway"
@@ -75,6 +81,18 @@ def template(helm: Path, *sets: str, namespace: str = NAMESPACE) -> list[dict[st
     return [d for d in yaml.safe_load_all(done.stdout) if d]
 
 
+# kustomize/ui with its apply-as-user Component, as a site's overlay builds it
+UI_APPLY_AS_USER = "ui+apply-as-user"
+
+
+def kustomized(names: Sequence[str], workdir: Path) -> list[dict[str, Any]]:
+    return [
+        o
+        for name in names
+        for o in (with_apply_as_user(workdir) if name == UI_APPLY_AS_USER else build(name))
+    ]
+
+
 def key(obj: dict[str, Any]) -> tuple[str, str, str]:
     meta = obj["metadata"]
     return (obj["kind"], meta.get("namespace", ""), meta["name"])
@@ -98,6 +116,24 @@ def test_the_chart_lints_strictly_in_every_tls_mode(helm: Path) -> None:
         assert "[WARNING]" not in done.stdout and "[ERROR]" not in done.stdout
 
 
+def test_the_chart_lints_strictly_with_the_ui_and_apply_as_user(helm: Path) -> None:
+    done = run(
+        [
+            helm,
+            "lint",
+            "--strict",
+            CHART,
+            "--set",
+            "ui.enabled=true",
+            "--set",
+            "ui.applyAsUser=true",
+        ]
+    )
+
+    assert done.stdout.splitlines()[-1] == "1 chart(s) linted, 0 chart(s) failed", done.stdout
+    assert "[WARNING]" not in done.stdout and "[ERROR]" not in done.stdout
+
+
 @pytest.mark.parametrize(
     ("sets", "kustomizations"),
     [
@@ -112,16 +148,21 @@ def test_the_chart_lints_strictly_in_every_tls_mode(helm: Path) -> None:
             ),
             ("base", "status", "providers", "monitoring"),
         ),
+        (("tls.mode=manual", "ui.enabled=true"), ("base", "status", "providers", "ui")),
+        (
+            ("tls.mode=manual", "ui.enabled=true", "ui.applyAsUser=true"),
+            ("base", "status", "providers", UI_APPLY_AS_USER),
+        ),
     ],
-    ids=["manual-tls", "cert-manager", "monitoring"],
+    ids=["manual-tls", "cert-manager", "monitoring", "ui", "ui-apply-as-user"],
 )
 def test_the_chart_renders_what_kustomize_builds(
-    helm: Path, sets: tuple[str, ...], kustomizations: tuple[str, ...]
+    helm: Path, sets: tuple[str, ...], kustomizations: tuple[str, ...], tmp_path: Path
 ) -> None:
     chart = {
         key(o): without_helm_annotations(o) for o in template(helm, "namespace.create=true", *sets)
     }
-    built = {key(o): o for o in build(*kustomizations)}
+    built = {key(o): o for o in kustomized(kustomizations, tmp_path / "overlay")}
 
     assert sorted(chart) == sorted(built)
     for name, obj in built.items():
@@ -191,6 +232,51 @@ def test_every_value_lands_where_it_belongs(helm: Path) -> None:
             ]
 
 
+def test_every_ui_value_lands_where_it_belongs(helm: Path) -> None:
+    objects = template(
+        helm,
+        "image.repository=registry.example.com/platform/runway",
+        "image.tag=1.2.3",
+        "ui.enabled=true",
+        "ui.replicas=2",
+        "ui.workers=4",
+        "ui.actions=true",
+        "ui.nodeSelector.pool=system",
+        "ui.tolerations[0].key=dedicated",
+        "ui.tolerations[0].operator=Exists",
+        "ui.resources.limits.memory=2Gi",
+        "ui.oauth2Proxy.image.repository=mirror.example.com/oauth2-proxy",
+        "ui.oauth2Proxy.image.tag=v7.15.3-fips",
+        "ui.oauth2Proxy.resources.requests.cpu=50m",
+        namespace="platform",
+    )
+    by_key = {key(o): o for o in objects}
+    spec = by_key[("Deployment", "platform", "runway-ui")]["spec"]
+    pod = spec["template"]["spec"]
+    ui, proxy = pod["containers"]
+    binding = by_key[("ClusterRoleBinding", "", "runway-ui")]
+
+    assert spec["replicas"] == 2
+    assert ui["image"] == "registry.example.com/platform/runway:1.2.3"
+    assert ui["args"][-3:] == ["--workers", "4", "--actions"]
+    assert (pod["nodeSelector"], pod["tolerations"]) == (
+        {"pool": "system"},
+        [{"key": "dedicated", "operator": "Exists"}],
+    )
+    assert ui["resources"] == {
+        "requests": {"cpu": "100m", "memory": "256Mi"},
+        "limits": {"memory": "2Gi"},
+    }
+    assert proxy["image"] == "mirror.example.com/oauth2-proxy:v7.15.3-fips"
+    assert proxy["resources"] == {
+        "requests": {"cpu": "50m", "memory": "32Mi"},
+        "limits": {"memory": "128Mi"},
+    }
+    assert binding["subjects"][0]["namespace"] == "platform"
+    assert ("ClusterRole", "", "runway-ui-impersonate") not in by_key
+    assert [k for k in map(key, template(helm, "ui.applyAsUser=true")) if "runway-ui" in k[2]] == []
+
+
 CLUSTER_SCOPED = {
     "ClusterRole",
     "ClusterRoleBinding",
@@ -253,6 +339,13 @@ def test_helm_tls_issues_a_chain_for_the_service_and_every_webhook_trusts_it(hel
         ("tls.caBundle=not base64!", "at '/tls/caBundle'"),
         ("statusController.gatewayURL=gw:80", "at '/statusController/gatewayURL'"),
         ("image.pullPolicy=Sometimes", "at '/image/pullPolicy'"),
+        ("ui.workers=0", "at '/ui/workers': minimum: got 0, want 1"),
+        ("ui.applyAsUser=yes", "at '/ui/applyAsUser': got string, want boolean"),
+        ("ui.oauth2Proxy.image.tag=", "at '/ui/oauth2Proxy/image/tag'"),
+        (
+            "ui.oauth2proxy.image.tag=v1",
+            "at '/ui': additional properties 'oauth2proxy' not allowed",
+        ),
     ],
 )
 def test_a_mistaken_value_is_refused_with_its_path(helm: Path, setting: str, message: str) -> None:
@@ -292,9 +385,11 @@ def exists(cluster: Cluster, *args: str) -> bool:
     return cluster.kubectl("get", *args, check=False).returncode == 0
 
 
-def service_account_kubeconfig(cluster: Cluster, path: Path) -> Path:
+def service_account_kubeconfig(
+    cluster: Cluster, path: Path, account: str = "runway-webhook"
+) -> Path:
     """What the pod's in-cluster credentials are: a token of the chart's ServiceAccount."""
-    token = cluster.kubectl("-n", NAMESPACE, "create", "token", "runway-webhook").stdout.strip()
+    token = cluster.kubectl("-n", NAMESPACE, "create", "token", account).stdout.strip()
     config = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -307,8 +402,8 @@ def service_account_kubeconfig(cluster: Cluster, path: Path) -> Path:
                 },
             }
         ],
-        "users": [{"name": "runway-webhook", "user": {"token": token}}],
-        "contexts": [{"name": "pod", "context": {"cluster": "test", "user": "runway-webhook"}}],
+        "users": [{"name": account, "user": {"token": token}}],
+        "contexts": [{"name": "pod", "context": {"cluster": "test", "user": account}}],
         "current-context": "pod",
     }
     path.write_text(yaml.safe_dump(config))
@@ -497,6 +592,57 @@ def test_the_installed_chart_admits_through_the_webhook_it_deploys(
     }
 
 
+def test_the_ui_part_passes_strict_server_side_dry_run(
+    helm: Path, plane: Cluster, installed: Webhook
+) -> None:
+    """kustomize/ui and its apply-as-user Component, as the chart renders them (equal object for
+    object, above), against the API server's own schemas, in the installed release's namespace."""
+    manifest = run(
+        [
+            helm,
+            "template",
+            RELEASE,
+            CHART,
+            "--namespace",
+            NAMESPACE,
+            "--show-only",
+            "templates/ui.yaml",
+            "--show-only",
+            "templates/ui-apply-as-user.yaml",
+            "--set",
+            "ui.enabled=true",
+            "--set",
+            "ui.applyAsUser=true",
+        ]
+    ).stdout
+
+    done = plane.kubectl(
+        "apply",
+        "--server-side",
+        "--validate=strict",
+        "--dry-run=server",
+        "-f",
+        "-",
+        stdin=manifest,
+        check=False,
+    )
+
+    assert (done.returncode, done.stderr) == (0, "")
+    assert sorted(done.stdout.splitlines()) == [
+        f"{name} serverside-applied (server dry run)"
+        for name in (
+            "clusterrole.rbac.authorization.k8s.io/runway-ui",
+            "clusterrole.rbac.authorization.k8s.io/runway-ui-impersonate",
+            "clusterrolebinding.rbac.authorization.k8s.io/runway-ui",
+            "clusterrolebinding.rbac.authorization.k8s.io/runway-ui-impersonate",
+            "deployment.apps/runway-ui",
+            "networkpolicy.networking.k8s.io/runway-ui",
+            "service/runway-ui",
+            "serviceaccount/runway-ui",
+        )
+    ]
+
+
 def test_an_upgrade_keeps_the_ca_the_api_server_trusts(
     helm: Path, plane: Cluster, installed: Webhook
 ) -> None:
@@ -527,6 +673,151 @@ def test_an_upgrade_keeps_the_ca_the_api_server_trusts(
     assert replicas == 3
     plane.kubectl("create", "namespace", "team-b")
     assert admitted(plane, "qwen", "team-b")["spec"]["provider"]["name"] == "kuberay"
+
+
+def ui_pod_command(args: list[str], *, port: int, key: Path, kubeconfig: Path) -> list[str]:
+    """The chart's portal container args with the pod-only settings mapped to this machine (it
+    binds the pod's loopback already); fails on any argument it does not expect."""
+    mapped = {"--port": str(port), "--secret-key-file": str(key)}
+    out: list[str] = []
+    items = iter(args)
+    for arg in items:
+        if arg == "--in-cluster":
+            out += ["--kubeconfig", str(kubeconfig)]
+        elif arg in mapped:
+            next(items)
+            out += [arg, mapped[arg]]
+        elif arg == "--host":
+            out += [arg, next(items)]
+            assert out[-1] == "127.0.0.1", "the portal is reached through its sign-in proxy only"
+        else:
+            assert arg in ("ui", "--workers", "2", "--actions", "--apply-as-user"), arg
+            out.append(arg)
+    return [str(RUNWAY), *out]
+
+
+def portal_get(port: int, path: str, token: str = "") -> tuple[int, str]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        connection.request("GET", path, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.read().decode()
+    finally:
+        connection.close()
+
+
+def portal_healthy(port: int, proc: subprocess.Popen[bytes], log: Path) -> bool:
+    if proc.poll() is not None:
+        raise AssertionError(f"the portal's command exited {proc.returncode}:\n{log.read_text()}")
+    try:
+        return portal_get(port, "/healthz") == (200, "ok")
+    except OSError:
+        return False
+
+
+def ui_may(
+    cluster: Cluster, verb: str, resource: str, group: str = "", subresource: str = ""
+) -> bool:
+    """The API server's answer (a SubjectAccessReview) for the chart's portal ServiceAccount,
+    cluster-wide."""
+    attributes = {"verb": verb, "resource": resource, "group": group, "subresource": subresource}
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {
+            "user": f"system:serviceaccount:{NAMESPACE}:runway-ui",
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}"],
+            "resourceAttributes": {k: v for k, v in attributes.items() if v},
+        },
+    }
+    done = cluster.kubectl("create", "-o", "json", "-f", "-", stdin=json.dumps(review))
+    return bool(json.loads(done.stdout)["status"].get("allowed", False))
+
+
+def test_the_ui_part_signs_users_in_with_the_rights_the_chart_gives_it(
+    helm: Path, plane: Cluster, installed: Webhook, tmp_path: Path
+) -> None:
+    """The chart's portal command, with its ServiceAccount's token in place of the in-cluster
+    credentials, checks a user's token with a TokenReview and lists the CRDs present (About):
+    the rights kustomize/ui grants are enough, and reading Secrets or impersonating is not among
+    them until ui.applyAsUser adds impersonation."""
+    helm_on(
+        helm,
+        plane,
+        "upgrade",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        NAMESPACE,
+        "--reuse-values",
+        "--set",
+        "ui.enabled=true",
+    )
+    deployment = live_json(plane, "-n", NAMESPACE, "deployment", "runway-ui")
+    ui = deployment["spec"]["template"]["spec"]["containers"][0]
+    key = tmp_path / "secret-key"
+    key.write_text(secrets.token_urlsafe(32))
+    port = free_port()
+    argv = ui_pod_command(
+        ui["args"],
+        port=port,
+        key=key,
+        kubeconfig=service_account_kubeconfig(plane, tmp_path / "ui.kubeconfig", "runway-ui"),
+    )
+    plane.kubectl("create", "namespace", "team-ui")
+    alice = make_user(plane, "team-ui", "alice")
+    log = tmp_path / "ui.log"
+    with log.open("wb") as handle:
+        proc = subprocess.Popen(
+            argv, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            wait_until(lambda: portal_healthy(port, proc, log), timeout=30, what="the portal")
+            unsigned = portal_get(port, "/about")
+            status, page = portal_get(port, "/about", alice.token)
+        finally:
+            terminate(proc)
+
+    assert unsigned[0] == 401
+    assert status == 200, page
+    assert f"Signed in as <strong>{alice.username}</strong>" in page
+    assert "<tr><td>modeldeployments.airunway.ai</td><td>v1alpha1</td></tr>" in page
+    assert [
+        ui_may(plane, "create", "tokenreviews", "authentication.k8s.io"),
+        ui_may(plane, "create", "subjectaccessreviews", "authorization.k8s.io"),
+        ui_may(plane, "list", "nodes"),
+        ui_may(plane, "list", "secrets"),
+        ui_may(plane, "get", "secrets"),
+        ui_may(plane, "create", "modeldeployments", "airunway.ai"),
+        ui_may(plane, "impersonate", "users"),
+    ] == [True, True, True, False, False, False, False]
+
+    helm_on(
+        helm,
+        plane,
+        "upgrade",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        NAMESPACE,
+        "--reuse-values",
+        "--set",
+        "ui.applyAsUser=true",
+    )
+    args = live_json(plane, "-n", NAMESPACE, "deployment", "runway-ui")["spec"]["template"]["spec"][
+        "containers"
+    ][0]["args"]
+
+    assert args[-2:] == ["--actions", "--apply-as-user"]
+    assert [
+        ui_may(plane, "impersonate", "users"),
+        ui_may(plane, "impersonate", "groups"),
+        ui_may(plane, "impersonate", "serviceaccounts"),
+        ui_may(plane, "impersonate", "uids", "authentication.k8s.io"),
+        ui_may(plane, "impersonate", "userextras", "authentication.k8s.io", "scopes"),
+        ui_may(plane, "list", "secrets"),
+    ] == [True, True, True, True, False, False]
 
 
 def test_uninstall_removes_the_webhooks_and_keeps_the_models_and_their_configs(

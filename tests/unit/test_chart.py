@@ -85,3 +85,16 @@ def test_the_values_schema_and_templates_name_the_same_settings() -> None:
     leaves = {n for n in names if not any(o.startswith(n + ".") for o in names)}
     assert names == schema_keys(schema)
     assert read == leaves  # every value is read, and nothing is read that has no default
+
+
+def test_the_portal_is_off_by_default_and_impersonates_only_with_apply_as_user() -> None:
+    files, _ = chart.outputs()
+    values = yaml.safe_load((CHART / "values.yaml").read_text())["ui"]
+    ui, impersonation = files["templates/ui.yaml"], files["templates/ui-apply-as-user.yaml"]
+
+    assert (values["enabled"], values["actions"], values["applyAsUser"]) == (False, False, False)
+    assert ui.splitlines()[1] == "{{- if .Values.ui.enabled }}"
+    assert impersonation.splitlines()[1] == (
+        "{{- if and .Values.ui.enabled .Values.ui.applyAsUser }}"
+    )
+    assert ('"impersonate"' in ui, '"impersonate"' in impersonation) == (False, True)

@@ -86,12 +86,18 @@ def test_the_pack_holds_every_upstream_kind_runway_renders() -> None:
 
     status = ["status"]
     assert summary == [
+        ("applications.argoproj.io.json", "argoproj.io", "Application", "Namespaced",
+         [("v1alpha1", True, True, [])]),
         ("destinationrules.networking.istio.io.json", "networking.istio.io", "DestinationRule", "Namespaced",
          [("v1", True, True, status), ("v1alpha3", True, False, status), ("v1beta1", True, False, status)]),
         ("dynamographdeployments.nvidia.com.json", "nvidia.com", "DynamoGraphDeployment", "Namespaced",
          [("v1alpha1", True, True, status)]),
         ("gateways.gateway.networking.k8s.io.json", "gateway.networking.k8s.io", "Gateway", "Namespaced",
          [("v1", True, True, status), ("v1beta1", True, False, status)]),
+        ("helmreleases.helm.toolkit.fluxcd.io.json", "helm.toolkit.fluxcd.io", "HelmRelease", "Namespaced",
+         [("v2", True, True, status)]),
+        ("helmrepositories.source.toolkit.fluxcd.io.json", "source.toolkit.fluxcd.io", "HelmRepository",
+         "Namespaced", [("v1", True, True, status)]),
         ("httproutes.gateway.networking.k8s.io.json", "gateway.networking.k8s.io", "HTTPRoute", "Namespaced",
          [("v1", True, True, status), ("v1beta1", True, False, status)]),
         ("inferenceobjectives.inference.networking.x-k8s.io.json", "inference.networking.x-k8s.io",
@@ -119,10 +125,13 @@ def test_the_pack_agrees_with_the_version_pins_kind_by_kind() -> None:
     }
 
     assert agreed == {
+        "Application": ("Argo CD", "ARGOCD_VERSION", True, pins["ARGOCD_VERSION"]),
         "DestinationRule": ("Istio", "ISTIO_VERSION", True, f"v{pins['ISTIO_VERSION']}"),
         # Not the v1.1.1 tag: the CRD file comes from the release/1.1 branch point (docs/rendering.md).
         "DynamoGraphDeployment": ("Dynamo", "DYNAMO_VERSION", True, "main@01a4b6d6d"),
         "Gateway": ("Gateway API", "GATEWAY_API_VERSION", True, pins["GATEWAY_API_VERSION"]),
+        "HelmRelease": ("Flux helm-controller", "FLUX_HELM_CONTROLLER_VERSION", True, pins["FLUX_HELM_CONTROLLER_VERSION"]),
+        "HelmRepository": ("Flux source-controller", "FLUX_SOURCE_CONTROLLER_VERSION", True, pins["FLUX_SOURCE_CONTROLLER_VERSION"]),
         "HTTPRoute": ("Gateway API", "GATEWAY_API_VERSION", True, pins["GATEWAY_API_VERSION"]),
         "InferenceObjective": ("Gateway API Inference Extension", "GAIE_VERSION", True, pins["GAIE_VERSION"]),
         "InferencePool": ("Gateway API Inference Extension", "GAIE_VERSION", True, pins["GAIE_VERSION"]),
@@ -135,6 +144,12 @@ def test_the_pack_agrees_with_the_version_pins_kind_by_kind() -> None:
     assert sources["DynamoGraphDeployment"]["commit"] == "01a4b6d6ddd5b0173f0d110040d1f2cccf759bf9"
     assert sources["RayService"]["module"] == "github.com/ray-project/kuberay/ray-operator"
     assert sources["RayService"]["file"] == "config/crd/bases/ray.io_rayservices.yaml"
+    assert sources["HelmRelease"]["module"] == "github.com/fluxcd/helm-controller"
+    assert (
+        sources["HelmRelease"]["file"]
+        == "config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml"
+    )
+    assert sources["Application"]["file"] == "manifests/crds/application-crd.yaml"
 
 
 def test_the_pack_keeps_every_kubernetes_extension_and_no_description_text() -> None:
@@ -219,8 +234,8 @@ def test_make_schemas_twice_gives_the_same_bytes(
     assert contents(first) == contents(second) == contents(PACK)
     size = sum(len(b) for b in contents(PACK).values())
     assert capsys.readouterr().out.splitlines() == [
-        f"schemas: 10 CRDs, {size} bytes in {first}",
-        f"schemas: 10 CRDs, {size} bytes in {second}",
+        f"schemas: 13 CRDs, {size} bytes in {first}",
+        f"schemas: 13 CRDs, {size} bytes in {second}",
     ]
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
+import yaml
 
+from core.checks.installation import INSTALLATION_ANNOTATION, read_installation
 from core.model.versions import Versions
 from kubeio.shipped import bundled_versions
 from tests.conftest import ROOT
@@ -44,6 +47,7 @@ USES: list[tuple[str, re.Pattern[str], Callable[[str], str]]] = [
     ("ISTIO_VERSION", re.compile(r"docker\.io/istio/[a-z0-9]+:([\w.+-]+)"), same),
     ("KAITO_VERSION", re.compile(r"kaito/workspace --version ([\w.+-]+)"), same),
     ("KUBERAY_VERSION", re.compile(r"kuberay/kuberay-operator --version ([\w.+-]+)"), same),
+    ("DYNAMO_VERSION", re.compile(r"dynamo-platform --version ([\w.+-]+)"), same),
     ("RAY_VERSION", re.compile(r"rayproject/ray-llm:([0-9][\w.]*?)-py"), same),
     ("RAY_VERSION", re.compile(r"\bray\[serve\]==([\w.]+)"), same),
     ("KUBERNETES_VERSION", re.compile(r"k8s\.io/kubernetes (v[\w.+-]+)"), same),
@@ -65,9 +69,15 @@ USES: list[tuple[str, re.Pattern[str], Callable[[str], str]]] = [
         re.compile(r"github\.com/fluxcd/kustomize-controller (v[\w.+-]+)"),
         same,
     ),
+    (
+        "FLUX_HELM_CONTROLLER_VERSION",
+        re.compile(r"github\.com/fluxcd/helm-controller (v[\w.+-]+)"),
+        same,
+    ),
     ("KWOK_VERSION", re.compile(r"sigs\.k8s\.io/kwok (v[\w.+-]+)"), same),
     ("KUSTOMIZE_VERSION", re.compile(r"sigs\.k8s\.io/kustomize/kustomize/v5 (v[\w.+-]+)"), same),
     ("HELM_VERSION", re.compile(r"helm\.sh/helm/v4 (v[\w.+-]+)"), same),
+    ("OAUTH2_PROXY_VERSION", re.compile(r"oauth2-proxy/oauth2-proxy:(v[\w.+-]+)"), same),
 ]
 SKIP_DIRS = {
     ".git",
@@ -191,11 +201,13 @@ def test_versions_parse_every_pin() -> None:
     }
     assert sorted(versions.extra) == [
         "ARGOCD_VERSION",
+        "FLUX_HELM_CONTROLLER_VERSION",
         "FLUX_KUSTOMIZE_CONTROLLER_VERSION",
         "FLUX_SOURCE_CONTROLLER_VERSION",
         "HELM_VERSION",
         "KUSTOMIZE_VERSION",
         "KWOK_VERSION",
+        "OAUTH2_PROXY_VERSION",
     ]
     assert all(versions.as_env().values())
 
@@ -223,3 +235,74 @@ def test_extra_pins_are_kept() -> None:
     text = (ROOT / "core" / "model" / "versions.env").read_text() + "SHIM_VERSION=0.3.0\n"
 
     assert Versions.parse(text).extra["SHIM_VERSION"] == "0.3.0"
+
+
+# The Helm charts shipped configs install (their airunway.ai/installation annotation: JSON the
+# patterns above cannot tie to a chart), each held to its upstream's pin.
+CHART_PINS = {
+    "kaito/workspace": "KAITO_VERSION",
+    "kuberay/kuberay-operator": "KUBERAY_VERSION",
+    "nvidia-ai-dynamo/dynamo-platform": "DYNAMO_VERSION",
+}
+
+
+def chart_disagreements(root: Path, pins: Mapping[str, str]) -> list[str]:
+    """Every chart an installation annotation in the tree names at another version than its
+    pin, or with no pin known, or an annotation that cannot be read."""
+    found: list[str] = []
+    for path in project_files(root):
+        if path.suffix not in {".yaml", ".yml"}:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if INSTALLATION_ANNOTATION not in text:
+            continue
+        try:
+            docs = [d for d in yaml.safe_load_all(text) if isinstance(d, dict)]
+        except yaml.YAMLError:
+            continue  # a template (charts/): its rendered form is checked where it is rendered
+        for doc in docs:
+            if INSTALLATION_ANNOTATION not in (doc.get("metadata") or {}).get("annotations", {}):
+                continue
+            where = f"{path.relative_to(root)} {doc['metadata'].get('name')}"
+            installation = read_installation(doc)
+            if isinstance(installation, list):
+                found += [f"{where}: {error}" for error in installation]
+                continue
+            for chart in installation.charts:
+                pin = CHART_PINS.get(chart.chart)
+                if pin is None:
+                    found.append(f"{where}: {chart.chart} has no pin in CHART_PINS")
+                elif chart.version.lstrip("v") != pins[pin].lstrip("v"):
+                    found.append(
+                        f"{where}: {chart.chart} {chart.version} (pinned {pin}={pins[pin]})"
+                    )
+    return found
+
+
+def test_every_shipped_chart_is_at_its_pin() -> None:
+    assert chart_disagreements(ROOT, bundled_versions().as_env()) == []
+
+
+def test_the_chart_guard_reads_inside_the_annotation(tmp_path: Path) -> None:
+    pins = bundled_versions().as_env()
+    installation = {
+        "helmRepos": [{"name": "kaito", "url": "https://example.com/charts"}],
+        "helmCharts": [
+            {"name": "a", "chart": "kaito/workspace", "version": "0.0.1", "namespace": "a"},
+            {"name": "b", "chart": "kaito/other", "version": "1.0.0", "namespace": "b"},
+        ],
+    }
+    config = {
+        "apiVersion": "airunway.ai/v1alpha1",
+        "kind": "InferenceProviderConfig",
+        "metadata": {
+            "name": "x",
+            "annotations": {INSTALLATION_ANNOTATION: json.dumps(installation)},
+        },
+    }
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+
+    assert chart_disagreements(tmp_path, pins) == [
+        f"config.yaml x: kaito/workspace 0.0.1 (pinned KAITO_VERSION={pins['KAITO_VERSION']})",
+        "config.yaml x: kaito/other has no pin in CHART_PINS",
+    ]

@@ -97,7 +97,15 @@ def test_every_command_and_flag_of_the_parser_is_in_the_tables() -> None:
 
     assert commands[""].commands == (
         *("explain", "validate", "crds", "provider-configs", "serve", "certs", "render"),
-        *("apply", "gateway-plan", "gateway-sync", "status-controller", "version", "completion"),
+        *(
+            "apply",
+            "gateway-plan",
+            "gateway-sync",
+            "status-controller",
+            "version",
+            "completion",
+            "ui",
+        ),
     )
     assert commands["certs"].commands == ("issue", "rotate", "inject")
     assert commands["validate"].options == (
