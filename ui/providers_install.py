@@ -7,31 +7,25 @@ outputs (ui/outputs.py), and the GitOps engine installs the chart."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
-from types import ModuleType
 from typing import Any
 
 from flask import current_app
 
+from core.checks.installation import read_installation
 from core.fields.errors import FieldError
+from core.rendering.installs import Flavour, gitops_objects, helm_commands, plan_install
 from kubeio.shipped import bundled_versions
 from kubeio.yamlio import dump, dump_all
 from renderer.schemapack import load_pack
-from renderer.strict import Schemas
+from renderer.strict import Schemas, check_objects
 from ui.outputs import Bundle, Planned, checked_path
 
 SCHEMAS = "runway.providers.schemas"  # the schema pack, loaded once per app
 
 
-class Engine(StrEnum):
-    FLUX = "flux"
-    ARGOCD = "argocd"
-
-
-ENGINE_TITLES = {Engine.FLUX: "Flux", Engine.ARGOCD: "Argo CD"}
+ENGINE_TITLES = {Flavour.FLUX: "Flux", Flavour.ARGOCD: "Argo CD"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +47,7 @@ class Step:
 @dataclass(frozen=True, slots=True)
 class InstallView:
     provider: str
-    engine: Engine
+    engine: Flavour
     path: str  # where the objects go in the repository
     description: str = ""
     documentation_url: str = ""
@@ -66,18 +60,6 @@ class InstallView:
     @property
     def passes(self) -> bool:
         return bool(self.objects) and not self.errors and all(not o.errors for o in self.objects)
-
-
-def _core() -> tuple[ModuleType, ModuleType] | None:
-    """The installation reader and planner (core/checks/installation.py, core/rendering/
-    installs.py), None in a build without them."""
-    try:
-        return (
-            importlib.import_module("core.checks.installation"),
-            importlib.import_module("core.rendering.installs"),
-        )
-    except ModuleNotFoundError:
-        return None
 
 
 def install_path(base: str, provider: str) -> str:
@@ -93,16 +75,12 @@ def schemas() -> Schemas:
 
 
 def install_view(
-    config: Mapping[str, Any], provider: str, engine: Engine, base: str
+    config: Mapping[str, Any], provider: str, engine: Flavour, base: str
 ) -> InstallView:
+    """The config's installation as `engine`'s objects, each strict-checked, with the `helm`
+    commands; or why it cannot be installed that way, or that it names nothing to install."""
     path = install_path(base, provider)
-    core = _core()
-    if core is None:
-        return InstallView(
-            provider, engine, path, absent="this build of Runway reads no installations"
-        )
-    reading, planning = core
-    installation = reading.read_installation(config)
+    installation = read_installation(config)
     if isinstance(installation, list):
         return InstallView(provider, engine, path, errors=tuple(installation))
     steps = tuple(Step(s.title, s.description, s.command) for s in installation.steps)
@@ -114,29 +92,18 @@ def install_view(
     if not installation.charts:
         why = f"the config of {provider} names no Helm chart to install"
         return InstallView(provider, engine, path, absent=why, **common)
-    plan = planning.plan_install(installation)
+    plan = plan_install(installation)
     if isinstance(plan, list):
         return InstallView(provider, engine, path, errors=tuple(plan), **common)
-    objects = planning.gitops_objects(plan, planning.Flavour(engine.value))
-    kubernetes = bundled_versions().kubernetes
-    checker = schemas()
-    checked = tuple(
-        CheckedObject(
-            o,
-            str(o["kind"]),
-            str(o["metadata"]["name"]),
-            dump(o),
-            tuple(checker.check(o, kubernetes=kubernetes)),
-        )
-        for o in objects
+    checked = check_objects(
+        gitops_objects(plan, engine), schemas(), kubernetes=bundled_versions().kubernetes
+    )
+    objects = tuple(
+        CheckedObject(o, str(o["kind"]), str(o["metadata"]["name"]), dump(o), tuple(errors))
+        for o, errors in checked
     )
     return InstallView(
-        provider,
-        engine,
-        path,
-        objects=checked,
-        helm=tuple(planning.helm_commands(plan)),
-        **common,
+        provider, engine, path, objects=objects, helm=tuple(helm_commands(plan)), **common
     )
 
 

@@ -24,6 +24,7 @@ from core.model.kinds import (
     VERSION,
     InferenceProviderConfig,
 )
+from core.rendering.installs import Flavour
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects
 from kubeio.sources import read_documents
@@ -31,7 +32,7 @@ from ui.cluster import TIMEOUT, api_failure
 from ui.context import NavItem, cluster, portal
 from ui.outputs import OutputError, download_text, patch_text, repo_root
 from ui.providers_health import OperatorStatus, operator_statuses
-from ui.providers_install import ENGINE_TITLES, Engine, install_bundle, install_view
+from ui.providers_install import ENGINE_TITLES, install_bundle, install_view
 from ui.providers_view import ProviderView, provider_views
 
 blueprint = Blueprint("providers", __name__)
@@ -76,12 +77,12 @@ def _cluster_configs() -> Configs:
     return Configs(items, "the cluster")
 
 
-def _engine() -> Engine:
-    raw = request.values.get("engine", Engine.FLUX.value)
+def _engine() -> Flavour:
+    raw = request.values.get("engine", Flavour.FLUX.value)
     try:
-        return Engine(raw)
+        return Flavour(raw)
     except ValueError:
-        abort(400, description=f"engine must be one of {', '.join(e.value for e in Engine)}")
+        abort(400, description=f"engine must be one of {', '.join(e.value for e in Flavour)}")
 
 
 def _config(name: str) -> Mapping[str, Any]:
@@ -103,7 +104,7 @@ def page() -> str:
         operators = operator_statuses(cluster().own(), found.objects)
     settings = portal().settings
     installs = {
-        v.name: install_view(v.obj, v.name, Engine.FLUX, settings.install_path) for v in views
+        v.name: install_view(v.obj, v.name, Flavour.FLUX, settings.install_path) for v in views
     }
     return render_template(
         "providers.html",
