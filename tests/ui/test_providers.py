@@ -30,3 +30,31 @@ def test_the_providers_page_shows_every_shipped_config(
     )
     check_accessible(page)
     screenshot(page, "providers")
+
+
+def test_the_installation_is_shown_for_the_chosen_gitops_engine(
+    page: Page, examples_ui: UiServer, screenshot: Screenshot
+) -> None:
+    page.goto(f"{examples_ui.url}/providers")
+    kaito = page.locator("#provider-kaito")
+    expect(kaito.locator(".object h4")).to_have_text(
+        [
+            "HelmRepository kaito: strict check passed",
+            "HelmRelease kaito-workspace: strict check passed",
+        ]
+    )
+    kaito.get_by_role("radio", name="Argo CD").check()
+    expect(kaito.locator(".object h4")).to_have_text(
+        ["Application kaito-workspace: strict check passed"]
+    )
+    assert kaito.locator("pre.helm").inner_text().splitlines() == [
+        "helm repo add kaito https://kaito-project.github.io/kaito/charts/kaito",
+        "helm repo update kaito",
+        "helm upgrade --install kaito-workspace kaito/workspace --version 0.10.0 "
+        "--namespace kaito-workspace --create-namespace",
+    ]
+    kaito.get_by_role("button", name="Patch").click()
+    expect(kaito.locator("pre.patch")).to_contain_text("+++ b/infrastructure/providers/kaito.yaml")
+    check_accessible(page)
+    kaito.scroll_into_view_if_needed()
+    screenshot(page, "providers-argocd")

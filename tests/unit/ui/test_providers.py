@@ -135,7 +135,7 @@ def test_offline_the_config_is_shown_and_the_operator_is_not_observed(folder: Pa
 <div class="readiness" role="group" aria-label="Readiness of beta">
   <div class="readiness-part">
     <h3>Config</h3>
-    <p class="ok"><span class="badge">Ready</span> no status written: a config from files takes part in selection</p>
+    <p class="ok"><span class="badge">Ready</span> no status written: without one, a config takes part in selection</p>
     <p class="bad">Admission refuses this config:</p>
     <ul class="errors"><li><code>spec.capabilities.engines</code>: Invalid value: must be array, not string</li></ul>
     <p class="bad">Not used for selection: InferenceProviderConfig beta skipped: spec.capabilities.engines: Invalid value: must be array, not string</p>
