@@ -4,7 +4,8 @@ rule of every command that reads sources (kubeio.sources.is_runway_kind): a kind
 group is skipped with a note, as kubeconform's -skip does, and allowed, as the webhook allows
 it; an unknown kind of Runway's own groups is unusable input (exit 2, with a suggestion), as it
 is for `render`. Also the helpers `explain` shares (reading manifests, the provider registry,
-the per-object guard)."""
+the per-object guard). The verdict of one object, and its text, are kubeio.inspection's, which
+the portal's Models page shows too."""
 
 from __future__ import annotations
 
@@ -25,34 +26,38 @@ from cli.options import (
 )
 from core.admission.configs import check_external_provider, check_provider_config
 from core.admission.hydrate import hydrate
-from core.admission.pipeline import Admission, admit, patch_of
-from core.fields.errors import FieldError, SourceError
+from core.fields.errors import SourceError
 from core.model.destinations import Destinations
-from core.model.kinds import (
-    EMP_GROUP,
-    EXTERNAL_MODEL_PROVIDER,
-    GROUP,
-    INFERENCE_PROVIDER_CONFIG,
-    MODEL_DEPLOYMENT,
-    ModelDeployment,
-    dig,
-)
+from core.model.kinds import ModelDeployment
 from core.selection.configs import ProviderRegistry
 from kubeio.guard import per_object
-from kubeio.objects import DEFAULT_NAMESPACE, object_key
-from kubeio.policy import verdicts
+from kubeio.inspection import (
+    EMP,
+    IPC,
+    MD,
+    NAMESPACED,
+    deny_by_policy,
+    field_error,
+    kind_of,
+    name_of,
+    print_verdict,
+    validate_one,
+    verdict,
+)
+from kubeio.objects import object_key
 from kubeio.registry import load_registry
-from kubeio.sources import SKIPPED, Document, Kinds, group_of, read_documents, runway_documents
+from kubeio.sources import SKIPPED, Document, Kinds, read_documents, runway_documents
 
+__all__ = [  # one object's verdict moved to kubeio/inspection.py; read from here too
+    "add_commands",
+    "add_common",
+    "guarded",
+    "registry_of",
+    "sources",
+    "validate_one",
+    "verdict",
+]
 log = logging.getLogger(__name__)
-
-# The kinds the webhook admits (webhook/handlers.py), by API group and kind; the other two are
-# cluster-scoped or namespaced as their CRDs say (core/schema/crds.py).
-MD = (GROUP, MODEL_DEPLOYMENT)
-IPC = (GROUP, INFERENCE_PROVIDER_CONFIG)
-EMP = (EMP_GROUP, EXTERNAL_MODEL_PROVIDER)
-ADMITTED = (MD, IPC, EMP)
-NAMESPACED = (MD, EMP)
 NAMESPACE_HELP = (
     "the namespace of ModelDeployments and ExternalModelProviders without one (as kubectl apply -n)"
 )
@@ -100,10 +105,6 @@ def add_common(parser: argparse.ArgumentParser, what: str) -> None:
     add_namespace(parser, NAMESPACE_HELP)
 
 
-def kind_of(obj: Mapping[str, Any]) -> tuple[str | None, Any]:
-    return group_of(obj.get("apiVersion")), obj.get("kind")
-
-
 def documents(args: argparse.Namespace, stdin: TextIO | None) -> list[Document]:
     """The manifests' documents (-n applied); none at all is unusable input."""
     docs = read_inputs(args, NAMESPACED, stdin=stdin)
@@ -132,12 +133,6 @@ def key_of(obj: Mapping[str, Any]) -> str:
     return object_key(md.namespace, md.name)
 
 
-def name_of(obj: Mapping[str, Any]) -> str:
-    """metadata.name, as text even when it is not a string (the check says what is wrong)."""
-    found = dig(obj, "metadata", "name")
-    return found if isinstance(found, str) else str(found)
-
-
 def guarded(
     check: Callable[..., dict[str, Any]],
     obj: Mapping[str, Any],
@@ -164,24 +159,14 @@ def run_validate(args: argparse.Namespace) -> int:
         _validate_doc(doc, registry, stored, allowed, ours=ours)
         for doc, ours in zip(kinds.documents, kinds.ours, strict=True)
     ]
-    _deny_by_policy(results, kinds.documents)
+    deny_by_policy(results, kinds.documents)
     if args.output != "text":
         write_structured(results, args.output, sys.stdout)
     else:
         for result in results:
-            _printverdict(result, sys.stdout)
+            print_verdict(result, sys.stdout)
         print(_summary(results), file=sys.stdout)
     return Exit.OK if all(r["allowed"] for r in results) else Exit.PARTIAL
-
-
-def _deny_by_policy(results: list[dict[str, Any]], docs: Sequence[Document]) -> None:
-    """Deny each object the source repository's policy does not allow it to define
-    (kubeio.policy, asked by `runway render` too), at its metadata.namespace."""
-    for doc, result, why in zip(docs, results, verdicts(docs), strict=True):
-        if why is not None:
-            field = doc.field("metadata.namespace")
-            result["errors"].append({"field": field, "message": f"Forbidden: {why}"})
-            result["allowed"] = False
 
 
 def _summary(results: Sequence[Mapping[str, Any]]) -> str:
@@ -248,56 +233,10 @@ def _validate_doc(
     }
 
 
-def verdict(
-    obj: Mapping[str, Any],
-    doc: Document | None,
-    old: Mapping[str, Any] | None,
-    *,
-    errors: list[dict[str, str]],
-    skipped: str | None = None,
-    warnings: Sequence[str] = (),
-    patch: list[dict[str, Any]] | None = None,
-    admitted: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """One element of the documented `validate -o json` array."""
-    namespace = ModelDeployment(obj).namespace
-    namespaced = kind_of(obj) in NAMESPACED
-    return {
-        "apiVersion": obj.get("apiVersion"),
-        "kind": obj.get("kind"),
-        "name": name_of(obj),
-        "namespace": (namespace or DEFAULT_NAMESPACE) if namespaced else (namespace or None),
-        "source": doc.where if doc is not None else None,
-        "operation": "UPDATE" if old is not None else "CREATE",
-        "allowed": not errors,
-        "skipped": skipped,
-        "errors": errors,
-        "warnings": list(warnings),
-        "patch": patch or [],
-        "object": dict(admitted if admitted is not None else obj),
-    }
-
-
-def validate_one(
-    obj: Mapping[str, Any], *, old: Mapping[str, Any] | None = None, registry: ProviderRegistry
-) -> dict[str, Any]:
-    """One ModelDeployment's admission, in the documented `validate -o json` shape."""
-    admission: Admission = admit(obj, old=old, registry=registry)
-    return verdict(
-        obj,
-        None,
-        old,
-        errors=[_error(e) for e in admission.errors],
-        warnings=admission.warnings,
-        patch=patch_of(obj, admission),
-        admitted=admission.obj,
-    )
-
-
 def _validate_config(
     obj: Mapping[str, Any], *, old: Mapping[str, Any] | None, registry: ProviderRegistry
 ) -> dict[str, Any]:
-    errors = [_error(e) for e in check_provider_config(obj)]
+    errors = [field_error(e) for e in check_provider_config(obj)]
     return verdict(obj, None, old, errors=errors)
 
 
@@ -309,35 +248,4 @@ def _validate_external(
     destinations: Destinations,
 ) -> dict[str, Any]:
     errors = check_external_provider(obj, old=old, destinations=destinations)
-    return verdict(obj, None, old, errors=[_error(e) for e in errors])
-
-
-def _error(error: FieldError) -> dict[str, str]:
-    return {"field": error.path, "message": f"{error.reason}: {error.detail}"}
-
-
-def _printverdict(result: Mapping[str, Any], out: TextIO) -> None:
-    name = f"{result['namespace']}/{result['name']}" if result["namespace"] else result["name"]
-    if result["skipped"]:
-        # as kubeio.sources.skip_note words it for every command
-        print(
-            f"skipped {result['kind']}/{result['name']} ({result['source']}): {result['skipped']}",
-            file=out,
-        )
-        return
-    if result["kind"] != MODEL_DEPLOYMENT:
-        name = f"{result['kind']} {name}"
-    if not result["allowed"]:
-        print(f"{name}: denied", file=out)
-    elif result["kind"] == MODEL_DEPLOYMENT:
-        spec = result["object"]["spec"]
-        annotations = result["object"]["metadata"].get("annotations", {})
-        engine = f"{spec['engine']['type']} ({annotations.get('airunway.ai/engine-selection', 'explicit')})"
-        provider = f"{spec['provider']['name']} ({annotations.get('airunway.ai/provider-selection', 'explicit')})"
-        print(f"{name}: allowed: engine {engine}, provider {provider}", file=out)
-    else:
-        print(f"{name}: allowed", file=out)
-    for error in result["errors"]:
-        print(f"  {error['field']}: {error['message']}", file=out)
-    for warning in result["warnings"]:
-        print(f"  warning: {warning}", file=out)
+    return verdict(obj, None, old, errors=[field_error(e) for e in errors])

@@ -24,7 +24,7 @@ from cli.options import (
     write_structured,
 )
 from core.fields.errors import SourceError
-from core.rendering.inferencegateway import GatewayTarget
+from core.rendering.inferencegateway import GatewayTarget, parse_gateway
 from renderer import pipeline
 from renderer.folders import report_line, report_row
 from renderer.gitops import Identity
@@ -276,10 +276,10 @@ class Progress:
 def _gateway(value: str | None, *, istio: bool) -> GatewayTarget | None:
     if value is None:
         return None
-    namespace, _, name = value.partition("/")
-    if not namespace or not name or "/" in name:
-        raise SourceError("--gateway", f"expected NAMESPACE/NAME, got {value!r}")
-    return GatewayTarget(name, namespace, istio)
+    target = parse_gateway(value, istio=istio)
+    if isinstance(target, str):
+        raise SourceError("--gateway", target)
+    return target
 
 
 def _report(report: RenderReport, output: str, out: TextIO, *, listed: str | None) -> None:

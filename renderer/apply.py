@@ -83,16 +83,42 @@ def apply_tree(
     dynamic = DynamicClient(client)
     results: list[Applied] = []
     for folder, objects in folders(root):
-        outcomes = [_apply(dynamic, folder, obj, field_manager) for obj in objects]
-        results += outcomes
-        md, upstream = objects[0], outcomes[1:]
-        failed = next((o for o in upstream if o.incompatible_field is not None), None)
-        if outcomes[0].ok and md.get("kind") == "ModelDeployment":
-            _set_status(dynamic, md, outcomes[0], failed, now)
+        results += apply_objects(dynamic, folder, objects, field_manager=field_manager, now=now)
     return results
 
 
-def _apply(dynamic: DynamicClient, folder: str, obj: dict[str, Any], field_manager: str) -> Applied:
+def apply_objects(
+    dynamic: DynamicClient,
+    folder: str,
+    objects: Sequence[dict[str, Any]],
+    *,
+    field_manager: str,
+    now: dt.datetime,
+    timeout: float | None = None,
+    status: bool = True,
+) -> list[Applied]:
+    """One folder's objects, the hydrated ModelDeployment first, as `runway apply` applies them
+    (the portal's "apply as the signed-in user" calls this with the user's client): each
+    server-side applied with fieldValidation=Strict, then the ModelDeployment's status says
+    whether its upstream objects were accepted (unless `status` is False: the status controller
+    then says it). `timeout`: seconds for each API call (None: the client's own)."""
+    if not objects:
+        return []
+    outcomes = [_apply(dynamic, folder, obj, field_manager, timeout) for obj in objects]
+    md, upstream = objects[0], outcomes[1:]
+    failed = next((o for o in upstream if o.incompatible_field is not None), None)
+    if status and outcomes[0].ok and md.get("kind") == "ModelDeployment":
+        _set_status(dynamic, md, outcomes[0], failed, now, timeout=timeout)
+    return outcomes
+
+
+def _apply(
+    dynamic: DynamicClient,
+    folder: str,
+    obj: dict[str, Any],
+    field_manager: str,
+    timeout: float | None = None,
+) -> Applied:
     name = f"{obj['kind']}/{obj['metadata']['name']}"
     try:
         resource = dynamic.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
@@ -103,6 +129,7 @@ def _apply(dynamic: DynamicClient, folder: str, obj: dict[str, Any], field_manag
             field_manager=field_manager,
             force_conflicts=True,
             query_params=[("fieldValidation", "Strict")],
+            _request_timeout=timeout,
         )
     except ResourceNotFoundError:
         return Applied(
@@ -134,6 +161,8 @@ def _set_status(
     applied: Applied,
     failed: Applied | None,
     now: dt.datetime,
+    *,
+    timeout: float | None = None,
 ) -> None:
     """Write the upstream outcome into the ModelDeployment's status (the status subresource),
     for the generation `applied` (the ModelDeployment's own apply) left it at: Deploying, or the
@@ -176,6 +205,7 @@ def _set_status(
         name=md["metadata"]["name"],
         namespace=md["metadata"].get("namespace"),
         content_type="application/merge-patch+json",
+        _request_timeout=timeout,
     )
 
 

@@ -126,7 +126,8 @@ IMAGE = Replace(
 )
 
 # The portal's flags: kustomize/ui/apply-as-user (a Component) adds --actions and
-# --apply-as-user, which ui.applyAsUser adds here; ui.actions turns actions on alone.
+# --apply-as-user, which ui.applyAsUser adds here; ui.actions turns actions on alone. Neither adds
+# a right: the portal reads and writes tenant objects with the signed-in user's own token.
 UI_ARGS = (
     '"--workers", {{ .Values.ui.workers | quote }}'
     '{{ if or .Values.ui.actions .Values.ui.applyAsUser }}, "--actions"{{ end }}'
@@ -212,11 +213,6 @@ SOURCES: tuple[Template, ...] = (
             resource_block("{cpu: 10m, memory: 32Mi}", "{memory: 128Mi}", "ui.oauth2Proxy"),
             Replace("      containers:\n", SCHEDULING.replace("{part}", "ui")),
         ),
-    ),
-    Template(
-        "ui-apply-as-user.yaml",
-        ("ui/apply-as-user/impersonate.yaml",),
-        condition="and .Values.ui.enabled .Values.ui.applyAsUser",
     ),
     Template(
         "provider-configs.yaml",

@@ -27,6 +27,7 @@ PAGES = (
     "ui.pages.providers",
     "ui.pages.gateway",
     "ui.pages.about",
+    "ui.pages.outputs",  # no page of its own: the output buttons' endpoints (NAV is None)
 )
 LOG = logging.getLogger("runway.ui")
 
@@ -57,7 +58,8 @@ def create_app(settings: UiSettings, *, cluster: Cluster | None = None) -> Flask
     for name in PAGES:
         module = importlib.import_module(name)
         app.register_blueprint(module.blueprint)
-        nav.append(module.NAV)
+        if module.NAV is not None:
+            nav.append(module.NAV)
     app.jinja_env.globals["NAV"] = tuple(nav)
     app.jinja_env.globals["SETTINGS"] = settings
     security.install(app, settings.secret_key or secrets.token_bytes(32))

@@ -57,6 +57,14 @@ class GatewayTarget:
     istio: bool = False
 
 
+def parse_gateway(text: str, *, istio: bool = False) -> GatewayTarget | str:
+    """`NAMESPACE/NAME` as `runway render --gateway` takes it, or why it is not one."""
+    namespace, _, name = text.partition("/")
+    if not namespace or not name or "/" in name:
+        return f"expected NAMESPACE/NAME, got {text!r}"
+    return GatewayTarget(name, namespace, istio)
+
+
 def is_enabled(md: ModelDeployment, registry: ProviderRegistry) -> bool:
     """Only an explicit `spec.gateway.enabled: true` renders gateway objects (never for a
     provider's test backend, such as Dynamo's mocker, which serves through a standalone Frontend,

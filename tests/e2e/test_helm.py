@@ -273,7 +273,14 @@ def test_every_ui_value_lands_where_it_belongs(helm: Path) -> None:
         "limits": {"memory": "128Mi"},
     }
     assert binding["subjects"][0]["namespace"] == "platform"
-    assert ("ClusterRole", "", "runway-ui-impersonate") not in by_key
+    assert sorted(k for k in by_key if "runway-ui" in k[2]) == [
+        ("ClusterRole", "", "runway-ui"),
+        ("ClusterRoleBinding", "", "runway-ui"),
+        ("Deployment", "platform", "runway-ui"),
+        ("NetworkPolicy", "platform", "runway-ui"),
+        ("Service", "platform", "runway-ui"),
+        ("ServiceAccount", "platform", "runway-ui"),
+    ]
     assert [k for k in map(key, template(helm, "ui.applyAsUser=true")) if "runway-ui" in k[2]] == []
 
 
@@ -595,7 +602,7 @@ def test_the_installed_chart_admits_through_the_webhook_it_deploys(
 def test_the_ui_part_passes_strict_server_side_dry_run(
     helm: Path, plane: Cluster, installed: Webhook
 ) -> None:
-    """kustomize/ui and its apply-as-user Component, as the chart renders them (equal object for
+    """kustomize/ui with its apply-as-user Component, as the chart renders it (equal object for
     object, above), against the API server's own schemas, in the installed release's namespace."""
     manifest = run(
         [
@@ -607,8 +614,6 @@ def test_the_ui_part_passes_strict_server_side_dry_run(
             NAMESPACE,
             "--show-only",
             "templates/ui.yaml",
-            "--show-only",
-            "templates/ui-apply-as-user.yaml",
             "--set",
             "ui.enabled=true",
             "--set",
@@ -632,9 +637,7 @@ def test_the_ui_part_passes_strict_server_side_dry_run(
         f"{name} serverside-applied (server dry run)"
         for name in (
             "clusterrole.rbac.authorization.k8s.io/runway-ui",
-            "clusterrole.rbac.authorization.k8s.io/runway-ui-impersonate",
             "clusterrolebinding.rbac.authorization.k8s.io/runway-ui",
-            "clusterrolebinding.rbac.authorization.k8s.io/runway-ui-impersonate",
             "deployment.apps/runway-ui",
             "networkpolicy.networking.k8s.io/runway-ui",
             "service/runway-ui",
@@ -735,89 +738,101 @@ def ui_may(
     return bool(json.loads(done.stdout)["status"].get("allowed", False))
 
 
-def test_the_ui_part_signs_users_in_with_the_rights_the_chart_gives_it(
-    helm: Path, plane: Cluster, installed: Webhook, tmp_path: Path
-) -> None:
-    """The chart's portal command, with its ServiceAccount's token in place of the in-cluster
-    credentials, checks a user's token with a TokenReview and lists the CRDs present (About):
-    the rights kustomize/ui grants are enough, and reading Secrets or impersonating is not among
-    them until ui.applyAsUser adds impersonation."""
-    helm_on(
-        helm,
-        plane,
-        "upgrade",
-        RELEASE,
-        str(CHART),
-        "--namespace",
-        NAMESPACE,
-        "--reuse-values",
-        "--set",
-        "ui.enabled=true",
-    )
-    deployment = live_json(plane, "-n", NAMESPACE, "deployment", "runway-ui")
-    ui = deployment["spec"]["template"]["spec"]["containers"][0]
-    key = tmp_path / "secret-key"
+# What the portal's ServiceAccount may and may not do (verb, resource, group), with or without
+# apply-as-user: review tokens and read cluster facts; no tenant object (those are read and
+# written with the signed-in user's token), no Secret, no access review of others, no
+# impersonation.
+UI_MAY = [
+    ("create", "tokenreviews", "authentication.k8s.io"),
+    ("list", "nodes", ""),
+    ("list", "customresourcedefinitions", "apiextensions.k8s.io"),
+    ("list", "pods", ""),
+    ("list", "inferenceproviderconfigs", "airunway.ai"),
+]
+UI_MAY_NOT = [
+    ("list", "modeldeployments", "airunway.ai"),
+    ("create", "modeldeployments", "airunway.ai"),
+    ("list", "externalmodelproviders", "gateway.tokenfactory.mirantis.com"),
+    ("list", "events", ""),
+    ("list", "secrets", ""),
+    ("get", "secrets", ""),
+    ("create", "subjectaccessreviews", "authorization.k8s.io"),
+    ("impersonate", "users", ""),
+    ("impersonate", "groups", ""),
+    ("impersonate", "serviceaccounts", ""),
+    ("impersonate", "uids", "authentication.k8s.io"),
+]
+
+
+def sign_in_through_the_chart_portal(
+    plane: Cluster, args: list[str], workdir: Path, token: str
+) -> tuple[tuple[int, str], tuple[int, str]]:
+    """The chart's portal command run with its ServiceAccount's token: (/about unsigned, /about
+    with `token` as the sign-in proxy forwards it)."""
+    key = workdir / "secret-key"
     key.write_text(secrets.token_urlsafe(32))
     port = free_port()
     argv = ui_pod_command(
-        ui["args"],
+        args,
         port=port,
         key=key,
-        kubeconfig=service_account_kubeconfig(plane, tmp_path / "ui.kubeconfig", "runway-ui"),
+        kubeconfig=service_account_kubeconfig(plane, workdir / "ui.kubeconfig", "runway-ui"),
     )
-    plane.kubectl("create", "namespace", "team-ui")
-    alice = make_user(plane, "team-ui", "alice")
-    log = tmp_path / "ui.log"
+    log = workdir / "ui.log"
     with log.open("wb") as handle:
         proc = subprocess.Popen(
             argv, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True
         )
         try:
             wait_until(lambda: portal_healthy(port, proc, log), timeout=30, what="the portal")
-            unsigned = portal_get(port, "/about")
-            status, page = portal_get(port, "/about", alice.token)
+            return portal_get(port, "/about"), portal_get(port, "/about", token)
         finally:
             terminate(proc)
 
-    assert unsigned[0] == 401
-    assert status == 200, page
-    assert f"Signed in as <strong>{alice.username}</strong>" in page
-    assert "<tr><td>modeldeployments.airunway.ai</td><td>v1alpha1</td></tr>" in page
-    assert [
-        ui_may(plane, "create", "tokenreviews", "authentication.k8s.io"),
-        ui_may(plane, "create", "subjectaccessreviews", "authorization.k8s.io"),
-        ui_may(plane, "list", "nodes"),
-        ui_may(plane, "list", "secrets"),
-        ui_may(plane, "get", "secrets"),
-        ui_may(plane, "create", "modeldeployments", "airunway.ai"),
-        ui_may(plane, "impersonate", "users"),
-    ] == [True, True, True, False, False, False, False]
 
-    helm_on(
-        helm,
-        plane,
-        "upgrade",
-        RELEASE,
-        str(CHART),
-        "--namespace",
-        NAMESPACE,
-        "--reuse-values",
-        "--set",
-        "ui.applyAsUser=true",
-    )
-    args = live_json(plane, "-n", NAMESPACE, "deployment", "runway-ui")["spec"]["template"]["spec"][
-        "containers"
-    ][0]["args"]
+def test_the_ui_part_signs_users_in_with_the_least_rights_the_chart_gives_it(
+    helm: Path, plane: Cluster, installed: Webhook, tmp_path: Path
+) -> None:
+    """The chart's portal command, with its ServiceAccount's token in place of the in-cluster
+    credentials, checks a user's token with a TokenReview and lists the CRDs present (About):
+    the rights kustomize/ui grants are enough. They are the same with ui.applyAsUser on, which
+    adds flags only: the portal applies with the user's own token, never by impersonation."""
+    plane.kubectl("create", "namespace", "team-ui")
+    alice = make_user(plane, "team-ui", "alice")
+    for apply_as_user, flags in ((False, []), (True, ["--actions", "--apply-as-user"])):
+        helm_on(
+            helm,
+            plane,
+            "upgrade",
+            RELEASE,
+            str(CHART),
+            "--namespace",
+            NAMESPACE,
+            "--reuse-values",
+            "--set",
+            "ui.enabled=true",
+            "--set",
+            f"ui.applyAsUser={str(apply_as_user).lower()}",
+        )
+        deployment = live_json(plane, "-n", NAMESPACE, "deployment", "runway-ui")
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        workdir = tmp_path / f"apply-as-user-{apply_as_user}"
+        workdir.mkdir()
 
-    assert args[-2:] == ["--actions", "--apply-as-user"]
-    assert [
-        ui_may(plane, "impersonate", "users"),
-        ui_may(plane, "impersonate", "groups"),
-        ui_may(plane, "impersonate", "serviceaccounts"),
-        ui_may(plane, "impersonate", "uids", "authentication.k8s.io"),
-        ui_may(plane, "impersonate", "userextras", "authentication.k8s.io", "scopes"),
-        ui_may(plane, "list", "secrets"),
-    ] == [True, True, True, True, False, False]
+        unsigned, (status, page) = sign_in_through_the_chart_portal(
+            plane, args, workdir, alice.token
+        )
+
+        assert (apply_as_user, args[-2 - len(flags) :]) == (
+            apply_as_user,
+            ["--workers", "2", *flags],
+        )
+        assert (apply_as_user, unsigned[0], status) == (apply_as_user, 401, 200), page
+        assert f"Signed in as <strong>{alice.username}</strong>" in page
+        assert "<tr><td>modeldeployments.airunway.ai</td><td>v1alpha1</td></tr>" in page
+        assert [(apply_as_user, *r, ui_may(plane, *r)) for r in UI_MAY + UI_MAY_NOT] == [
+            (apply_as_user, *r, r in UI_MAY) for r in UI_MAY + UI_MAY_NOT
+        ]
 
 
 def test_uninstall_removes_the_webhooks_and_keeps_the_models_and_their_configs(

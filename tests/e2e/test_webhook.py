@@ -233,7 +233,7 @@ def test_cluster_source_follows_provider_configs_and_their_readiness(
 def test_deployment_manifests_pass_strict_server_side_dry_run(cluster: Cluster) -> None:
     # A dry-run namespace does not exist for the objects inside it; create the (empty) one.
     cluster.kubectl("create", "namespace", "runway-system", check=False)
-    for name in ("base", "providers"):
+    for name in ("base", "providers", "ui"):
         done = cluster.kubectl(
             "apply",
             "--server-side",
@@ -245,7 +245,7 @@ def test_deployment_manifests_pass_strict_server_side_dry_run(cluster: Cluster) 
             check=False,
         )
         assert (name, done.returncode, done.stderr) == (name, 0, "")
-        assert len(done.stdout.splitlines()) == {"base": 12, "providers": 5}[name]
+        assert len(done.stdout.splitlines()) == {"base": 12, "providers": 5, "ui": 6}[name]
         assert all(
             line.endswith("serverside-applied (server dry run)")
             for line in done.stdout.splitlines()

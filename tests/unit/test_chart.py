@@ -87,14 +87,21 @@ def test_the_values_schema_and_templates_name_the_same_settings() -> None:
     assert read == leaves  # every value is read, and nothing is read that has no default
 
 
-def test_the_portal_is_off_by_default_and_impersonates_only_with_apply_as_user() -> None:
+def test_the_portal_is_off_by_default_and_apply_as_user_adds_flags_not_rights() -> None:
+    """ui.applyAsUser turns on two flags of the one portal template: the portal applies with the
+    signed-in user's own token, so no template grants impersonation."""
     files, _ = chart.outputs()
     values = yaml.safe_load((CHART / "values.yaml").read_text())["ui"]
-    ui, impersonation = files["templates/ui.yaml"], files["templates/ui-apply-as-user.yaml"]
+    ui = files["templates/ui.yaml"]
+    portal = sorted(n for n, text in files.items() if ".Values.ui." in text)
 
     assert (values["enabled"], values["actions"], values["applyAsUser"]) == (False, False, False)
+    assert portal == ["templates/ui.yaml"]
     assert ui.splitlines()[1] == "{{- if .Values.ui.enabled }}"
-    assert impersonation.splitlines()[1] == (
-        "{{- if and .Values.ui.enabled .Values.ui.applyAsUser }}"
-    )
-    assert ('"impersonate"' in ui, '"impersonate"' in impersonation) == (False, True)
+    assert [line for line in ui.splitlines() if "applyAsUser" in line] == [
+        '                 "--secret-key-file", "/secrets/ui/secret-key", "--workers", '
+        "{{ .Values.ui.workers | quote }}"
+        '{{ if or .Values.ui.actions .Values.ui.applyAsUser }}, "--actions"{{ end }}'
+        '{{ if .Values.ui.applyAsUser }}, "--apply-as-user"{{ end }}]'
+    ]
+    assert sorted(n for n, text in files.items() if '"impersonate"' in text) == []

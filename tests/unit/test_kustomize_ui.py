@@ -1,7 +1,9 @@
-"""kustomize/ui, the portal's deployment: it reads only what the pages show, asks the API server
-who a token is and what its user may do, reads no Secret, and impersonates only with the
-apply-as-user Component (kustomize/ui/apply-as-user) on. The portal listens on the pod's
-loopback: the oauth2-proxy sidecar is the only way in."""
+"""kustomize/ui, the portal's deployment, least privilege: its ServiceAccount may ask who a token
+is (TokenReview) and read cluster facts that are nobody's tenant data (CRDs, nodes, pods, the
+provider configs), nothing else. Tenant objects are read and written with the signed-in user's
+own token, and the apply-as-user Component (kustomize/ui/apply-as-user) only adds two flags: no
+rule anywhere grants a write, a Secret, a wildcard or impersonation. The portal listens on the
+pod's loopback: the oauth2-proxy sidecar is the only way in."""
 
 from __future__ import annotations
 
@@ -19,53 +21,28 @@ from tests.support.kustomize import KUBECTL, build
 UI = ROOT / "kustomize" / "ui"
 READ = ["get", "list", "watch"]
 UI_RULES = [
-    {
-        "apiGroups": ["airunway.ai"],
-        "resources": ["modeldeployments", "inferenceproviderconfigs"],
-        "verbs": READ,
-    },
-    {
-        "apiGroups": ["airunway.ai"],
-        "resources": ["modeldeployments/status", "inferenceproviderconfigs/status"],
-        "verbs": ["get"],
-    },
-    {
-        "apiGroups": ["gateway.tokenfactory.mirantis.com"],
-        "resources": ["externalmodelproviders"],
-        "verbs": READ,
-    },
-    {
-        "apiGroups": ["gateway.tokenfactory.mirantis.com"],
-        "resources": ["externalmodelproviders/status"],
-        "verbs": ["get"],
-    },
-    {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": READ},
-    {"apiGroups": ["nvidia.com"], "resources": ["dynamographdeployments"], "verbs": READ},
-    {"apiGroups": ["kaito.sh"], "resources": ["workspaces"], "verbs": READ},
-    {"apiGroups": ["ray.io"], "resources": ["rayservices"], "verbs": READ},
-    {"apiGroups": ["inference.networking.k8s.io"], "resources": ["inferencepools"], "verbs": READ},
-    {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["httproutes"], "verbs": READ},
-    {"apiGroups": [""], "resources": ["events", "pods", "nodes"], "verbs": READ},
+    {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
     {
         "apiGroups": ["apiextensions.k8s.io"],
         "resources": ["customresourcedefinitions"],
         "verbs": READ,
     },
-    {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+    {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": READ},
+    {"apiGroups": ["airunway.ai"], "resources": ["inferenceproviderconfigs"], "verbs": READ},
     {
-        "apiGroups": ["authorization.k8s.io"],
-        "resources": ["subjectaccessreviews"],
-        "verbs": ["create"],
+        "apiGroups": ["airunway.ai"],
+        "resources": ["inferenceproviderconfigs/status"],
+        "verbs": ["get"],
     },
 ]
-IMPERSONATE_RULES = [
-    {
-        "apiGroups": [""],
-        "resources": ["users", "groups", "serviceaccounts"],
-        "verbs": ["impersonate"],
-    },
-    {"apiGroups": ["authentication.k8s.io"], "resources": ["uids"], "verbs": ["impersonate"]},
-]
+# What the portal reads and writes only with the signed-in user's token: Runway's and the
+# gateway's tenant kinds, and events (with every upstream kind the status controller reads).
+TENANT = {
+    ("airunway.ai", "modeldeployments"),
+    ("gateway.tokenfactory.mirantis.com", "externalmodelproviders"),
+    ("", "events"),
+    ("", "secrets"),
+}
 UI_ARGS = [
     "ui",
     "--in-cluster",
@@ -146,7 +123,7 @@ def test_ui_builds_with_every_piece() -> None:
     ]
 
 
-def test_the_ui_role_reads_what_the_pages_show_and_asks_for_reviews_only() -> None:
+def test_the_ui_role_reviews_tokens_and_reads_cluster_facts_only() -> None:
     objects = build("ui")
     binding = one(objects, "ClusterRoleBinding", "runway-ui")
 
@@ -157,91 +134,72 @@ def test_the_ui_role_reads_what_the_pages_show_and_asks_for_reviews_only() -> No
     )
 
 
-def test_the_ui_reads_every_upstream_kind_the_status_controller_reads() -> None:
-    """The Deployments page shows each upstream object's own status, as the controller reads it."""
-    (controller,) = [
+def granted(objects: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """Every (apiGroup, resource, verb) a Role or ClusterRole among `objects` grants."""
+    return {
+        (group, resource, verb)
+        for o in objects
+        if o["kind"] in ("Role", "ClusterRole")
+        for rule in o["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def test_the_ui_holds_no_right_on_a_tenant_object() -> None:
+    """ModelDeployments, ExternalModelProviders, events and every upstream kind Runway renders
+    (the kinds the status controller's dry-run role may create) are read with the signed-in
+    user's token: the portal's own role names none of them, nor any of their subresources."""
+    (dry_run,) = [
         o
         for o in build("status")
-        if (o["kind"], o["metadata"]["name"]) == ("ClusterRole", "runway-status-controller")
+        if (o["kind"], o["metadata"]["name"]) == ("ClusterRole", "runway-status-controller-dry-run")
     ]
-    upstream = {
-        (group, resource)
-        for rule in controller["rules"]
-        if rule["verbs"] == READ
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
-    }
-    read = {
-        (group, resource)
-        for rule in UI_RULES
-        if rule["verbs"] == READ
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
-    }
+    upstream = {(group, resource) for group, resource, _ in granted([dry_run])}
+    ui = {(group, resource.split("/")[0]) for group, resource, _ in granted(build("ui"))}
 
-    assert sorted(upstream - read) == []
+    assert sorted(upstream) == [
+        ("apps", "deployments"),
+        ("gateway.networking.k8s.io", "httproutes"),
+        ("inference.networking.k8s.io", "inferencepools"),
+        ("kaito.sh", "workspaces"),
+        ("nvidia.com", "dynamographdeployments"),
+        ("ray.io", "rayservices"),
+    ]
+    assert sorted(ui & (upstream | TENANT)) == []
 
 
-def rules_by_role(objects: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    return {
-        o["metadata"]["name"]: o["rules"] for o in objects if o["kind"] in ("Role", "ClusterRole")
-    }
-
-
-def test_no_rule_grants_secrets_wildcards_or_escalation(tmp_path: Path) -> None:
+def test_no_rule_grants_a_write_a_secret_a_wildcard_or_impersonation(tmp_path: Path) -> None:
+    """With or without the apply-as-user Component: the one verb beyond reading is creating a
+    TokenReview (which stores nothing), and no rule is narrowed by name or reaches a raw URL."""
     for objects in (build("ui"), with_apply_as_user(tmp_path / "overlay")):
-        rules = [r for role in rules_by_role(objects).values() for r in role]
-        granted = {
-            (field, value)
-            for r in rules
-            for field in ("apiGroups", "resources", "verbs")
-            for value in r[field]
-        }
+        rules = [r for o in objects if o["kind"] in ("Role", "ClusterRole") for r in o["rules"]]
+        grants = granted(objects)
 
         assert [r for r in rules if "resourceNames" in r or "nonResourceURLs" in r] == []
-        assert (
-            sorted(
-                (f, v)
-                for f, v in granted
-                if v == "*"
-                or "*" in v
-                or v in ("secrets", "escalate", "bind", "delete", "update", "patch")
-            )
-            == []
-        )
+        assert sorted(g for g in grants if g[2] not in READ) == [
+            ("authentication.k8s.io", "tokenreviews", "create")
+        ]
+        assert sorted(g for g in grants if "*" in "".join(g) or g[1] == "secrets") == []
+        assert [o["kind"] for o in objects if o["kind"] in ("Role", "RoleBinding")] == []
 
 
-def test_impersonation_is_only_in_the_apply_as_user_component(tmp_path: Path) -> None:
+def test_the_apply_as_user_component_adds_two_flags_and_no_right(tmp_path: Path) -> None:
+    """The portal applies with the user's own token, never by impersonation: the Component
+    turns the flags on and leaves every other object, RBAC included, as it is."""
     plain = build("ui")
     overlay = with_apply_as_user(tmp_path / "overlay")
-    roles = rules_by_role(overlay)
-    impersonating = sorted(
-        name for name, rules in roles.items() if any("impersonate" in r["verbs"] for r in rules)
-    )
-    binding = one(overlay, "ClusterRoleBinding", "runway-ui-impersonate")
 
-    assert [
-        r for role in rules_by_role(plain).values() for r in role if "impersonate" in r["verbs"]
-    ] == []
-    assert names(overlay) == sorted(
-        [
-            *names(plain),
-            "ClusterRole/runway-ui-impersonate",
-            "ClusterRoleBinding/runway-ui-impersonate",
-        ]
-    )
-    assert impersonating == ["runway-ui-impersonate"]
-    assert roles["runway-ui-impersonate"] == IMPERSONATE_RULES
-    assert (binding["roleRef"]["name"], binding["subjects"]) == (
-        "runway-ui-impersonate",
-        [{"kind": "ServiceAccount", "name": "runway-ui", "namespace": "runway-system"}],
-    )
+    assert names(overlay) == names(plain)
     assert containers(overlay)["ui"]["args"] == [*UI_ARGS, "--actions", "--apply-as-user"]
     assert containers(plain)["ui"]["args"] == UI_ARGS
-    # everything else the Component leaves as it is
     for obj in plain:
         if obj["kind"] != "Deployment":
             assert one(overlay, obj["kind"], obj["metadata"]["name"]) == obj
+    deployment = one(overlay, "Deployment", "runway-ui")
+    deployment["spec"]["template"]["spec"]["containers"][0]["args"] = UI_ARGS
+    assert deployment == one(plain, "Deployment", "runway-ui")
 
 
 def test_the_portal_is_reached_only_through_the_sign_in_proxy() -> None:

@@ -13,3 +13,18 @@ document.addEventListener("htmx:responseError", function (event) {
     }
   }
 });
+// models: a "copy" button copies the text of the element its data-copy names.
+document.addEventListener("click", function (event) {
+  var button = event.target.closest ? event.target.closest("[data-copy]") : null;
+  if (!button) {
+    return;
+  }
+  var source = document.getElementById(button.getAttribute("data-copy"));
+  if (source && navigator.clipboard) {
+    navigator.clipboard.writeText(source.textContent).then(function () {
+      button.textContent = "Copied";
+    }, function () {
+      button.textContent = "Copy failed: select the text";
+    });
+  }
+});

@@ -1,0 +1,182 @@
+"""ui/branches.py against a real Git server on loopback (tests/support/gitserver.py): the pushed
+commit's tree, author and trailer, the branch's name, the compare link, and the site's checkout
+(working tree, index, HEAD, refs) exactly as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.gitserver import GitServer, start_git_server
+from ui.branches import AUTHOR, Pushed, commit_branch, compare_link, redacted
+from ui.outputs import Bundle, OutputError, Planned
+
+MODEL = "apiVersion: airunway.ai/v1alpha1\nkind: ModelDeployment\nmetadata:\n  name: llama\n"
+
+
+def run(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, timeout=30
+    )
+    return done.stdout
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[GitServer]:
+    started = start_git_server(tmp_path / "server")
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture
+def site(server: GitServer, tmp_path: Path) -> Path:
+    """The site's checkout of the GitOps repository: one commit on main pushed, then a change
+    in the working tree and another staged, as a person working there leaves them."""
+    url = server.create("gitops")
+    work = tmp_path / "site"
+    run(tmp_path, "init", "-q", "-b", "main", str(work))
+    run(work, "config", "user.name", "Site")
+    run(work, "config", "user.email", "site@example.com")
+    (work / "models").mkdir()
+    (work / "models" / "old.yaml").write_text("old: 1\n")
+    (work / "README").write_text("gitops\n")
+    run(work, "add", "-A")
+    run(work, "commit", "-q", "-m", "first")
+    run(work, "remote", "add", "origin", url)
+    run(work, "push", "-q", "origin", "main")
+    (work / "README").write_text("edited, not staged\n")
+    (work / "staged.txt").write_text("staged\n")
+    run(work, "add", "staged.txt")
+    return work
+
+
+def snapshot(work: Path) -> tuple[str, str, str, str]:
+    index = hashlib.sha256((work / ".git" / "index").read_bytes()).hexdigest()
+    return (
+        run(work, "status", "--porcelain=v1", "--untracked-files=all"),
+        index,
+        run(work, "rev-parse", "HEAD"),
+        run(work, "for-each-ref", "--format=%(refname) %(objectname)"),
+    )
+
+
+def bundle() -> Bundle:
+    return Bundle(
+        "ModelDeployment team-a/llama",
+        (
+            Planned("models/team-a/llama.yaml", MODEL),
+            Planned("models/old.yaml", "old: 2\n"),
+        ),
+    )
+
+
+def test_a_bundle_is_committed_on_the_remote_default_branch_and_pushed_as_a_new_branch(
+    server: GitServer, site: Path
+) -> None:
+    before = snapshot(site)
+    base = server.head("gitops")
+    pushed = commit_branch(site, "origin", bundle(), "alice@example.com")
+    bare = server.root / "gitops.git"
+    assert pushed == Pushed(
+        pushed.commit,
+        f"runway-ui/modeldeployment-team-a-llama-{pushed.commit[:12]}",
+        "main",
+        "origin",
+    )
+    assert server.head("gitops", pushed.branch) == pushed.commit
+    assert server.head("gitops") == base  # the default branch did not move
+    files = run(bare, "ls-tree", "-r", "--name-only", pushed.commit).splitlines()
+    assert files == ["README", "models/old.yaml", "models/team-a/llama.yaml"]
+    assert run(bare, "show", f"{pushed.commit}:models/team-a/llama.yaml") == MODEL
+    assert run(bare, "show", f"{pushed.commit}:models/old.yaml") == "old: 2\n"
+    assert run(bare, "show", f"{pushed.commit}:README") == "gitops\n"
+    assert run(bare, "log", "-1", "--format=%P", pushed.commit).strip() == base
+    people = run(bare, "log", "-1", "--format=%an <%ae>|%cn <%ce>", pushed.commit).strip()
+    assert people == f"{AUTHOR.name} <{AUTHOR.email}>|{AUTHOR.name} <{AUTHOR.email}>"
+    trailer = run(bare, "log", "-1", "--format=%(trailers:key=Requested-by)", pushed.commit)
+    assert trailer.strip() == "Requested-by: alice@example.com"
+    assert run(bare, "log", "-1", "--format=%B", pushed.commit) == (
+        "ModelDeployment team-a/llama\n\nComposed in the Runway portal (runway ui):\n"
+        "- models/team-a/llama.yaml\n- models/old.yaml\n\nRequested-by: alice@example.com\n\n"
+    )
+    assert snapshot(site) == before  # working tree, index, HEAD and every ref as they were
+
+
+def test_the_same_bundle_again_in_the_same_second_is_the_same_branch_and_another_is_new(
+    server: GitServer, site: Path
+) -> None:
+    first = commit_branch(site, "origin", bundle(), "alice")
+    other = Bundle("ModelDeployment team-a/llama", (Planned("models/x.yaml", "x: 1\n"),))
+    second = commit_branch(site, "origin", other, "alice")
+    assert second.branch != first.branch
+    heads = run(server.root / "gitops.git", "for-each-ref", "--format=%(refname)", "refs/heads")
+    assert sorted(heads.splitlines()) == sorted(
+        ["refs/heads/main", f"refs/heads/{first.branch}", f"refs/heads/{second.branch}"]
+    )
+
+
+def test_a_path_outside_the_repository_is_refused_and_nothing_is_pushed(
+    server: GitServer, site: Path
+) -> None:
+    bad = Bundle("x", (Planned("../escape.yaml", "a: 1\n"),))
+    with pytest.raises(OutputError) as raised:
+        commit_branch(site, "origin", bad, "alice")
+    assert str(raised.value) == "'../escape.yaml' is not a plain path inside the repository"
+    heads = run(server.root / "gitops.git", "for-each-ref", "--format=%(refname)")
+    assert heads.splitlines() == ["refs/heads/main"]
+    assert run(site, "for-each-ref", "--format=%(refname)", "refs/runway-ui") == ""
+
+
+def test_credentials_in_the_remote_url_never_reach_the_message(site: Path) -> None:
+    run(site, "remote", "set-url", "origin", "http://robot:s3cret-token@127.0.0.1:9/gitops.git")
+    with pytest.raises(OutputError) as raised:
+        commit_branch(site, "origin", bundle(), "alice")
+    said = re.sub(r"after \d+ ms", "after N ms", str(raised.value))
+    assert said == (
+        "git ls-remote failed: fatal: unable to access 'http://127.0.0.1:9/gitops.git/': "
+        "Failed to connect to 127.0.0.1 port 9 after N ms: Couldn't connect to server"
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "link"),
+    [
+        (
+            "https://github.com/acme/gitops.git",
+            "https://github.com/acme/gitops/compare/main...runway-ui/x-1",
+        ),
+        (
+            "git@github.com:acme/gitops.git",
+            "https://github.com/acme/gitops/compare/main...runway-ui/x-1",
+        ),
+        (
+            "ssh://git@github.com/acme/gitops",
+            "https://github.com/acme/gitops/compare/main...runway-ui/x-1",
+        ),
+        (
+            "https://token@gitlab.com/group/sub/gitops.git",
+            "https://gitlab.com/group/sub/gitops/-/compare/main...runway-ui/x-1",
+        ),
+        (
+            "git@bitbucket.org:acme/gitops.git",
+            "https://bitbucket.org/acme/gitops/branches/compare/runway-ui/x-1%0Dmain",
+        ),
+        ("https://git.example.com/acme/gitops.git", ""),
+        ("/srv/git/gitops.git", ""),
+        ("http://127.0.0.1:8080/gitops.git", ""),
+    ],
+)
+def test_compare_links_for_the_known_forges_only(url: str, link: str) -> None:
+    assert compare_link(url, "main", "runway-ui/x-1") == link
+
+
+def test_redacted_takes_out_user_and_password() -> None:
+    said = "fatal: unable to access 'https://bot:ghp_abc@github.com/a/b.git/': 403"
+    assert redacted(said) == "fatal: unable to access 'https://***@github.com/a/b.git/': 403"
