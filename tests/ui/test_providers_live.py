@@ -142,14 +142,14 @@ def provider(where: str, name: str, served: str, requested_by: str) -> dict[str,
 
 
 def grant_reading(cluster: Cluster, user: User, role: str) -> None:  # noqa: F811
-    """What the merge boundary reads, cluster-wide, as the user."""
+    """What the merge boundary reads as the user, cluster-wide (not InferenceProviderConfigs:
+    the portal reads those with its own client)."""
     cluster.kubectl(
         "create",
         "clusterrole",
         role,
         "--verb=get,list",
-        f"--resource=modeldeployments.{GROUP},inferenceproviderconfigs.{GROUP},"
-        f"externalmodelproviders.{EMP_GROUP}",
+        f"--resource=modeldeployments.{GROUP},externalmodelproviders.{EMP_GROUP}",
     )
     cluster.kubectl(
         "create",

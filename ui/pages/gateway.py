@@ -3,9 +3,10 @@ ExternalModelProvider with its phase, conditions, the served names it claims and
 it; and a composer (form or YAML) with admission's verdict and the merge-boundary check as
 `runway gateway-plan` decides it, delivered through the outputs.
 
-Offline the objects are those of the -f folders; live they are read AS THE SIGNED-IN USER
-(every ModelDeployment and ExternalModelProvider the merge must weigh, cluster-wide), so a user
-sees only what RBAC lets them see, and the page says when the check could not see everything.
+Offline the objects are those of the -f folders; live the ModelDeployments and
+ExternalModelProviders the merge must weigh (cluster-wide) are read AS THE SIGNED-IN USER, so a
+user sees only what RBAC lets them see and the page says when they may not; the
+InferenceProviderConfigs are read with the portal's own client, as on the Providers page.
 """
 
 from __future__ import annotations
@@ -14,15 +15,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import kubernetes
 from flask import Blueprint, Response, abort, render_template, request
 
 from core.admission.configs import requested_by
 from core.fields.errors import SourceError
-from core.model.kinds import EXTERNAL_MODEL_PROVIDER, dig
-from gateway.cluster import list_objects
+from core.model.kinds import (
+    EMP_GROUP,
+    EXTERNAL_MODEL_PROVIDER,
+    EXTERNAL_MODEL_PROVIDER_PLURAL,
+    GROUP,
+    MODEL_DEPLOYMENT,
+    MODEL_DEPLOYMENT_PLURAL,
+    VERSION,
+    dig,
+)
 from gateway.merge import owner_of
 from gateway.run import read_objects
-from ui.cluster import api_failure
+from ui.cluster import TIMEOUT, api_failure
 from ui.context import NavItem, cluster, portal, viewer
 from ui.gateway_compose import (
     Form,
@@ -42,6 +52,7 @@ from ui.outputs import (
     relative_to_root,
     repo_root,
 )
+from ui.providers_configs import cluster_configs
 
 blueprint = Blueprint("gateway", __name__)
 NAV = NavItem("gateway.page", "Gateway providers", offline=True)
@@ -70,21 +81,45 @@ class Listed:
 def objects() -> Objects:
     settings = portal().settings
     if settings.live:
-        try:
-            found = list_objects(cluster().as_user(viewer()))
-        except Exception as err:
-            failure = api_failure(err)
-            if failure is None:
-                raise
-            why = f"the ModelDeployments and ExternalModelProviders could not be listed as you: {failure}"
-            return Objects((), "the cluster", why)
-        return Objects(tuple(found), "the cluster, as you")
+        return _cluster_objects()
     try:
         read, _ = read_objects(settings.sources)
     except SourceError as err:
         return Objects((), "", f"the source folders could not be read: {err}")
     kept = tuple(o for o in read if o.get("kind") != "Secret")  # the merge needs no Secret
     return Objects(kept, f"the source folders ({', '.join(settings.sources)})")
+
+
+# What the merge weighs, cluster-wide: the tenants' objects read as the signed-in user, the
+# InferenceProviderConfigs (cluster facts: which name a provider's engine serves) with the
+# portal's own client, as the Providers page reads them.
+AS_USER = (
+    (GROUP, MODEL_DEPLOYMENT_PLURAL, MODEL_DEPLOYMENT),
+    (EMP_GROUP, EXTERNAL_MODEL_PROVIDER_PLURAL, EXTERNAL_MODEL_PROVIDER),
+)
+
+
+def _cluster_objects() -> Objects:
+    user = kubernetes.client.CustomObjectsApi(cluster().as_user(viewer()))
+    found: list[Mapping[str, Any]] = []
+    try:
+        for group, plural, kind in AS_USER:
+            listed: Any = user.list_cluster_custom_object(
+                group, VERSION, plural, _request_timeout=TIMEOUT
+            )
+            found += [{**item, "kind": kind} for item in listed["items"]]
+    except Exception as err:
+        failure = api_failure(err)
+        if failure is None:
+            raise
+        why = (
+            f"the ModelDeployments and ExternalModelProviders could not be listed as you: {failure}"
+        )
+        return Objects((), "the cluster", why)
+    configs = cluster_configs()
+    if configs.problem:
+        return Objects(tuple(found), "the cluster, as you", configs.problem)
+    return Objects((*found, *configs.objects), "the cluster, as you")
 
 
 def listed(items: tuple[Mapping[str, Any], ...]) -> list[Listed]:
