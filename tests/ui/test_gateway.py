@@ -4,10 +4,13 @@ claim, naming both claimants as `runway gateway-plan` prints it."""
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from playwright.sync_api import Page, expect
 
 from tests.support.ui import UiServer
-from tests.ui.conftest import Screenshot, check_accessible
+from tests.ui.conftest import Screenshot, check_accessible, first_contentful_paint
 
 
 def compose(page: Page, *, name: str, served: list[str]) -> None:
@@ -21,7 +24,7 @@ def compose(page: Page, *, name: str, served: list[str]) -> None:
 
 
 def test_the_gateway_page_lists_the_providers(
-    page: Page, examples_ui: UiServer, screenshot: Screenshot
+    page: Page, examples_ui: UiServer, screenshot: Screenshot, measure: Any
 ) -> None:
     page.goto(f"{examples_ui.url}/gateway")
     rows = page.locator("table.emps tbody tr")
@@ -37,15 +40,21 @@ def test_the_gateway_page_lists_the_providers(
     ]
     check_accessible(page)
     screenshot(page, "gateway")
+    painted = first_contentful_paint(page)
+    measure(
+        "first-contentful-paint of /gateway", "none" if painted is None else f"{painted:.0f} ms"
+    )
 
 
 def test_an_ambiguous_served_name_is_refused_naming_both_claimants(
-    page: Page, examples_ui: UiServer, screenshot: Screenshot
+    page: Page, examples_ui: UiServer, screenshot: Screenshot, measure: Any
 ) -> None:
     page.goto(f"{examples_ui.url}/gateway")
+    started = time.monotonic()
     compose(page, name="other", served=["gpt-4o", "microsoft/Phi-4-mini-instruct", "fresh"])
     plan = page.locator("#gateway-verdict pre.plan")
     expect(plan).to_contain_text("CONFLICT")
+    measure("compose and check round trip (s)", f"{time.monotonic() - started:.2f}")
     assert plan.inner_text().splitlines() == [
         "model     fresh  ExternalModelProvider/team-a/other  -> https://api.example.com/v1",
         "CONFLICT  gpt-4o  claimed by ExternalModelProvider/gateway/openai, "

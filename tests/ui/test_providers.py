@@ -3,14 +3,16 @@ with its capabilities, rules and readiness, and its installation for Flux or Arg
 
 from __future__ import annotations
 
+from typing import Any
+
 from playwright.sync_api import Page, expect
 
 from tests.support.ui import UiServer
-from tests.ui.conftest import Screenshot, check_accessible
+from tests.ui.conftest import Screenshot, check_accessible, first_contentful_paint
 
 
 def test_the_providers_page_shows_every_shipped_config(
-    page: Page, examples_ui: UiServer, screenshot: Screenshot
+    page: Page, examples_ui: UiServer, screenshot: Screenshot, measure: Any
 ) -> None:
     page.goto(f"{examples_ui.url}/providers")
     assert page.locator("section.provider h2").all_inner_texts() == [
@@ -30,6 +32,10 @@ def test_the_providers_page_shows_every_shipped_config(
     )
     check_accessible(page)
     screenshot(page, "providers")
+    painted = first_contentful_paint(page)
+    measure(
+        "first-contentful-paint of /providers", "none" if painted is None else f"{painted:.0f} ms"
+    )
 
 
 def test_the_installation_is_shown_for_the_chosen_gitops_engine(
