@@ -9,12 +9,16 @@ import html
 import subprocess
 from pathlib import Path
 
+import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from cli.main import build_parser
+from cli.ui import settings_of
 from ui import security
 from ui.app import create_app
 from ui.settings import Mode, UiSettings
+from webhook.settings import SettingsError
 
 KEY = b"k" * 32
 STEPS = (
@@ -204,3 +208,26 @@ spec:
 <ul class="errors"><li><code>metadata.annotations[airunway.ai/installation].helmCharts[0].chart</code>: Invalid value: &#39;https://charts.example.com/gamma.tgz&#39;: a GitOps install needs &lt;repository&gt;/&lt;chart&gt; naming one of helmRepos (g), not a URL or a local path</li><li><code>metadata.annotations[airunway.ai/installation].helmCharts[0].version</code>: Required value: a GitOps install pins the chart version</li></ul>"""
     )
     assert "Download" not in answer
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ([], "infrastructure/providers"),
+        (["--install-path", "clusters/dev/providers"], "clusters/dev/providers"),
+        (
+            ["--install-path", "../outside"],
+            "'../outside' is not a plain path inside the repository",
+        ),
+        (["--install-path", "/etc"], "'/etc' is not a path inside the repository"),
+    ],
+)
+def test_the_install_path_is_a_path_inside_the_repository(
+    tmp_path: Path, given: list[str], expected: str
+) -> None:
+    args = build_parser().parse_args(["ui", "--offline", "-f", str(tmp_path), *given])
+    try:
+        found = settings_of(args).install_path
+    except SettingsError as err:
+        found = str(err).removeprefix("--install-path: ")
+    assert found == expected
