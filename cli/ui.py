@@ -107,7 +107,7 @@ def settings_of(args: argparse.Namespace) -> UiSettings:
         raise SettingsError("--port", f"{args.port} is not a port")
     if args.workers < 1 or args.threads < 1:
         raise SettingsError("--workers", "workers and threads are at least 1")
-    install_path = getattr(args, "install_path", DEFAULT_INSTALL_PATH)
+    install_path = args.install_path
     try:
         checked_path(install_path)
     except OutputError as err:
