@@ -5,8 +5,7 @@ the portal's own client (kustomize/ui grants list on CRDs and pods).
 
 The verdict is the status controller's own function (core.status.providers.provider_status) over
 what was observed, so the page and the controller never disagree on what "ready" means; the
-page also lists each check on its own. The observation mirrors controller/health.py's `observe`
-(ui/ may not import controller/).
+page also lists each check on its own. It observes as the controller does (kubeio.health).
 """
 
 from __future__ import annotations
@@ -18,7 +17,8 @@ from typing import Any
 import kubernetes
 
 from core.checks.health import HealthSpec, health_spec
-from core.status.providers import Observed, pod_checks, provider_status
+from core.status.providers import Observed, provider_status
+from kubeio.health import observe
 from ui.cluster import TIMEOUT, api_failure
 
 
@@ -47,46 +47,6 @@ def spec_of(config: Mapping[str, Any]) -> HealthSpec | str:
     return health_spec({str(k): str(v) for k, v in annotations.items()})
 
 
-def observe(client: kubernetes.client.ApiClient, specs: Sequence[HealthSpec]) -> Observed:
-    """The served versions of every CRD, and the Ready pods per (namespace, selector) the specs
-    name; a pair the API server refuses to list (4xx) is recorded as failed."""
-    listed = kubernetes.client.ApiextensionsV1Api(client).list_custom_resource_definition(
-        _request_timeout=TIMEOUT
-    )
-    crds = {
-        str(c.metadata.name if c.metadata else ""): tuple(
-            v.name for v in c.spec.versions if v.served
-        )
-        for c in listed.items
-    }
-    pods_api = kubernetes.client.CoreV1Api(client)
-    ready: dict[tuple[str, str], int] = {}
-    failed: dict[tuple[str, str], str] = {}
-    for namespace, selector in pod_checks(specs):
-        try:
-            pods = (
-                pods_api.list_namespaced_pod(
-                    namespace, label_selector=selector, _request_timeout=TIMEOUT
-                )
-                if namespace
-                else pods_api.list_pod_for_all_namespaces(
-                    label_selector=selector, _request_timeout=TIMEOUT
-                )
-            )
-        except kubernetes.client.ApiException as err:
-            if err.status is None or err.status >= 500:
-                raise
-            failed[(namespace, selector)] = api_failure(err) or str(err.status)
-            continue
-        ready[(namespace, selector)] = sum(1 for pod in pods.items if _pod_ready(pod))
-    return Observed(crds, ready, failed)
-
-
-def _pod_ready(pod: Any) -> bool:
-    conditions = (pod.status.conditions or []) if pod.status else []
-    return any(c.type == "Ready" and c.status == "True" for c in conditions)
-
-
 def operator_statuses(
     client: kubernetes.client.ApiClient, configs: Sequence[Mapping[str, Any]]
 ) -> dict[str, OperatorStatus]:
@@ -94,7 +54,9 @@ def operator_statuses(
     the API server could not be asked."""
     specs = {_name(c): spec_of(c) for c in configs}
     try:
-        observed = observe(client, [s for s in specs.values() if not isinstance(s, str)])
+        observed = observe(
+            client, [s for s in specs.values() if not isinstance(s, str)], timeout=TIMEOUT
+        )
     except Exception as err:
         failure = api_failure(err)
         if failure is None:
