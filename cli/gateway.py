@@ -28,7 +28,7 @@ from cli.options import (
 )
 from core.fields.errors import SourceError
 from core.model.urls import url_problem
-from gateway.merge import Owner, Plan
+from gateway.merge import Owner, Plan, plan_lines
 from gateway.run import (
     FailedPass,
     PlanSettings,
@@ -172,15 +172,8 @@ def plan_json(result: Plan) -> dict[str, Any]:
 
 
 def _print_plan(result: Plan) -> None:
-    for m in result.models:
-        who = f"  requested-by={m.requested_by}" if m.requested_by else ""
-        print(f"model     {m.served_name}  {m.owner}  -> {m.api_base}{who}")
-    for c in result.conflicts:
-        claimants = ", ".join(str(o) for o in c.claimants)
-        print(f"CONFLICT  {c.served_name}  claimed by {claimants}; none is registered")
-    for s in result.skipped:
-        name = f"{s.served_name}  " if s.served_name else ""
-        print(f"skipped   {name}{s.owner}: {s.reason}")
+    for line in plan_lines(result):
+        print(line)
 
 
 def _plan_exit(result: Plan) -> Exit:

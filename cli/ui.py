@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from cli.exits import Exit
+from ui.outputs import OutputError, checked_path
 from ui.server import serve
-from ui.settings import DEFAULT_HOST, DEFAULT_PORT, Mode, UiSettings
+from ui.settings import DEFAULT_HOST, DEFAULT_INSTALL_PATH, DEFAULT_PORT, Mode, UiSettings
 from webhook.settings import SettingsError
 
 MIN_KEY = 32  # bytes of a --secret-key-file
@@ -75,6 +76,13 @@ def add_commands(commands: Any) -> None:
         metavar="FILE",
         help=f"the key that signs CSRF tokens (at least {MIN_KEY} bytes); default: a new one per start",
     )
+    ui.add_argument(
+        "--install-path",
+        default=DEFAULT_INSTALL_PATH,
+        metavar="PATH",
+        help="where a provider's install objects go in the repository, as "
+        f"PATH/<provider>.yaml (default {DEFAULT_INSTALL_PATH})",
+    )
     ui.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     ui.add_argument("--threads", type=int, default=8, help="threads per worker (default 8)")
     ui.set_defaults(run=run_ui)
@@ -99,6 +107,11 @@ def settings_of(args: argparse.Namespace) -> UiSettings:
         raise SettingsError("--port", f"{args.port} is not a port")
     if args.workers < 1 or args.threads < 1:
         raise SettingsError("--workers", "workers and threads are at least 1")
+    install_path = args.install_path
+    try:
+        checked_path(install_path)
+    except OutputError as err:
+        raise SettingsError("--install-path", str(err)) from None
     return UiSettings(
         mode=Mode.LIVE if live else Mode.OFFLINE,
         sources=tuple(args.sources),
@@ -114,6 +127,7 @@ def settings_of(args: argparse.Namespace) -> UiSettings:
         kubeconfig=args.kubeconfig,
         context=args.context,
         in_cluster=args.in_cluster,
+        install_path=install_path,
     )
 
 

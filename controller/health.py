@@ -19,7 +19,9 @@ import kubernetes
 
 from controller.logs import Throttle
 from core.model.kinds import GROUP, INFERENCE_PROVIDER_CONFIG_PLURAL, VERSION
-from core.status.providers import HealthSpec, Observed, health_spec, pod_checks, provider_status
+from core.status.providers import HealthSpec, Observed, health_spec, provider_status
+from kubeio.health import failure
+from kubeio.health import observe as observe_cluster
 
 TIME = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -31,44 +33,12 @@ class HealthParts:
     throttle: Throttle
 
 
-def failure(err: BaseException) -> str:
-    """One short line for a failed request: an API error's status and reason with the start of
-    its body (a 422 names the field), anything else its type and text."""
-    if isinstance(err, kubernetes.client.ApiException):
-        body = str(err.body or "")[:300]
-        return f"({err.status}) {err.reason}: {body}".rstrip(": ")
-    return f"{type(err).__name__}: {str(err)[:300]}"
-
-
 def observe(parts: HealthParts, specs: Sequence[HealthSpec]) -> Observed:
-    """The CRDs served and the Ready pods per (namespace, selector) the specs name; a pair the
-    API server refuses to list is recorded as failed, not raised."""
-    crds = {
-        str(c.metadata.name if c.metadata else ""): tuple(
-            v.name for v in c.spec.versions if v.served
-        )
-        for c in kubernetes.client.ApiextensionsV1Api(parts.api)
-        .list_custom_resource_definition()
-        .items
-    }
-    pods_api = kubernetes.client.CoreV1Api(parts.api)
-    ready_pods: dict[tuple[str, str], int] = {}
-    failed: dict[tuple[str, str], str] = {}
-    for namespace, selector in pod_checks(specs):
-        try:
-            listed = (
-                pods_api.list_namespaced_pod(namespace, label_selector=selector)
-                if namespace
-                else pods_api.list_pod_for_all_namespaces(label_selector=selector)
-            )
-        except kubernetes.client.ApiException as err:
-            if err.status is None or err.status >= 500:
-                raise  # the API server's trouble, not this selector's
-            failed[(namespace, selector)] = failure(err)
-            parts.throttle.warning(f"pods in {namespace or '*'} by {selector!r}", failure(err))
-            continue
-        ready_pods[(namespace, selector)] = sum(1 for pod in listed.items if _pod_ready(pod))
-    return Observed(crds, ready_pods, failed)
+    """kubeio.health.observe, each pod list the API server refused logged (rate-limited)."""
+    observed = observe_cluster(parts.api, specs)
+    for (namespace, selector), why in sorted(observed.failed.items()):
+        parts.throttle.warning(f"pods in {namespace or '*'} by {selector!r}", why)
+    return observed
 
 
 def check_providers(
@@ -113,11 +83,6 @@ def check_providers(
         parts.throttle.clear(f"InferenceProviderConfig {name} status")
         written += 1
     return written
-
-
-def _pod_ready(pod: Any) -> bool:
-    conditions = (pod.status.conditions or []) if pod.status else []
-    return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
 def _stale(old: Any, new: Mapping[str, Any], now: dt.datetime, heartbeat: float) -> bool:

@@ -24,7 +24,7 @@ import kubernetes
 import urllib3
 
 from controller.classify import Prober
-from controller.health import HealthParts, check_providers, failure
+from controller.health import HealthParts, check_providers
 from controller.logs import Throttle
 from controller.queue import Backoff, Queue
 from core.model.kinds import (
@@ -41,6 +41,7 @@ from core.rendering.common import LABEL_MANAGED_BY, LABEL_MODEL_DEPLOYMENT, MANA
 from core.rendering.inferencegateway import capabilities_of
 from core.selection.configs import ProviderRegistry
 from core.status.modeldeployment import gateway_state, model_deployment_status
+from kubeio.health import failure
 from kubeio.registry import build_registry
 
 __all__ = [  # Queue moved to controller/queue.py; tests and bench/ still import it from here

@@ -322,6 +322,33 @@ def settle(result: Plan, registered: Sequence[Registration]) -> Plan:
     )
 
 
+def model_line(model: DesiredModel) -> str:
+    """One registered model as `runway gateway-plan` prints it."""
+    who = f"  requested-by={model.requested_by}" if model.requested_by else ""
+    return f"model     {model.served_name}  {model.owner}  -> {model.api_base}{who}"
+
+
+def conflict_line(conflict: Conflict) -> str:
+    """One ambiguous servedName as `runway gateway-plan` prints it, every claimant named."""
+    claimants = ", ".join(str(o) for o in conflict.claimants)
+    return f"CONFLICT  {conflict.served_name}  claimed by {claimants}; none is registered"
+
+
+def skipped_line(skip: Skipped) -> str:
+    """One object (or name) that takes no part, as `runway gateway-plan` prints it."""
+    name = f"{skip.served_name}  " if skip.served_name else ""
+    return f"skipped   {name}{skip.owner}: {skip.reason}"
+
+
+def plan_lines(result: Plan) -> list[str]:
+    """The whole plan as `runway gateway-plan` prints it: models, conflicts, then skipped."""
+    return (
+        [model_line(m) for m in result.models]
+        + [conflict_line(c) for c in result.conflicts]
+        + [skipped_line(s) for s in result.skipped]
+    )
+
+
 def split(
     objects: Sequence[Mapping[str, Any]],
 ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:

@@ -7,6 +7,7 @@ from enum import StrEnum
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
+DEFAULT_INSTALL_PATH = "infrastructure/providers"
 
 
 class Mode(StrEnum):
@@ -31,6 +32,8 @@ class UiSettings:
     kubeconfig: str | None = None
     context: str | None = None
     in_cluster: bool = False
+    # where a provider's install objects go in the repository: <install_path>/<provider>.yaml
+    install_path: str = DEFAULT_INSTALL_PATH
 
     @property
     def live(self) -> bool:

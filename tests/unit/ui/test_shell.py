@@ -217,6 +217,7 @@ def _args(**given: object) -> argparse.Namespace:
         "repo": "",
         "remote": "origin",
         "secret_key_file": None,
+        "install_path": "infrastructure/providers",
         "host": "127.0.0.1",
         "port": 8080,
         "workers": 1,
