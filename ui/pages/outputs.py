@@ -4,14 +4,14 @@ user (ui/applying.py).
 
 How a page hands its Bundle over
 --------------------------------
-1. The page's module names its source and exposes how to build a Bundle from its own form::
+1. The page's module exposes how to build a Bundle from its own form::
 
-       SOURCE = "models"          # or "install" (Providers), "gateway" (Gateway providers)
        def bundle(form: Mapping[str, str]) -> ui.outputs.Bundle: ...
 
    `bundle` reads the very form the page previews from (its fields, its YAML editor) and raises
    ui.outputs.OutputError (or core.fields.errors.RunwayError) with a message for the user when
-   the form does not make a bundle. SOURCES below maps each source to its module.
+   the form does not make a bundle. SOURCES below names each page's source ("models",
+   "install" for Providers, "gateway" for Gateway providers) and its module.
 2. The page puts the fragment inside its <form>::
 
        {% with outputs_source="models" %}{% include "_outputs.html" %}{% endwith %}

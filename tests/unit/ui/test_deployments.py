@@ -327,3 +327,75 @@ def test_offline_there_is_no_deployments_page(tmp_path: Path) -> None:
         '<h1>Error 404</h1><p class="error" role="alert">Deployments needs a cluster: run '
         "`runway ui` without --offline</p></main></body></html>"
     )
+
+
+def test_the_commit_is_the_one_flux_last_applied_from_the_kustomization_that_owns_it(
+    cluster: Cluster,  # noqa: F811
+    namespace: str,  # noqa: F811
+) -> None:
+    revision = "main@sha1:0123456789abcdef0123456789abcdef01234567"
+    labelled = model(namespace) | {
+        "metadata": {
+            "name": "phi-direct",
+            "namespace": namespace,
+            "labels": {
+                "kustomize.toolkit.fluxcd.io/name": "models",
+                "kustomize.toolkit.fluxcd.io/namespace": namespace,
+            },
+        }
+    }
+    kustomization = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "models", "namespace": namespace},
+        "spec": {
+            "interval": "1m",
+            "prune": True,
+            "path": "./rendered",
+            "sourceRef": {"kind": "GitRepository", "name": "gitops"},
+        },
+    }
+    cluster.apply_manifests(yaml.safe_dump_all([labelled, kustomization]))
+    with cluster.api_client() as api:
+        kubernetes.client.CustomObjectsApi(api).patch_namespaced_custom_object_status(
+            "kustomize.toolkit.fluxcd.io",
+            "v1",
+            namespace,
+            "kustomizations",
+            "models",
+            {"status": {"lastAppliedRevision": revision}},
+        )
+    user = reader(cluster, namespace)
+    client = signed_in(live_app(cluster), user)
+    without = flat(
+        client.get(f"/deployments/{namespace}/phi-direct/fragment").get_data(as_text=True)
+    )
+    grant_all(
+        cluster,
+        user,
+        namespace,
+        "flux-reads",
+        ["get"],
+        ["kustomizations.kustomize.toolkit.fluxcd.io"],
+    )
+    found = flat(client.get(f"/deployments/{namespace}/phi-direct/fragment").get_data(as_text=True))
+    origin = '<section class="panel" aria-labelledby="d-origin">'
+    not_rendered = (
+        "<li>Not rendered by Runway&#39;s renderer (no upstream object carries "
+        "<code>airunway.ai/rendered-from</code>).</li>"
+    ).replace("&#39;", "'")
+    refused = escape(
+        f'kustomizations.kustomize.toolkit.fluxcd.io "models" is forbidden: User '
+        f'"{user.username}" cannot get resource "kustomizations" in API group '
+        f'"kustomize.toolkit.fluxcd.io" in the namespace "{namespace}"'
+    )
+    assert without[without.index(origin) :] == (
+        f'{origin}<h2 id="d-origin">Where it came from</h2><ul>{not_rendered}'
+        f"<li>Applied by Flux Kustomization <code>{namespace}/models</code>: "
+        f'<span class="error">{refused}</span></li></ul></section></div>'
+    )
+    assert found[found.index(origin) :] == (
+        f'{origin}<h2 id="d-origin">Where it came from</h2><ul>{not_rendered}'
+        f"<li>Applied by Flux Kustomization <code>{namespace}/models</code> at commit "
+        f"<code>{revision}</code></li></ul></section></div>"
+    )
