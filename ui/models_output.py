@@ -42,13 +42,6 @@ def new_path(settings: UiSettings, namespace: str, name: str) -> str:
     return "/".join(p for p in (folder, namespace, f"{name}.yaml") if p)
 
 
-def filename(obj: Mapping[str, Any], suffix: str) -> str:
-    """The download's file name: `<namespace>-<name><suffix>`, plain characters only."""
-    md = ModelDeployment(obj)
-    stem = f"{md.namespace or DEFAULT_NAMESPACE}-{md.name}"
-    return "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in stem) + suffix
-
-
 def _in_repo(settings: UiSettings, origin: str) -> str:
     root = repo_root(settings)
     try:

@@ -99,14 +99,14 @@ def test_a_new_vllm_model_on_llmd_behind_the_gateway_to_a_patch_without_writing_
         "  provider:  llmd (explicit) set in spec.provider.name",
     ]
 
-    page.click("#models-make-patch")
-    patch = page.locator("#models-patch")
+    offer = page.locator("#outputs-offer")
+    expect(offer.locator("p").first).to_have_text(
+        f"ModelDeployment default/qwen2-5-coder-7b-instruct: {NEW_FILE}"
+    )
+    offer.get_by_role("button", name="Show patch").click()
+    patch = page.locator("#outputs-result pre.patch")
     expect(patch).to_be_visible()
     text = patch.text_content() or ""
-    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    page.click("[data-copy=models-patch]")
-    expect(page.locator("[data-copy=models-patch]")).to_have_text("Copied")
-    assert page.evaluate("() => navigator.clipboard.readText()") == text
     trips = page.evaluate("() => window.runwayTrips")
     check_accessible(page)
     screenshot(page, "models")
@@ -134,8 +134,8 @@ def test_a_new_vllm_model_on_llmd_behind_the_gateway_to_a_patch_without_writing_
     rendered = run([program, "render", NEW_FILE, "--repo", "../gitops", "--gateway", GATEWAY], repo)
     assert rendered.returncode == 0, rendered.stdout + rendered.stderr
     with page.expect_download() as downloaded:
-        page.click("#models-download")
-    assert downloaded.value.suggested_filename == "default-qwen2-5-coder-7b-instruct.yaml"
+        offer.get_by_role("button", name="Download YAML").click()
+    assert downloaded.value.suggested_filename == "runway-bundle.yaml"
     assert (
         Path(downloaded.value.path()).read_text()
         == f"# {NEW_FILE}\n" + (repo / NEW_FILE).read_text()

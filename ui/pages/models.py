@@ -1,7 +1,8 @@
 """Page 1, Models (compose): a form and a YAML editor kept in sync (ui/compose.py), and on every
 change what `validate`, `explain` and `render` say of the object (ui/models_preview.py), a
 catalog to start from (ui/models_catalog.py), in live mode how the GPU request fits the nodes
-(ui/models_fit.py), and the outputs: download and a patch `git apply` takes (ui/outputs.py).
+(ui/models_fit.py), and the outputs (the shared fragment of ui/pages/outputs.py, given the
+Bundle `bundle` makes: download, a patch `git apply` takes, a new branch, apply as the user).
 
 htmx: a form change posts the form and the editor's text to /models/form, which merges the
 form into the object and answers the editor; an edit of the text posts to /models/yaml, which
@@ -14,21 +15,25 @@ from collections.abc import Mapping
 from itertools import groupby
 from typing import Any
 
-from flask import Blueprint, Response, current_app, render_template, request
+from flask import Blueprint, current_app, render_template, request
 
+from kubeio.sources import parse_documents
+from renderer.folders import HYDRATED_FILE
 from ui.compose import FIELDS, ComposeError, blank, merged, parse, text_of, values_of
 from ui.context import NavItem, cluster, portal
 from ui.models_catalog import Sources, catalog, find, fingerprint, read_sources
 from ui.models_fit import Fit, gpu_fit
-from ui.models_output import bundle, filename, planned_path
+from ui.models_output import bundle as output_bundle
+from ui.models_output import planned_path
 from ui.models_preview import DEFAULT_GATEWAY, Checker, Preview, gateway_target, preview
-from ui.outputs import OutputError, download_text, patch_text, repo_root
+from ui.outputs import Bundle, OutputError, repo_root
 
 blueprint = Blueprint("models", __name__)
 NAV = NavItem("models.page", "Models", offline=True)
 CHECKER = "runway.models"  # app.extensions: the page's Checker, built on first use
 SOURCES = "runway.models.sources"  # app.extensions: (fingerprint, Sources) last read
 GATEWAY_FIELD = "route_gateway"
+OUTPUTS_FIELD, OUTPUTS_SOURCE = "source", "models"  # what the outputs fragment adds to the form
 
 
 def sources() -> Sources:
@@ -114,7 +119,7 @@ def form_changed() -> str:
     text = request.form.get("yaml", "")
     gateway = request.form.get(GATEWAY_FIELD, DEFAULT_GATEWAY)
     try:
-        obj: dict[str, Any] | None = merged(parse(text), request.form)
+        obj: dict[str, Any] | None = merged(parse(text), _posted())
         error = ""
     except ComposeError as err:
         obj, error = None, f"{err} (fix the YAML first: the form changes the object it holds)"
@@ -145,54 +150,45 @@ def yaml_changed() -> str:
 
 def _posted_values() -> dict[str, str]:
     """The form as posted: the fields stay as they are while the text does not parse."""
-    return {f.name: request.form.get(f.name, "") for f in FIELDS}
+    posted = _posted()
+    return {f.name: posted.get(f.name, "") for f in FIELDS}
 
 
-@blueprint.post("/models/patch")
-def patch() -> str:
-    return render_template("_models_output.html", **_delivered())
+def _posted() -> dict[str, str]:
+    """The posted form without the outputs' own `source` field (its value is OUTPUTS_SOURCE),
+    which shares its name with the form's Model source field: the fragment comes first in the
+    form, so that POST /outputs/offer reads "models" (see models.html)."""
+    out = {}
+    for name in request.form:
+        values = request.form.getlist(name)
+        if name == OUTPUTS_FIELD and OUTPUTS_SOURCE in values:
+            values.remove(OUTPUTS_SOURCE)
+        if values:
+            out[name] = values[-1]
+    return out
 
 
-def _delivered() -> dict[str, Any]:
-    """The patch of the editor's object against the repository, or why there is none."""
+def bundle(form: Mapping[str, str]) -> Bundle:
+    """The outputs' Bundle (ui/pages/outputs.py) of the editor's object: its file (the source
+    file that defines it, else a new one: ui/models_output.py) and, to apply, what render
+    writes for it as the previews show it (the hydrated object, then its upstream objects), for
+    the Gateway the form names. Refused while admission denies it or render refuses it."""
     try:
-        obj = parse(request.form.get("yaml", ""))
+        obj = parse(form.get("yaml", ""))
     except ComposeError as err:
-        return {"error": str(err)}
+        raise OutputError(str(err)) from None
     settings = portal().settings
-    try:
-        made = bundle(settings, sources(), obj)
-        root = repo_root(settings)
-        where = str(root / made.files[0].path)
-        judged = preview(obj, checker(), gateway_target(""), where)
-        if not judged.allowed:
-            return {"error": "admission denies this object (see the verdict): no patch is made"}
-        text = patch_text(made, root)
-    except (OutputError, OSError, UnicodeDecodeError) as err:
-        return {"error": str(err)}
-    return {"bundle": made, "patch": text, "name": filename(obj, ".patch")}
-
-
-@blueprint.post("/models/download")
-def download() -> Response | tuple[str, int]:
-    """The composed object as a YAML file, an attachment named after it."""
-    try:
-        obj = parse(request.form.get("yaml", ""))
-        made = bundle(portal().settings, sources(), obj)
-    except (ComposeError, OutputError, OSError, UnicodeDecodeError) as err:
-        return render_template("error.html", code=400, reason=str(err)), 400
-    return _attachment(download_text(made), filename(obj, ".yaml"), "application/yaml")
-
-
-@blueprint.post("/models/patch.diff")
-def patch_file() -> Response | tuple[str, int]:
-    found = _delivered()
-    if "error" in found:
-        return render_template("error.html", code=400, reason=found["error"]), 400
-    return _attachment(found["patch"], found["name"], "text/x-diff")
-
-
-def _attachment(text: str, name: str, mimetype: str) -> Response:
-    answer = Response(text, mimetype=mimetype)
-    answer.headers["Content-Disposition"] = f'attachment; filename="{name}"'
-    return answer
+    made = output_bundle(settings, sources(), obj)
+    where = str(repo_root(settings) / made.files[0].path)
+    gateway = form.get(GATEWAY_FIELD, DEFAULT_GATEWAY)
+    judged = preview(obj, checker(), gateway_target(gateway), where)
+    if not judged.allowed:
+        raise OutputError("admission denies this object (see the verdict): nothing is delivered")
+    if judged.render_error is not None:
+        raise OutputError(f"render refuses this object (see the previews): {judged.render_error}")
+    files = sorted(
+        (f for f in judged.files if f.ok is not None or f.path.endswith(f"/{HYDRATED_FILE}")),
+        key=lambda f: (not f.path.endswith(f"/{HYDRATED_FILE}"), f.path),
+    )
+    objects = tuple(d.obj for f in files for d in parse_documents(f.text, f.path))
+    return Bundle(made.title, made.files, objects)

@@ -363,14 +363,35 @@ def git(root: Path, *argv: str) -> str:
 def patched(repo: Path, text: str) -> str:
     """The patch the page makes for `text`, applied in `repo` after `git apply --check`."""
     portal = Portal(app_of(repo / "examples"))
-    html = portal.post("/models/patch", {"yaml": text, "route_gateway": GATEWAY}).get_data(
-        as_text=True
-    )
-    patch = pre_text(html, "models-patch")
+    html = portal.post(
+        "/outputs/patch", {"source": "models", "yaml": text, "route_gateway": GATEWAY}
+    ).get_data(as_text=True)
+    patch = patch_of(html)
     (repo.parent / "p.patch").write_text(patch)
     git(repo, "apply", "--check", str(repo.parent / "p.patch"))
     git(repo, "apply", str(repo.parent / "p.patch"))
     return patch
+
+
+def patch_of(html: str) -> str:
+    """The patch of /outputs/patch's answer (its one <pre class="patch">)."""
+    found = re.search(r'<pre class="patch">(.*?)</pre>', html, re.S)
+    assert found is not None, html
+    return unescaped(found.group(1))
+
+
+DENIED = (
+    '<p class="error" role="alert">admission denies this object (see the verdict): nothing is '
+    "delivered</p>"
+)
+
+
+def outputs(portal: Portal, delivery: str, text: str) -> str:
+    """/outputs/<delivery>'s answer for the Models page's form holding `text`, stripped."""
+    form = {"source": "models", "yaml": text, "route_gateway": GATEWAY}
+    answer = portal.post(f"/outputs/{delivery}", form)
+    assert answer.status_code == 200
+    return str(answer.get_data(as_text=True)).strip()
 
 
 def validates_and_renders(repo: Path, path: Path) -> None:
@@ -413,23 +434,24 @@ def test_a_model_the_sources_define_is_replaced_in_its_own_file(repo: Path) -> N
 
 
 def test_a_denied_object_gets_no_patch(portal: Portal) -> None:
-    html = portal.post("/models/patch", {"yaml": text_of(blank())}).get_data(as_text=True)
-    assert element(html, "p", "models-output-error") == (
-        '<p class="bad" role="alert" id="models-output-error">admission denies this object '
-        "(see the verdict): no patch is made</p>"
-    )
+    html = outputs(portal, "patch", text_of(blank()))
+    assert html == DENIED
 
 
 def test_download_is_an_attachment_named_after_the_object(portal: Portal) -> None:
     text = (EXAMPLES / "sglang.yaml").read_text()
     obj = yaml.safe_load(text)
-    answer = portal.post("/models/download", {"yaml": text})
-    ns, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+    answer = portal.post(
+        "/outputs/download", {"source": "models", "yaml": text, "route_gateway": GATEWAY}
+    )
     assert answer.status_code == 200
-    assert answer.headers["Content-Disposition"] == f'attachment; filename="{ns}-{name}.yaml"'
+    assert answer.headers["Content-Disposition"] == 'attachment; filename="runway-bundle.yaml"'
     assert answer.get_data(as_text=True) == f"# examples/sglang.yaml\n{text}"
     changed = obj | {"metadata": obj["metadata"] | {"labels": {"team": "a"}}}
-    answer = portal.post("/models/download", {"yaml": text_of(changed)})
+    answer = portal.post(
+        "/outputs/download",
+        {"source": "models", "yaml": text_of(changed), "route_gateway": GATEWAY},
+    )
     comments = "".join(f"{line}\n" for line in text.splitlines() if line.startswith("#"))
     assert answer.get_data(as_text=True) == f"# examples/sglang.yaml\n{comments}{text_of(changed)}"
 
@@ -473,10 +495,7 @@ def test_the_repository_policy_judges_the_file_the_patch_writes(repo: Path) -> N
         "'examples/**' may define models\n"
     )
     written.unlink()
-    answer = portal.post("/models/patch", {"yaml": text_of(obj)}).get_data(as_text=True)
-    assert element(answer, "p", "models-output-error").endswith(
-        "admission denies this object (see the verdict): no patch is made</p>"
-    )
+    assert outputs(portal, "patch", text_of(obj)) == DENIED
 
 
 def test_a_new_repository_starts_from_the_shipped_examples_but_the_rejected(
@@ -498,10 +517,8 @@ def test_a_new_repository_starts_from_the_shipped_examples_but_the_rejected(
 
 def test_an_object_its_file_holds_already_needs_no_patch(portal: Portal) -> None:
     text = (EXAMPLES / "vllm-1gpu.yaml").read_text()
-    html = portal.post("/models/patch", {"yaml": text}).get_data(as_text=True)
-    assert element(html, "p", "models-output-same") == (
-        '<p id="models-output-same">examples/vllm-1gpu.yaml already holds this object: nothing '
-        "to change.</p>"
+    assert outputs(portal, "patch", text) == (
+        "<p>Nothing would change: the files on disk already say this.</p>"
     )
 
 
