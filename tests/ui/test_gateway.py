@@ -68,7 +68,7 @@ def test_an_ambiguous_served_name_is_refused_naming_both_claimants(
     expect(page.locator("#gateway-yaml")).to_have_value(
         page.locator("#gateway-verdict pre.object").inner_text()
     )
-    expect(page.get_by_role("button", name="Patch")).to_have_count(0)
+    expect(page.get_by_role("button", name="Show patch")).to_have_count(0)
     check_accessible(page)
     screenshot(page, "gateway-conflict")
 
@@ -79,8 +79,12 @@ def test_a_provider_with_its_own_names_is_allowed_and_patched(
     page.goto(f"{examples_ui.url}/gateway")
     compose(page, name="fresh", served=["fresh-model"])
     expect(page.locator("#gateway-verdict .badge").first).to_have_text("Allowed")
-    page.get_by_role("button", name="Patch").click()
-    patch = page.locator("#gateway-patch pre.patch")
+    offer = page.locator("#outputs-offer")
+    expect(offer.locator("p").first).to_have_text(
+        "ExternalModelProvider team-a/fresh: examples/gateway/team-a/fresh.yaml"
+    )
+    offer.get_by_role("button", name="Show patch").click()
+    patch = page.locator("#outputs-result pre.patch")
     expect(patch).to_contain_text("diff --git")
     assert patch.inner_text().splitlines()[:5] == [
         "diff --git a/examples/gateway/team-a/fresh.yaml b/examples/gateway/team-a/fresh.yaml",

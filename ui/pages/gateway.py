@@ -1,7 +1,8 @@
 """Page 5, Gateway providers (the portal Providers screen of the gateway design): every
 ExternalModelProvider with its phase, conditions, the served names it claims and who requested
 it; and a composer (form or YAML) with admission's verdict and the merge-boundary check as
-`runway gateway-plan` decides it, delivered through the outputs.
+`runway gateway-plan` decides it, delivered through the shared outputs (`bundle`, and the
+fragment in _gateway_verdict.html).
 
 Offline the objects are those of the -f folders; live the ModelDeployments and
 ExternalModelProviders the merge must weigh (cluster-wide) are read AS THE SIGNED-IN USER, so a
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import kubernetes
-from flask import Blueprint, Response, abort, render_template, request
+from flask import Blueprint, render_template, request
 
 from core.admission.configs import requested_by
 from core.fields.errors import SourceError
@@ -43,15 +44,7 @@ from ui.gateway_compose import (
     verdict,
     yaml_object,
 )
-from ui.outputs import (
-    Bundle,
-    OutputError,
-    Planned,
-    download_text,
-    patch_text,
-    relative_to_root,
-    repo_root,
-)
+from ui.outputs import Bundle, OutputError, Planned, relative_to_root
 from ui.providers_configs import cluster_configs
 
 blueprint = Blueprint("gateway", __name__)
@@ -187,6 +180,16 @@ def check() -> str:
     )
 
 
+def bundle(form: Mapping[str, str]) -> Bundle:
+    """The outputs' Bundle (ui/pages/outputs.py) of the checked object the verdict shows (its
+    `yaml` field): checked again here, delivered only when admission allows it and no served
+    name is ambiguous."""
+    found = yaml_object(form.get("yaml", ""))
+    if isinstance(found, str):
+        raise OutputError(found)
+    return _bundle(verdict(found, objects().items, viewer().username))
+
+
 def _bundle(result: Verdict) -> Bundle:
     if result.obj is None:
         raise OutputError(result.problem)
@@ -200,27 +203,3 @@ def _bundle(result: Verdict) -> Bundle:
     path = "/".join(p for p in (base, "gateway", owner.namespace, f"{owner.name}.yaml") if p)
     title = f"ExternalModelProvider {owner.namespace}/{owner.name}"
     return Bundle(title, (Planned(path, result.text),), (result.obj,))
-
-
-@blueprint.post("/gateway/download")
-def download() -> Response:
-    result, _ = _verdict()
-    try:
-        bundle = _bundle(result)
-    except OutputError as err:
-        abort(422, description=str(err))
-    answer = Response(download_text(bundle), mimetype="application/yaml")
-    answer.headers["Content-Disposition"] = 'attachment; filename="external-model-provider.yaml"'
-    return answer
-
-
-@blueprint.post("/gateway/patch")
-def patch() -> str:
-    result, _ = _verdict()
-    text, problem = "", ""
-    try:
-        bundle = _bundle(result)
-        text = patch_text(bundle, repo_root(portal().settings))
-    except OutputError as err:
-        problem = str(err)
-    return render_template("_gateway_patch.html", verdict=result, patch=text, problem=problem)

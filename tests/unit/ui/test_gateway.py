@@ -259,8 +259,26 @@ def test_an_allowed_provider_is_delivered_as_a_patch_and_a_download(folder: Path
     check = client.post("/gateway/check", data=posted, headers=headers).get_data(as_text=True)
     assert '<span class="badge">Allowed</span>' in check and "Refused" not in check
     yaml_text = re.search(r'<pre class="object">(.*?)</pre>', check, re.S).group(1)  # type: ignore[union-attr]
-    patch = client.post("/gateway/patch", data=posted, headers=headers)
-    download = client.post("/gateway/download", data=posted, headers=headers)
+    outputs = re.search(r'<form id="gateway-outputs".*?</form>', check, re.S).group(0)  # type: ignore[union-attr]
+    token = headers["X-CSRF-Token"]
+    assert lines(outputs) == lines(f"""\
+<form id="gateway-outputs" method="post" action="/outputs/download">
+    <input type="hidden" name="yaml" value="{yaml_text}">
+<section class="panel outputs" aria-labelledby="outputs-title">
+  <h2 id="outputs-title">Output</h2>
+  <input type="hidden" name="source" value="gateway">
+  <input type="hidden" name="csrf_token" value="{token}">
+  <div id="outputs-offer" hx-post="/outputs/offer" hx-include="closest form"
+       hx-trigger="load, change from:closest form delay:500ms, input from:closest form delay:800ms"
+       hx-swap="innerHTML">
+    <p class="muted">Working out what this bundle can be delivered as…</p>
+  </div>
+  <div id="outputs-result" aria-live="polite"></div>
+</section>
+  </form>""")
+    delivered = {"source": "gateway", "yaml": yaml_text}
+    patch = client.post("/outputs/patch", data=delivered, headers=headers)
+    download = client.post("/outputs/download", data=delivered, headers=headers)
     expected_object = """\
 apiVersion: gateway.tokenfactory.mirantis.com/v1alpha1
 kind: ExternalModelProvider
@@ -279,25 +297,40 @@ spec:
     assert yaml_text == expected_object
     diff = "".join(f"+{line}\n" for line in expected_object.splitlines())
     assert lines(patch.get_data(as_text=True)) == lines(
-        "<p>A patch for <code>git apply</code> at the repository's root:</p>\n"
+        "<p>A patch <code>git apply</code> accepts at the repository's root:</p>\n"
         '<pre class="patch">diff --git a/gateway/team-a/other.yaml b/gateway/team-a/other.yaml\n'
         "new file mode 100644\n--- /dev/null\n+++ b/gateway/team-a/other.yaml\n@@ -0,0 +1,13 @@\n"
         f"{diff}</pre>"
     )
     assert (download.status_code, download.headers["Content-Disposition"]) == (
         200,
-        'attachment; filename="external-model-provider.yaml"',
+        'attachment; filename="runway-bundle.yaml"',
     )
     assert download.get_data(as_text=True) == f"# gateway/team-a/other.yaml\n{expected_object}"
 
 
 def test_a_refused_provider_is_not_delivered(folder: Path) -> None:
     client = app_of(folder).test_client()
+    headers = signed(client)
     posted = form(model_served=["gpt-4o", "", ""])
-    answer = client.post("/gateway/patch", data=posted, headers=signed(client))
-    assert lines(answer.get_data(as_text=True)) == (
-        '<p class="bad" role="alert">No patch: not delivered: admission refuses the object or a '
+    check = client.post("/gateway/check", data=posted, headers=headers).get_data(as_text=True)
+    assert 'id="gateway-outputs"' not in check
+    assert (
+        '<p class="muted">Not offered for delivery until admission allows it and no served name '
+        "is ambiguous.</p>"
+    ) in check
+    yaml_text = re.search(r'<pre class="object">(.*?)</pre>', check, re.S).group(1)  # type: ignore[union-attr]
+    refused = (
+        '<p class="error" role="alert">not delivered: admission refuses the object or a '
         "served name is ambiguous (see the checks)</p>"
+    )
+    delivered = {"source": "gateway", "yaml": yaml_text}
+    for route in ("/outputs/patch", "/outputs/download"):
+        answer = client.post(route, data=delivered, headers=headers)
+        assert (answer.status_code, lines(answer.get_data(as_text=True))) == (200, refused)
+    offer = client.post("/outputs/offer", data=delivered, headers=headers)
+    assert lines(offer.get_data(as_text=True)) == refused.replace(
+        '"alert">', '"alert">Nothing to deliver yet: '
     )
 
 
@@ -358,7 +391,7 @@ YAMLISH = st.one_of(
     ),
     served=st.lists(TEXT, max_size=4),
     upstream=st.lists(TEXT, max_size=4),
-    route=st.sampled_from(["/gateway/check", "/gateway/patch", "/gateway/download"]),
+    route=st.sampled_from(["/gateway/check", "/outputs/patch", "/outputs/download"]),
 )
 def test_any_posted_provider_gets_a_result_or_a_clear_error_never_a_5xx(
     folder: Path,
@@ -370,17 +403,17 @@ def test_any_posted_provider_gets_a_result_or_a_clear_error_never_a_5xx(
 ) -> None:
     client = app_of(folder).test_client()
     data: dict[str, Any] = fields | {
-        "source": source,
+        "source": source if route == "/gateway/check" else "gateway",
         "model_served": served,
         "model_upstream": upstream,
     }
     answer = client.post(route, data=data, headers=signed(client))
     body = answer.get_data(as_text=True)
     assert "Traceback" not in body
-    if route == "/gateway/download":
-        assert answer.status_code in (200, 422), body
+    assert answer.status_code == 200, body
+    if route == "/outputs/download" and answer.mimetype == "application/yaml":
+        assert body.startswith("# gateway/"), body
     else:
-        assert answer.status_code == 200, body
         assert body.lstrip().startswith(
-            ('<p class="bad" role="alert">', '<div class="verdict">', "<p>")
+            ('<p class="bad" role="alert">', '<div class="verdict">', "<p", '<p class="error"')
         ), body
