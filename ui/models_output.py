@@ -1,6 +1,7 @@
 """Where a composed ModelDeployment goes in the source repository (ui/outputs.py delivers it):
 the source file that already defines the same kind/namespace/name, with that document replaced
-(the rest of the file as it is), else a new file `<first -f folder>/<namespace>/<name>.yaml`."""
+(the rest of the file as it is), else a new file `<first -f folder>/<namespace>/<name>.yaml` (`<namespace>/<name>.yaml` without
+a source folder: live, where apply needs no file)."""
 
 from __future__ import annotations
 
@@ -36,9 +37,9 @@ def planned_path(settings: UiSettings, sources: Sources, obj: Mapping[str, Any])
 
 
 def new_path(settings: UiSettings, namespace: str, name: str) -> str:
-    if not settings.sources:
-        raise OutputError("no source folder (-f) to put a new file in")
-    folder = relative_to_root(settings, settings.sources[0])
+    """`<first -f folder>/<namespace>/<name>.yaml`; without a source folder (live, no -f), the
+    path a download names: `<namespace>/<name>.yaml`."""
+    folder = relative_to_root(settings, settings.sources[0]) if settings.sources else ""
     return "/".join(p for p in (folder, namespace, f"{name}.yaml") if p)
 
 

@@ -177,11 +177,9 @@ def bundle(form: Mapping[str, str]) -> Bundle:
         obj = parse(form.get("yaml", ""))
     except ComposeError as err:
         raise OutputError(str(err)) from None
-    settings = portal().settings
-    made = output_bundle(settings, sources(), obj)
-    where = str(repo_root(settings) / made.files[0].path)
+    made = output_bundle(portal().settings, sources(), obj)
     gateway = form.get(GATEWAY_FIELD, DEFAULT_GATEWAY)
-    judged = preview(obj, checker(), gateway_target(gateway), where)
+    judged = preview(obj, checker(), gateway_target(gateway), _written_to(obj))
     if not judged.allowed:
         raise OutputError("admission denies this object (see the verdict): nothing is delivered")
     if judged.render_error is not None:

@@ -16,6 +16,11 @@ from flask import Flask
 
 from renderer.folders import HYDRATED_FILE
 from tests.conftest import EXAMPLES
+from tests.e2e.conftest import cluster, namespace  # noqa: F401  (the real API server)
+from tests.support.cluster import Cluster
+from tests.support.users import make_user
+from tests.unit.ui.test_applying import WRITES, posted
+from tests.unit.ui.test_deployments import grant_all, live_app, model, signed_in
 from tests.unit.ui.test_models import Portal, cli, unescaped
 from ui.app import create_app
 from ui.compose import text_of
@@ -218,3 +223,33 @@ def test_the_branch_holds_exactly_the_file_the_patch_creates(
     assert git(remote, "diff", "--name-status", "main", commit) == f"A\t{NEW_FILE}\n"
     assert git(remote, "show", f"{commit}:{NEW_FILE}") == expected
     assert git(site, "status", "--porcelain") == ""
+
+
+# -- live: apply as the signed-in user, from the Models page's form ---------------------------
+
+
+def test_live_a_user_with_rights_applies_the_composed_model_and_its_upstream_objects(
+    cluster: Cluster,  # noqa: F811
+    namespace: str,  # noqa: F811
+) -> None:
+    deployer = make_user(cluster, namespace, "composer")
+    grant_all(cluster, deployer, namespace, "composer-writes", ["get", "create", "patch"], WRITES)
+    client = signed_in(live_app(cluster, actions=True, apply_as_user=True), deployer)
+    form = {"source": "models", "yaml": text_of(model(namespace)), "route_gateway": GATEWAY}
+    assert posted(client, "/outputs/offer", form) == (
+        f"<p>ModelDeployment {namespace}/phi-direct: {namespace}/phi-direct.yaml</p>"
+        f"{DOWNLOAD_AND_PATCH}"
+        '<button type="button" hx-post="/outputs/apply" hx-include="closest form" '
+        'hx-target="#outputs-result" hx-disabled-elt="this">'
+        f"Apply as {deployer.username}</button></div>"
+    )
+    rows = "".join(
+        f'<tr><td>{kind}/phi-direct</td><td class="ok">applied</td></tr>'
+        for kind in ("ModelDeployment", "Deployment", "Service")
+    )
+    assert posted(client, "/outputs/apply", form) == (
+        f'<p class="ok" role="status">Applied ModelDeployment {namespace}/phi-direct as '
+        f'{deployer.username}. <a href="/deployments">Watch it on Deployments</a></p>'
+        '<table><thead><tr><th scope="col">Object</th><th scope="col">Result</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+    )
