@@ -21,7 +21,7 @@ from tests.support.cluster import Cluster
 from tests.support.users import make_user
 from tests.unit.ui.test_applying import WRITES, posted
 from tests.unit.ui.test_deployments import grant_all, live_app, model, signed_in
-from tests.unit.ui.test_models import Portal, cli, unescaped
+from tests.unit.ui.test_models import Portal, cli, element, unescaped
 from ui.app import create_app
 from ui.compose import text_of
 from ui.pages import models
@@ -253,3 +253,23 @@ def test_live_a_user_with_rights_applies_the_composed_model_and_its_upstream_obj
         '<table><thead><tr><th scope="col">Object</th><th scope="col">Result</th></tr></thead>'
         f"<tbody>{rows}</tbody></table>"
     )
+
+
+@pytest.mark.parametrize(
+    ("posted", "expected"),
+    [(["models", "custom"], {"source": "custom"}), (["models", ""], {}), (["models"], {})],
+    ids=["custom", "unset", "absent"],
+)
+def test_the_outputs_source_field_never_reaches_the_model_source(
+    site: Path, posted: list[str], expected: dict[str, str]
+) -> None:
+    """The fragment's `source` (first in the form) shares its name with the Model source field:
+    the form's merge takes the field's own value, never the outputs' "models"."""
+    obj = yaml.safe_load(new_model())
+    portal = Portal(app(site, actions=False))
+    data = {"yaml": new_model(), "source": posted}
+    answer = portal.client.post("/models/form", data=data, headers=portal.headers)
+    editor = element(answer.get_data(as_text=True), "textarea", "models-yaml")
+    shown = yaml.safe_load(unescaped(editor.split(">", 1)[1].rsplit("</textarea>", 1)[0]))
+    model_part = {k: v for k, v in obj["spec"]["model"].items() if k != "source"}
+    assert shown["spec"]["model"] == model_part | expected
