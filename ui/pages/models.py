@@ -177,7 +177,10 @@ def bundle(form: Mapping[str, str]) -> Bundle:
         obj = parse(form.get("yaml", ""))
     except ComposeError as err:
         raise OutputError(str(err)) from None
-    made = output_bundle(portal().settings, sources(), obj)
+    try:
+        made = output_bundle(portal().settings, sources(), obj)
+    except OSError as err:  # the file that defines the object, read again: gone or unreadable
+        raise OutputError(f"{err.filename or 'a source file'}: {err.strerror or err}") from None
     gateway = form.get(GATEWAY_FIELD, DEFAULT_GATEWAY)
     judged = preview(obj, checker(), gateway_target(gateway), _written_to(obj))
     if not judged.allowed:
