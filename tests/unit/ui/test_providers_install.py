@@ -98,8 +98,8 @@ def test_argo_cd_objects_are_strict_checked_beside_the_helm_commands(tmp_path: P
 <p>Documentation: <a href="https://kaito-project.github.io/kaito/docs/" rel="noopener noreferrer">https://kaito-project.github.io/kaito/docs/</a></p>
 <p>File <code>infrastructure/providers/kaito.yaml</code>: <span class="ok">every object passes the strict check</span></p>
 <div class="object">
-  <h4>Application kaito-workspace:
-  <span class="ok">strict check passed</span></h4>
+  <h3>Application kaito-workspace:
+  <span class="ok">strict check passed</span></h3>
   <pre>apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata:
@@ -125,7 +125,7 @@ spec:
     - ServerSideApply=true
 </pre>
 </div>
-<h4>The same install with Helm (copy and run it yourself; the portal never runs Helm)</h4>
+<h3>The same install with Helm (copy and run it yourself; the portal never runs Helm)</h3>
 <pre class="helm">helm repo add kaito https://kaito-project.github.io/kaito/charts/kaito
 helm repo update kaito
 helm upgrade --install kaito-workspace kaito/workspace --version 0.10.0 --namespace kaito-workspace --create-namespace</pre>
