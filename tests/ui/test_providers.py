@@ -42,25 +42,33 @@ def test_the_installation_is_shown_for_the_chosen_gitops_engine(
     page: Page, examples_ui: UiServer, screenshot: Screenshot
 ) -> None:
     page.goto(f"{examples_ui.url}/providers")
-    kaito = page.locator("#provider-kaito")
-    expect(kaito.locator(".object h4")).to_have_text(
+    page.locator("#provider-kaito").get_by_role("link").click()
+    install = page.locator("#install")
+    expect(install.get_by_label("Provider")).to_have_value("kaito")
+    expect(install.locator(".object h3")).to_have_text(
         [
             "HelmRepository kaito: strict check passed",
             "HelmRelease kaito-workspace: strict check passed",
         ]
     )
-    kaito.get_by_role("radio", name="Argo CD").check()
-    expect(kaito.locator(".object h4")).to_have_text(
+    install.get_by_role("radio", name="Argo CD").check()
+    expect(install.locator(".object h3")).to_have_text(
         ["Application kaito-workspace: strict check passed"]
     )
-    assert kaito.locator("pre.helm").inner_text().splitlines() == [
+    assert install.locator("pre.helm").inner_text().splitlines() == [
         "helm repo add kaito https://kaito-project.github.io/kaito/charts/kaito",
         "helm repo update kaito",
         "helm upgrade --install kaito-workspace kaito/workspace --version 0.10.0 "
         "--namespace kaito-workspace --create-namespace",
     ]
-    kaito.get_by_role("button", name="Patch").click()
-    expect(kaito.locator("pre.patch")).to_contain_text("+++ b/infrastructure/providers/kaito.yaml")
+    expect(install.locator("#outputs-offer p")).to_have_text(
+        "Argo CD install of kaito: infrastructure/providers/kaito.yaml"
+    )
+    install.get_by_role("button", name="Show patch").click()
+    expect(install.locator("pre.patch")).to_contain_text(
+        "+++ b/infrastructure/providers/kaito.yaml"
+    )
+    expect(install.locator("pre.patch")).to_contain_text("+kind: Application")
     check_accessible(page)
-    kaito.scroll_into_view_if_needed()
+    install.scroll_into_view_if_needed()
     screenshot(page, "providers-argocd")

@@ -1,14 +1,15 @@
 """Issue #41's acceptance on the live plane: KAITO's operator installed GitOps-first from the
-Providers page. A signed-in user opens the page (live: the configs are the cluster's), chooses
-Flux for KAITO and takes the patch of `infrastructure/providers/kaito.yaml`; that file is
-committed to the test Git server, and Flux (source-controller and kustomize-controller, built by
-`make cluster`) applies the HelmRepository and the HelmRelease it holds, as written.
+Providers page. The portal runs live with `--actions --repo <a clone of the test Git server's
+repository>`; a signed-in user opens the page (live: the configs are the cluster's), chooses
+Flux for KAITO and clicks the shared output's "Commit to a new branch": the portal commits
+`infrastructure/providers/kaito.yaml` on a new branch and pushes it, and its answer names the
+branch. The test then merges that branch into the branch Flux watches (a stand-in for the
+reviewer merging the pull request), and Flux (source-controller and kustomize-controller, built
+by `make cluster`) applies the HelmRepository and the HelmRelease the file holds, as written.
 
 What does not happen here, said where it matters: no helm-controller runs (its CRD is installed,
 tests/cluster/flux.py) and KAITO's chart repository cannot be reached from this machine, so the
-release is applied but never installed; the test asserts the objects Flux applied. Until the
-portal's "commit to a branch" output (ui/branches.py) lands, the test commits the patch itself
-with `git apply` (marked below) exactly as the page gave it."""
+release is applied but never installed; the test asserts the objects Flux applied."""
 
 from __future__ import annotations
 
@@ -123,34 +124,42 @@ def test_kaitos_operator_is_installed_by_committing_its_helmrelease(
     cluster.apply_manifests(dump(kaito))
     repo = clone(git_server, tmp_path / "gitops")
     cluster.apply_manifests(sync_objects(f"{git_server.base_url}/gitops.git"))
-    args = ["--kubeconfig", str(cluster.kubeconfig), "-f", str(repo)]
+    args = ["--kubeconfig", str(cluster.kubeconfig), "--actions", "--repo", str(repo)]
     try:
+        installer = make_user(cluster, namespace, "installer")
         with UiServer.start(tmp_path / "ui", offline=False, args=args) as ui:
-            page.set_extra_http_headers(
-                {"X-Forwarded-Access-Token": make_user(cluster, namespace, "installer").token}
-            )
+            page.set_extra_http_headers({"X-Forwarded-Access-Token": installer.token})
             page.goto(f"{ui.url}/providers")
-            section = page.locator("#provider-kaito")
-            section.get_by_role("radio", name="Flux").check()
-            section.get_by_role("button", name="Patch").click()
-            shown = section.locator("pre.patch")
-            expect(shown).to_contain_text("diff --git")
-            patch = shown.inner_text()
+            page.locator("#provider-kaito").get_by_role("link").click()
+            install = page.locator("#install")
+            expect(install.get_by_label("Provider")).to_have_value("kaito")
+            install.get_by_role("radio", name="Flux").check()
+            expect(install.locator("#outputs-offer p")).to_have_text(
+                "Flux install of kaito: infrastructure/providers/kaito.yaml"
+            )
+            install.get_by_role("button", name="Commit to a new branch").click()
+            said = install.locator("#outputs-result p.ok")
+            expect(said).to_contain_text("on the new branch")
+            commit, branch = said.locator("code").all_inner_texts()
             check_accessible(page)
-            section.scroll_into_view_if_needed()
+            install.scroll_into_view_if_needed()
             screenshot(page, "providers-install")
-        objects = [
-            o for o in section_objects(patch) if o["kind"] in ("HelmRepository", "HelmRelease")
+        assert branch == f"runway-ui/flux-install-of-kaito-{commit[:12]}"
+        git(repo, "fetch", "-q", "origin", f"{branch}:{branch}")
+        assert git(repo, "diff", "--name-only", "origin/main", branch).split() == [
+            "infrastructure/providers/kaito.yaml"
         ]
+        trailer = git(repo, "log", "-1", "--format=%(trailers:key=Requested-by)", branch)
+        assert trailer.strip() == f"Requested-by: {installer.username}"
+        written = git(repo, "show", f"{branch}:infrastructure/providers/kaito.yaml")
+        objects = [d for d in yaml.safe_load_all(written) if isinstance(d, dict)]
         assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
             ("HelmRepository", "kaito"),
             ("HelmRelease", "kaito-workspace"),
         ]
-        # Until ui/branches.py's "commit to a branch" lands, the test commits the page's patch.
-        subprocess.run(["git", "apply", "-"], input=patch + "\n", text=True, cwd=repo, check=True)
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", "Install KAITO's operator (from the portal)")
-        git(repo, "push", "-q", "origin", "HEAD:main")
+        # The reviewer's merge of the pull request, stood in for by the test: the portal's
+        # branch (made on main's head) becomes main, the branch Flux's GitRepository watches.
+        git(repo, "push", "-q", "origin", f"{branch}:main")
         for obj in objects:
             kind, name = str(obj["kind"]).lower(), str(obj["metadata"]["name"])
 
@@ -186,13 +195,3 @@ def with_defaults(obj: dict[str, Any]) -> dict[str, Any]:
     else:
         out["spec"]["chart"]["spec"]["reconcileStrategy"] = "ChartVersion"
     return out
-
-
-def section_objects(patch: str) -> list[dict[str, Any]]:
-    """The objects of the one new file a patch adds (its `+` lines)."""
-    added = [
-        line[1:]
-        for line in patch.splitlines()
-        if line.startswith("+") and not line.startswith("+++")
-    ]
-    return [d for d in yaml.safe_load_all("\n".join(added)) if isinstance(d, dict)]

@@ -160,15 +160,15 @@ def test_without_configs_in_the_folders_the_shipped_ones_are_shown(tmp_path: Pat
     assert "InferenceProviderConfigs from the configs Runway ships." in page
 
 
-def test_unknown_provider_and_engine_are_named(folder: Path) -> None:
+def test_unknown_provider_and_flavour_are_named(folder: Path) -> None:
     client = app_of(folder).test_client()
-    missing = client.get("/providers/nope/install")
-    engine = client.get("/providers/alpha/install?engine=helm")
-    assert (missing.status_code, engine.status_code) == (404, 400)
-    assert "no InferenceProviderConfig &#39;nope&#39; in the source folders" in missing.get_data(
-        as_text=True
-    )
-    assert "engine must be one of flux, argocd" in engine.get_data(as_text=True)
+    missing = client.get("/providers/install?provider=nope&flavour=flux")
+    flavour = client.get("/providers/install?provider=alpha&flavour=helm")
+    assert [a.get_data(as_text=True).strip() for a in (missing, flavour)] == [
+        '<p class="bad" role="alert">provider: no InferenceProviderConfig &#39;nope&#39; in the '
+        f"source folders ({folder})</p>",
+        '<p class="bad" role="alert">flavour must be one of flux, argocd, not &#39;helm&#39;</p>',
+    ]
 
 
 def observed(*, crd: bool, pods: int) -> Observed:
