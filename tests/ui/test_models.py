@@ -135,7 +135,7 @@ def test_a_new_vllm_model_on_llmd_behind_the_gateway_to_a_patch_without_writing_
     assert rendered.returncode == 0, rendered.stdout + rendered.stderr
     with page.expect_download() as downloaded:
         offer.get_by_role("button", name="Download YAML").click()
-    assert downloaded.value.suggested_filename == "runway-bundle.yaml"
+    assert downloaded.value.suggested_filename == "qwen2-5-coder-7b-instruct.yaml"
     assert (
         Path(downloaded.value.path()).read_text()
         == f"# {NEW_FILE}\n" + (repo / NEW_FILE).read_text()

@@ -33,7 +33,6 @@ NAV = NavItem("models.page", "Models", offline=True)
 CHECKER = "runway.models"  # app.extensions: the page's Checker, built on first use
 SOURCES = "runway.models.sources"  # app.extensions: (fingerprint, Sources) last read
 GATEWAY_FIELD = "route_gateway"
-OUTPUTS_FIELD, OUTPUTS_SOURCE = "source", "models"  # what the outputs fragment adds to the form
 
 
 def sources() -> Sources:
@@ -155,17 +154,8 @@ def _posted_values() -> dict[str, str]:
 
 
 def _posted() -> dict[str, str]:
-    """The posted form without the outputs' own `source` field (its value is OUTPUTS_SOURCE),
-    which shares its name with the form's Model source field: the fragment comes first in the
-    form, so that POST /outputs/offer reads "models" (see models.html)."""
-    out = {}
-    for name in request.form:
-        values = request.form.getlist(name)
-        if name == OUTPUTS_FIELD and OUTPUTS_SOURCE in values:
-            values.remove(OUTPUTS_SOURCE)
-        if values:
-            out[name] = values[-1]
-    return out
+    """The posted form, each field's last value."""
+    return {name: request.form.getlist(name)[-1] for name in request.form}
 
 
 def bundle(form: Mapping[str, str]) -> Bundle:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -115,7 +116,7 @@ def manifest_bundle(form: Mapping[str, str]) -> Bundle:
 
 
 def _bundle() -> Bundle:
-    return bundler(request.form.get("source", ""))(request.form)
+    return bundler(request.form.get("outputs_source", ""))(request.form)
 
 
 def _failed(err: Exception) -> tuple[str, int]:
@@ -130,7 +131,7 @@ def offer() -> tuple[str, int] | str:
         made = _bundle()
     except (OutputError, RunwayError, ValueError) as err:
         return render_template(
-            "_outputs_offer.html", problem=str(err), source=request.form.get("source", "")
+            "_outputs_offer.html", problem=str(err), source=request.form.get("outputs_source", "")
         )
     apply_offer = None
     if settings.live and settings.actions and settings.apply_as_user:
@@ -140,7 +141,7 @@ def offer() -> tuple[str, int] | str:
         bundle=made,
         branch=settings.actions and bool(settings.repo),
         apply_offer=apply_offer,
-        source=request.form.get("source", ""),
+        source=request.form.get("outputs_source", ""),
     )
 
 
@@ -151,8 +152,17 @@ def download() -> Response | tuple[str, int]:
     except (OutputError, RunwayError, ValueError) as err:
         return _failed(err)
     answer = Response(download_text(made), mimetype="application/yaml")
-    answer.headers["Content-Disposition"] = 'attachment; filename="runway-bundle.yaml"'
+    answer.headers["Content-Disposition"] = f'attachment; filename="{download_name(made)}"'
     return answer
+
+
+def download_name(made: Bundle) -> str:
+    """The file's own name for a bundle of one file (its path's last part), else
+    runway-bundle.yaml; only characters a file name and the header take as they are."""
+    if len(made.files) != 1:
+        return "runway-bundle.yaml"
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", made.files[0].path.rsplit("/", 1)[-1])
+    return name if name.endswith((".yaml", ".yml")) else "runway-bundle.yaml"
 
 
 @blueprint.post("/outputs/patch")

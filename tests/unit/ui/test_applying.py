@@ -41,7 +41,7 @@ def posted(client: FlaskClient, path: str, form: dict[str, str]) -> str:
 
 
 def form(ns: str) -> dict[str, str]:
-    return {"source": "manifest", "manifest": yaml.safe_dump(model(ns))}
+    return {"outputs_source": "manifest", "manifest": yaml.safe_dump(model(ns))}
 
 
 def buttons(ns: str, apply_as: str | None) -> str:

@@ -211,7 +211,7 @@ def test_the_branch_button_commits_the_composed_model_and_says_where(
         "Sec-Fetch-Site": "same-origin",
         security.CSRF_HEADER: security.csrf_token(KEY, cookie.value),
     }
-    form = {"source": "manifest", "manifest": MANIFEST}
+    form = {"outputs_source": "manifest", "manifest": MANIFEST}
     offered = client.post("/outputs/offer", data=form, headers=headers).get_data(as_text=True)
     assert flat(offered) == (
         "<p>ModelDeployment team-a/phi: team-a/phi.yaml</p>"

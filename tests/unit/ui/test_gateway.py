@@ -266,7 +266,7 @@ def test_an_allowed_provider_is_delivered_as_a_patch_and_a_download(folder: Path
     <input type="hidden" name="yaml" value="{yaml_text}">
 <section class="panel outputs" aria-labelledby="outputs-title">
   <h2 id="outputs-title">Output</h2>
-  <input type="hidden" name="source" value="gateway">
+  <input type="hidden" name="outputs_source" value="gateway">
   <input type="hidden" name="csrf_token" value="{token}">
   <div id="outputs-offer" hx-post="/outputs/offer" hx-include="closest form"
        hx-trigger="load, change from:closest form delay:500ms, input from:closest form delay:800ms"
@@ -276,7 +276,7 @@ def test_an_allowed_provider_is_delivered_as_a_patch_and_a_download(folder: Path
   <div id="outputs-result" aria-live="polite"></div>
 </section>
   </form>""")
-    delivered = {"source": "gateway", "yaml": yaml_text}
+    delivered = {"outputs_source": "gateway", "yaml": yaml_text}
     patch = client.post("/outputs/patch", data=delivered, headers=headers)
     download = client.post("/outputs/download", data=delivered, headers=headers)
     expected_object = """\
@@ -298,13 +298,14 @@ spec:
     diff = "".join(f"+{line}\n" for line in expected_object.splitlines())
     assert lines(patch.get_data(as_text=True)) == lines(
         "<p>A patch <code>git apply</code> accepts at the repository's root:</p>\n"
-        '<pre class="patch">diff --git a/gateway/team-a/other.yaml b/gateway/team-a/other.yaml\n'
+        '<pre class="patch" id="outputs-patch" tabindex="0">diff --git a/gateway/team-a/other.yaml b/gateway/team-a/other.yaml\n'
         "new file mode 100644\n--- /dev/null\n+++ b/gateway/team-a/other.yaml\n@@ -0,0 +1,13 @@\n"
-        f"{diff}</pre>"
+        f"{diff}</pre>\n"
+        '<button type="button" class="secondary" data-copy="outputs-patch">Copy the patch</button>'
     )
     assert (download.status_code, download.headers["Content-Disposition"]) == (
         200,
-        'attachment; filename="runway-bundle.yaml"',
+        'attachment; filename="other.yaml"',
     )
     assert download.get_data(as_text=True) == f"# gateway/team-a/other.yaml\n{expected_object}"
 
@@ -324,7 +325,7 @@ def test_a_refused_provider_is_not_delivered(folder: Path) -> None:
         '<p class="error" role="alert">not delivered: admission refuses the object or a '
         "served name is ambiguous (see the checks)</p>"
     )
-    delivered = {"source": "gateway", "yaml": yaml_text}
+    delivered = {"outputs_source": "gateway", "yaml": yaml_text}
     for route in ("/outputs/patch", "/outputs/download"):
         answer = client.post(route, data=delivered, headers=headers)
         assert (answer.status_code, lines(answer.get_data(as_text=True))) == (200, refused)
@@ -403,7 +404,7 @@ def test_any_posted_provider_gets_a_result_or_a_clear_error_never_a_5xx(
 ) -> None:
     client = app_of(folder).test_client()
     data: dict[str, Any] = fields | {
-        "source": source if route == "/gateway/check" else "gateway",
+        **({"source": source} if route == "/gateway/check" else {"outputs_source": "gateway"}),
         "model_served": served,
         "model_upstream": upstream,
     }

@@ -364,7 +364,7 @@ def patched(repo: Path, text: str) -> str:
     """The patch the page makes for `text`, applied in `repo` after `git apply --check`."""
     portal = Portal(app_of(repo / "examples"))
     html = portal.post(
-        "/outputs/patch", {"source": "models", "yaml": text, "route_gateway": GATEWAY}
+        "/outputs/patch", {"outputs_source": "models", "yaml": text, "route_gateway": GATEWAY}
     ).get_data(as_text=True)
     patch = patch_of(html)
     (repo.parent / "p.patch").write_text(patch)
@@ -374,8 +374,8 @@ def patched(repo: Path, text: str) -> str:
 
 
 def patch_of(html: str) -> str:
-    """The patch of /outputs/patch's answer (its one <pre class="patch">)."""
-    found = re.search(r'<pre class="patch">(.*?)</pre>', html, re.S)
+    """The patch of /outputs/patch's answer (its one <pre class="patch" id="outputs-patch" tabindex="0">)."""
+    found = re.search(r'<pre class="patch" id="outputs-patch" tabindex="0">(.*?)</pre>', html, re.S)
     assert found is not None, html
     return unescaped(found.group(1))
 
@@ -388,7 +388,7 @@ DENIED = (
 
 def outputs(portal: Portal, delivery: str, text: str) -> str:
     """/outputs/<delivery>'s answer for the Models page's form holding `text`, stripped."""
-    form = {"source": "models", "yaml": text, "route_gateway": GATEWAY}
+    form = {"outputs_source": "models", "yaml": text, "route_gateway": GATEWAY}
     answer = portal.post(f"/outputs/{delivery}", form)
     assert answer.status_code == 200
     return str(answer.get_data(as_text=True)).strip()
@@ -442,15 +442,15 @@ def test_download_is_an_attachment_named_after_the_object(portal: Portal) -> Non
     text = (EXAMPLES / "sglang.yaml").read_text()
     obj = yaml.safe_load(text)
     answer = portal.post(
-        "/outputs/download", {"source": "models", "yaml": text, "route_gateway": GATEWAY}
+        "/outputs/download", {"outputs_source": "models", "yaml": text, "route_gateway": GATEWAY}
     )
     assert answer.status_code == 200
-    assert answer.headers["Content-Disposition"] == 'attachment; filename="runway-bundle.yaml"'
+    assert answer.headers["Content-Disposition"] == 'attachment; filename="sglang.yaml"'
     assert answer.get_data(as_text=True) == f"# examples/sglang.yaml\n{text}"
     changed = obj | {"metadata": obj["metadata"] | {"labels": {"team": "a"}}}
     answer = portal.post(
         "/outputs/download",
-        {"source": "models", "yaml": text_of(changed), "route_gateway": GATEWAY},
+        {"outputs_source": "models", "yaml": text_of(changed), "route_gateway": GATEWAY},
     )
     comments = "".join(f"{line}\n" for line in text.splitlines() if line.startswith("#"))
     assert answer.get_data(as_text=True) == f"# examples/sglang.yaml\n{comments}{text_of(changed)}"

@@ -121,11 +121,11 @@ def new_model() -> str:
 
 def models_form() -> dict[str, str]:
     """What the Models page's form posts: the outputs' source first, then its own fields."""
-    return {"source": "models", "yaml": new_model(), "route_gateway": GATEWAY}
+    return {"outputs_source": "models", "yaml": new_model(), "route_gateway": GATEWAY}
 
 
 def gateway_form() -> dict[str, str]:
-    return {"source": "gateway", "yaml": PROVIDER}
+    return {"outputs_source": "gateway", "yaml": PROVIDER}
 
 
 @pytest.mark.parametrize(
@@ -204,7 +204,9 @@ def test_the_branch_holds_exactly_the_file_the_patch_creates(
 ) -> None:
     portal = Portal(app(site, actions=True))
     patched = portal.post("/outputs/patch", models_form()).get_data(as_text=True)
-    found = re.search(r'<pre class="patch">(.*?)</pre>', patched, re.S)
+    found = re.search(
+        r'<pre class="patch" id="outputs-patch" tabindex="0">(.*?)</pre>', patched, re.S
+    )
     assert found is not None, patched
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(remote), str(clone))
@@ -235,7 +237,7 @@ def test_live_a_user_with_rights_applies_the_composed_model_and_its_upstream_obj
     deployer = make_user(cluster, namespace, "composer")
     grant_all(cluster, deployer, namespace, "composer-writes", ["get", "create", "patch"], WRITES)
     client = signed_in(live_app(cluster, actions=True, apply_as_user=True), deployer)
-    form = {"source": "models", "yaml": text_of(model(namespace)), "route_gateway": GATEWAY}
+    form = {"outputs_source": "models", "yaml": text_of(model(namespace)), "route_gateway": GATEWAY}
     assert posted(client, "/outputs/offer", form) == (
         f"<p>ModelDeployment {namespace}/phi-direct: {namespace}/phi-direct.yaml</p>"
         f"{DOWNLOAD_AND_PATCH}"
@@ -257,17 +259,17 @@ def test_live_a_user_with_rights_applies_the_composed_model_and_its_upstream_obj
 
 @pytest.mark.parametrize(
     ("posted", "expected"),
-    [(["models", "custom"], {"source": "custom"}), (["models", ""], {}), (["models"], {})],
+    [({"source": "custom"}, {"source": "custom"}), ({"source": ""}, {}), ({}, {})],
     ids=["custom", "unset", "absent"],
 )
 def test_the_outputs_source_field_never_reaches_the_model_source(
-    site: Path, posted: list[str], expected: dict[str, str]
+    site: Path, posted: dict[str, str], expected: dict[str, str]
 ) -> None:
-    """The fragment's `source` (first in the form) shares its name with the Model source field:
-    the form's merge takes the field's own value, never the outputs' "models"."""
+    """The fragment's own field (`outputs_source`) is not the form's Model source field: the
+    form's merge takes the field's own value, never the outputs' "models"."""
     obj = yaml.safe_load(new_model())
     portal = Portal(app(site, actions=False))
-    data = {"yaml": new_model(), "source": posted}
+    data = {"yaml": new_model(), "outputs_source": "models", **posted}
     answer = portal.client.post("/models/form", data=data, headers=portal.headers)
     editor = element(answer.get_data(as_text=True), "textarea", "models-yaml")
     shown = yaml.safe_load(unescaped(editor.split(">", 1)[1].rsplit("</textarea>", 1)[0]))

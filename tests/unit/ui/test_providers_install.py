@@ -147,7 +147,7 @@ BRANCH_BUTTON = (
     '<button type="button" hx-post="/outputs/branch" hx-include="closest form" '
     'hx-target="#outputs-result" hx-disabled-elt="this">Commit to a new branch</button>'
 )
-INSTALL_FORM = {"source": "install", "provider": "kaito", "flavour": "flux"}
+INSTALL_FORM = {"outputs_source": "install", "provider": "kaito", "flavour": "flux"}
 
 
 def test_the_page_carries_one_install_form_with_the_output_fragment(tmp_path: Path) -> None:
@@ -181,7 +181,7 @@ def test_the_page_carries_one_install_form_with_the_output_fragment(tmp_path: Pa
         f"""\
 <section class="panel outputs" aria-labelledby="outputs-title">
   <h2 id="outputs-title">Output</h2>
-  <input type="hidden" name="source" value="install">
+  <input type="hidden" name="outputs_source" value="install">
   <input type="hidden" name="csrf_token" value="{token}">
   <div id="outputs-offer" hx-post="/outputs/offer" hx-include="closest form"
        hx-trigger="load, change from:closest form delay:500ms, input from:closest form delay:800ms"
@@ -208,19 +208,25 @@ def test_flux_objects_are_delivered_as_a_download_and_a_patch_at_the_install_pat
     )
     assert (download.status_code, download.headers["Content-Disposition"]) == (
         200,
-        'attachment; filename="runway-bundle.yaml"',
+        'attachment; filename="kaito.yaml"',
     )
     assert download.get_data(as_text=True) == f"# clusters/dev/providers/kaito.yaml\n---\n{FLUX}"
     added = "".join(f"+{line}\n" for line in f"---\n{FLUX}".splitlines())
     assert lines(patch.get_data(as_text=True)) == lines(
         "<p>A patch <code>git apply</code> accepts at the repository's root:</p>\n"
-        '<pre class="patch">diff --git a/clusters/dev/providers/kaito.yaml '
+        '<pre class="patch" id="outputs-patch" tabindex="0">diff --git a/clusters/dev/providers/kaito.yaml '
         "b/clusters/dev/providers/kaito.yaml\nnew file mode 100644\n--- /dev/null\n"
         "+++ b/clusters/dev/providers/kaito.yaml\n@@ -0,0 +1,30 @@\n"
-        f"{added}</pre>"
+        f"{added}</pre>\n"
+        '<button type="button" class="secondary" data-copy="outputs-patch">Copy the patch</button>'
     )
     shown = patch.get_data(as_text=True)
-    text = html.unescape(shown[shown.index('<pre class="patch">') + 19 : shown.index("</pre>")])
+    text = html.unescape(
+        shown[
+            shown.index('<pre class="patch" id="outputs-patch" tabindex="0">')
+            + len('<pre class="patch" id="outputs-patch" tabindex="0">') : shown.index("</pre>")
+        ]
+    )
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     subprocess.run(["git", "apply", "-"], input=text, text=True, cwd=tmp_path, check=True)
     written = tmp_path / "clusters" / "dev" / "providers" / "kaito.yaml"
