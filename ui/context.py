@@ -7,10 +7,13 @@ from dataclasses import dataclass
 
 from flask import current_app, g
 
+from renderer.schemapack import load_pack
+from renderer.strict import Schemas
 from ui.cluster import Cluster, Viewer
 from ui.settings import UiSettings
 
 EXTENSION = "runway"
+SCHEMAS = "runway.schemas"  # app.extensions: the schema pack, loaded once per app
 OFFLINE_VIEWER = Viewer(username="")  # offline: nobody is signed in, nothing acts on a cluster
 
 
@@ -45,4 +48,13 @@ def cluster() -> Cluster:
     found = portal().cluster
     if found is None:
         raise LookupError("this page needs a cluster: run `runway ui` without --offline")
+    return found
+
+
+def schemas() -> Schemas:
+    """The schema pack every page's strict checks use (render's own), loaded at first use and
+    then shared by the pages of this app."""
+    found: Schemas | None = current_app.extensions.get(SCHEMAS)
+    if found is None:
+        found = current_app.extensions[SCHEMAS] = Schemas.from_pack(load_pack())
     return found

@@ -35,7 +35,6 @@ from kubeio.sources import Document
 from kubeio.yamlio import dump, load_all
 from renderer.folders import HYDRATED_FILE
 from renderer.render import render_guarded
-from renderer.schemapack import load_pack
 from renderer.strict import Schemas
 
 RENDER_PATH = "rendered"  # `runway render --path`'s default: where the preview's files go
@@ -53,9 +52,8 @@ class Checker:
     pins: Versions
 
     @classmethod
-    def build(cls, configs: Sequence[Mapping[str, Any]]) -> Checker:
-        registry = build_registry(configs or None)
-        return cls(registry, Schemas.from_pack(load_pack()), bundled_versions())
+    def build(cls, configs: Sequence[Mapping[str, Any]], schemas: Schemas) -> Checker:
+        return cls(build_registry(configs or None), schemas, bundled_versions())
 
 
 @dataclass(frozen=True, slots=True)

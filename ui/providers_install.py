@@ -11,19 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from flask import current_app
-
 from core.checks.installation import read_installation
 from core.fields.errors import FieldError
 from core.rendering.installs import Flavour, gitops_objects, helm_commands, plan_install
 from kubeio.shipped import bundled_versions
 from kubeio.yamlio import dump, dump_all
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas, check_objects
+from renderer.strict import check_objects
+from ui.context import schemas
 from ui.outputs import Bundle, Planned, checked_path
-
-SCHEMAS = "runway.providers.schemas"  # the schema pack, loaded once per app
-
 
 ENGINE_TITLES = {Flavour.FLUX: "Flux", Flavour.ARGOCD: "Argo CD"}
 
@@ -65,13 +60,6 @@ class InstallView:
 def install_path(base: str, provider: str) -> str:
     """`<base>/<provider>.yaml`, checked to stay inside the repository."""
     return str(checked_path(f"{base.strip('/')}/{provider}.yaml"))
-
-
-def schemas() -> Schemas:
-    found: Schemas | None = current_app.extensions.get(SCHEMAS)
-    if found is None:
-        found = current_app.extensions[SCHEMAS] = Schemas.from_pack(load_pack())
-    return found
 
 
 def install_view(

@@ -3,14 +3,13 @@ live mode the connection state and which of the kinds Runway reads and writes ha
 
 from __future__ import annotations
 
-import importlib.metadata
 from dataclasses import dataclass
 
 import kubernetes
 from flask import Blueprint, render_template
 
 from core.model.kinds import EMP_GROUP, GROUP
-from kubeio.shipped import bundled_versions
+from kubeio.shipped import bundled_versions, runway_version
 from ui.cluster import TIMEOUT, api_failure
 from ui.context import NavItem, portal
 
@@ -39,13 +38,6 @@ class Connection:
     version: str = ""  # the API server's gitVersion
     problem: str = ""  # why it could not be read
     crds: tuple[tuple[str, str], ...] = ()  # (name, served versions) of the watched groups
-
-
-def runway_version() -> str:
-    try:
-        return importlib.metadata.version("runway")
-    except importlib.metadata.PackageNotFoundError:
-        return "dev"
 
 
 def connection() -> Connection | None:

@@ -20,7 +20,7 @@ from flask import Blueprint, current_app, render_template, request
 from kubeio.sources import parse_documents
 from renderer.folders import HYDRATED_FILE
 from ui.compose import FIELDS, ComposeError, blank, merged, parse, text_of, values_of
-from ui.context import NavItem, cluster, portal
+from ui.context import NavItem, cluster, portal, schemas
 from ui.models_catalog import Sources, catalog, find, fingerprint, read_sources
 from ui.models_fit import Fit, gpu_fit
 from ui.models_output import bundle as output_bundle
@@ -52,7 +52,7 @@ def sources() -> Sources:
 def checker() -> Checker:
     found = current_app.extensions.get(CHECKER)
     if found is None:
-        found = current_app.extensions[CHECKER] = Checker.build(sources().configs())
+        found = current_app.extensions[CHECKER] = Checker.build(sources().configs(), schemas())
     return found
 
 

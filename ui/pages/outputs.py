@@ -40,10 +40,9 @@ from kubeio.shipped import bundled_versions
 from kubeio.sources import parse_documents
 from renderer.folders import HYDRATED_FILE
 from renderer.render import render_one
-from renderer.schemapack import load_pack
 from renderer.strict import Schemas
 from ui import applying, branches
-from ui.context import cluster, portal, viewer
+from ui.context import cluster, portal, schemas, viewer
 from ui.outputs import (
     Bundle,
     OutputError,
@@ -63,7 +62,7 @@ SOURCES = {
 }
 MANIFEST = "manifest"
 MAX_MANIFEST = 256 * 1024  # characters of a manifest field
-RENDERING = "runway.outputs.rendering"  # app.extensions: the registry, schemas and pins, once
+RENDERING = "runway.outputs.rendering"  # app.extensions: the registry and pins, once
 
 Bundler = Callable[[Mapping[str, str]], Bundle]
 
@@ -82,10 +81,9 @@ def bundler(source: str) -> Bundler:
 def _rendering() -> tuple[Any, Schemas, Any]:
     cached = current_app.extensions.get(RENDERING)
     if cached is None:
-        cached = (build_registry(), Schemas.from_pack(load_pack()), bundled_versions())
-        current_app.extensions[RENDERING] = cached
-    found: tuple[Any, Schemas, Any] = cached
-    return found
+        cached = current_app.extensions[RENDERING] = (build_registry(), bundled_versions())
+    registry, pins = cached
+    return registry, schemas(), pins
 
 
 def manifest_bundle(form: Mapping[str, str]) -> Bundle:
