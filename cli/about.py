@@ -4,13 +4,12 @@ installed package (core/model/versions.env, the data every render uses)."""
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import sys
 from typing import Any
 
 from cli.exits import Exit
 from cli.options import add_output, write_structured
-from kubeio.shipped import bundled_versions
+from kubeio.shipped import bundled_versions, runway_version
 
 
 def add_commands(commands: Any) -> None:
@@ -23,14 +22,6 @@ def add_commands(commands: Any) -> None:
     )
     add_output(version)
     version.set_defaults(run=run_version)
-
-
-def runway_version() -> str:
-    """The installed package's version ("dev" when run from a tree that is not installed)."""
-    try:
-        return importlib.metadata.version("runway")
-    except importlib.metadata.PackageNotFoundError:
-        return "dev"
 
 
 def version_info() -> dict[str, Any]:

@@ -11,7 +11,6 @@ import socket
 import threading
 from typing import Any
 
-from cli.about import runway_version
 from cli.exits import Exit
 from cli.gateway import add_sync_arguments, print_report, sync_settings
 from cli.options import CONTEXT, NAMESPACE, add_context, add_namespace
@@ -21,6 +20,7 @@ from controller.observe import ObserveSettings
 from controller.run import ControllerSettings, run, wait
 from gateway.run import sync_loop
 from kubeio.client import api_client
+from kubeio.shipped import runway_version
 
 
 def add_commands(commands: Any) -> None:

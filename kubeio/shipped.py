@@ -1,10 +1,11 @@
 """Runway's shipped data, read from the installed packages: each provider's InferenceProviderConfig
 (providers/<name>/config.yaml), the engine flag catalogs beside them (providers/<name>/catalogs/),
 the operators' facts (providers/<name>/facts/) and the upstream version pins
-(core/model/versions.env)."""
+(core/model/versions.env), and Runway's own version."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -62,3 +63,11 @@ def bundled_facts() -> dict[str, dict[str, Any]]:
 
 def bundled_versions() -> Versions:
     return Versions.parse(resources.files("core.model").joinpath("versions.env").read_text("utf-8"))
+
+
+def runway_version() -> str:
+    """The installed package's version ("dev" when run from a tree that is not installed)."""
+    try:
+        return importlib.metadata.version("runway")
+    except importlib.metadata.PackageNotFoundError:
+        return "dev"
