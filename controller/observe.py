@@ -42,6 +42,7 @@ from core.rendering.inferencegateway import capabilities_of
 from core.selection.configs import ProviderRegistry
 from core.status.modeldeployment import gateway_state, model_deployment_status
 from kubeio.health import failure
+from kubeio.objects import UPSTREAM_KINDS
 from kubeio.registry import build_registry
 
 __all__ = [  # Queue moved to controller/queue.py; tests and bench/ still import it from here
@@ -85,16 +86,7 @@ PROVIDER_CONFIGS = Kind(
     namespaced=False,
     managed_only=False,
 )
-# The upstream kinds the providers' status mappings read (providers/<name>/status.py) and the
-# gateway objects (core/status gateway_state).
-UPSTREAM = (
-    Kind("apps", "v1", "deployments", "Deployment"),
-    Kind("nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment"),
-    Kind("kaito.sh", "v1beta1", "workspaces", "Workspace"),
-    Kind("ray.io", "v1", "rayservices", "RayService"),
-    Kind("inference.networking.k8s.io", "v1", "inferencepools", "InferencePool"),
-    Kind("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute"),
-)
+UPSTREAM = tuple(Kind(*kind) for kind in UPSTREAM_KINDS)
 # What gateway-sync reads besides ModelDeployments and provider configs; watched so that a
 # change wakes a gateway sync running in this process (--litellm-url).
 EXTERNAL_MODEL_PROVIDERS = Kind(

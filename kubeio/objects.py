@@ -8,6 +8,18 @@ from typing import Any
 from core.status.conditions import condition as core_condition
 
 DEFAULT_NAMESPACE = "default"
+# The upstream kinds a ModelDeployment's objects may have, as (group, version, plural, kind): what
+# the providers' status mappings read (providers/<name>/status.py) and the gateway objects (core
+# status gateway_state). The status controller watches them; the portal's Deployments page shows
+# them.
+UPSTREAM_KINDS = (
+    ("apps", "v1", "deployments", "Deployment"),
+    ("nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment"),
+    ("kaito.sh", "v1beta1", "workspaces", "Workspace"),
+    ("ray.io", "v1", "rayservices", "RayService"),
+    ("inference.networking.k8s.io", "v1", "inferencepools", "InferencePool"),
+    ("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute"),
+)
 
 
 def object_key(namespace: str | None, name: str) -> str:
