@@ -17,9 +17,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Self
 
+from flask.testing import FlaskClient
+
 from tests.conftest import ROOT
 from tests.support.cluster import free_port, terminate
 from tests.support.wait import wait_until
+from ui.security import COOKIE, CSRF_HEADER, csrf_token
 
 HOST = "127.0.0.1"
 TIMEOUT = 10
@@ -123,3 +126,13 @@ class UiServer:
         trace: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def post_headers(client: FlaskClient, key: bytes) -> dict[str, str]:
+    """The headers of a same-origin POST as the portal's pages send it: the CSRF token of the
+    client's session (a GET of /about first sets the session cookie when it has none)."""
+    if client.get_cookie(COOKIE) is None:
+        client.get("/about")
+    found = client.get_cookie(COOKIE)
+    assert found is not None
+    return {"Sec-Fetch-Site": "same-origin", CSRF_HEADER: csrf_token(key, found.value)}

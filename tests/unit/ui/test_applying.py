@@ -14,9 +14,9 @@ from markupsafe import escape
 
 from tests.e2e.conftest import cluster, namespace  # noqa: F401  (the real API server)
 from tests.support.cluster import Cluster
+from tests.support.ui import post_headers
 from tests.support.users import User, make_user
 from tests.unit.ui.test_deployments import flat, grant_all, live_app, model, signed_in
-from ui import security
 from ui.app import create_app
 from ui.settings import Mode, UiSettings
 
@@ -26,16 +26,7 @@ WRITES = ("modeldeployments.airunway.ai", "deployments.apps", "services")
 
 def posted(client: FlaskClient, path: str, form: dict[str, str]) -> str:
     """POST `form` as the page's htmx would (session cookie, CSRF header, same origin)."""
-    if client.get_cookie(security.COOKIE) is None:
-        client.get("/about")
-    found = client.get_cookie(security.COOKIE)
-    assert found is not None
-    cookie = found.value
-    headers = {
-        "Sec-Fetch-Site": "same-origin",
-        security.CSRF_HEADER: security.csrf_token(KEY, cookie),
-    }
-    done = client.post(path, data=form, headers=headers)
+    done = client.post(path, data=form, headers=post_headers(client, KEY))
     assert done.status_code == 200
     return flat(done.get_data(as_text=True))
 

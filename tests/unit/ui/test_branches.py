@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.gitserver import GitServer, start_git_server
-from ui import security
+from tests.support.ui import post_headers
 from ui.app import create_app
 from ui.branches import AUTHOR, Pushed, commit_branch, compare_link, redacted
 from ui.outputs import Bundle, OutputError, Planned
@@ -204,13 +204,7 @@ def test_the_branch_button_commits_the_composed_model_and_says_where(
         mode=Mode.OFFLINE, sources=(str(site),), actions=True, repo=str(site), secret_key=KEY
     )
     client = create_app(settings).test_client()
-    client.get("/about")
-    cookie = client.get_cookie(security.COOKIE)
-    assert cookie is not None
-    headers = {
-        "Sec-Fetch-Site": "same-origin",
-        security.CSRF_HEADER: security.csrf_token(KEY, cookie.value),
-    }
+    headers = post_headers(client, KEY)
     form = {"outputs_source": "manifest", "manifest": MANIFEST}
     offered = client.post("/outputs/offer", data=form, headers=headers).get_data(as_text=True)
     assert flat(offered) == (

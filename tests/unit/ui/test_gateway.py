@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from core.admission.configs import REQUESTED_BY
 from tests.conftest import ROOT
-from ui import security
+from tests.support.ui import post_headers
 from ui.app import create_app
 from ui.gateway_compose import stamped, verdict
 from ui.settings import Mode, UiSettings
@@ -86,9 +86,7 @@ def app_of(folder: Path) -> Flask:
 
 def signed(client: FlaskClient) -> dict[str, str]:
     """The headers of a same-origin POST of a fresh session (its cookie set by a GET)."""
-    answer = client.get("/about")
-    cookie = answer.headers["Set-Cookie"].split(";")[0].split("=", 1)[1]
-    return {"X-CSRF-Token": security.csrf_token(KEY, cookie), "Origin": "http://localhost"}
+    return post_headers(client, KEY)
 
 
 def form(**given: Any) -> dict[str, Any]:

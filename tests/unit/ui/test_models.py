@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from cli.main import main
 from tests.conftest import EXAMPLES, example_model_deployments
-from ui import security
+from tests.support.ui import post_headers
 from ui.app import create_app
 from ui.compose import blank, merged, text_of, values_of
 from ui.settings import Mode, UiSettings
@@ -45,12 +45,7 @@ class Portal:
 
     def __init__(self, app: Flask) -> None:
         self.client: FlaskClient = app.test_client()
-        answer = self.client.get("/about")
-        cookie = answer.headers["Set-Cookie"].split(";")[0].split("=", 1)[1]
-        self.headers = {
-            "X-CSRF-Token": security.csrf_token(KEY, cookie),
-            "Sec-Fetch-Site": "same-origin",
-        }
+        self.headers = post_headers(self.client, KEY)
 
     def get(self, path: str) -> str:
         answer = self.client.get(path)

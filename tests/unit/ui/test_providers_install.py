@@ -18,6 +18,7 @@ from flask.testing import FlaskClient
 from cli.main import build_parser
 from cli.ui import settings_of
 from tests.support.gitserver import start_git_server
+from tests.support.ui import post_headers
 from ui import security
 from ui.app import create_app
 from ui.settings import Mode, UiSettings
@@ -83,9 +84,7 @@ def app_of(folder: Path, install_path: str = "infrastructure/providers") -> Flas
 
 
 def token_of(client: FlaskClient) -> str:
-    answer = client.get("/about")
-    cookie = answer.headers["Set-Cookie"].split(";")[0].split("=", 1)[1]
-    return security.csrf_token(KEY, cookie)
+    return post_headers(client, KEY)[security.CSRF_HEADER]
 
 
 def test_argo_cd_objects_are_strict_checked_beside_the_helm_commands(tmp_path: Path) -> None:
