@@ -46,6 +46,21 @@ class SourceError(RunwayError):
         super().__init__(f"{path if path.isprintable() else repr(path)}: {message}")
 
 
+class Unavailable(RunwayError):
+    """Something outside Runway that a command needs did not answer as it must: Git, a cluster,
+    LiteLLM, a repository another render holds. The input may be fine; trying again may work."""
+
+
+class UsageError(RunwayError):
+    """A setting (a flag, an environment variable, a settings file) that cannot be used; the
+    command stops before doing anything and names it."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.reason = reason
+        super().__init__(f"{name}: {reason}")
+
+
 class IncompatibleUpstream(RunwayError):
     """A rendered object uses a field the pinned upstream schema does not declare."""
 
