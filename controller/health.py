@@ -17,11 +17,11 @@ from typing import Any
 
 import kubernetes
 
-from controller.logs import Throttle
 from core.model.kinds import GROUP, INFERENCE_PROVIDER_CONFIG_PLURAL, VERSION
 from core.status.providers import HealthSpec, Observed, health_spec, provider_status
 from kubeio.health import failure
 from kubeio.health import observe as observe_cluster
+from kubeio.repeats import Repeats
 
 TIME = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -30,7 +30,7 @@ TIME = "%Y-%m-%dT%H:%M:%SZ"
 class HealthParts:
     api: kubernetes.client.ApiClient
     objects: kubernetes.client.CustomObjectsApi
-    throttle: Throttle
+    throttle: Repeats
 
 
 def observe(parts: HealthParts, specs: Sequence[HealthSpec]) -> Observed:

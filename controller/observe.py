@@ -25,8 +25,7 @@ import urllib3
 
 from controller.classify import Prober
 from controller.health import HealthParts, check_providers
-from controller.logs import Throttle
-from controller.queue import Backoff, Queue
+from controller.queue import Queue
 from core.model.kinds import (
     EMP_GROUP,
     EXTERNAL_MODEL_PROVIDER_PLURAL,
@@ -41,9 +40,11 @@ from core.rendering.common import LABEL_MANAGED_BY, LABEL_MODEL_DEPLOYMENT, MANA
 from core.rendering.inferencegateway import capabilities_of
 from core.selection.configs import ProviderRegistry
 from core.status.modeldeployment import gateway_state, model_deployment_status
+from kubeio.backoff import Backoff
 from kubeio.health import failure
 from kubeio.objects import UPSTREAM_KINDS
 from kubeio.registry import build_registry
+from kubeio.repeats import Repeats
 
 __all__ = [  # Queue moved to controller/queue.py; tests and bench/ still import it from here
     "KINDS",
@@ -62,6 +63,7 @@ log = logging.getLogger(__name__)
 CONNECT_SECONDS = 10.0
 GRACE_SECONDS = 30.0
 LIST_SECONDS = 60.0  # a list not answered by then failed (the kind lists again)
+PREFIX = "status-controller: "  # what every rate-limited warning starts with
 WATCH_FAILURES = (kubernetes.client.ApiException, urllib3.exceptions.HTTPError, OSError)
 
 
@@ -267,7 +269,7 @@ class Observer:
         self._on_gateway_change = on_gateway_change
         self._generations: dict[tuple[str, str, str], Any] = {}
         self.backoff = Backoff(settings.backoff_seconds, settings.backoff_most)
-        self.throttle = Throttle(log, settings.log_every)
+        self.throttle = Repeats(log, every=settings.log_every, prefix=PREFIX)
 
     # --- watching ---------------------------------------------------------------------------
 
@@ -475,10 +477,10 @@ class Observer:
             if self.throttle.warning(subject, f"could not be reconciled: {failure(err)}"):
                 log.debug("status-controller: %s", subject, exc_info=True)
         else:
-            self.backoff.succeeded(key)
+            self.backoff.succeed(key)
             self.throttle.clear(subject)
             return result
-        self.queue.later(key, self.backoff.failed(key))
+        self.queue.later(key, self.backoff.fail(key)[1])
         return "error"
 
     # --- provider health --------------------------------------------------------------------

@@ -1,8 +1,7 @@
 """The work queue of the status controller: ModelDeployment keys to reconcile, each taken once
-however often it is queued, some due later; and each key's own backoff after a failed
-reconcile, so that one object whose write keeps failing is retried later and later while every
-other object is reconciled at once (client-go's workqueue with its per-item exponential rate
-limiter is the model)."""
+however often it is queued, some due later (a key whose reconcile failed comes back after its own
+backoff, kubeio.backoff.Backoff, so one object whose write keeps failing is retried later and
+later while every other object is reconciled at once; client-go's workqueue is the model)."""
 
 from __future__ import annotations
 
@@ -11,9 +10,6 @@ import heapq
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-
-Key = tuple[str, str]
 
 
 class Queue:
@@ -77,22 +73,3 @@ class Queue:
     def __len__(self) -> int:
         with self._cond:
             return len(self._order)
-
-
-@dataclass
-class Backoff:
-    """Each key's delay after its failures: `first` seconds after the first, doubling with each
-    failure after it, at most `most`; a success forgets the key. Used by one thread only."""
-
-    first: float = 0.5
-    most: float = 300.0
-    failures: dict[Key, int] = field(default_factory=dict)
-
-    def failed(self, key: Key) -> float:
-        """Seconds until `key` is tried again, after one more failure."""
-        count = self.failures.get(key, 0) + 1
-        self.failures[key] = count
-        return min(self.first * 2.0 ** min(count - 1, 64), self.most)
-
-    def succeeded(self, key: Key) -> None:
-        self.failures.pop(key, None)

@@ -3,15 +3,14 @@ ExternalModelProvider's status through the status subresource (only when it chan
 
 Each status is written on its own (issue #40, item 8): a write the API server refuses (any 4xx or
 5xx, e.g. a 500 for an object past etcd's size limit) is logged, backs that object off (1, 2, 4
-... seconds, at most MAX_BACKOFF) and never stops the writes of the others or fails the pass.
+... seconds, at most 300: kubeio.backoff.Backoff's defaults) and never stops the writes of the others or fails the pass.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import kubernetes
@@ -30,6 +29,7 @@ from core.model.kinds import (
 )
 from gateway.merge import Owner, Plan, owner_of
 from gateway.status import ModelResult, invalid_status, provider_status
+from kubeio.backoff import Backoff
 
 log = logging.getLogger(__name__)
 
@@ -84,37 +84,6 @@ def statuses(
                 by_owner.get(owner, []), generation=generation, previous=previous, now=now
             )
     return out
-
-
-MAX_BACKOFF = 300.0  # seconds between two attempts at a status the API server keeps refusing
-
-
-@dataclass
-class Backoff:
-    """Refused status writes per object: how many in a row, and when to try again."""
-
-    clock: Callable[[], float] = time.monotonic
-    refused: dict[Owner, tuple[int, float]] = field(default_factory=dict)
-
-    def due(self, owner: Owner) -> bool:
-        return self.refused.get(owner, (0, 0.0))[1] <= self.clock()
-
-    def fail(self, owner: Owner) -> tuple[int, float]:
-        """Count a refusal; the number in a row and the seconds until the next attempt."""
-        count = self.refused.get(owner, (0, 0.0))[0] + 1
-        wait = min(MAX_BACKOFF, 2.0 ** (count - 1))
-        self.refused[owner] = (count, self.clock() + wait)
-        return count, wait
-
-    def succeed(self, owner: Owner) -> None:
-        self.refused.pop(owner, None)
-
-    def next_in(self) -> float | None:
-        """Seconds until the first refused status is due again (0 when one is due now); None
-        when none is waiting. The loop runs its next pass by then, not only at the resync."""
-        if not self.refused:
-            return None
-        return max(0.0, min(due for _, due in self.refused.values()) - self.clock())
 
 
 @dataclass(frozen=True, slots=True)

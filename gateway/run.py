@@ -25,11 +25,12 @@ from core.model.destinations import NO_DESTINATIONS, Destinations
 from core.model.kinds import INFERENCE_PROVIDER_CONFIG
 from core.selection.configs import ProviderRegistry
 from gateway.apikeys import ClusterSecrets, FileSecrets, SecretSource
-from gateway.cluster import Backoff, list_objects, statuses, write_statuses
+from gateway.cluster import list_objects, statuses, write_statuses
 from gateway.litellm import LiteLLM, LiteLLMUnavailable
 from gateway.merge import Plan, plan, split
 from gateway.status import ModelResult, RegistrationOutcome
 from gateway.sync import Syncer
+from kubeio.backoff import Backoff
 from kubeio.client import api_client
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_versions
@@ -38,6 +39,7 @@ from kubeio.sources import is_runway_kind, read_documents, skip_note
 log = logging.getLogger(__name__)
 
 DEBOUNCE = 0.2  # seconds a woken loop waits for the rest of a burst of changes
+PASS = "pass"  # the one key of the loop's own backoff (failed passes in a row)
 # What a loop pass may meet and survive: LiteLLM or the API server unreachable or answering
 # errors. The next pass retries.
 PASS_FAILURES = (
@@ -201,23 +203,24 @@ def sync_loop(
     no pass runs. Whoever sets `stop` sets `wake` too, so that the loop ends at once."""
     connection = connect(settings)
     last: SyncReport | FailedPass | None = None
-    failures = 0
+    passes = Backoff(1.0, settings.interval)  # failed passes in a row
+    retry = 0.0
     while not stop.is_set():
         if leading():
             try:
                 last = sync_once(settings, connection)
                 report(last)  # inside: a failed write of the report is a failed pass, as ever
-                failures = 0
+                passes.succeed(PASS)
             except PASS_FAILURES as err:
                 log.warning("gateway-sync pass failed: %s", _first_line(err))
                 last = FailedPass(_first_line(err))
-                failures += 1
+                retry = passes.fail(PASS)[1]
         # A status the API server refused is tried again when its backoff ends, not only at the
-        # resync or the next change (gateway.cluster.Backoff).
+        # resync or the next change (the connection's kubeio.backoff.Backoff).
         due = connection.backoff.next_in()
         interval = settings.interval if due is None else min(settings.interval, max(due, 0.1))
-        if failures:
-            stop.wait(min(interval, 2.0 ** (failures - 1)))
+        if passes.count(PASS):
+            stop.wait(min(interval, retry))
         elif wake is None:
             stop.wait(interval)
         elif wake.wait(interval):

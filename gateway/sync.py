@@ -26,7 +26,6 @@ from core.fields.errors import shown
 from core.model.kinds import EXTERNAL_MODEL_PROVIDER
 from gateway.apikeys import SecretSource, SecretUnavailable
 from gateway.litellm import LiteLLM, WriteFailed
-from gateway.logs import Repeats, at_most
 from gateway.merge import (
     ID_PREFIX,
     Conflict,
@@ -38,6 +37,7 @@ from gateway.merge import (
     settle,
 )
 from gateway.status import ModelResult, RegistrationOutcome
+from kubeio.repeats import Repeats, at_most
 
 log = logging.getLogger(__name__)
 

@@ -45,12 +45,13 @@ from core.admission.pipeline import admit
 from core.model.servednames import is_literal
 from core.selection.configs import ProviderRegistry
 from gateway.apikeys import CONSENT_LABEL, ClusterSecrets, FileSecrets, SecretUnavailable
-from gateway.cluster import Backoff, Writes, statuses, write_statuses
+from gateway.cluster import Writes, statuses, write_statuses
 from gateway.litellm import MAX_ANSWER, LiteLLM, LiteLLMUnavailable
 from gateway.logs import MAX_MESSAGE
 from gateway.merge import Owner, Plan, Registration, SecretRef, owner_of, plan, settle
 from gateway.run import PlanSettings, plan_objects
 from gateway.sync import Syncer
+from kubeio.backoff import Backoff
 from tests.fuzzing import Report
 from tests.support.answers import SHAPES, Answer, AnswerServer, Request, generated_info
 from tests.support.builders import external_model_provider, model_deployment, shipped_registry

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.observe import MODEL_DEPLOYMENTS, Metrics, Observer, ObserveSettings
-from controller.queue import Backoff
 from core.admission.pipeline import admit
+from kubeio.backoff import Backoff
 from tests.support.builders import model_deployment, shipped_registry
 from tests.support.healthapi import Refusals, health_api
 from tests.support.wait import wait_until
@@ -106,12 +106,12 @@ def test_backoff_doubles_per_failure_up_to_the_most_and_a_success_forgets(
     streak = 0
     for outcome in outcomes:
         if outcome == "ok":
-            backoff.succeeded(key)
+            backoff.succeed(key)
             streak = 0
             continue
         streak += 1
-        assert backoff.failed(key) == min(0.5 * 2 ** (streak - 1), 4.0)
-    assert backoff.failures.get(key, 0) == streak
+        assert backoff.fail(key)[1] == min(0.5 * 2 ** (streak - 1), 4.0)
+    assert backoff.count(key) == streak
 
 
 @settings(max_examples=50)
@@ -119,5 +119,5 @@ def test_backoff_doubles_per_failure_up_to_the_most_and_a_success_forgets(
 def test_backoff_never_overflows(failures: int) -> None:
     backoff = Backoff(0.5, 300.0)
     for _ in range(failures):
-        delay = backoff.failed(("ns", "m"))
+        delay = backoff.fail(("ns", "m"))[1]
     assert delay == min(0.5 * 2.0 ** min(failures - 1, 64), 300.0)

@@ -18,13 +18,14 @@ from hypothesis import strategies as st
 
 from core.schema.crds import MODELS
 from gateway.apikeys import FileSecrets
-from gateway.cluster import Backoff, Writes, statuses, write_statuses
+from gateway.cluster import Writes, statuses, write_statuses
 from gateway.litellm import LiteLLM
 from gateway.logs import MAX_MESSAGE
 from gateway.merge import Owner, owner_of
 from gateway.run import PlanSettings, plan_objects
 from gateway.status import MAX_MODELS
 from gateway.sync import Syncer
+from kubeio.backoff import Backoff
 from tests.support.answers import Answer, AnswerServer, Request
 from tests.support.builders import external_model_provider
 
