@@ -14,7 +14,9 @@ from typing import Any
 
 import kubernetes
 
-from controller.observe import MODEL_DEPLOYMENTS, Metrics, Observer, ObserveSettings
+from controller.kinds import MODEL_DEPLOYMENTS
+from controller.metrics import Metrics
+from controller.observe import Observer, ObserveSettings
 from core.admission.pipeline import admit
 from kubeio.registry import build_registry
 

@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 import kubernetes
 
 from controller.classify import Prober, ProbeSettings
+from controller.kinds import KINDS
 from controller.lease import LeaderElector, LeaseSettings
-from controller.observe import KINDS, WATCH_FAILURES, Metrics, Observer, ObserveSettings
+from controller.metrics import Metrics
+from controller.observe import Observer, ObserveSettings
 from controller.queue import Queue
 from controller.serve import serve_probes
+from controller.watching import WATCH_FAILURES
 from kubeio.health import failure
 from kubeio.shipped import bundled_versions
 

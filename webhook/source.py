@@ -15,8 +15,9 @@ nothing. One unanswered heartbeat makes the source unready at once, whatever `st
 says, until the API server answers again (a heartbeat, a list or a watch event), so a silent
 API server is noticed within `heartbeat_seconds` + ANSWER_SECONDS (10 s by default). A normal
 watch restart never makes it unready; a watch that keeps failing does, `stale_seconds` after
-the last moment the data was known current; a watch silent WATCH_GRACE_SECONDS past its
-server-side timeout counts as failed.
+the last moment the data was known current; a watch silent kubeio.watch.GRACE_SECONDS past its
+server-side timeout counts as failed. The list-watch loop itself is kubeio/watch.py's; this
+source is what it reports to.
 """
 
 from __future__ import annotations
@@ -35,15 +36,13 @@ from core.model.kinds import GROUP, INFERENCE_PROVIDER_CONFIG_PLURAL, VERSION
 from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_facts
+from kubeio.watch import Outcome, Watched, WatchTiming, watch
 
 log = logging.getLogger(__name__)
 STALE_SECONDS = 60.0  # default bound; `runway serve --stale-seconds`
-CONNECT_SECONDS = 10.0
 LIST_SECONDS = 30.0  # a list that has not answered by then failed
-WATCH_GRACE_SECONDS = 30.0  # a watch silent this long past its server-side timeout is dead
 HEARTBEAT_SECONDS = 5.0  # how often the API server is asked whether it answers
 ANSWER_SECONDS = 5.0  # a heartbeat not answered by then: the API server is silent
-GONE = 410  # the watch's resourceVersion is too old: list again, a normal restart
 
 
 class ProviderSource(Protocol):
@@ -109,6 +108,7 @@ class ClusterSource:
         self._registry: ProviderRegistry | None = None
         self._watching = False  # a watch is open: the data is current now
         self._current_at = 0.0  # when the data was last known current (clock seconds)
+        self._objects: dict[str, dict[str, Any]] = {}  # by name; the watch thread's own
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -134,24 +134,19 @@ class ClusterSource:
         self._stopping.set()
 
     def _run(self) -> None:
-        while not self._stopping.is_set():
-            started = self._clock()
-            try:
-                client = self._client_factory()
-            except kubernetes.config.ConfigException as err:
-                # A kubeconfig naming a missing file or key: said once per try, never a traceback;
-                # the source stays unready (admission fails closed) and tries again.
-                log.error("provider config watch cannot build its client; retrying: %s", err)
-                outcome = "failed"
-            else:
-                outcome = self._watch_once(client)
-            self._watch_ended()
-            self._report(outcome)
-            # A failure waits before trying again; so does a watch the server ended at once
-            # (never a busy loop of lists), but a watch that ran its course restarts now.
-            if outcome == "failed" or self._clock() - started < self._retry_seconds:
-                self._stopping.wait(self._retry_seconds)
-                self._report(None)
+        watch(
+            self._client_factory,
+            Watched(GROUP, VERSION, INFERENCE_PROVIDER_CONFIG_PLURAL),
+            self,
+            self._stopping,
+            WatchTiming(
+                watch_seconds=self._watch_seconds,
+                list_seconds=LIST_SECONDS,
+                retry_seconds=self._retry_seconds,
+                absent_seconds=self._retry_seconds,
+            ),
+            clock=self._clock,
+        )
 
     def _heartbeats(self) -> None:
         """Ask the API server every `heartbeat_seconds` whether it answers (any HTTP answer
@@ -185,59 +180,38 @@ class ClusterSource:
     def _answered(self) -> None:  # the lock is held
         self._silent = False
 
-    def _watch_once(self, client: kubernetes.client.ApiClient) -> str:
-        """One list and watch: "ended" when the watch ran its course, "failed" when not."""
-        try:
-            self._sync(kubernetes.client.CustomObjectsApi(client))
-        except (
-            kubernetes.client.ApiException,
-            urllib3.exceptions.HTTPError,
-            OSError,
-            ValueError,
-        ) as err:
-            log.warning("provider config watch failed; retrying: %s", type(err).__name__)
-            return "failed"
-        return "ended"
+    # --- what the watch loop (kubeio.watch) reports ---------------------------------------
 
-    def _sync(self, api: kubernetes.client.CustomObjectsApi) -> None:
-        listed: dict[str, Any] = api.list_cluster_custom_object(
-            GROUP,
-            VERSION,
-            INFERENCE_PROVIDER_CONFIG_PLURAL,
-            _request_timeout=(CONNECT_SECONDS, LIST_SECONDS),
-        )  # type: ignore[assignment]  # the client's stubs say object; it returns the decoded JSON dict
-        objects = {item["metadata"]["name"]: item for item in listed.get("items", [])}
-        self._publish(objects, watching=True)
+    def listed(self, items: list[dict[str, Any]]) -> None:
+        self._objects = {item["metadata"]["name"]: item for item in items}
+        self._publish(watching=True)
         self._report(None)
-        log.info("provider configs listed count=%d", len(objects))
-        watch = kubernetes.watch.Watch()
-        try:
-            for event in watch.stream(
-                api.list_cluster_custom_object,
-                GROUP,
-                VERSION,
-                INFERENCE_PROVIDER_CONFIG_PLURAL,
-                resource_version=listed["metadata"]["resourceVersion"],
-                timeout_seconds=self._watch_seconds,
-                _request_timeout=(CONNECT_SECONDS, self._watch_seconds + WATCH_GRACE_SECONDS),
-            ):
-                if self._stopping.is_set():
-                    watch.stop()
-                    return
-                kind: str = event["type"]
-                obj: dict[str, Any] = event["object"]
-                name = obj["metadata"]["name"]
-                if kind == "DELETED":
-                    objects.pop(name, None)
-                else:
-                    objects[name] = obj
-                self._publish(objects, watching=True)
-                log.info("provider config %s name=%s", kind.lower(), name)
-        except kubernetes.client.ApiException as err:
-            if err.status != GONE:  # 410: our resourceVersion is too old; list again
-                raise
+        log.info("provider configs listed count=%d", len(self._objects))
 
-    def _publish(self, objects: dict[str, dict[str, Any]], *, watching: bool) -> None:
+    def changed(self, event: str, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        if event == "DELETED":
+            self._objects.pop(name, None)
+        else:
+            self._objects[name] = obj
+        self._publish(watching=True)
+        log.info("provider config %s name=%s", event.lower(), name)
+
+    def ended(self, outcome: Outcome, error: Exception | None) -> None:
+        if isinstance(error, kubernetes.config.ConfigException):
+            # A kubeconfig naming a missing file or key: said once per try, never a traceback;
+            # the source stays unready (admission fails closed) and tries again.
+            log.error("provider config watch cannot build its client; retrying: %s", error)
+        elif error is not None:
+            log.warning("provider config watch failed; retrying: %s", type(error).__name__)
+        self._watch_ended()
+        self._report("ended" if outcome is Outcome.ENDED else "failed")
+
+    def waited(self) -> None:
+        self._report(None)
+
+    def _publish(self, *, watching: bool) -> None:
+        objects = self._objects
         registry = build_registry(
             (objects[n] for n in sorted(objects)), flags=self._flags, facts=self._facts
         )

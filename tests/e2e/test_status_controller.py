@@ -21,7 +21,7 @@ import kubernetes
 import pytest
 
 from cli.main import main
-from controller.observe import KINDS
+from controller.kinds import KINDS
 from core.admission.pipeline import admit
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects

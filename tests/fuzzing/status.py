@@ -23,13 +23,9 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from controller.observe import (
-    MODEL_DEPLOYMENTS,
-    PROVIDER_CONFIGS,
-    Metrics,
-    Observer,
-    ObserveSettings,
-)
+from controller.kinds import MODEL_DEPLOYMENTS, PROVIDER_CONFIGS
+from controller.metrics import Metrics
+from controller.observe import Observer, ObserveSettings
 from core.admission.pipeline import admit
 from core.model.kinds import ModelDeployment
 from core.status.modeldeployment import model_deployment_status

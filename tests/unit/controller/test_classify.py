@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.classify import Prober, ProbeSettings
-from controller.observe import Queue
+from controller.queue import Queue
 from core.admission.pipeline import admit
 from core.model.kinds import ModelDeployment
 from core.model.plugin import Workload

@@ -13,7 +13,10 @@ import kubernetes
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.observe import Cache, Metrics, Observer, ObserveSettings, Queue
+from controller.cache import Cache
+from controller.metrics import Metrics
+from controller.observe import Observer, ObserveSettings
+from controller.queue import Queue
 from core.admission.pipeline import admit
 from core.model.kinds import ModelDeployment
 from core.status.modeldeployment import GatewayState, gateway_state

@@ -14,7 +14,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.observe import PROVIDER_CONFIGS, Metrics, Observer, ObserveSettings
+from controller.kinds import PROVIDER_CONFIGS
+from controller.metrics import Metrics
+from controller.observe import Observer, ObserveSettings
 from tests.support.healthapi import Refusals, health_api
 
 NOW = dt.datetime(2026, 12, 7, 4, 0, tzinfo=dt.UTC)

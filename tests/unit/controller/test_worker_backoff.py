@@ -16,7 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.observe import MODEL_DEPLOYMENTS, Metrics, Observer, ObserveSettings
+from controller.kinds import MODEL_DEPLOYMENTS
+from controller.metrics import Metrics
+from controller.observe import Observer, ObserveSettings
 from core.admission.pipeline import admit
 from kubeio.backoff import Backoff
 from tests.support.builders import model_deployment, shipped_registry

@@ -1,0 +1,70 @@
+"""The kinds the status controller watches: ModelDeployments, InferenceProviderConfigs,
+ExternalModelProviders (what gateway-sync reads) and the upstream kinds of the providers' objects
+(kubeio.objects), each with where it is listed: all namespaces or the controller's one, and only
+the objects carrying Runway's managed-by label where the kind is not Runway's own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.model.kinds import (
+    EMP_GROUP,
+    EXTERNAL_MODEL_PROVIDER_PLURAL,
+    GROUP,
+    INFERENCE_PROVIDER_CONFIG_PLURAL,
+    MODEL_DEPLOYMENT_PLURAL,
+    VERSION,
+)
+from core.rendering.common import LABEL_MANAGED_BY, MANAGED_BY
+from kubeio.objects import UPSTREAM_KINDS
+from kubeio.watch import Watched
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+    managed_only: bool = True  # only objects with Runway's managed-by label
+
+    def watched(self, namespace: str | None) -> Watched:
+        """What the watch loop lists of this kind when the controller watches `namespace`
+        (None: every namespace)."""
+        return Watched(
+            self.group,
+            self.version,
+            self.plural,
+            namespace=namespace if self.namespaced else None,
+            label_selector=f"{LABEL_MANAGED_BY}={MANAGED_BY}" if self.managed_only else None,
+        )
+
+
+MODEL_DEPLOYMENTS = Kind(
+    GROUP, VERSION, MODEL_DEPLOYMENT_PLURAL, "ModelDeployment", managed_only=False
+)
+PROVIDER_CONFIGS = Kind(
+    GROUP,
+    VERSION,
+    INFERENCE_PROVIDER_CONFIG_PLURAL,
+    "InferenceProviderConfig",
+    namespaced=False,
+    managed_only=False,
+)
+UPSTREAM = tuple(Kind(*kind) for kind in UPSTREAM_KINDS)
+# What gateway-sync reads besides ModelDeployments and provider configs; watched so that a
+# change wakes a gateway sync running in this process (--litellm-url).
+EXTERNAL_MODEL_PROVIDERS = Kind(
+    EMP_GROUP, VERSION, EXTERNAL_MODEL_PROVIDER_PLURAL, "ExternalModelProvider", managed_only=False
+)
+KINDS = (MODEL_DEPLOYMENTS, PROVIDER_CONFIGS, EXTERNAL_MODEL_PROVIDERS, *UPSTREAM)
+# A change of these kinds' spec (a new generation), or one created or deleted, changes what the
+# gateway registers; a status write does not.
+GATEWAY_INPUTS = (MODEL_DEPLOYMENTS, PROVIDER_CONFIGS, EXTERNAL_MODEL_PROVIDERS)
+_WATCHED = frozenset((f"{k.group}/{k.version}", k.kind) for k in UPSTREAM)
+
+
+def is_watched(api_version: str, kind: str) -> bool:
+    """Whether the controller watches objects of this kind (sees them missing)."""
+    return (api_version, kind) in _WATCHED
