@@ -315,15 +315,31 @@ def test_status_controller_syncs_the_gateway_when_a_watch_sees_a_change(
             return bool(lease.spec and lease.spec.holder_identity)
 
         wait_until(leading, timeout=30, interval=0.2, what="the controller leads")
-        time.sleep(1.0)  # its first gateway pass, over an empty namespace, is done
         secret = {
             "apiVersion": "v1",
             "kind": "Secret",
             "metadata": {"name": "provider-key", "namespace": namespace, "labels": CONSENT},
             "data": {"apiKey": base64.b64encode(KEY.encode()).decode()},
         }
-        served = f"watched-{namespace}"
         create(cluster, secret)
+        # Its first gateway pass is over once a provider created now is Ready (that pass, or one
+        # after it, registered it): whatever registers the next one is a pass the watch woke.
+        create(
+            cluster,
+            external_model_provider(
+                "first",
+                namespace,
+                baseURL=upstream.url,
+                models=[{"servedName": f"first-{namespace}"}],
+            ),
+        )
+        wait_until(
+            lambda: status_of(api, namespace, "first").get("phase") == "Ready",
+            timeout=30,
+            interval=0.2,
+            what="the controller's first gateway pass: the provider first Ready",
+        )
+        served = f"watched-{namespace}"
         create(
             cluster,
             external_model_provider(
