@@ -19,17 +19,22 @@ EVENTS = st.lists(
 )
 
 
-@given(EVENTS)
-def test_a_line_is_written_once_per_period_per_subject_and_text(
-    events: list[tuple[str, str, float]],
-) -> None:
-    now = [0.0]
-    throttle = Repeats(
+def throttled(now: list[float]) -> Repeats:
+    """Warnings as the status controller writes them, under the clock `now[0]`."""
+    return Repeats(
         logging.getLogger("throttle-test"),
         every=60.0,
         clock=lambda: now[0],
         prefix="status-controller: ",
     )
+
+
+@given(EVENTS)
+def test_a_line_is_written_once_per_period_per_subject_and_text(
+    events: list[tuple[str, str, float]],
+) -> None:
+    now = [0.0]
+    throttle = throttled(now)
     last: dict[str, tuple[str, float]] = {}
     for subject, text, step in events:
         now[0] += step
@@ -42,12 +47,7 @@ def test_a_line_is_written_once_per_period_per_subject_and_text(
 
 def test_the_next_line_counts_what_was_held_back(caplog: pytest.LogCaptureFixture) -> None:
     now = [0.0]
-    throttle = Repeats(
-        logging.getLogger("throttle-test"),
-        every=60.0,
-        clock=lambda: now[0],
-        prefix="status-controller: ",
-    )
+    throttle = throttled(now)
     with caplog.at_level(logging.WARNING, logger="throttle-test"):
         for _ in range(5):
             throttle.warning("ns/m", "(422) Unprocessable Entity")
