@@ -34,7 +34,8 @@ from renderer.digests import (
     runway_fingerprint,
 )
 from renderer.folders import Result
-from renderer.git.gitops import DiskTree, Repo
+from renderer.git.disk import DiskTree
+from renderer.git.gitops import Repo
 from renderer.git.writer import TreeWriter
 from renderer.incremental import Rendered, render_incremental
 from renderer.ownership import (
