@@ -26,7 +26,7 @@ from cli.main import main
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.yamlio import dump, dump_all
-from renderer.gitops import Repo
+from renderer.git.gitops import Repo
 from renderer.render import render_guarded
 from renderer.schemapack import load_pack
 from renderer.strict import Schemas
