@@ -1,5 +1,5 @@
 """The bounds of the IncompatibleUpstream classification (controller/classify.py) and the
-delayed queue that waits for them (controller/observe.py Queue.later).
+delayed queue that waits for them (controller/queue.py Queue.later).
 
 The dry run itself is replaced here by a recorder (`Recorded._dry_run`): these tests are about
 when the controller asks, under a clock the test moves, which no real API server can be

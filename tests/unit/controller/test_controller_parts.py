@@ -1,4 +1,5 @@
-"""The status controller's parts that need no API server (controller/observe.py): the queue
+"""The status controller's parts that need no API server (controller/queue.py, cache.py,
+metrics.py, and reconcile.py through observe.py's Observer): the queue
 takes a key once however often it is queued, the cache finds a ModelDeployment's objects by
 Runway's label only, the gateway state reads status.parents, and a status is built from the
 cache alone. The watches, the writes and the Lease run against a real control plane in
