@@ -9,12 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from core.fields.errors import FieldError
 from core.fields.paths import FieldPath
 from core.model.kinds import ModelDeployment
 from core.model.versions import Versions
+
+
+class UpstreamKind(NamedTuple):
+    """A kind of object a provider renders and the status controller watches, as the API
+    server's custom-object calls name it."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +122,9 @@ class ProviderPlugin(Protocol):
 
     @property
     def OVERRIDE_ROOTS(self) -> frozenset[str]: ...  # noqa: N802 - a module constant
+
+    @property
+    def UPSTREAM_KINDS(self) -> tuple[UpstreamKind, ...]: ...  # noqa: N802 - a module constant
 
     def check_overrides(self, overrides: Mapping[str, Any], at: FieldPath) -> list[FieldError]:
         """Layer 2 of spec.provider.overrides."""

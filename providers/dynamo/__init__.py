@@ -4,7 +4,7 @@ The plug-in (core/model/plugin.py): what this package's files offer, under the n
 calls.
 """
 
-from core.model.plugin import configured_picker
+from core.model.plugin import UpstreamKind, configured_picker
 from providers.dynamo.flags import flag_catalog as flag_catalog
 from providers.dynamo.flags import owned_flags as owned_flags
 from providers.dynamo.overrides import NAME as NAME
@@ -21,3 +21,6 @@ from providers.dynamo.rules import served_as as served_as
 from providers.dynamo.status import workload_status as workload_status
 
 picker_config = configured_picker  # the operator runs its own picker (the DGD's Epp service)
+UPSTREAM_KINDS = (
+    UpstreamKind("nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment"),
+)  # what its status hook reads

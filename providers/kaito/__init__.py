@@ -4,7 +4,7 @@ The plug-in (core/model/plugin.py): what this package's files offer, under the n
 calls.
 """
 
-from core.model.plugin import configured_picker, no_invariants, no_test_backend
+from core.model.plugin import UpstreamKind, configured_picker, no_invariants, no_test_backend
 from providers.kaito.flags import flag_catalog as flag_catalog
 from providers.kaito.flags import owned_flags as owned_flags
 from providers.kaito.overrides import NAME as NAME
@@ -21,3 +21,6 @@ from providers.kaito.status import workload_status as workload_status
 is_test_backend = no_test_backend  # the engine always runs
 picker_config = configured_picker  # the pool's picker runs the provider config's
 invariants = no_invariants  # the core's invariants cover its wiring
+UPSTREAM_KINDS = (
+    UpstreamKind("kaito.sh", "v1beta1", "workspaces", "Workspace"),
+)  # what its status hook reads

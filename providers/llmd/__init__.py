@@ -4,7 +4,7 @@ The plug-in (core/model/plugin.py): what this package's files offer, under the n
 calls.
 """
 
-from core.model.plugin import no_test_backend
+from core.model.plugin import UpstreamKind, no_test_backend
 from providers.llmd.flags import flag_catalog as flag_catalog
 from providers.llmd.flags import owned_flags as owned_flags
 from providers.llmd.overrides import NAME as NAME
@@ -21,3 +21,6 @@ from providers.llmd.rules import served_as as served_as
 from providers.llmd.status import workload_status as workload_status
 
 is_test_backend = no_test_backend  # the engine always runs
+UPSTREAM_KINDS = (
+    UpstreamKind("apps", "v1", "deployments", "Deployment"),
+)  # what its status hook reads

@@ -5,6 +5,7 @@ calls.
 """
 
 from core.model.plugin import (
+    UpstreamKind,
     configured_picker,
     no_invariants,
     no_test_backend,
@@ -25,3 +26,6 @@ from providers.vllm.status import workload_status as workload_status
 is_test_backend = no_test_backend  # the engine always runs
 picker_config = configured_picker  # the pool's picker runs the provider config's
 invariants = no_invariants  # the core's invariants cover its wiring
+UPSTREAM_KINDS = (
+    UpstreamKind("apps", "v1", "deployments", "Deployment"),
+)  # what its status hook reads
