@@ -7,11 +7,11 @@ from typing import Any
 
 from core.model.plugin import UpstreamKind
 from core.rendering.inferencegateway import GATEWAY_KINDS
+from core.rendering.pods import DEPLOYMENTS
 from core.status.conditions import condition as core_condition
 from providers.modules import plugins
 
 DEFAULT_NAMESPACE = "default"
-DEPLOYMENTS = UpstreamKind("apps", "v1", "deployments", "Deployment")
 
 
 def upstream_kinds() -> tuple[UpstreamKind, ...]:
@@ -19,7 +19,7 @@ def upstream_kinds() -> tuple[UpstreamKind, ...]:
     kind): apps/v1 Deployments, the kinds each provider declares (what its status hook reads)
     and the gateway's (core status gateway_state), each once. The status controller watches
     them; the portal's Deployments page shows them."""
-    kinds = [DEPLOYMENTS, *(k for p in plugins() for k in p.UPSTREAM_KINDS), *GATEWAY_KINDS]
+    kinds = [DEPLOYMENTS, *(k for p in plugins() for k in p.kinds), *GATEWAY_KINDS]
     return tuple(dict.fromkeys(kinds))
 
 

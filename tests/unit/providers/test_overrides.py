@@ -11,7 +11,11 @@ from core.checks.overrides import check_global, without_blocked
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
 from core.selection.configs import ProviderRegistry
-from providers import dynamo, kaito, kuberay, llmd, vllm
+from providers.dynamo import PROVIDER as DYNAMO
+from providers.kaito import PROVIDER as KAITO
+from providers.kuberay import PROVIDER as KUBERAY
+from providers.llmd import PROVIDER as LLMD
+from providers.vllm import PROVIDER as VLLM
 from tests.support.builders import model_deployment
 
 AT = FieldPath.root("spec", "provider", "overrides")
@@ -157,11 +161,11 @@ def layer2(module: Any, overrides: dict[str, Any]) -> list[tuple[str, Reason, st
 def test_dynamo_accepts_spec_and_its_transformer_keys() -> None:
     overrides = {"spec": {"envs": []}, "routerMode": "kv", "epp": {"image": "i"}, "frontend": {}}
 
-    assert layer2(dynamo, overrides) == []
+    assert layer2(DYNAMO, overrides) == []
 
 
 def test_dynamo_rejects_a_typo_in_its_typed_keys() -> None:
-    assert layer2(dynamo, {"epp": {"imag": "registry/epp:1"}}) == [
+    assert layer2(DYNAMO, {"epp": {"imag": "registry/epp:1"}}) == [
         (
             "spec.provider.overrides.epp.imag",
             Reason.UNKNOWN_FIELD,
@@ -172,7 +176,7 @@ def test_dynamo_rejects_a_typo_in_its_typed_keys() -> None:
 
 def test_dynamo_decodes_router_mode_and_types_strictly() -> None:
     assert layer2(
-        dynamo, {"routerMode": "fastest", "frontend": {"resources": {"cpu": 2}}, "spec": []}
+        DYNAMO, {"routerMode": "fastest", "frontend": {"resources": {"cpu": 2}}, "spec": []}
     ) == [
         (
             "spec.provider.overrides.routerMode",
@@ -191,10 +195,10 @@ def test_dynamo_decodes_router_mode_and_types_strictly() -> None:
 @pytest.mark.parametrize(
     ("module", "accepted"),
     [
-        (dynamo, "epp, frontend, routerMode, spec"),
-        (kaito, "inference, resource"),
-        (llmd, "spec"),
-        (vllm, "spec"),
+        (DYNAMO, "epp, frontend, routerMode, spec"),
+        (KAITO, "inference, resource"),
+        (LLMD, "spec"),
+        (VLLM, "spec"),
     ],
     ids=["dynamo", "kaito", "llmd", "vllm"],
 )
@@ -211,7 +215,7 @@ def test_unknown_root_is_rejected_naming_the_root(module: Any, accepted: str) ->
 def test_kaito_accepts_resource_and_inference_at_the_workspace_root() -> None:
     assert (
         layer2(
-            kaito,
+            KAITO,
             {
                 "resource": {"instanceType": "Standard_NC24ads_A100_v4"},
                 "inference": {"config": "c"},
@@ -222,7 +226,7 @@ def test_kaito_accepts_resource_and_inference_at_the_workspace_root() -> None:
 
 
 def test_kaito_rejects_resource_count_pointing_at_spec_scaling_replicas() -> None:
-    assert layer2(kaito, {"resource": {"count": 40}}) == [
+    assert layer2(KAITO, {"resource": {"count": 40}}) == [
         (
             "spec.provider.overrides.resource.count",
             Reason.FORBIDDEN,
@@ -232,8 +236,8 @@ def test_kaito_rejects_resource_count_pointing_at_spec_scaling_replicas() -> Non
 
 
 def test_llmd_and_vllm_accept_only_an_object_spec() -> None:
-    assert layer2(llmd, {"spec": {"template": {"metadata": {"labels": {"a": "b"}}}}}) == []
-    assert layer2(vllm, {"spec": "x"}) == [
+    assert layer2(LLMD, {"spec": {"template": {"metadata": {"labels": {"a": "b"}}}}}) == []
+    assert layer2(VLLM, {"spec": "x"}) == [
         ("spec.provider.overrides.spec", Reason.INVALID, "must be object, not string")
     ]
 
@@ -245,7 +249,7 @@ def test_kuberay_accepts_and_ignores_what_passes_layer1_with_a_warning(
 
     verdict = check_spec(obj, registry=shipped)
 
-    assert layer2(kuberay, {"anything": 1}) == []
+    assert layer2(KUBERAY, {"anything": 1}) == []
     assert verdict.errors == ()
     assert verdict.warnings == ("spec.provider.overrides is ignored by provider kuberay",)
 

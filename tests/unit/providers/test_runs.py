@@ -21,7 +21,7 @@ from core.rendering.invariants import check_invariants
 from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_flag_catalogs, bundled_versions
-from providers import dynamo
+from providers.dynamo import PROVIDER as DYNAMO
 from tests.conftest import EXAMPLES
 from tests.support.builders import disaggregated, model_deployment
 from tests.support.matrix import cases, engine_args, launched_catalogs
@@ -70,7 +70,7 @@ def test_dynamo_workers_get_only_flags_their_engine_parses(
 ) -> None:
     obj = model_deployment(gpu=gpus, provider="dynamo", engine={"type": engine, **switches})
     _, (graph,) = render(obj, shipped)
-    catalog = CATALOGS[str(dynamo.flag_catalog(engine))]
+    catalog = CATALOGS[str(DYNAMO.flag_catalog(engine))]
 
     assert unknown_flags(worker_args(graph), catalog) == []
 
