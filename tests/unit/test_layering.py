@@ -20,7 +20,7 @@ from core.model.kinds import Engine
 from core.rendering.inferencegateway import GATEWAY_KINDS
 from core.rendering.pods import DEPLOYMENTS
 from providers.modules import plugins
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 CORE_ORDER = (
     "fields",
