@@ -9,7 +9,7 @@ never asked for one, and its picker is the provider config's.
 from core.model.plugin import Provider, UpstreamKind
 from core.rendering.pods import template_port, template_selector
 from providers.dynamo.flags import flag_catalog, owned_flags
-from providers.dynamo.invariants import invariants
+from providers.dynamo.invariants import invariants, serving_containers
 from providers.dynamo.overrides import NAME, OVERRIDE_ROOTS, check_overrides
 from providers.dynamo.render import is_test_backend, render
 from providers.dynamo.rules import admission_checks
@@ -26,6 +26,7 @@ PROVIDER = Provider(
     kinds=(
         UpstreamKind("nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment"),
     ),
+    serving_containers=serving_containers,
     admission_checks=admission_checks,
     invariants=invariants,
     flag_catalog=flag_catalog,
