@@ -170,6 +170,8 @@ class Provider:
     # The workload's state from the upstream objects as the cluster holds them (`observed`: by
     # `Kind/name`, in `md`'s namespace, status included; a missing key: not created).
     workload_status: Callable[[ModelDeployment, Mapping[str, Mapping[str, Any]]], Workload]
+    # The upstream kinds it renders and its status hook reads (the status controller watches
+    # them: kubeio.objects.upstream_kinds).
     kinds: tuple[UpstreamKind, ...] = ()
     # The serving pods the operator creates from the rendered objects (not Deployments Runway
     # renders, whose templates say their labels): where the core's invariants look for them.
@@ -204,13 +206,16 @@ class Provider:
     is_test_backend: Callable[[ModelDeployment], bool] = no_test_backend
     test_backend_reason: str = ""
 
+    # The plug-in's names from when it was a module (NAME, OVERRIDE_ROOTS, ProviderPlugin), for
+    # the readers outside this change (core/admission/validation.py, core/selection/configs.py,
+    # bench/, some tests) until they read `name` and `override_roots`.
     @property
-    def NAME(self) -> str:  # noqa: N802 - the module constant's name, read by the admission
+    def NAME(self) -> str:  # noqa: N802 - the former module constant
         return self.name
 
     @property
-    def OVERRIDE_ROOTS(self) -> frozenset[str]:  # noqa: N802 - as NAME
+    def OVERRIDE_ROOTS(self) -> frozenset[str]:  # noqa: N802 - the former module constant
         return self.override_roots
 
 
-ProviderPlugin = Provider  # the name core/admission and core/selection import
+ProviderPlugin = Provider

@@ -70,7 +70,7 @@ def test_unknown_root_is_rejected_naming_the_root(module: Any, accepted: str) ->
         (
             "spec.provider.overrides.metadata",
             Reason.FORBIDDEN,
-            f'root key "metadata" is not accepted by provider {module.NAME} (accepted: {accepted})',
+            f'root key "metadata" is not accepted by provider {module.name} (accepted: {accepted})',
         )
     ]
 

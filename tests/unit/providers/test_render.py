@@ -16,7 +16,7 @@ from providers.modules import plugins
 from tests.support.builders import disaggregated, model_deployment
 from tests.support.paths import EXAMPLES
 
-PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
+PLUGINS = {plugin.name: plugin for plugin in plugins()}
 
 PINS = bundled_versions()
 

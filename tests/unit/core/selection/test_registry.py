@@ -12,7 +12,7 @@ from providers.modules import plugins
 from tests.support.builders import engine_capability, provider_config, registry_of
 from tests.support.paths import ROOT
 
-PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
+PLUGINS = {plugin.name: plugin for plugin in plugins()}
 
 # What providers/__init__.py promises: every provider package holds its __init__ (building its
 # Provider value, exported as PROVIDER) and its InferenceProviderConfig; its other files are its
