@@ -5,9 +5,8 @@ the names the core calls. No admission rules of its own beyond layer 2 of the ov
 engine answers to the name the spec gives it. The pods run the vLLM OpenAI server of the pinned
 vLLM image, whose catalog is `vllm` (providers/vllm/catalogs/vllm.json, `make flags`); Runway
 owns the server's host and port besides the engine flags it derives from the spec. Runway
-renders the Deployment itself, so the pods carry the template labels (airunway.ai/model-
-deployment, app.kubernetes.io/component, podTemplate labels) and the server listens on --port
-8000.
+renders the Deployment itself, so the pods carry the template labels (the pool selects
+airunway.ai/model-deployment) and the server listens on --port 8000.
 """
 
 from core.checks.flags import vllm_server_catalog, vllm_server_owned
