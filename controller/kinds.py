@@ -16,7 +16,7 @@ from core.model.kinds import (
     VERSION,
 )
 from core.rendering.common import LABEL_MANAGED_BY, MANAGED_BY
-from kubeio.objects import UPSTREAM_KINDS
+from kubeio.objects import upstream_kinds
 from kubeio.watch import Watched
 
 
@@ -52,7 +52,7 @@ PROVIDER_CONFIGS = Kind(
     namespaced=False,
     managed_only=False,
 )
-UPSTREAM = tuple(Kind(*kind) for kind in UPSTREAM_KINDS)
+UPSTREAM = tuple(Kind(*kind) for kind in upstream_kinds())
 # What gateway-sync reads besides ModelDeployments and provider configs; watched so that a
 # change wakes a gateway sync running in this process (--litellm-url).
 EXTERNAL_MODEL_PROVIDERS = Kind(
