@@ -16,7 +16,6 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from renderer.git.commits import commit_message
 from renderer.git.gittrees import staged_changes
@@ -84,12 +83,7 @@ class RetryTree:
             raise
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.index.unlink(missing_ok=True)
 
     def _restore(self) -> None:
