@@ -96,9 +96,8 @@ class RetryTree:
         if (repo.work / real).is_file():
             shutil.copyfile(repo.work / real, index)
         spec = f":(literal){self.top}"
-        if repo.git(
-            "rev-parse", "-q", "--verify", f"{self.base}:{self.top}", check=False
-        ).returncode:
+        held = repo.git("rev-parse", "-q", "--verify", f"{self.base}:{self.top}", check=False)
+        if held.returncode:
             repo.git("rm", "-r", "-q", "-f", "--ignore-unmatch", "--", spec, index=index)
         else:
             source = f"--source={self.base}"
