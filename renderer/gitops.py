@@ -53,7 +53,7 @@ RETRY_INDEX = "runway-retry.index"  # in .git: the private index of a push retry
 PID_MAX = 1 << 22  # Linux's largest process id (PID_MAX_LIMIT)
 ASCII_SPACE = " \t\n\r\f\v"  # what bytes.strip() takes away; str.strip() takes more
 # How long a render waits for the lock when the render holding it was killed: its pool's workers
-# die with it (renderer.render) and let go of the lock they inherited a moment later.
+# die with it (renderer.output.render) and let go of the lock they inherited a moment later.
 KILLED_RENDER_WAIT = 10.0
 # The hooks `git commit` runs (reference-transaction runs for `git update-ref` too).
 COMMIT_HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit")
@@ -374,7 +374,7 @@ class Repo:
         `written` >= BULK files, the commit is made by `git fast-import` (see _fast_import);
         `texts` (path in `subdir` -> text) may hold what files were just written with, so they
         are not read back. `touched` (paths in `subdir`): what this render wrote and removed,
-        when git found `subdir` clean before (renderer.cleantree); only they are staged, by
+        when git found `subdir` clean before (renderer.reuse.cleantree); only they are staged, by
         `git update-index`, instead of `git add` looking at every file (10,000 ModelDeployments,
         one changed: 0.11 s -> 0.01 s)."""
         if written >= BULK:

@@ -1,8 +1,8 @@
 """A render as usual, the part of renderer.pipeline that renders: read the sources and the
-provider configs, render the ModelDeployments whose inputs changed (renderer.incremental), and
+provider configs, render the ModelDeployments whose inputs changed (renderer.output.incremental), and
 with `check` answer from memory; otherwise, under the repository's lock, write only the files
 whose bytes change, commit and push (re-rendering after a rejected push), and leave the stamp
-(renderer.stamp) the next render may answer from.
+(renderer.reuse.stamp) the next render may answer from.
 """
 
 from __future__ import annotations
@@ -22,21 +22,10 @@ from kubeio.policy import enforce
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import STDIN, Document, expand_lists, read_documents, runway_documents
-from renderer.cleantree import CleanCheck
-from renderer.delta import failures_elsewhere, part_to_render, source_rows, widened
-from renderer.digests import (
-    FINGERPRINT,
-    builtin_schemas_version,
-    canonical,
-    digest,
-    files_digest,
-    inputs_digest,
-    runway_fingerprint,
-)
-from renderer.folders import Result
 from renderer.gitops import DiskTree, Repo
-from renderer.incremental import Rendered, render_incremental
-from renderer.ownership import (
+from renderer.output.folders import Result
+from renderer.output.incremental import Rendered, render_incremental
+from renderer.output.ownership import (
     Ownership,
     another_file,
     claims,
@@ -46,14 +35,26 @@ from renderer.ownership import (
     read_record,
     roots_of,
 )
-from renderer.parsecache import ParsedSources, cached
+from renderer.output.render import RenderContext
+from renderer.output.schemapack import load_pack
+from renderer.output.shard import Namespaces, Part
+from renderer.output.strict import Schemas
+from renderer.output.tree import Tree
 from renderer.pool import cores
-from renderer.render import RenderContext
-from renderer.rendercache import RenderCache
-from renderer.schemapack import load_pack
-from renderer.settings import ClusterCrds, RenderReport, RenderSettings, cache_key, checked_path
-from renderer.shard import Namespaces, Part
-from renderer.stamp import (
+from renderer.reuse.cleantree import CleanCheck
+from renderer.reuse.delta import failures_elsewhere, part_to_render, source_rows, widened
+from renderer.reuse.digests import (
+    FINGERPRINT,
+    builtin_schemas_version,
+    canonical,
+    digest,
+    files_digest,
+    inputs_digest,
+    runway_fingerprint,
+)
+from renderer.reuse.parsecache import ParsedSources, cached
+from renderer.reuse.rendercache import RenderCache
+from renderer.reuse.stamp import (
     Source,
     Stamp,
     head_tree,
@@ -63,8 +64,7 @@ from renderer.stamp import (
     stamp_path,
     stamped_settings,
 )
-from renderer.strict import Schemas
-from renderer.tree import Tree
+from renderer.settings import ClusterCrds, RenderReport, RenderSettings, cache_key, checked_path
 from renderer.writer import TreeWriter
 
 SOURCES_CACHE = "runway-sources"  # in .git: parsed source files, by content
@@ -84,13 +84,13 @@ class _Job:
     context: Callable[[], RenderContext]
     cache_path: Path
     progress: Callable[[int, int], None] | None
-    stamp_inputs: str  # renderer.stamp
+    stamp_inputs: str  # renderer.reuse.stamp
     stamp_frame: str
     sources: list[Source]  # the stamp's rows of the source files
     docs: list[Document]  # of `objects`, with each one's output_key in `keys`
     keys: list[str | None]
-    part: Part | None  # the namespaces rendered (a shard's; renderer.delta's), None: all
-    # renderer.delta: the namespaces the changed source files render into, whose documents
+    part: Part | None  # the namespaces rendered (a shard's; renderer.reuse.delta's), None: all
+    # renderer.reuse.delta: the namespaces the changed source files render into, whose documents
     # (and only theirs) `docs` holds; None: `docs` holds every document
     delta: Namespaces | None = None
     skipped: tuple[str, ...] = ()  # kubeio.sources.skip_note of each document of another group
@@ -105,9 +105,9 @@ def render(
 ) -> RenderReport:
     """A render as usual (renderer.pipeline has the whole story). In a repository that exists,
     the render holds it from the start, and git looks at the output folder while the sources
-    are read (renderer.cleantree). `stamp`: the last render's, when only the bytes of some
+    are read (renderer.reuse.cleantree). `stamp`: the last render's, when only the bytes of some
     source files differ from its inputs (then only their namespaces may be rendered:
-    renderer.delta). `looked`: git asked already (renderer.cleantree)."""
+    renderer.reuse.delta). `looked`: git asked already (renderer.reuse.cleantree)."""
     if settings.check or not (Path(settings.repo) / ".git").is_dir():
         job = _prepare(settings, cluster_crds, progress)
         if settings.check:
@@ -134,7 +134,7 @@ def _prepare(
     stamp: Stamp | None = None,
 ) -> _Job:
     """The render, its inputs read; with `stamp`, when only the bytes of some source files
-    differ from its inputs, only the documents of their namespaces are (renderer.delta)."""
+    differ from its inputs, only the documents of their namespaces are (renderer.reuse.delta)."""
     git_dir = Path(settings.repo) / ".git"
     fingerprint = runway_fingerprint(git_dir / FINGERPRINT if git_dir.is_dir() else None)
     parsed = ParsedSources(git_dir / SOURCES_CACHE if git_dir.is_dir() else None, fingerprint)
@@ -206,7 +206,7 @@ def _prepare(
 
 
 def _narrowed(job: _Job, part: Part, stamp: Stamp) -> _Job:
-    """`job`, rendering only `part` (renderer.delta), with the stamp's failures elsewhere."""
+    """`job`, rendering only `part` (renderer.reuse.delta), with the stamp's failures elsewhere."""
     kept = [(d, k) for d, k in zip(job.docs, job.keys, strict=True) if k and part.owns_key(k)]
     docs, keys = [d for d, _ in kept], [k for _, k in kept]
     ownership = Ownership(
@@ -234,7 +234,7 @@ def _write(
 ) -> RenderReport:
     """Under the lock, recovered: render, write, commit, push; the render cache is saved once,
     at the end (also when Git fails after the tree was written). `check`: git asked whether the
-    output folder is as the render cache saw it (renderer.cleantree); `stamp`: see render;
+    output folder is as the render cache saw it (renderer.reuse.cleantree); `stamp`: see render;
     `whole`: the job with every document read, for a job of some namespaces' whose tree git
     does not vouch for as the stamp's."""
     repo, subdir, settings = job.repo, job.subdir, job.settings
@@ -325,7 +325,7 @@ def _render(
 ) -> tuple[Rendered, Mapping[str, str]]:
     """One pass against the tree on disk now (`clean`: as git vouched for it, else scanned);
     `cache` None renders everything (--full). A shard renders against its part of the tree,
-    then writes the shared files whole (renderer.shard). With a `writer`, each rendered folder
+    then writes the shared files whole (renderer.output.shard). With a `writer`, each rendered folder
     is written as it arrives, while the rest render."""
     whole = clean if clean is not None else job.repo.scan(job.subdir)
     shard = job.part
@@ -407,7 +407,7 @@ def _config_objects(
     docs: Sequence[Document], providers: Sequence[str], parsed: ParsedSources
 ) -> list[dict[str, Any]]:
     """The InferenceProviderConfigs in force: --providers, else the sources', else the shipped.
-    Named files are read through `parsed`, as the sources are (renderer.stamp keys on them)."""
+    Named files are read through `parsed`, as the sources are (renderer.reuse.stamp keys on them)."""
     if providers:
         docs = read_documents(providers) if STDIN in providers else parsed.read(providers)
         for doc in docs:

@@ -1,9 +1,9 @@
 """The render pipeline, one entry point: sources -> render -> check -> write -> commit -> push.
 
-`run_render(settings)` first asks the stamp (renderer.stamp) whether a render would change
+`run_render(settings)` first asks the stamp (renderer.reuse.stamp) whether a render would change
 nothing; then it answers with the recorded report, and only pushes. Otherwise it renders as
 usual (renderer.job): reads the sources and the provider configs, renders the ModelDeployments
-whose inputs changed (renderer.incremental), and with `check` answers from memory; otherwise,
+whose inputs changed (renderer.output.incremental), and with `check` answers from memory; otherwise,
 under the repository's lock, writes only the files whose bytes change, commits and pushes
 (re-rendering after a rejected push). It returns a RenderReport; `runway render` prints it and
 maps it to an exit status. A Git failure, another render holding the repository, or a link in
@@ -22,12 +22,10 @@ from pathlib import Path
 
 from core.fields.errors import SourceError
 from kubeio.sources import STDIN
-from renderer.cleantree import CleanCheck
-from renderer.digests import FINGERPRINT, files_digest, runway_fingerprint
 from renderer.gitops import GitError, Repo
-from renderer.safefs import UnsafePath
-from renderer.settings import ClusterCrds, RenderReport, RenderSettings, checked_path
-from renderer.stamp import (
+from renderer.reuse.cleantree import CleanCheck
+from renderer.reuse.digests import FINGERPRINT, files_digest, runway_fingerprint
+from renderer.reuse.stamp import (
     Stamp,
     file_keys,
     stamp_frame,
@@ -36,6 +34,8 @@ from renderer.stamp import (
     stamped_settings,
     tree_if_clean,
 )
+from renderer.safefs import UnsafePath
+from renderer.settings import ClusterCrds, RenderReport, RenderSettings, checked_path
 
 
 def run_render(
@@ -54,7 +54,7 @@ def run_render(
             if isinstance(found, RenderReport):
                 return found
             delta = found
-        # git looks at the output folder while the renderers are imported (renderer.cleantree)
+        # git looks at the output folder while the renderers are imported (renderer.reuse.cleantree)
         check = _look(settings) if delta is not None else None
         job = importlib.import_module("renderer.job")
         report: RenderReport = job.render(settings, cluster_crds, progress, delta, check)
@@ -65,7 +65,7 @@ def run_render(
 
 def _stamped(settings: RenderSettings) -> RenderReport | Stamp | None:
     """The report of a render that would change nothing, when the stamp shows it; the stamp,
-    when only the bytes of some source files differ from it (renderer.delta); None: render as
+    when only the bytes of some source files differ from it (renderer.reuse.delta); None: render as
     usual. Pushes, as a render does; when the push is rejected, the render as usual starts
     from the remote's head."""
     subdir = checked_path(settings.path)
@@ -111,7 +111,7 @@ def _look(settings: RenderSettings) -> CleanCheck | None:
 
 
 def _inputs(settings: RenderSettings) -> tuple[str, str] | None:
-    """The stamp's digest of the inputs, and of them but the sources' bytes (renderer.stamp);
+    """The stamp's digest of the inputs, and of them but the sources' bytes (renderer.reuse.stamp);
     None when a file cannot be read (the render as usual says why)."""
     try:
         sources = file_keys(settings.sources)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from flask import current_app, g
 
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas
 from ui.cluster import Cluster, Viewer
 from ui.settings import UiSettings
 

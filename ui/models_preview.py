@@ -3,7 +3,7 @@ very functions the commands call:
 
 - the admission verdict: kubeio.inspection.validate_one and its text (`runway validate`);
 - the selection trace: kubeio.explanation.explain_one and its text (`runway explain`);
-- the files `runway render` would write for it: renderer.render.render_guarded (admission,
+- the files `runway render` would write for it: renderer.output.render.render_guarded (admission,
   the provider's render, the invariants, the strict check of every upstream object against the
   schema pack), each shown with its strict-check result.
 
@@ -33,9 +33,9 @@ from kubeio.registry import build_registry
 from kubeio.shipped import bundled_versions
 from kubeio.sources import Document
 from kubeio.yamlio import dump, load_all
-from renderer.folders import HYDRATED_FILE
-from renderer.render import render_guarded
-from renderer.strict import Schemas
+from renderer.output.folders import HYDRATED_FILE
+from renderer.output.render import render_guarded
+from renderer.output.strict import Schemas
 
 RENDER_PATH = "rendered"  # `runway render --path`'s default: where the preview's files go
 DEFAULT_GATEWAY = "gateways/inference"  # the Gateway routes attach to, as the docs' examples

@@ -44,7 +44,7 @@ class SpecChecks:
     """What check_spec finds whatever the operation and the stored object: a function of the
     hydrated object and the registry only. Kept with the verdict, so that the same object
     admitted again against the same registry (a render asks whether its output is settled:
-    renderer.render) runs only what the stored object and the operation add."""
+    renderer.output.render) runs only what the stored object and the operation add."""
 
     before: tuple[FieldError, ...]  # engine fields, flags, model, overrides
     after: tuple[FieldError, ...]  # compatibility, disaggregated serving, ... annotations

@@ -1,4 +1,4 @@
-"""A render of the namespaces whose source files changed (renderer.delta) gives what a render of
+"""A render of the namespaces whose source files changed (renderer.reuse.delta) gives what a render of
 everything gives: after any series of edits to several source files (objects changed, added,
 removed, moved between files, broken and fixed, defined twice, comments), the tree, HEAD's tree
 and the report equal a --full render's in a twin repository; and an edit of one file renders
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import renderer.delta
 import renderer.job
+import renderer.reuse.delta
 from kubeio.yamlio import dump_all
 from renderer.pipeline import run_render
 from renderer.settings import RenderReport, RenderSettings
@@ -40,7 +40,7 @@ class Deltas:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.done = 0
-        real = renderer.delta.widened
+        real = renderer.reuse.delta.widened
 
         def counted(*args: Any) -> Any:
             self.done += 1

@@ -1,4 +1,4 @@
-"""A source file parsed piece by piece (kubeio.sources.split_stream, renderer.parsecache) gives
+"""A source file parsed piece by piece (kubeio.sources.split_stream, renderer.reuse.parsecache) gives
 exactly what parsing it whole gives: the same objects with the same document numbers, and the
 same error for a stream that does not parse; an edit of one document parses that piece only."""
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from core.fields.errors import SourceError
 from kubeio.sources import parse_documents, parse_stream, split_stream
 from kubeio.yamlio import dump
-from renderer.parsecache import ParsedSources
+from renderer.reuse.parsecache import ParsedSources
 
 # What may sit between and around documents, and what may start one.
 MARKERS = ["---\n", "--- \n", "---\t\n", "--- # a comment\n", "---\n\n"]

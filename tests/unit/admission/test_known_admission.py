@@ -41,7 +41,7 @@ def test_admitting_again_as_an_update_of_the_output_reuses_exactly(
 ) -> None:
     old = admit(stored, registry=REGISTRY).obj if stored is not None else None
     first = admit(obj, old=old, registry=REGISTRY)
-    holds(obj, first.obj, first)  # what renderer.render's _is_settled asks
+    holds(obj, first.obj, first)  # what renderer.output.render's _is_settled asks
     holds(obj, old, first)  # the same admission again
     holds(obj, None, first)  # as a create
 

@@ -34,8 +34,8 @@ from core.rendering.installs import (
     settings_errors,
 )
 from kubeio.shipped import bundled_config_objects, bundled_versions
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas, check_objects
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas, check_objects
 
 AT = f"metadata.annotations[{INSTALLATION_ANNOTATION}]"
 CHARTED = ("dynamo", "kaito", "kuberay")

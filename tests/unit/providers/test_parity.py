@@ -14,9 +14,9 @@ from core.rendering.inferencegateway import GatewayTarget
 from core.selection.configs import ProviderRegistry
 from kubeio.shipped import bundled_versions
 from providers.modules import plugins
-from renderer.render import RenderContext, render_many
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas
+from renderer.output.render import RenderContext, render_many
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas
 from tests.support.builders import model_deployment
 
 PLUGINS = {plugin.NAME: plugin for plugin in plugins()}

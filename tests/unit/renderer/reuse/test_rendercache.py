@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from renderer.rendercache import CACHE_FORMAT, Entry, RenderCache, packed
+from renderer.reuse.rendercache import CACHE_FORMAT, Entry, RenderCache, packed
 
 NAMESPACES = st.sampled_from(["a", "b", "team-1", "é"])
 FOLDERS = st.builds(lambda n, m: f"{n}/{m}", NAMESPACES, st.sampled_from(["x", "y", "m-2"]))

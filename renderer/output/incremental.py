@@ -1,7 +1,7 @@
 """Incremental rendering: skip a ModelDeployment whose output cannot have changed.
 
-An object is skipped only when its key (renderer.digests.render_key) is unchanged and its folder
-still holds exactly the files its last render wrote (renderer.rendercache), so an edited or
+An object is skipped only when its key (renderer.reuse.digests.render_key) is unchanged and its folder
+still holds exactly the files its last render wrote (renderer.reuse.rendercache), so an edited or
 half-written folder is rendered again.
 
 Whether a folder still holds its files is decided, as git decides it for its index, by the
@@ -19,13 +19,13 @@ from typing import Any
 
 from core.model.kinds import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
 from kubeio.sources import parse_documents
-from renderer.digests import folder_digest, render_key, text_digest
-from renderer.folders import HYDRATED_FILE, Result, folder_of
 from renderer.gitops import DiskTree
-from renderer.ownership import Ownership, Removals, decide, output_key, read_record
-from renderer.render import RenderContext, render_external_guarded, render_many
-from renderer.rendercache import Entry, RenderCache, Stats, packed
-from renderer.tree import Folder, Tree, build_tree, folders_of, with_record
+from renderer.output.folders import HYDRATED_FILE, Result, folder_of
+from renderer.output.ownership import Ownership, Removals, decide, output_key, read_record
+from renderer.output.render import RenderContext, render_external_guarded, render_many
+from renderer.output.tree import Folder, Tree, build_tree, folders_of, with_record
+from renderer.reuse.digests import folder_digest, render_key, text_digest
+from renderer.reuse.rendercache import Entry, RenderCache, Stats, packed
 from renderer.writer import Stat
 
 
@@ -39,7 +39,7 @@ class Rendered:
     rendered: int  # ModelDeployments actually rendered (the rest were unchanged)
     removals: Removals = field(default_factory=Removals)
     # The next render, of the same inputs against this tree, reuses every ModelDeployment: each
-    # has a cache entry under the key that render will compute (renderer.stamp relies on it).
+    # has a cache entry under the key that render will compute (renderer.reuse.stamp relies on it).
     stable: bool = False
 
 
@@ -73,7 +73,7 @@ def render_incremental(
     `context` gives what every object renders with, called only when something renders;
     `digests` may hold objects' digests by id (from ParsedSources); `stats` the Stat of each
     path in `current` (a folder whose Stats are those its cache entry recorded is not read).
-    `ownership` decides what happens to folders no source defines now (renderer.ownership);
+    `ownership` decides what happens to folders no source defines now (renderer.output.ownership);
     without it they are removed, as by a render of every source there is. `progress` is told
     (rendered so far, to render) as the stale ModelDeployments render; `ready` is given their
     Results as they arrive, in order (to write them while the rest render)."""

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from renderer.folders import Result
-from renderer.stamp import ROW_FIELDS, _rows
+from renderer.output.folders import Result
+from renderer.reuse.stamp import ROW_FIELDS, _rows
 
 TEXT = st.sampled_from(["a/b", "x.yaml", "", "é"])
 WRONG = st.sampled_from([None, 3, b"x", ["x"], ("x",), 1.5])

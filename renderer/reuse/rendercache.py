@@ -1,7 +1,7 @@
 """The render cache: per output folder, what it was last rendered from and what that reported.
 
 The cache (in .git, never committed) remembers, per folder, the key its output was rendered under
-(renderer.digests.render_key), a digest of the files it wrote, the report, and the files' Stats
+(renderer.reuse.digests.render_key), a digest of the files it wrote, the report, and the files' Stats
 (inode, size, mtime, ctime) after writing. Anything unreadable in it is treated as absent: the
 worst case is a full render. A render loads it once and writes it once, at the end.
 """
@@ -49,7 +49,7 @@ class RenderCache:
     """Entries by folder (namespace/name), read from and written to one file in .git. `tree`:
     the git tree the output folder held, committed, when the entries were saved (None when it
     was not committed): while git finds the folder clean and HEAD still holds that tree, every
-    entry holds for the files there, whatever their Stats (renderer.cleantree).
+    entry holds for the files there, whatever their Stats (renderer.reuse.cleantree).
 
     The file holds each namespace's entries as a pickle of its own (pickled tuples of plain
     values), read only when an entry of that namespace is asked for, and written again as read

@@ -33,7 +33,7 @@ from core.schema.rules import apply_defaults
 from core.selection.configs import ProviderRegistry
 from kubeio.guard import per_object
 from kubeio.yamlio import Strings, dump
-from renderer.folders import (
+from renderer.output.folders import (
     EXTERNAL_FILE,
     EXTERNAL_SUFFIX,
     HYDRATED_FILE,
@@ -42,9 +42,9 @@ from renderer.folders import (
     folder_of,
     kustomization,
 )
+from renderer.output.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
 from renderer.pool import cores, fork_pool
 from renderer.safefs import NAME_MAX
-from renderer.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
 
 SERVER_FIELDS = (
     "resourceVersion",

@@ -34,7 +34,7 @@ from core.model.kinds import (
     MODEL_DEPLOYMENT,
 )
 from kubeio.sources import Document
-from renderer.folders import Result, external_folder_of, folder_of
+from renderer.output.folders import Result, external_folder_of, folder_of
 
 SOURCES_FILE = "runway-sources.json"  # at the top of the tree: folder -> the source it came from
 RECORD_KIND = "RenderSources"  # not a Kubernetes kind: no kustomization lists this file
@@ -50,7 +50,9 @@ class Ownership:
     roots: Sequence[str] = ()
     refused: Mapping[str, str] = field(default_factory=dict)
     max_removals: int | None = None  # None: no limit (the library default; the CLI sets one)
-    failures_elsewhere: int = 0  # failed results of the same render outside these (renderer.delta)
+    failures_elsewhere: int = (
+        0  # failed results of the same render outside these (renderer.reuse.delta)
+    )
 
 
 @dataclass(frozen=True, slots=True)

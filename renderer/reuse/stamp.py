@@ -1,7 +1,7 @@
 """The render stamp: a render that would change nothing is answered without rendering.
 
 After a render that committed (or found nothing to commit) and whose every ModelDeployment the
-next render would reuse as it is (renderer.incremental, Rendered.stable), the stamp records, in
+next render would reuse as it is (renderer.output.incremental, Rendered.stable), the stamp records, in
 .git (never committed):
 - Runway's fingerprint, and `inputs`: the digest of everything else the render read besides the
   tree: the settings that shape the output, the working directory, and the path and bytes of
@@ -38,12 +38,12 @@ from typing import Any
 
 from kubeio.files import atomic_write
 from kubeio.sources import yaml_files
-from renderer.digests import builtin_schemas_version, digest
-from renderer.folders import Result, report_line
 from renderer.gitops import Repo
-from renderer.ownership import Removals
-from renderer.parsecache import file_key
-from renderer.rendercache import Shared
+from renderer.output.folders import Result, report_line
+from renderer.output.ownership import Removals
+from renderer.reuse.digests import builtin_schemas_version, digest
+from renderer.reuse.parsecache import file_key
+from renderer.reuse.rendercache import Shared
 from renderer.safefs import read_text
 from renderer.settings import RenderSettings, cache_key, checked_path
 
@@ -51,7 +51,7 @@ STAMP_FORMAT = 5
 ROW_FIELDS = 8
 log = logging.getLogger(__name__)
 # A result as the stamp keeps it: key, file names, error, warnings, engine, provider, schemas,
-# and its line of the JSON report (renderer.folders.report_line: encoding 10,000 results again
+# and its line of the JSON report (renderer.output.folders.report_line: encoding 10,000 results again
 # was a tenth of a render of one changed ModelDeployment).
 Row = tuple[
     str,
@@ -72,7 +72,7 @@ Source = tuple[str, str, tuple[str, ...], bool]
 
 @dataclass(frozen=True, slots=True)
 class Stamp:
-    fingerprint: str  # Runway's (renderer.digests.runway_fingerprint)
+    fingerprint: str  # Runway's (renderer.reuse.digests.runway_fingerprint)
     inputs: str  # stamp_inputs
     tree: str
     rows: tuple[Row, ...]
@@ -184,7 +184,7 @@ class Stamp:
 
 def stamp_inputs(settings: Mapping[str, Any], read: Sequence[str]) -> str:
     """The digest of a render's inputs besides the tree: `settings` (name -> a value with a
-    stable repr), the working directory, and `read`, the file_key (renderer.parsecache) of
+    stable repr), the working directory, and `read`, the file_key (renderer.reuse.parsecache) of
     every source and provider-config file in the order the render read them."""
     parts: list[bytes | str] = [os.getcwd(), *read]
     parts += [f"{name}={settings[name]!r}" for name in sorted(settings)]

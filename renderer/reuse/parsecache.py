@@ -12,8 +12,8 @@ from typing import Any, NamedTuple
 from core.fields.errors import SourceError
 from kubeio.files import atomic_write
 from kubeio.sources import Document, expand_lists, parse_stream, split_stream, yaml_files
-from renderer.digests import digest, object_digest
 from renderer.pool import fork_pool
+from renderer.reuse.digests import digest, object_digest
 
 log = logging.getLogger(__name__)
 # Unparsed source bytes from which a render parses them in a pool (ParsedSources.prefetch): a
@@ -50,7 +50,9 @@ class ParsedSources:
         self.used: set[str] = set()
         self.digests: dict[int, str] = {}  # id(object) -> digest(canonical(object))
         self.pending: dict[str, Any] = {}  # parsed this time, stored by `finish`
-        self.read_keys: list[str] = []  # file_key of every file read, in order (renderer.stamp)
+        self.read_keys: list[
+            str
+        ] = []  # file_key of every file read, in order (renderer.reuse.stamp)
         self.read_paths: list[str] = []  # and its path
         # entries a worker parsed (prefetch), until `documents` takes them
         self._prefetched: dict[str, tuple[str, list[tuple[str, Piece]]]] = {}

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from core.fields.errors import SourceError
 from kubeio.yamlio import dump
-from renderer.folders import kustomization
 from renderer.gitops import DiskTree
-from renderer.ownership import SOURCES_FILE, read_record, record_text
-from renderer.tree import Tree
+from renderer.output.folders import kustomization
+from renderer.output.ownership import SOURCES_FILE, read_record, record_text
+from renderer.output.tree import Tree
 
 TOP = "kustomization.yaml"
 

@@ -1,11 +1,11 @@
-"""The strict check of custom kinds runs their CRD's rules and formats (renderer/strict.py)."""
+"""The strict check of custom kinds runs their CRD's rules and formats (renderer/output/strict.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas
 
 KUBERNETES = "v1.37.2"
 

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from core.fields.errors import SourceError
 from kubeio.yamlio import dump
-from renderer import parsecache
-from renderer.parsecache import ParsedSources
+from renderer.reuse import parsecache
+from renderer.reuse.parsecache import ParsedSources
 from tests.unit.test_sources_pieces import streams
 
 # An alias bomb (9 levels of 9 references: refused past kubeio's expansion bound, in a worker

@@ -10,7 +10,7 @@ saved against. The tree is then listed from git's index (`git ls-files`) and eac
 Stat its cache entry recorded, so the render reads and stats nothing it does not render. Git
 starts as soon as the render holds the repository and works while Runway reads its sources.
 
-What git's stat cache cannot see, this cannot either (renderer.stamp says what that is);
+What git's stat cache cannot see, this cannot either (renderer.reuse.stamp says what that is);
 `runway render --full` compares every file by content.
 """
 
@@ -22,9 +22,9 @@ import subprocess
 from collections.abc import Callable
 
 from renderer.gitops import DiskTree, Repo
-from renderer.rendercache import RenderCache, unpacked
+from renderer.output.shard import Namespaces
+from renderer.reuse.rendercache import RenderCache, unpacked
 from renderer.safefs import Folders, plain_parts
-from renderer.shard import Namespaces
 from renderer.writer import Stat, stat_of
 
 # An index entry of `git ls-files -s -z` that is not a plain file (a link, a submodule).
@@ -53,7 +53,7 @@ class CleanCheck:
     def tree(self, cache: RenderCache | None, part: Namespaces | None = None) -> DiskTree | None:
         """The tree under `subdir` (as Repo.scan gives it) when git vouches for it as `cache`
         saw it; None: scan it. With `part`, only its namespaces' files, the files at the top and
-        each namespace's kustomization (what a render of `part` reads: renderer.shard)."""
+        each namespace's kustomization (what a render of `part` reads: renderer.output.shard)."""
         changed, head = self._status(), self._head()
         if cache is None or cache.tree is None:
             return None

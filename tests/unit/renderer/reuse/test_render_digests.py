@@ -12,13 +12,13 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
-from renderer.digests import RUNWAY_VERSION, builtin_schemas_version
+from renderer.reuse.digests import RUNWAY_VERSION, builtin_schemas_version
 from tests.conftest import ROOT
 
 PROBE = (
     "import json, sys\n"
     "import renderer.pipeline\n"
-    "from renderer.digests import runway_fingerprint\n"
+    "from renderer.reuse.digests import runway_fingerprint\n"
     "ours = {m.split('.')[0] for m, module in sys.modules.items()\n"
     "        if (getattr(module, '__file__', None) or '').startswith(sys.argv[1])}\n"
     "print(json.dumps([runway_fingerprint(), sorted(ours)]))\n"
@@ -73,7 +73,7 @@ def test_the_version_in_the_fingerprint_is_the_distributions_and_pyprojects() ->
 MEMO_PROBE = (
     "import sys\n"
     "from pathlib import Path\n"
-    "from renderer.digests import runway_fingerprint\n"
+    "from renderer.reuse.digests import runway_fingerprint\n"
     "print(runway_fingerprint(Path(sys.argv[2])), runway_fingerprint())\n"
 )
 

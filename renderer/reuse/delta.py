@@ -1,18 +1,18 @@
 """A render of the namespaces whose sources changed; every other namespace's part is the
 stamp's.
 
-A render's output is a function of its inputs and the tree (renderer.stamp). When the stamp's
+A render's output is a function of its inputs and the tree (renderer.reuse.stamp). When the stamp's
 inputs differ from a render's only in the bytes of some source files (the same settings, Runway
 and provider configs, the same files in the same order), git vouches that the output folder
-holds the stamped tree (renderer.cleantree), and the render cache was saved with that tree,
+holds the stamped tree (renderer.reuse.cleantree), and the render cache was saved with that tree,
 then a namespace none of those files renders into, before or now, is given by the same
 documents, the same shared inputs and the same folders as when the stamp was made: a render of
 everything gives it what the stamp recorded. So the render as usual runs restricted to the
-changed files' namespaces, as a shard is (renderer.shard.Namespaces: the two files at the top
+changed files' namespaces, as a shard is (renderer.output.shard.Namespaces: the two files at the top
 take in the other namespaces' parts as the tree holds them), and every other namespace's
 results, cache entries and folders are kept as the stamp and the cache hold them.
 
-A render with a failure anywhere removes nothing (renderer.ownership): the stamp's failures
+A render with a failure anywhere removes nothing (renderer.output.ownership): the stamp's failures
 outside the namespaces count. Not done (a render as usual instead) when a changed file holds or
 held an InferenceProviderConfig (an input of every object), when the stamp withheld removals
 or kept folders of sources outside the render's roots (a render of everything decides those
@@ -27,12 +27,12 @@ from pathlib import Path
 
 from core.model.kinds import INFERENCE_PROVIDER_CONFIG
 from kubeio.sources import Document, expand_lists
-from renderer.incremental import Rendered
-from renderer.ownership import Removals, output_key
-from renderer.parsecache import SourceFile
-from renderer.rendercache import RenderCache
-from renderer.shard import Namespaces, Part
-from renderer.stamp import Source, Stamp
+from renderer.output.incremental import Rendered
+from renderer.output.ownership import Removals, output_key
+from renderer.output.shard import Namespaces, Part
+from renderer.reuse.parsecache import SourceFile
+from renderer.reuse.rendercache import RenderCache
+from renderer.reuse.stamp import Source, Stamp
 
 
 def part_to_render(

@@ -1,4 +1,4 @@
-"""The schema pack (renderer/schemas/): what it holds, that it agrees with the pins, that
+"""The schema pack (renderer/output/schemas/): what it holds, that it agrees with the pins, that
 `make schemas` is deterministic, and that rendering really checks against it."""
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import yaml
 from core.rendering.inferencegateway import GatewayTarget
 from core.selection.configs import ProviderRegistry
 from kubeio.shipped import bundled_versions
-from renderer.render import RenderContext, render_many
-from renderer.schemapack import load_pack
-from renderer.strict import BUILTIN_API_VERSIONS, Schemas
+from renderer.output.render import RenderContext, render_many
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import BUILTIN_API_VERSIONS, Schemas
 from tests.conftest import EXAMPLES, ROOT
 from tools import schemapack
 
-PACK = ROOT / "renderer" / "schemas"
+PACK = ROOT / "renderer" / "output" / "schemas"
 GATEWAY = GatewayTarget("inference", "gateways", istio=True)
 
 

@@ -1,7 +1,7 @@
 """The render-time strict check (the #308 lesson): every rendered object against the schema of its
 pinned upstream, with undeclared fields reported instead of pruned.
 
-CRD schemas come from Runway's schema pack (renderer/schemapack.py) by default. CRDs found in
+CRD schemas come from Runway's schema pack (renderer/output/schemapack.py) by default. CRDs found in
 directories (`--crds`, searched recursively for CustomResourceDefinition documents, any layout) or
 served by a cluster (`--crds-from-cluster`) override it kind by kind. An object whose kind has no
 schema anywhere is reported too: "strict everywhere" means nothing is waved through unchecked.
@@ -22,7 +22,7 @@ from core.fields.paths import FieldPath
 from core.schema.compiled import Checker
 from core.schema.rules import Node, compile_crd_schema, new_environment, validate
 from kubeio.sources import read_documents
-from renderer.schemapack import PackEntry
+from renderer.output.schemapack import PackEntry
 
 CRD_KIND = "CustomResourceDefinition"
 

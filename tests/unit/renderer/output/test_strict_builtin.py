@@ -12,7 +12,7 @@ from kubernetes_validate import utils
 from core.model.kinds import ModelDeployment
 from kubeio.shipped import bundled_versions
 from providers.modules import plugins
-from renderer.strict import (
+from renderer.output.strict import (
     BUILTIN_API_VERSIONS,
     BuiltinSchemas,
     builtin_schema,
@@ -92,7 +92,7 @@ def test_the_translated_schema_gives_jsonschemas_verdicts() -> None:
 
 
 def test_kubernetes_validates_schemas_are_read_as_its_own_utils_read_them() -> None:
-    """renderer.strict reads kubernetes-validate's package data itself (importing the package
+    """renderer.output.strict reads kubernetes-validate's package data itself (importing the package
     imports jsonschema); the versions, major.minor and schema files are its utils' answers."""
     assert builtin_versions() == utils.all_versions()
     for version in ("1.37.2", "v1.30", "1.9.0"):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from kubeio.yamlio import dump
-from renderer.folders import Result, kustomization
-from renderer.ownership import SOURCES_FILE, Ownership, record_text
+from renderer.output.folders import Result, kustomization
+from renderer.output.ownership import SOURCES_FILE, Ownership, record_text
 
 
 class Tree(Mapping[str, str]):

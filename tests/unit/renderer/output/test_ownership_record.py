@@ -1,4 +1,4 @@
-"""The ownership record's text (renderer.ownership.record_text, written line by line) is exactly
+"""The ownership record's text (renderer.output.ownership.record_text, written line by line) is exactly
 the text json.dumps writes for it with one-space indents, sorted keys and no ASCII escaping,
 over generated records: any strings (quotes, backslashes, control characters, non-ASCII, lone
 surrogates), any order given, and none; and read_record reads it back to the record."""
@@ -10,7 +10,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from renderer.ownership import RECORD_KIND, SOURCES_FILE, read_record, record_text
+from renderer.output.ownership import RECORD_KIND, SOURCES_FILE, read_record, record_text
 
 TEXT = st.text(st.characters() | st.integers(0xD800, 0xDFFF).map(chr), max_size=12)
 FOLDERS = st.tuples(TEXT, TEXT).map("/".join)

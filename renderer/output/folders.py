@@ -1,6 +1,6 @@
 """What one output folder is: its key (namespace/name), its files, the Result of rendering it,
-and the kustomization that lists it. Kept apart from renderer.render, so that reading a render's
-report (renderer.stamp) does not import the renderers."""
+and the kustomization that lists it. Kept apart from renderer.output.render, so that reading a render's
+report (renderer.reuse.stamp) does not import the renderers."""
 
 from __future__ import annotations
 
