@@ -22,7 +22,8 @@ from kubeio.policy import enforce
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import STDIN, Document, expand_lists, read_documents, runway_documents
-from renderer.gitops import DiskTree, Repo
+from renderer.git.gitops import DiskTree, Repo
+from renderer.git.writer import TreeWriter
 from renderer.output.folders import Result
 from renderer.output.incremental import Rendered, render_incremental
 from renderer.output.ownership import (
@@ -65,7 +66,6 @@ from renderer.reuse.stamp import (
     stamped_settings,
 )
 from renderer.settings import ClusterCrds, RenderReport, RenderSettings, cache_key, checked_path
-from renderer.writer import TreeWriter
 
 SOURCES_CACHE = "runway-sources"  # in .git: parsed source files, by content
 

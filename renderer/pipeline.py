@@ -22,7 +22,8 @@ from pathlib import Path
 
 from core.fields.errors import SourceError
 from kubeio.sources import STDIN
-from renderer.gitops import GitError, Repo
+from renderer.git.gitops import GitError, Repo
+from renderer.git.safefs import UnsafePath
 from renderer.reuse.cleantree import CleanCheck
 from renderer.reuse.digests import FINGERPRINT, files_digest, runway_fingerprint
 from renderer.reuse.stamp import (
@@ -34,7 +35,6 @@ from renderer.reuse.stamp import (
     stamped_settings,
     tree_if_clean,
 )
-from renderer.safefs import UnsafePath
 from renderer.settings import ClusterCrds, RenderReport, RenderSettings, checked_path
 
 

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from core.fields.errors import SourceError
 from kubeio.sources import check_name
-from renderer.gitops import Identity
+from renderer.git.gitops import Identity
+from renderer.git.safefs import UnsafePath, plain_parts
 from renderer.output.folders import Result
 from renderer.output.ownership import DEFAULT_MAX_REMOVALS, Removals
 from renderer.output.shard import Shard
 from renderer.output.tree import Tree
 from renderer.reuse.digests import digest
-from renderer.safefs import UnsafePath, plain_parts
 
 if TYPE_CHECKING:
     from core.rendering.inferencegateway import GatewayTarget

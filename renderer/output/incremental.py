@@ -19,14 +19,14 @@ from typing import Any
 
 from core.model.kinds import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
 from kubeio.sources import parse_documents
-from renderer.gitops import DiskTree
+from renderer.git.gitops import DiskTree
+from renderer.git.writer import Stat
 from renderer.output.folders import HYDRATED_FILE, Result, folder_of
 from renderer.output.ownership import Ownership, Removals, decide, output_key, read_record
 from renderer.output.render import RenderContext, render_external_guarded, render_many
 from renderer.output.tree import Folder, Tree, build_tree, folders_of, with_record
 from renderer.reuse.digests import folder_digest, render_key, text_digest
 from renderer.reuse.rendercache import Entry, RenderCache, Stats, packed
-from renderer.writer import Stat
 
 
 @dataclass(frozen=True)

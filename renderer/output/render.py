@@ -33,6 +33,7 @@ from core.schema.rules import apply_defaults
 from core.selection.configs import ProviderRegistry
 from kubeio.guard import per_object
 from kubeio.yamlio import Strings, dump
+from renderer.git.safefs import NAME_MAX
 from renderer.output.folders import (
     EXTERNAL_FILE,
     EXTERNAL_SUFFIX,
@@ -44,7 +45,6 @@ from renderer.output.folders import (
 )
 from renderer.output.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
 from renderer.pool import cores, fork_pool
-from renderer.safefs import NAME_MAX
 
 SERVER_FIELDS = (
     "resourceVersion",

@@ -21,11 +21,11 @@ import re
 import subprocess
 from collections.abc import Callable
 
-from renderer.gitops import DiskTree, Repo
+from renderer.git.gitops import DiskTree, Repo
+from renderer.git.safefs import Folders, plain_parts
+from renderer.git.writer import Stat, stat_of
 from renderer.output.shard import Namespaces
 from renderer.reuse.rendercache import RenderCache, unpacked
-from renderer.safefs import Folders, plain_parts
-from renderer.writer import Stat, stat_of
 
 # An index entry of `git ls-files -s -z` that is not a plain file (a link, a submodule).
 _NOT_PLAIN = re.compile(r"(?:^|\0)(?!100644 |100755 )[^\0]")
@@ -41,7 +41,7 @@ class CleanCheck:
         self._repo, self._subdir = repo, subdir
         plain_parts(subdir)
         # No optional locks: git may start before the render holds the repository, and a
-        # render must find no index.lock of a live git when it takes it (renderer.gitops).
+        # render must find no index.lock of a live git when it takes it (renderer.git.gitops).
         status = repo.start(
             *("--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all"),
             *("--ignored", "--", subdir),

@@ -38,13 +38,13 @@ from typing import Any
 
 from kubeio.files import atomic_write
 from kubeio.sources import yaml_files
-from renderer.gitops import Repo
+from renderer.git.gitops import Repo
+from renderer.git.safefs import read_text
 from renderer.output.folders import Result, report_line
 from renderer.output.ownership import Removals
 from renderer.reuse.digests import builtin_schemas_version, digest
 from renderer.reuse.parsecache import file_key
 from renderer.reuse.rendercache import Shared
-from renderer.safefs import read_text
 from renderer.settings import RenderSettings, cache_key, checked_path
 
 STAMP_FORMAT = 5

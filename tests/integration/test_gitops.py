@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from renderer.gitops import BULK, DETAIL_LIMIT, Repo, commit_message
+from renderer.git.gitops import BULK, DETAIL_LIMIT, Repo, commit_message
 
 COUNT = 10_000
 NAMESPACES = 20

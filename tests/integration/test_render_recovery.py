@@ -27,7 +27,7 @@ from cli.main import main
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.yamlio import dump, dump_all
-from renderer.gitops import Repo
+from renderer.git.gitops import Repo
 from renderer.output.render import render_guarded
 from renderer.output.schemapack import load_pack
 from renderer.output.strict import Schemas
@@ -118,7 +118,9 @@ def test_a_render_killed_while_git_holds_the_index_lock_is_recovered_by_the_next
 
     assert (again.returncode, again.stderr) == (
         0,
-        "".join(f"WARNING renderer.gitops removing {p} left by a killed render\n" for p in left),
+        "".join(
+            f"WARNING renderer.git.gitops removing {p} left by a killed render\n" for p in left
+        ),
     )
     assert Repo(repo).git_locks() == []
     assert git(repo, "log", "--format=%s") == (

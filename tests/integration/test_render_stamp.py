@@ -26,7 +26,7 @@ from cli.main import main
 from core.rendering.inferencegateway import GatewayTarget
 from kubeio.shipped import bundled_config_objects
 from kubeio.yamlio import dump_all
-from renderer.gitops import Repo
+from renderer.git.gitops import Repo
 from renderer.pipeline import run_render
 from renderer.reuse.cleantree import CleanCheck
 from renderer.reuse.rendercache import RenderCache, unpacked

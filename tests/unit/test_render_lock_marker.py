@@ -1,5 +1,5 @@
 """The render lock's marker (`.git/runway-render.pid`) as found: whatever stands at its name,
-only the id of a process that is gone lets a render wait for the lock (renderer.gitops); any
+only the id of a process that is gone lets a render wait for the lock (renderer.git.gitops); any
 other content, a link, a FIFO or a large file is read as no killed render, at once and without
 an error, and the marker is written as a file of its own, never through a link."""
 
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import renderer.gitops
-from renderer.gitops import MARKER, GitError, Repo
+import renderer.git.gitops
+from renderer.git.gitops import MARKER, GitError, Repo
 
 
 @pytest.fixture(name="repo")
@@ -84,7 +84,7 @@ def test_what_is_no_plain_small_file_names_no_killed_render(
 def test_a_held_lock_is_refused_at_once_unless_its_render_is_gone(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(renderer.gitops, "KILLED_RENDER_WAIT", 0.3)
+    monkeypatch.setattr(renderer.git.gitops, "KILLED_RENDER_WAIT", 0.3)
     fd = held(repo)
     try:
         times = []

@@ -1,7 +1,7 @@
 """The GitOps repository, through the git CLI: lock, swap the rendered tree in, commit, push.
 
 Safety: only files whose bytes change are written, each whole before its name points at it
-(renderer.writer), so a killed render leaves every file either old or new, and the next render
+(renderer.git.writer), so a killed render leaves every file either old or new, and the next render
 finishes the job. History changes only by `git commit` (an atomic ref update), so HEAD is never a
 partial tree. A lock file held with flock keeps two renders out of the same repository; under it,
 git lock files that a killed render's git left are cleared, and only when no git process is
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TextIO
 
 from core.fields.errors import RunwayError
-from renderer.bulk import commit_with_blobs
-from renderer.gittrees import (
+from renderer.git.bulk import commit_with_blobs
+from renderer.git.gittrees import (
     folders_of,
     mktree_input,
     new_trees,
@@ -34,8 +34,8 @@ from renderer.gittrees import (
     staged,
     staged_changes,
 )
-from renderer.safefs import Folders, link_error, plain_parts, read_text
-from renderer.writer import Stat, TreeWriter, stat_tuple
+from renderer.git.safefs import Folders, link_error, plain_parts, read_text
+from renderer.git.writer import Stat, TreeWriter, stat_tuple
 
 GIT_TIMEOUT = 600  # a first commit of 10,000 ModelDeployments stages ~30,000 files
 # glibc's malloc gives memory back to the system at every free above 128 KiB and asks again at the
@@ -53,11 +53,12 @@ RETRY_INDEX = "runway-retry.index"  # in .git: the private index of a push retry
 PID_MAX = 1 << 22  # Linux's largest process id (PID_MAX_LIMIT)
 ASCII_SPACE = " \t\n\r\f\v"  # what bytes.strip() takes away; str.strip() takes more
 # How long a render waits for the lock when the render holding it was killed: its pool's workers
-# die with it (renderer.output.render) and let go of the lock they inherited a moment later.
+# die with it (renderer.render) and let go of the lock they inherited a moment later.
 KILLED_RENDER_WAIT = 10.0
 # The hooks `git commit` runs (reference-transaction runs for `git update-ref` too).
 COMMIT_HOOKS = ("pre-commit", "prepare-commit-msg", "commit-msg", "post-commit")
-log = logging.getLogger(__name__)
+# The name its warnings carry on stderr ("WARNING renderer.gitops ..."), as before the move.
+log = logging.getLogger("renderer.gitops")
 # Who commits when the repository's git configuration (local, global or system) names nobody.
 FALLBACK_IDENTITY = ("runway", "runway@localhost")
 
@@ -328,7 +329,7 @@ class Repo:
         writer: TreeWriter | None = None,
     ) -> list[str]:
         """Make `subdir` hold exactly `files`, touching only files whose bytes change (each
-        replaced atomically: renderer.writer). `current` is what `subdir` held when scanned;
+        replaced atomically: renderer.git.writer). `current` is what `subdir` held when scanned;
         paths in `unchanged` are known to hold their text already (neither side is read).
         `writer`: the one this render has written with so far (its paths hold their text
         already). Returns the paths written or removed, by this call and before it. Every path
@@ -374,7 +375,7 @@ class Repo:
         `written` >= BULK files, the commit is made by `git fast-import` (see _fast_import);
         `texts` (path in `subdir` -> text) may hold what files were just written with, so they
         are not read back. `touched` (paths in `subdir`): what this render wrote and removed,
-        when git found `subdir` clean before (renderer.reuse.cleantree); only they are staged, by
+        when git found `subdir` clean before (renderer.cleantree); only they are staged, by
         `git update-index`, instead of `git add` looking at every file (10,000 ModelDeployments,
         one changed: 0.11 s -> 0.01 s)."""
         if written >= BULK:
@@ -439,7 +440,7 @@ class Repo:
         clean-up: no comment lines, no trailing spaces), without refreshing the index from the
         work tree first (36,689 files stat'ed: 0.055 against 0.01 s): the index holds exactly
         what this render staged over HEAD. `raw`: `git diff --cached --raw` (the index's tree
-        is worked out from it: renderer.gittrees)."""
+        is worked out from it: renderer.git.gittrees)."""
         parent = self.git("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
         head = parent.stdout.strip() if parent.returncode == 0 else ""
         tree = (self._index_tree(raw) if head else None) or self.git("write-tree").stdout.strip()
@@ -453,7 +454,7 @@ class Repo:
     def _index_tree(self, raw: str) -> str | None:
         """The tree `git write-tree` would write, made from HEAD's trees and the staged changes
         `raw` (`git diff --cached --raw`) without reading or writing the index; None when that
-        cannot be told here (renderer.gittrees): then write-tree."""
+        cannot be told here (renderer.git.gittrees): then write-tree."""
         changes = staged(raw)
         widths = {len(c.before) for c in changes or ()}
         algorithm = {40: "sha1", 64: "sha256"}.get(widths.pop()) if len(widths) == 1 else None
@@ -499,7 +500,7 @@ class Repo:
         self, subdir: str, changes: Mapping[str, str], texts: Mapping[str, str]
     ) -> str:
         """The commit `commit` makes, written by `git fast-import` as packs instead of one
-        loose object per file by `git add` (renderer.bulk). The commit is HEAD with `changes` as
+        loose object per file by `git add` (renderer.git.bulk). The commit is HEAD with `changes` as
         the work tree holds them; the index is then reset to it (nothing else was staged)."""
         branch = self.git("symbolic-ref", "-q", "HEAD").stdout.strip()
         parent = self.git("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from renderer.pool import cores
 
 if TYPE_CHECKING:
-    from renderer.gitops import Repo
+    from renderer.git.gitops import Repo
 
 BLOB_PROCESSES = 2  # the machine's cores; more cost more start-up than they save
 # Packs always: below fastimport.unpackLimit (100 objects) fast-import writes loose objects, as a
