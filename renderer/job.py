@@ -45,7 +45,6 @@ from renderer.pool import cores
 from renderer.reuse.cleantree import CleanCheck
 from renderer.reuse.delta import failures_elsewhere, part_to_render, source_rows, widened
 from renderer.reuse.digests import (
-    FINGERPRINT,
     builtin_schemas_version,
     canonical,
     digest,
@@ -53,7 +52,7 @@ from renderer.reuse.digests import (
     inputs_digest,
     runway_fingerprint,
 )
-from renderer.reuse.parsecache import ParsedSources, cached
+from renderer.reuse.parsecache import ParsedSources
 from renderer.reuse.rendercache import RenderCache
 from renderer.reuse.stamp import (
     Source,
@@ -65,9 +64,8 @@ from renderer.reuse.stamp import (
     stamp_path,
     stamped_settings,
 )
+from renderer.reuse.store import Store
 from renderer.settings import ClusterCrds, RenderReport, RenderSettings, cache_key, checked_path
-
-SOURCES_CACHE = "runway-sources"  # in .git: parsed source files, by content
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +134,9 @@ def _prepare(
     """The render, its inputs read; with `stamp`, when only the bytes of some source files
     differ from its inputs, only the documents of their namespaces are (renderer.reuse.delta)."""
     git_dir = Path(settings.repo) / ".git"
-    fingerprint = runway_fingerprint(git_dir / FINGERPRINT if git_dir.is_dir() else None)
-    parsed = ParsedSources(git_dir / SOURCES_CACHE if git_dir.is_dir() else None, fingerprint)
+    store = Store(git_dir) if git_dir.is_dir() else None
+    fingerprint = runway_fingerprint(store.fingerprint if store else None)
+    parsed = ParsedSources(store.sources if store else None, fingerprint)
     files = parsed.files(settings.sources)
     documents = functools.cache(parsed.documents)  # each file parsed (or unpickled) once
     read = len(parsed.read_keys)  # the source files' (the provider-config files' come next)
@@ -177,10 +176,9 @@ def _prepare(
 
     def context() -> RenderContext:
         # Parsed upstream schemas, kept per content: parsing the CRDs is most of a small render.
-        for stale in repo.git_dir.glob("runway-schemas-*.pickle"):
-            if stale.name != f"runway-schemas-{schema_key}.pickle":
-                stale.unlink(missing_ok=True)
-        schemas = cached(repo.git_dir / f"runway-schemas-{schema_key}.pickle", load_schemas)
+        store = Store(repo.git_dir)
+        store.drop_schemas_but(schema_key)
+        schemas = store.cached(store.schemas(schema_key), load_schemas)
         return RenderContext(registry, schemas, pins, settings.gateway)
 
     return _Job(
@@ -257,7 +255,7 @@ def _write(
         written = _store(work, done, current, writer)
     tree = None  # HEAD's tree at `subdir` after the commit: the render cache's `tree`
     try:
-        job.parsed.finish(repo.git_dir / SOURCES_CACHE)
+        job.parsed.finish(Store(repo.git_dir).sources)
         committed, follows = None, True  # follows: HEAD is what was committed (and pushed)
         if settings.commit or settings.push:
             touched = writer.written if clean is not None else None
@@ -310,7 +308,7 @@ def _record_stamp(job: _Job, done: Rendered, tree: str | None) -> None:
 
 
 def _cache_path(repo: Repo, settings: RenderSettings) -> Path:
-    return repo.git_dir / f"runway-render-cache-{cache_key(settings)}.pickle"
+    return Store(repo.git_dir).render_cache(cache_key(settings))
 
 
 def _cache(job: _Job) -> RenderCache | None:

@@ -25,7 +25,7 @@ from kubeio.sources import STDIN
 from renderer.git.gitops import GitError, Repo
 from renderer.git.safefs import UnsafePath
 from renderer.reuse.cleantree import CleanCheck
-from renderer.reuse.digests import FINGERPRINT, files_digest, runway_fingerprint
+from renderer.reuse.digests import files_digest, runway_fingerprint
 from renderer.reuse.stamp import (
     Stamp,
     file_keys,
@@ -35,6 +35,7 @@ from renderer.reuse.stamp import (
     stamped_settings,
     tree_if_clean,
 )
+from renderer.reuse.store import Store
 from renderer.settings import ClusterCrds, RenderReport, RenderSettings, checked_path
 
 
@@ -89,7 +90,7 @@ def _stamped(settings: RenderSettings) -> RenderReport | Stamp | None:
                 return None
             tree = tree_if_clean(repo, subdir)  # git looks at the tree while Runway reads
             try:
-                same = stamp.fingerprint == runway_fingerprint(repo.git_dir / FINGERPRINT)
+                same = stamp.fingerprint == runway_fingerprint(Store(repo.git_dir).fingerprint)
                 results = stamp.results(repo.work / subdir)
             finally:
                 clean = tree() == stamp.tree

@@ -119,7 +119,8 @@ def source_rows(
     for found in files:
         path = str(found.path)
         if path in read or path not in recorded:
-            rows.append((path, found.key, tuple(sorted(namespaces.get(path, ()))), path in configs))
+            names = tuple(sorted(namespaces.get(path, ())))
+            rows.append(Source(path, found.key, names, path in configs))
         else:
-            rows.append((path, found.key, *recorded[path]))
+            rows.append(Source(path, found.key, *recorded[path]))
     return rows

@@ -31,7 +31,6 @@ RENDERING_PACKAGES: tuple[ModuleType, ...] = (core, providers, kubeio, renderer)
 # pyproject.toml's version, as the installed distribution's metadata gives it (a unit test holds
 # the three equal): asking importlib.metadata costs 24 ms, a quarter of a re-render's Python.
 RUNWAY_VERSION = "0.1.0"
-FINGERPRINT = "runway-fingerprint"  # in .git: runway_fingerprint kept under its files' Stats
 
 
 def digest(*parts: bytes | str) -> str:

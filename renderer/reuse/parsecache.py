@@ -3,19 +3,17 @@ whose digest names the entry (the parsed upstream schemas)."""
 
 from __future__ import annotations
 
-import logging
 import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from core.fields.errors import SourceError
-from kubeio.files import atomic_write
 from kubeio.sources import Document, expand_lists, parse_stream, split_stream, yaml_files
 from renderer.pool import fork_pool
 from renderer.reuse.digests import digest, object_digest
+from renderer.reuse.store import NextPickle, Store
 
-log = logging.getLogger(__name__)
 # Unparsed source bytes from which a render parses them in a pool (ParsedSources.prefetch): a
 # pool costs ~0.1 s, and a file of 500 ModelDeployments takes ~0.06 s to parse.
 PREFETCH_BYTES = 1 << 20
@@ -172,26 +170,14 @@ class ParsedSources:
         entry = self.folder / name if self.folder is not None else None
         if entry is None or not entry.is_file():
             return None
-        try:
-            with entry.open("rb") as handle:
-                key, pieces = pickle.load(handle)
-            if not isinstance(key, str) or not isinstance(pieces, list):
-                raise TypeError("an entry of another shape")
-            return key, pieces
-        except Exception:  # a damaged entry is parsed again
-            log.debug("ignoring unreadable %s", entry, exc_info=True)
-            return None
+        return Store.load(entry, _entry_shape)  # a damaged entry is parsed again
 
     def _name(self, path: Path) -> str:
         return f"{digest(self.fingerprint, str(path))}.pickle"
 
     def _store(self, entry: Path, value: Any) -> None:
-        try:
-            # equal strings are one object already (kubeio.yamlio): pickle writes each once
-            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-            atomic_write(entry, data)
-        except (OSError, pickle.PicklingError, RecursionError):
-            log.debug("not caching %s", entry, exc_info=True)
+        # equal strings are one object already (kubeio.yamlio): pickle writes each once
+        Store.save(entry, value, best_effort=True)
 
     def finish(self, folder: Path) -> None:
         """Store what was parsed this time in `folder` (the repository may not have existed when
@@ -225,19 +211,8 @@ def file_key(path: Path, data: bytes) -> str:
     return digest(str(path), data)
 
 
-def cached(path: Path, build: Callable[[], Any]) -> Any:
-    """`build()`, pickled at `path` the first time and loaded from there after (the caller puts
-    the digest of everything `build` reads into the name). Any trouble means building anew."""
-    try:
-        with path.open("rb") as handle:
-            return pickle.load(handle)
-    except FileNotFoundError:
-        pass
-    except Exception:
-        log.debug("ignoring unreadable %s", path, exc_info=True)
-    value = build()
-    try:
-        atomic_write(path, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
-    except (OSError, pickle.PicklingError, TypeError, AttributeError, RecursionError):
-        log.debug("not caching %s", path, exc_info=True)
-    return value
+def _entry_shape(read: NextPickle) -> tuple[str, list[tuple[str, Piece]]]:
+    key, pieces = read()
+    if not isinstance(key, str) or not isinstance(pieces, list):
+        raise TypeError("an entry of another shape")
+    return key, pieces

@@ -8,7 +8,6 @@ worst case is a full render. A render loads it once and writes it once, at the e
 
 from __future__ import annotations
 
-import logging
 import os
 import pickle
 import struct
@@ -17,8 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from kubeio.files import atomic_write
 from renderer.git.writer import Stat, stat_of
+from renderer.reuse.store import NextPickle, Store
 
 CACHE_FORMAT = 6
 ENTRY_FIELDS = 9  # the fields of an Entry, as a row keeps them
@@ -27,7 +26,6 @@ ENTRY_FIELDS = 9  # the fields of an Entry, as a row keeps them
 Stats = tuple[tuple[str, ...], bytes]
 _STAT = struct.Struct("<QQqq")  # inode, size, mtime and ctime (ns)
 T = TypeVar("T")
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,18 +112,18 @@ class RenderCache:
         """The cache in the file at `path`; empty when there is none, or it is unreadable or of
         another shape (the worst case is a full render). A namespace that turns out unreadable
         when it is read is empty (its folders render again)."""
-        try:
-            with path.open("rb") as handle:
-                raw = pickle.load(handle)
-            if raw[0] != CACHE_FORMAT:
-                return cls()
-            tree = raw[1] if isinstance(raw[1], str) else None
-            blobs = raw[2]
-            if not all(isinstance(n, str) and isinstance(b, bytes) for n, b in blobs.items()):
-                raise TypeError("a namespace that is not a name and a pickle")
-        except Exception:  # unreadable or of another shape: as if absent (a full render)
-            log.debug("ignoring unreadable %s", path, exc_info=True)
+        found = Store.load(path, cls._shape)
+        return cls() if found is None else found
+
+    @classmethod
+    def _shape(cls, read: NextPickle) -> RenderCache:
+        raw = read()
+        if raw[0] != CACHE_FORMAT:
             return cls()
+        tree = raw[1] if isinstance(raw[1], str) else None
+        blobs = raw[2]
+        if not all(isinstance(n, str) and isinstance(b, bytes) for n, b in blobs.items()):
+            raise TypeError("a namespace that is not a name and a pickle")
         cache = cls(None, tree)
         cache._unread, cache._file = dict(blobs), (frozenset(blobs), tree)
         return cache
@@ -176,8 +174,7 @@ class RenderCache:
         if reused and self._file == (frozenset(blobs), self.tree):
             return
         ordered = {namespace: blobs[namespace] for namespace in sorted(blobs)}
-        data = pickle.dumps((CACHE_FORMAT, self.tree, ordered), protocol=pickle.HIGHEST_PROTOCOL)
-        atomic_write(path, data)
+        Store.save(path, (CACHE_FORMAT, self.tree, ordered))
         self._read = {
             n: (b, grouped.get(n, {})) for n, b in ordered.items() if n not in self._unread
         }
@@ -206,16 +203,16 @@ def _namespace_blob(entries: Mapping[str, Entry]) -> bytes:
 
 def _namespace_rows(blob: bytes) -> dict[str, tuple[Any, ...]]:
     """The rows of one namespace's pickle; empty when it is unreadable or of another shape."""
-    try:
-        rows = pickle.loads(blob)
-        if not isinstance(rows, dict) or not all(
-            isinstance(f, str) and isinstance(r, tuple) and len(r) == ENTRY_FIELDS
-            for f, r in rows.items()
-        ):
-            raise TypeError("rows of another shape")
-    except Exception:
-        log.debug("ignoring an unreadable namespace of the render cache", exc_info=True)
-        return {}
+    found = Store.loads(blob, _rows_shape, "namespace of the render cache")
+    return {} if found is None else found
+
+
+def _rows_shape(rows: Any) -> dict[str, tuple[Any, ...]]:
+    if not isinstance(rows, dict) or not all(
+        isinstance(f, str) and isinstance(r, tuple) and len(r) == ENTRY_FIELDS
+        for f, r in rows.items()
+    ):
+        raise TypeError("rows of another shape")
     return rows
 
 

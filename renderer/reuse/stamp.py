@@ -28,15 +28,12 @@ compares every file by content.
 from __future__ import annotations
 
 import itertools
-import logging
 import os
-import pickle
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from kubeio.files import atomic_write
 from kubeio.sources import yaml_files
 from renderer.git.gitops import Repo
 from renderer.git.safefs import read_text
@@ -45,29 +42,35 @@ from renderer.output.ownership import Removals
 from renderer.reuse.digests import builtin_schemas_version, digest
 from renderer.reuse.parsecache import file_key
 from renderer.reuse.rendercache import Shared
+from renderer.reuse.store import NextPickle, Store
 from renderer.settings import RenderSettings, cache_key, checked_path
 
 STAMP_FORMAT = 5
 ROW_FIELDS = 8
-log = logging.getLogger(__name__)
-# A result as the stamp keeps it: key, file names, error, warnings, engine, provider, schemas,
-# and its line of the JSON report (renderer.output.folders.report_line: encoding 10,000 results again
-# was a tenth of a render of one changed ModelDeployment).
-Row = tuple[
-    str,
-    tuple[str, ...],
-    str | None,
-    tuple[str, ...],
-    str | None,
-    str | None,
-    tuple[tuple[str, str], ...],
-    str,
-]
 
 
-# A source file as the stamp keeps it: its path as read, its file_key, the namespaces its
-# documents render into, and whether it holds an InferenceProviderConfig.
-Source = tuple[str, str, tuple[str, ...], bool]
+class StampRow(NamedTuple):
+    """A result as the stamp keeps it (a plain tuple of these fields in the file)."""
+
+    key: str
+    names: tuple[str, ...]  # its files' names
+    error: str | None
+    warnings: tuple[str, ...]
+    engine: str | None
+    provider: str | None
+    schemas: tuple[tuple[str, str], ...]
+    # its line of the JSON report (renderer.output.folders.report_line: encoding 10,000 results
+    # again was a tenth of a render of one changed ModelDeployment)
+    line: str
+
+
+class Source(NamedTuple):
+    """A source file as the stamp keeps it (a plain tuple of these fields in the file)."""
+
+    path: str  # as read
+    key: str  # its file_key
+    namespaces: tuple[str, ...]  # the namespaces its documents render into
+    configs: bool  # it holds an InferenceProviderConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +78,7 @@ class Stamp:
     fingerprint: str  # Runway's (renderer.reuse.digests.runway_fingerprint)
     inputs: str  # stamp_inputs
     tree: str
-    rows: tuple[Row, ...]
+    rows: tuple[StampRow, ...]
     removals: Removals
     frame: str = ""  # stamp_frame: the inputs but the bytes of the source files
     sources: tuple[Source, ...] = ()  # the source files, in the order the render read them
@@ -98,7 +101,7 @@ class Stamp:
         rows = tuple(
             r.files.row  # a result this stamp's report came from: its row as read
             if isinstance(r.files, _Listed)
-            else (
+            else StampRow(
                 r.key,
                 tuple(one(n) for n in sorted(r.files)),
                 r.error,
@@ -125,42 +128,31 @@ class Stamp:
         """The stamp at `path`; None when there is none, when it is unreadable or of another
         shape, or when it was made from other `inputs` and (given) another `frame` (then its
         report, the bulk of the file, is not read)."""
-        try:
-            with path.open("rb") as handle:
-                header = pickle.load(handle)
-                if header[0] != STAMP_FORMAT:
-                    return None
-                _, fingerprint, recorded, tree, framed, raw_sources = header
-                if not all(isinstance(v, str) for v in (fingerprint, recorded, tree, framed)):
-                    raise TypeError("a digest that is not text")
-                if inputs is not None and recorded != inputs and framed != frame:
-                    return None
-                sources = tuple(map(_source, raw_sources))
-                rows, removals = pickle.load(handle)
+
+        def shape(read: NextPickle) -> Stamp | None:
+            header = read()
+            if header[0] != STAMP_FORMAT:
+                return None
+            _, fingerprint, recorded, tree, framed, raw_sources = header
+            if not all(isinstance(v, str) for v in (fingerprint, recorded, tree, framed)):
+                raise TypeError("a digest that is not text")
+            if inputs is not None and recorded != inputs and framed != frame:
+                return None
+            sources = tuple(map(_source, raw_sources))
+            rows, removals = read()
             return cls(
-                fingerprint,
-                recorded,
-                tree,
-                _rows(rows),
-                _removals(removals),
-                framed,
-                sources,
+                fingerprint, recorded, tree, _rows(rows), _removals(removals), framed, sources
             )
-        except FileNotFoundError:
-            return None
-        except Exception:  # unreadable or of another shape: as if absent (a render as usual)
-            log.debug("ignoring unreadable %s", path, exc_info=True)
-            return None
+
+        return Store.load(path, shape)
 
     def save(self, path: Path) -> None:
         """Two pickles: the digests, then the report (read only when the digests agree)."""
         removals = self.removals
         fields = (removals.removed, removals.withheld, removals.reason, removals.outside)
-        header = (STAMP_FORMAT, self.fingerprint, self.inputs, self.tree, self.frame, self.sources)
-        protocol = pickle.HIGHEST_PROTOCOL
-        atomic_write(
-            path, pickle.dumps(header, protocol) + pickle.dumps((self.rows, fields), protocol)
-        )
+        sources = tuple(map(tuple, self.sources))
+        header = (STAMP_FORMAT, self.fingerprint, self.inputs, self.tree, self.frame, sources)
+        Store.save(path, header, (tuple(map(tuple, self.rows)), fields))
 
     def results(self, root: Path, keep: Callable[[str], bool] | None = None) -> list[Result]:
         """The recorded results (those whose keys `keep` keeps), each folder's files read from
@@ -177,7 +169,7 @@ class Stamp:
                 schemas=schemas,
             )
             for row in self.rows
-            if keep is None or keep(row[0])
+            if keep is None or keep(row.key)
             for key, _, error, warnings, engine, provider, schemas, _ in (row,)
         ]
 
@@ -226,7 +218,7 @@ def named_schemas(settings: RenderSettings, schema_digest: str) -> str | None:
 
 def stamp_path(git_dir: Path, settings: RenderSettings) -> Path:
     """One stamp per output folder, and per shard of it, as the render cache."""
-    return git_dir / f"runway-stamp-{cache_key(settings)}.pickle"
+    return Store(git_dir).stamp(cache_key(settings))
 
 
 def file_keys(paths: Sequence[str]) -> list[tuple[str, str]]:
@@ -262,7 +254,7 @@ def head_tree(repo: Repo, subdir: str) -> str | None:
     return found.stdout.strip() if found.returncode == 0 else None
 
 
-def _rows(raw: Any) -> tuple[Row, ...]:
+def _rows(raw: Any) -> tuple[StampRow, ...]:
     """The recorded results, each field of the type it must have (else TypeError): the report
     is printed from them. Checked a field at a time over every row (a row at a time was 10 ms
     of 10,000); the warnings and schemas most rows share (one object, as saved) are checked
@@ -285,7 +277,7 @@ def _rows(raw: Any) -> tuple[Row, ...]:
             raise TypeError("schemas that are not pairs")
         if any(len(pair) != 2 for pair in shared) or not _types(*shared) <= {str}:
             raise TypeError("a schema that is not a pair of texts")
-    return rows
+    return tuple(map(StampRow._make, rows))
 
 
 def _types(*columns: Iterable[Any]) -> set[type]:
@@ -306,7 +298,7 @@ def _source(raw: Any) -> Source:
     texts = (path, key, *namespaces)
     if not all(isinstance(t, str) for t in texts) or type(configs) is not bool:
         raise TypeError("a source field of the wrong type")
-    return path, key, tuple(namespaces), configs
+    return Source(path, key, tuple(namespaces), configs)
 
 
 def _removals(raw: Any) -> Removals:
@@ -322,15 +314,15 @@ def _removals(raw: Any) -> Removals:
 def recorded_line(result: Result) -> str | None:
     """The line of the JSON report the stamp recorded for `result`, when it is one of the
     stamp's (Stamp.results); None for any other."""
-    return result.files.row[7] if isinstance(result.files, _Listed) else None
+    return result.files.row.line if isinstance(result.files, _Listed) else None
 
 
 class _Listed(Mapping[str, str]):
     """One folder's files by name (as its stamp `row` lists them), each read from disk when
     first asked for."""
 
-    def __init__(self, folder: str, row: Row) -> None:
-        self._folder, self._names, self.row = folder, row[1], row
+    def __init__(self, folder: str, row: StampRow) -> None:
+        self._folder, self._names, self.row = folder, row.names, row
 
     def __getitem__(self, name: str) -> str:
         if name not in self._names:
