@@ -26,7 +26,7 @@ from cli.options import (
 from core.fields.errors import SourceError
 from core.rendering.inferencegateway import GatewayTarget, parse_gateway
 from renderer import pipeline
-from renderer.git.gitops import Identity
+from renderer.git.runner import Identity
 from renderer.output.folders import report_line, report_row
 from renderer.output.ownership import DEFAULT_MAX_REMOVALS
 from renderer.output.shard import Shard

@@ -22,7 +22,8 @@ from kubeio.policy import enforce
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import STDIN, Document, expand_lists, read_documents, runway_documents
-from renderer.git.gitops import DiskTree, Repo
+from renderer.git.disk import DiskTree
+from renderer.git.gitops import Repo
 from renderer.git.writer import TreeWriter
 from renderer.output.folders import Result
 from renderer.output.incremental import Rendered, render_incremental

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from core.fields.errors import SourceError
 from kubeio.sources import STDIN
-from renderer.git.gitops import GitError, Repo
+from renderer.git.gitops import Repo
+from renderer.git.runner import GitError
 from renderer.git.safefs import UnsafePath
 from renderer.reuse.cleantree import CleanCheck
 from renderer.reuse.digests import files_digest, runway_fingerprint

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.fields.errors import SourceError
 from kubeio.sources import check_name
-from renderer.git.gitops import Identity
+from renderer.git.runner import Identity
 from renderer.git.safefs import UnsafePath, plain_parts
 from renderer.output.folders import Result
 from renderer.output.ownership import DEFAULT_MAX_REMOVALS, Removals

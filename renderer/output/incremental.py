@@ -19,7 +19,7 @@ from typing import Any
 
 from core.model.kinds import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
 from kubeio.sources import parse_documents
-from renderer.git.gitops import DiskTree
+from renderer.git.disk import DiskTree
 from renderer.git.writer import Stat
 from renderer.output.folders import HYDRATED_FILE, Result, folder_of
 from renderer.output.ownership import Ownership, Removals, decide, output_key, read_record

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from core.fields.errors import SourceError
 from kubeio.yamlio import dump
-from renderer.git.gitops import DiskTree
+from renderer.git.disk import DiskTree
 from renderer.output.folders import kustomization
 from renderer.output.ownership import SOURCES_FILE, read_record, record_text
 from renderer.output.tree import Tree

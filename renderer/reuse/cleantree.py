@@ -21,7 +21,8 @@ import re
 import subprocess
 from collections.abc import Callable
 
-from renderer.git.gitops import DiskTree, Repo
+from renderer.git.disk import DiskTree
+from renderer.git.runner import Repo
 from renderer.git.safefs import Folders, plain_parts
 from renderer.git.writer import Stat, stat_of
 from renderer.output.shard import Namespaces

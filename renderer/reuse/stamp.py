@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kubeio.sources import yaml_files
-from renderer.git.gitops import Repo
+from renderer.git.runner import Repo
 from renderer.git.safefs import read_text
 from renderer.output.folders import Result, report_line
 from renderer.output.ownership import Removals

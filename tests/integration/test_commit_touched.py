@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from renderer.git import gitops
+from renderer.git import commits as gitops
 from renderer.git.gitops import Repo
 
 FOLDERS = st.sampled_from(["team00/a", "team00/b", "team01/a", "team01/a-b", "team01/a.b"])
