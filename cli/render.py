@@ -1,4 +1,4 @@
-"""`runway render`: ModelDeployments in, a committed GitOps tree out (renderer.pipeline)."""
+"""`runway render`: ModelDeployments in, a committed GitOps tree out (renderer.flow)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from cli.options import (
 )
 from core.fields.errors import SourceError
 from core.rendering.inferencegateway import GatewayTarget, parse_gateway
-from renderer import pipeline
+from renderer import flow
 from renderer.git.runner import Identity
 from renderer.output.folders import report_line, report_row
 from renderer.output.ownership import DEFAULT_MAX_REMOVALS
@@ -168,7 +168,7 @@ def _count(value: str) -> int:
 
 
 def run_render(args: argparse.Namespace) -> int:
-    """`render`: the settings from the flags, the pipeline, the report, the exit status."""
+    """`render`: the settings from the flags, the render, the report, the exit status."""
     with collector_paused():
         return _run_render(args)
 
@@ -223,7 +223,7 @@ def _run_render(args: argparse.Namespace) -> int:
         cluster_crds = importlib.import_module("renderer.apply").cluster_crds
         reader = functools.partial(cluster_crds, context=getattr(args, CONTEXT, None))
     progress = Progress(sys.stderr) if sys.stderr.isatty() else None
-    report = pipeline.run_render(settings, cluster_crds=reader, progress=progress)
+    report = flow.render(settings, cluster_crds=reader, progress=progress)
     subdir = settings.path.strip("/")
     if args.diff and report.tree is not None:
         lines = tree_diff(report.changes, report.tree.current, report.tree, subdir)

@@ -1,5 +1,5 @@
 """What a render is asked (RenderSettings, as `runway render`'s flags give it) and what it answers
-(RenderReport), apart from the pipeline (renderer.pipeline) so that reading them imports no
+(RenderReport), apart from the render (renderer.flow) so that reading them imports no
 renderer."""
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from core.selection.configs import ProviderRegistry
 from kubeio.guard import per_object
 from kubeio.yamlio import Strings, dump
 from renderer.git.safefs import NAME_MAX
+from renderer.output.builtin import BUILTIN_API_VERSIONS
 from renderer.output.folders import (
     EXTERNAL_FILE,
     EXTERNAL_SUFFIX,
@@ -43,7 +44,7 @@ from renderer.output.folders import (
     folder_of,
     kustomization,
 )
-from renderer.output.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
+from renderer.output.strict import Schemas, incompatible
 from renderer.pool import cores, fork_pool
 
 SERVER_FIELDS = (

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import renderer.job
 import renderer.reuse.delta
+import renderer.stages
 from kubeio.yamlio import dump_all
-from renderer.pipeline import run_render
+from renderer.flow import render as run_render
 from renderer.settings import RenderReport, RenderSettings
 from tests.support.builders import model_deployment
 
@@ -35,7 +35,7 @@ FILES = sorted(START)
 
 
 class Deltas:
-    """Counts the renders restricted to some namespaces (renderer.job.widened is called once
+    """Counts the renders restricted to some namespaces (renderer.stages.widened is called once
     for each), the behaviour of every render unchanged."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,7 +46,7 @@ class Deltas:
             self.done += 1
             return real(*args)
 
-        monkeypatch.setattr(renderer.job, "widened", counted)
+        monkeypatch.setattr(renderer.stages, "widened", counted)
 
 
 def _write(src: Path, objects: Objects, comments: dict[str, int]) -> None:

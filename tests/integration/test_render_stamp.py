@@ -21,13 +21,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import renderer.job
+import renderer.flow
 from cli.main import main
 from core.rendering.inferencegateway import GatewayTarget
 from kubeio.shipped import bundled_config_objects
 from kubeio.yamlio import dump_all
+from renderer.flow import render as run_render
 from renderer.git.gitops import Repo
-from renderer.pipeline import run_render
 from renderer.reuse.cleantree import CleanCheck
 from renderer.reuse.rendercache import RenderCache, unpacked
 from renderer.reuse.stamp import STAMP_FORMAT, Stamp, stamp_path
@@ -74,17 +74,17 @@ def summary(report: RenderReport) -> tuple[Any, ...]:
 
 
 class Renders:
-    """Counts the renders done as usual (renderer.job.render), the rest being stamp answers."""
+    """Counts the renders done as usual (renderer.flow.as_usual), the rest being stamp answers."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.done = 0
-        real = renderer.job.render
+        real = renderer.flow.as_usual
 
         def counted(*args: Any) -> RenderReport:
             self.done += 1
             return real(*args)
 
-        monkeypatch.setattr(renderer.job, "render", counted)
+        monkeypatch.setattr(renderer.flow, "as_usual", counted)
 
 
 @pytest.fixture

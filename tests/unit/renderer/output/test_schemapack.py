@@ -14,9 +14,10 @@ import yaml
 from core.rendering.inferencegateway import GatewayTarget
 from core.selection.configs import ProviderRegistry
 from kubeio.shipped import bundled_versions
+from renderer.output.builtin import BUILTIN_API_VERSIONS
 from renderer.output.render import RenderContext, render_many
 from renderer.output.schemapack import load_pack
-from renderer.output.strict import BUILTIN_API_VERSIONS, Schemas
+from renderer.output.strict import Schemas
 from tests.conftest import EXAMPLES, ROOT
 from tools import schemapack
 

@@ -12,7 +12,7 @@ from kubernetes_validate import utils
 from core.model.kinds import ModelDeployment
 from kubeio.shipped import bundled_versions
 from providers.modules import plugins
-from renderer.output.strict import (
+from renderer.output.builtin import (
     BUILTIN_API_VERSIONS,
     BuiltinSchemas,
     builtin_schema,

@@ -17,7 +17,7 @@ from tests.conftest import ROOT
 
 PROBE = (
     "import json, sys\n"
-    "import renderer.pipeline\n"
+    "import renderer.flow\n"
     "from renderer.reuse.digests import runway_fingerprint\n"
     "ours = {m.split('.')[0] for m, module in sys.modules.items()\n"
     "        if (getattr(module, '__file__', None) or '').startswith(sys.argv[1])}\n"
