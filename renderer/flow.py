@@ -44,7 +44,7 @@ from renderer.settings import ClusterCrds, RenderReport, RenderSettings, cache_k
 
 if TYPE_CHECKING:
     from renderer.plan import Plan
-    from renderer.stages import Rendition
+    from renderer.stages import Rendering, Rendition
 
 Progress = Callable[[int, int], None]
 
@@ -94,8 +94,8 @@ def as_usual(
             return stages.report(rendition, None, planned.read.skipped, check=True)
         with locked(planned.where.repo):
             recover(planned.where.repo, planned.where.subdir)
-            rendition = stages.render(planned, stages.load_cache(planned))
-            return _publish(settings, cluster_crds, planned, rendition, clean=False)
+            rendering = stages.begin(planned, stages.load_cache(planned))
+            return _publish(settings, cluster_crds, rendering, clean=False)
     repo = Repo.open_or_init(settings.repo, author=settings.author)
     subdir = checked_path(settings.path)
     with locked(repo):
@@ -112,28 +112,30 @@ def as_usual(
         ):  # git does not vouch for the tree as the stamp's: every document is read
             planned, part = planning.plan(settings, cluster_crds, progress, repo), None
             clean = check.tree(cache) if check is not None else None
-        if part is None or kept is None or cache is None:
-            rendition = stages.render(planned, cache, clean)
-            return _publish(settings, cluster_crds, planned, rendition, clean=clean is not None)
-        narrow = planning.narrowed(planned, part, kept)
-        rendition = stages.widen(stages.render(narrow, cache, clean), kept, cache, narrow)
-        return _publish(settings, cluster_crds, narrow, rendition, clean=clean is not None)
+        if part is not None and kept is not None:  # only the changed files' namespaces
+            planned = planning.narrowed(planned, part, kept)
+        rendering = stages.begin(planned, cache, clean)
+        widen = kept if part is not None else None
+        return _publish(settings, cluster_crds, rendering, widen, clean=clean is not None)
 
 
 def _publish(
     settings: RenderSettings,
     cluster_crds: ClusterCrds | None,
-    planned: Plan,
-    rendition: Rendition,
+    rendering: Rendering,
+    widen: Stamp | None = None,
     *,
     clean: bool,
 ) -> RenderReport:
-    """Under the lock, recovered: write, commit, push; after a rejected push, plan, render
-    and write again on the remote's head (at most PUSH_ATTEMPTS pushes). The render cache is
-    saved once, at the end (also when Git fails after the tree was written)."""
+    """Under the lock, recovered: write (taking the rendered folders as they are rendered),
+    commit, push; after a rejected push, plan, render and write again on the remote's head (at
+    most PUSH_ATTEMPTS pushes). The render cache is saved once, at the end (also when Git
+    fails after the tree was written). `widen`: the stamp a render of some namespaces takes
+    the rest from."""
     from renderer import stages  # noqa: PLC0415 - imported by as_usual already
 
-    written = stages.write(planned, rendition)
+    rendition, written = stages.write(rendering, widen)
+    planned = rendering.planned
     repo, subdir = planned.where.repo, planned.where.subdir
     tree = None  # HEAD's tree at `subdir` after the commit: the render cache's `tree`
     try:
@@ -148,8 +150,10 @@ def _publish(
                     follows = made is None or follow(repo, made, subdir)
                     break
                 with RetryTree(repo, subdir, answer.base) as retry:
-                    planned, rendition = _again(settings, cluster_crds, planned, rendition)
-                    made = source = retry.commit(stages.write(planned, rendition).touched)
+                    again = _again(settings, cluster_crds, planned, rendition)
+                    rendition, written = stages.write(again)
+                    planned = again.planned
+                    made = source = retry.commit(written.touched)
             else:
                 raise StillRejected(settings.push, settings.branch)
             committed = made or committed  # the commit the remote holds, when a retry made it
@@ -166,7 +170,7 @@ def _again(
     cluster_crds: ClusterCrds | None,
     planned: Plan,
     rendition: Rendition,
-) -> tuple[Plan, Rendition]:
+) -> Rendering:
     """The plan and the render on the tree now on disk (the remote's head): a plan of some
     namespaces becomes the whole; the last pass's cache is reused (none with --full)."""
     from renderer import plan as planning  # noqa: PLC0415 - imported by as_usual already
@@ -174,8 +178,7 @@ def _again(
 
     if planned.read.delta is not None:
         planned = planning.plan(settings, cluster_crds, planned.progress, planned.where.repo)
-    cache = None if planned.full else rendition.done.cache
-    return planned, stages.render(planned, cache)
+    return stages.begin(planned, None if planned.full else rendition.done.cache)
 
 
 def _stamped(settings: RenderSettings) -> RenderReport | Stamp | None:

@@ -1,10 +1,12 @@
 """The stages of a render after its plan (renderer.plan), each a function of typed values:
 
-- render(plan, cache, clean) -> Rendition: in memory, against the tree on disk now, rendering
-  only the ModelDeployments whose inputs changed (renderer.output.incremental); widen: a
-  render of some namespaces with the stamp's results of the rest (renderer.reuse.delta);
-- write(plan, rendition) -> Written: the credential guard, then only the files whose bytes
-  change (renderer.git.disk), and the Stats the render cache keeps of what it wrote;
+- begin(plan, cache, clean) -> Rendering: the render stage, against the tree on disk now; it
+  renders only the ModelDeployments whose inputs changed (renderer.output.incremental), as a
+  generator of rendered folders; render(...) -> Rendition takes them all in memory (--check);
+- write(rendering) -> (Rendition, Written): the write stage takes that generator, writing
+  each folder as it is rendered, then the rest of the tree (only files whose bytes change,
+  none holding a credential), and finishes the render (finish: a shard's shared files, and
+  a render of some namespaces widened with the stamp's results, renderer.reuse.delta);
 - commit(plan, written, rendition) -> the commit made, if any (renderer.git.commits);
 - keep(plan, rendition, tree): the stamp of a render that committed (renderer.reuse.stamp),
   save_cache: the render cache, saved once at the end;
@@ -13,7 +15,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,7 +23,10 @@ from core.checks.credentials import credential_kind
 from core.fields.errors import RunwayError
 from renderer.git import commits
 from renderer.git.disk import DiskTree, scan, tree_writer, write_tree
-from renderer.output.incremental import Rendered, render_incremental
+from renderer.git.writer import TreeWriter
+from renderer.output import incremental
+from renderer.output.folders import Result
+from renderer.output.incremental import Begun, Rendered
 from renderer.output.ownership import another_file, claims, read_record
 from renderer.output.tree import Tree
 from renderer.plan import Plan
@@ -53,10 +58,22 @@ def load_cache(planned: Plan) -> RenderCache | None:
     return None if planned.full else RenderCache.load(planned.where.cache)
 
 
-def render(planned: Plan, cache: RenderCache | None, clean: DiskTree | None = None) -> Rendition:
-    """One pass against the tree on disk now (`clean`: as git vouched for it, else scanned);
-    `cache` None renders everything (--full). A shard renders against its part of the tree,
-    then takes the shared files whole (renderer.output.shard)."""
+@dataclass(frozen=True, slots=True)
+class Rendering:
+    """A render begun (renderer.output.incremental.begin): its rendered folders come as the
+    generator `begun.chunks` yields them, against the tree on disk now (`current`; `whole`
+    when a shard renders against its part of it)."""
+
+    planned: Plan
+    begun: Begun
+    current: Mapping[str, str]
+    whole: DiskTree
+
+
+def begin(planned: Plan, cache: RenderCache | None, clean: DiskTree | None = None) -> Rendering:
+    """The render stage, begun against the tree on disk now (`clean`: as git vouched for it,
+    else scanned); `cache` None renders everything (--full). A shard renders against its part
+    of the tree. Nothing renders until the chunks are taken (by render, or by write)."""
     where = planned.where
     whole = clean if clean is not None else scan(where.repo, where.subdir)
     part = planned.part
@@ -66,7 +83,7 @@ def render(planned: Plan, cache: RenderCache | None, clean: DiskTree | None = No
         another = another_file(where.repo.work, Path.cwd().resolve())
         taken = claims(ownership, read_record(whole), another)
         ownership = replace(ownership, refused={**ownership.refused, **taken})
-    done = render_incremental(
+    begun = incremental.begin(
         planned.objects,
         current=current,
         cache=cache,
@@ -77,28 +94,46 @@ def render(planned: Plan, cache: RenderCache | None, clean: DiskTree | None = No
         ownership=ownership,
         progress=planned.progress,
     )
+    return Rendering(planned, begun, current, whole)
+
+
+def render(planned: Plan, cache: RenderCache | None, clean: DiskTree | None = None) -> Rendition:
+    """The render in memory, nothing written (--check)."""
+    rendering = begin(planned, cache, clean)
+    return finish(rendering, [result for chunk in rendering.begun.chunks for result in chunk])
+
+
+def finish(
+    rendering: Rendering, rendered: Sequence[Result], stamp: Stamp | None = None
+) -> Rendition:
+    """The render, its stale ModelDeployments `rendered`: a shard takes the shared files whole
+    (renderer.output.shard); with `stamp`, a render of some namespaces takes the stamp's
+    results and the cache's entries of every other (renderer.reuse.delta)."""
+    planned, current = rendering.planned, rendering.current
+    done = incremental.finish(rendering.begun, rendered)
+    part = planned.part
     if part is not None:
-        done = replace(done, files=part.merged(done.files, whole))
-    # compared now, before anything is written: `current` reads the disk when asked
+        done = replace(done, files=part.merged(done.files, rendering.whole))
+    cache = rendering.begun.cache
+    if stamp is not None and part is not None and cache is not None:
+        where = planned.where
+        done = widened(done, stamp, cache, part, where.repo.work / where.subdir)
+    # compared now, before the rest is written: `current` read each file before it was replaced
     return Rendition(done, current, changes(current, done.files))
 
 
-def widen(rendition: Rendition, stamp: Stamp, cache: RenderCache, narrow: Plan) -> Rendition:
-    """A render of some namespaces (`narrow`, renderer.reuse.delta) with the stamp's results
-    and the cache's entries of every other namespace: the report and cache of the whole."""
-    where, part = narrow.where, narrow.part
-    if part is None:
-        raise ValueError("a render of some namespaces needs its part")
-    done = widened(rendition.done, stamp, cache, part, where.repo.work / where.subdir)
-    return replace(rendition, done=done)
-
-
-def write(planned: Plan, rendition: Rendition) -> Written:
-    """The rendered tree on disk: only files whose bytes change are written, none holding a
-    credential; the render cache learns the Stats of what was written."""
-    where, done, current = planned.where, rendition.done, rendition.current
-    refuse_credentials(done.files, current)
+def write(rendering: Rendering, stamp: Stamp | None = None) -> tuple[Rendition, Written]:
+    """The write stage, taking the render's chunks as they are rendered: each rendered folder
+    is written as it arrives, while the rest render; then the rest of the tree. Only files
+    whose bytes change are written, none holding a credential; the render cache learns the
+    Stats of what was written. `stamp`: see finish."""
+    planned = rendering.planned
+    where, current = planned.where, rendering.current
     with tree_writer(where.repo, where.subdir) as writer:
+        rendered = _write_folders(writer, current, rendering.begun.chunks)
+        rendition = finish(rendering, rendered, stamp)
+        done = rendition.done
+        refuse_credentials(done.files, current)
         write_tree(
             where.repo,
             where.subdir,
@@ -110,7 +145,29 @@ def write(planned: Plan, rendition: Rendition) -> Written:
     known = {**current.stats, **writer.stats} if isinstance(current, DiskTree) else writer.stats
     done.cache.record_stats(where.repo.work / where.subdir, known, done.files)
     planned.read.parsed.finish(where.store.sources)  # the repository exists now
-    return Written(tuple(writer.written))
+    return rendition, Written(tuple(writer.written))
+
+
+def _write_folders(
+    writer: TreeWriter, current: Mapping[str, str], chunks: Iterator[list[Result]]
+) -> list[Result]:
+    """Every chunk's Results, the folders of rendered ModelDeployments written as they arrive
+    (only files whose bytes change). Only folders rendering found free of credentials are
+    written here; everything else waits for the tree. Each file replaced is read first, so
+    `current` keeps the tree as it was (what the report and the rest of the write compare
+    against)."""
+    rendered: list[Result] = []
+    for chunk in chunks:
+        rendered += chunk
+        for result in chunk:
+            if result.error is not None or not result.scanned:
+                continue
+            files = [(f"{result.key}/{name}", text) for name, text in result.files.items()]
+            writer.check(path for path, _ in files)
+            for path, text in files:
+                if path not in current or current[path] != text:
+                    writer.write(path, text)
+    return rendered
 
 
 def commit(planned: Plan, written: Written, rendition: Rendition, clean: bool) -> str | None:

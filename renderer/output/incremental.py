@@ -13,7 +13,7 @@ it (a few milliseconds, during a render); `--full` compares every file by conten
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,7 +23,7 @@ from renderer.git.disk import DiskTree
 from renderer.git.writer import Stat
 from renderer.output.folders import HYDRATED_FILE, Result, folder_of
 from renderer.output.ownership import Ownership, Removals, decide, output_key, read_record
-from renderer.output.render import RenderContext, render_external_guarded, render_many
+from renderer.output.render import RenderContext, render_chunks, render_external_guarded
 from renderer.output.tree import Folder, Tree, build_tree, folders_of, with_record
 from renderer.reuse.digests import folder_digest, render_key, text_digest
 from renderer.reuse.rendercache import Entry, RenderCache, Stats, packed
@@ -55,6 +55,23 @@ class _Plan:
     hydrated: dict[str, str | None]
 
 
+@dataclass(frozen=True, slots=True)
+class Begun:
+    """A render begun: the Results of the ModelDeployments that render again, a chunk at a
+    time as they are rendered (`chunks`), and what finish() needs besides them."""
+
+    chunks: Iterator[list[Result]]
+    stale: list[Mapping[str, Any]]
+    plan: _Plan
+    objects: Sequence[Mapping[str, Any]]
+    views: Mapping[str, Folder]
+    current: Mapping[str, str]
+    cache: RenderCache | None
+    shared: str
+    digests: Mapping[int, str]
+    ownership: Ownership
+
+
 def render_incremental(
     objects: Sequence[Mapping[str, Any]],
     *,
@@ -66,17 +83,43 @@ def render_incremental(
     stats: Mapping[str, Stat] | None = None,
     ownership: Ownership | None = None,
     progress: Callable[[int, int], None] | None = None,
-    ready: Callable[[Sequence[Result]], None] | None = None,
 ) -> Rendered:
     """The tree a render of every object would give, rendering only the ModelDeployments whose
-    key or folder changed. `current` is the tree now (path -> text); `cache` None renders all;
-    `context` gives what every object renders with, called only when something renders;
-    `digests` may hold objects' digests by id (from ParsedSources); `stats` the Stat of each
-    path in `current` (a folder whose Stats are those its cache entry recorded is not read).
-    `ownership` decides what happens to folders no source defines now (renderer.output.ownership);
-    without it they are removed, as by a render of every source there is. `progress` is told
-    (rendered so far, to render) as the stale ModelDeployments render; `ready` is given their
-    Results as they arrive, in order (to write them while the rest render)."""
+    key or folder changed: begin, then finish with every chunk rendered."""
+    begun = begin(
+        objects,
+        current=current,
+        cache=cache,
+        shared=shared,
+        context=context,
+        digests=digests,
+        stats=stats,
+        ownership=ownership,
+        progress=progress,
+    )
+    return finish(begun, [result for chunk in begun.chunks for result in chunk])
+
+
+def begin(
+    objects: Sequence[Mapping[str, Any]],
+    *,
+    current: Mapping[str, str],
+    cache: RenderCache | None,
+    shared: str,
+    context: Callable[[], RenderContext],
+    digests: Mapping[int, str] | None = None,
+    stats: Mapping[str, Stat] | None = None,
+    ownership: Ownership | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Begun:
+    """What renders again and what is reused. `current` is the tree now (path -> text); `cache`
+    None renders all; `context` gives what every object renders with, called only when
+    something renders; `digests` may hold objects' digests by id (from ParsedSources); `stats`
+    the Stat of each path in `current` (a folder whose Stats are those its cache entry recorded
+    is not read). `ownership` decides what happens to folders no source defines now
+    (renderer.output.ownership); without it they are removed, as by a render of every source
+    there is. `progress` is told (rendered so far, to render) as the stale ModelDeployments
+    render, which they do as the chunks are taken."""
     digests = digests or {}
     ownership = ownership or Ownership()
     if ownership.refused:  # the folders two sources define: neither is rendered
@@ -90,14 +133,21 @@ def render_incremental(
     plan = _plan(deployments, views, current, cache, shared=shared, digests=digests, stats=stats)
     stale = plan.stale
     told = None if progress is None else lambda done: progress(done, len(stale))
-    rendered = (
-        render_many(stale, previous=plan.previous, context=context(), progress=told, ready=ready)
+    chunks: Iterator[list[Result]] = (
+        render_chunks(stale, previous=plan.previous, context=context(), progress=told)
         if stale
-        else []
+        else iter(())
     )
+    return Begun(chunks, stale, plan, objects, views, current, cache, shared, digests, ownership)
+
+
+def finish(begun: Begun, rendered: Sequence[Result]) -> Rendered:
+    """The render, its stale ModelDeployments `rendered` (in order): every result, the tree,
+    the removals, the next cache."""
+    plan, shared, digests = begun.plan, begun.shared, begun.digests
     entries = dict(plan.entries)
     stable = True
-    for obj, result in zip(stale, rendered, strict=True):
+    for obj, result in zip(begun.stale, rendered, strict=True):
         key, written = plan.keys[result.key], plan.hydrated[result.key]
         if result.error is None:
             written = text_digest(result.files[HYDRATED_FILE])
@@ -120,13 +170,17 @@ def render_incremental(
                 written,
             )
     externals = [
-        render_external_guarded(o) for o in objects if o.get("kind") == EXTERNAL_MODEL_PROVIDER
+        render_external_guarded(o)
+        for o in begun.objects
+        if o.get("kind") == EXTERNAL_MODEL_PROVIDER
     ]
+    ownership = begun.ownership
     refused = [Result(key, error=error) for key, error in ownership.refused.items()]
-    results = sorted(plan.reused + rendered + externals + refused, key=lambda r: r.key)
-    tree, removals = _owned_tree(results, views, current, ownership)
+    results = sorted([*plan.reused, *rendered, *externals, *refused], key=lambda r: r.key)
+    tree, removals = _owned_tree(results, begun.views, begun.current, ownership)
+    cache = begun.cache
     after = cache.succeeded_by(entries) if cache is not None else RenderCache(entries)
-    return Rendered(results, tree, after, len(stale), removals, stable)
+    return Rendered(results, tree, after, len(begun.stale), removals, stable)
 
 
 def _plan(

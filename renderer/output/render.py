@@ -11,7 +11,7 @@ processes, one per core; the output does not depend on how they were split.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -250,39 +250,49 @@ def render_many(
     context: RenderContext,
     workers: int | None = None,
     progress: Callable[[int], None] | None = None,
-    ready: Callable[[Sequence[Result]], None] | None = None,
 ) -> list[Result]:
-    """render_guarded over `deployments` (in their order), in a pool of `workers` processes
-    (default: the usable cores) when there are enough of them to pay for one. `progress` is
-    told how many are rendered so far, as they are (after each one, or each chunk of a pool);
-    `ready` is given the new Results then, in order."""
+    """render_guarded over `deployments` (in their order): render_chunks, gathered."""
+    chunks = render_chunks(
+        deployments, previous=previous, context=context, workers=workers, progress=progress
+    )
+    return [result for chunk in chunks for result in chunk]
+
+
+def render_chunks(
+    deployments: Sequence[Mapping[str, Any]],
+    *,
+    previous: Mapping[str, Mapping[str, Any]],
+    context: RenderContext,
+    workers: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[list[Result]]:
+    """render_guarded over `deployments`, in their order, a chunk of Results at a time as they
+    are rendered (so that the caller may write them while the rest render): in a pool of
+    `workers` processes (default: the usable cores) when there are enough of them to pay for
+    one. `progress` is told how many are rendered so far, as they are."""
     global _WORK  # noqa: PLW0603 - see _WORK
     told = progress or (lambda done: None)
-    given = ready or (lambda results: None)
     count = workers if workers is not None else cores()
     if count <= 1 or len(deployments) < POOL_MINIMUM:
-        results = []
-        for obj in deployments:
-            results.append(_render_in(context, obj, previous))
-            given(results[-1:])
-            told(len(results))
-        return results
+        for done, obj in enumerate(deployments, start=1):
+            yield [_render_in(context, obj, previous)]
+            told(done)
+        return
     # The first one renders here: it builds what every render reuses (validators of built-in
     # kinds, compiled rules) once, before the fork, instead of once per worker.
-    results = [_render_in(context, deployments[0], previous)]
-    given(results)
+    yield [_render_in(context, deployments[0], previous)]
     told(1)
     _WORK = (deployments, previous, context)
     try:
         bounds = [(i, min(i + CHUNK, len(deployments))) for i in range(1, len(deployments), CHUNK)]
+        done = 1
         with fork_pool(count) as pool:
             for chunk in pool.imap(_render_range, bounds, chunksize=1):  # in order
-                results += chunk
-                given(chunk)
-                told(len(results))
+                yield chunk
+                done += len(chunk)
+                told(done)
     finally:
         _WORK = None
-    return results
 
 
 def _render_range(bounds: tuple[int, int]) -> list[Result]:

@@ -7,7 +7,7 @@ sees, in the tree, only their folders: every other folder is not its business (n
 written, never removed). Two files at the top of the tree belong to every shard, and each shard
 writes them as the union of its own part and what the tree holds for the others: the top
 kustomization (the namespaces) and the record of sources (folder -> source). After a rejected
-push, the render starts again from the remote head (renderer.git.gitops.Repo.push), so N shards
+push, the render starts again from the remote head (renderer.flow: renderer.git.push), so N shards
 pushing to one branch converge on the tree one full render writes.
 """
 

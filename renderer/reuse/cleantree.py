@@ -42,7 +42,7 @@ class CleanCheck:
         self._repo, self._subdir = repo, subdir
         plain_parts(subdir)
         # No optional locks: git may start before the render holds the repository, and a
-        # render must find no index.lock of a live git when it takes it (renderer.git.gitops).
+        # render must find no index.lock of a live git when it takes it (renderer.git.locks).
         status = repo.start(
             *("--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all"),
             *("--ignored", "--", subdir),

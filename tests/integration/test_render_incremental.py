@@ -317,7 +317,7 @@ def test_hand_edits_are_found_by_their_stats_even_with_the_mtime_put_back(
 def test_folders_written_while_the_pool_renders_are_reported_against_the_tree_before(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Rendered folders are written as the pool's chunks arrive (renderer.job): each file
+    """Rendered folders are written as the pool's chunks arrive (renderer.stages): each file
     replaced is read first, so the report still compares with the tree as it was, and the tree
     is the one a --full render of the same sources into a new repository writes."""
     count = POOL_MINIMUM + 6
