@@ -118,9 +118,7 @@ def test_a_render_killed_while_git_holds_the_index_lock_is_recovered_by_the_next
 
     assert (again.returncode, again.stderr) == (
         0,
-        "".join(
-            f"WARNING renderer.gitops removing {p} left by a killed render\n" for p in left
-        ),
+        "".join(f"WARNING renderer.gitops removing {p} left by a killed render\n" for p in left),
     )
     assert Repo(repo).git_locks() == []
     assert git(repo, "log", "--format=%s") == (
