@@ -18,7 +18,7 @@ from renderer.output.builtin import BUILTIN_API_VERSIONS
 from renderer.output.render import RenderContext, render_many
 from renderer.output.schemapack import load_pack
 from renderer.output.strict import Schemas
-from tests.conftest import EXAMPLES, ROOT
+from tests.support.paths import EXAMPLES, ROOT
 from tools import schemapack
 
 PACK = ROOT / "renderer" / "output" / "schemas"
