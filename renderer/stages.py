@@ -134,14 +134,7 @@ def write(rendering: Rendering, stamp: Stamp | None = None) -> tuple[Rendition, 
         rendition = finish(rendering, rendered, stamp)
         done = rendition.done
         refuse_credentials(done.files, current)
-        write_tree(
-            where.repo,
-            where.subdir,
-            done.files,
-            current,
-            unchanged=done.files.unchanged,
-            writer=writer,
-        )
+        write_tree(writer, done.files, current, done.files.unchanged)
     known = {**current.stats, **writer.stats} if isinstance(current, DiskTree) else writer.stats
     done.cache.record_stats(where.repo.work / where.subdir, known, done.files)
     planned.read.parsed.finish(where.store.sources)  # the repository exists now

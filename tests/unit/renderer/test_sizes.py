@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 LIMIT = 350
 
