@@ -149,8 +149,8 @@ def plan(
     schema_digest, load_schemas = _schema_source(settings, cluster_crds)
     pins = bundled_versions()
     shared = _shared_inputs(fingerprint, configs, schema_digest, pins, settings.gateway)
+    subdir = checked_path(settings.path)  # before the repository is made: --path may not do
     repo = opened or Repo.open_or_init(settings.repo, author=settings.author)
-    subdir = checked_path(settings.path)
     store = Store(repo.git_dir)
     key = cache_key(settings)
     where = Where(repo, subdir, store, store.render_cache(key), store.stamp(key))
