@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from core.admission.hydrate import Hydration, hydrate
+from core.admission.verdict import name_of
 from core.model.kinds import Choice, ModelDeployment
 from core.selection.choice import CandidateTrace, Decision, rank_providers, trace_warnings
 from core.selection.configs import ProviderRegistry
-from kubeio.inspection import name_of
 from kubeio.objects import DEFAULT_NAMESPACE
 
 TEST_BACKEND = "this object runs the provider's test backend instead of an engine"

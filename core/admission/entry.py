@@ -34,14 +34,14 @@ def admit_object(
     object's own. `destinations`: the internal hosts an ExternalModelProvider may name.
     `known`: a verdict of the same object against `registry` whose validation may be reused
     (core.admission.pipeline.admit)."""
-    kind = kind if kind is not None else kind_of(obj)
-    if kind == MD:
+    found = kind if kind is not None else kind_of(obj)
+    if found == MD:
         return _model_deployment(obj, old=old, registry=registry, step=step, known=known)
-    if kind not in (IPC, EMP):
+    if found not in (IPC, EMP):
         return Verdict(obj, old, True, skipped=NOT_RUNWAYS)
     if step is Step.MUTATE:  # no mutating webhook is called for them: nothing changes
         return Verdict(obj, old, True)
-    if kind == IPC:
+    if found == IPC:
         errors = check_provider_config(obj)
     else:
         errors = check_external_provider(obj, old=old, destinations=destinations)

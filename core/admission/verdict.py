@@ -30,7 +30,7 @@ from core.selection.choice import Decision
 
 # The kinds admission knows, by API group and kind; the other two are cluster-scoped or
 # namespaced as their CRDs say (core/schema/crds.py).
-Kind = tuple[str | None, Any]
+Kind = tuple[str, str]
 MD: Kind = (GROUP, MODEL_DEPLOYMENT)
 IPC: Kind = (GROUP, INFERENCE_PROVIDER_CONFIG)
 EMP: Kind = (EMP_GROUP, EXTERNAL_MODEL_PROVIDER)
@@ -142,7 +142,7 @@ def problem_json(problem: Problem) -> dict[str, str]:
     return {"field": problem.path, "message": f"{problem.reason}: {problem.detail}"}
 
 
-def kind_of(obj: Mapping[str, Any]) -> Kind:
+def kind_of(obj: Mapping[str, Any]) -> tuple[str | None, Any]:
     """The API group (`airunway.ai/v1alpha1` -> `airunway.ai`; `v1` -> "") and kind of `obj`."""
     api_version = obj.get("apiVersion")
     if not isinstance(api_version, str):
