@@ -18,6 +18,7 @@ from core.admission.hydrate import Hydration, hydrate
 from core.admission.verdict import name_of
 from core.model.kinds import Choice, ModelDeployment
 from core.selection.choice import CandidateTrace, Decision, rank_providers, trace_warnings
+from core.selection.compatibility import Fit, compatibility
 from core.selection.configs import ProviderRegistry
 from kubeio.objects import DEFAULT_NAMESPACE
 
@@ -90,18 +91,15 @@ def _decision(decision: Decision | None, key: str) -> dict[str, Any]:
 
 def _explicit_status(md: ModelDeployment, registry: ProviderRegistry) -> str | None:
     """For an explicitly chosen provider that automatic selection excludes: why admission
-    keeps it, or that it denies it (validation's compatibility rule: a renderer, a config, the
-    engine offered this way, unless a test backend runs instead; not ready is only a warning).
-    None when nothing excludes it."""
-    config = registry.get(md.provider_name)
-    runs = config is not None and config.supports(
-        md.engine_type, gpu=md.needs_gpu, mode=md.serving_mode
-    )
-    if registry.plugin(md.provider_name) is None or config is None:
+    keeps it, or that it denies it (validation's compatibility rule,
+    core.selection.compatibility: a renderer, a config, the engine offered this way, unless a
+    test backend runs instead; not ready is only a warning). None when nothing excludes it."""
+    fit = compatibility(md, registry)
+    if fit.denied:
         return DENIED
-    if not runs:
-        return TEST_BACKEND if registry.runs_test_backend(md) else DENIED
-    return NOT_READY if not config.ready else None
+    if fit.fit is Fit.TEST_BACKEND:
+        return TEST_BACKEND
+    return NOT_READY if not fit.ready else None
 
 
 def _candidate(
