@@ -20,7 +20,7 @@ from cli.exits import Exit
 from cli.main import main
 from cli.render import Progress
 from renderer.gitops import FALLBACK_IDENTITY, Repo
-from tests.conftest import EXAMPLES
+from tests.support.paths import EXAMPLES
 
 SOURCE = "vllm-direct-explicit.yaml"  # Direct vLLM: a Deployment and a Service
 FILES = [

@@ -18,8 +18,8 @@ from cli.inspect import guarded
 from cli.main import main
 from core.admission.verdict import Verdict
 from core.selection.configs import ProviderRegistry
-from tests.conftest import EXAMPLES, REJECTED_EXAMPLES, ROOT, example_files
 from tests.support.builders import model_deployment, provider_config, shipped_registry
+from tests.support.paths import EXAMPLES, REJECTED_EXAMPLES, ROOT, example_files
 
 EXPECTED_SELECTION = {
     "llama-cpu": ("llamacpp", False, "kaito", False),
