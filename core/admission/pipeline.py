@@ -98,7 +98,7 @@ def json_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict
 
     A walk of the two objects (core.admission.patch.diff), held by a property test to give the
     object `jsonpatch.make_patch`'s patch gives, over generated objects, every hydration of
-    generated ModelDeployments and every example (tests/unit/admission/test_patch.py). A value
+    generated ModelDeployments and every example (tests/unit/core/admission/test_patch.py). A value
     counts as changed when its JSON text does, as make_patch counts it (`1`, `1.0` and `true`
     differ).
     """
