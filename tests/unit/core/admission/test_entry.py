@@ -216,37 +216,24 @@ def test_the_kind_the_caller_names_decides_the_checks() -> None:
     assert own.as_json() == answer(obj, skipped="not a kind of Runway's API groups")
 
 
+INTERNAL = external_model_provider(baseURL="http://10.0.0.1/v1")
+REFUSED = answer(INTERNAL, allowed=False, errors=[{"field": "spec.baseURL", "message": PRIVATE}])
+
+
 @pytest.mark.parametrize(
     ("step", "destinations", "expected"),
     [
-        (
-            Step.ADMIT,
-            "",
-            answer(
-                external_model_provider(baseURL="http://10.0.0.1/v1"),
-                allowed=False,
-                errors=[{"field": "spec.baseURL", "message": PRIVATE}],
-            ),
-        ),
-        (
-            Step.VALIDATE,
-            "",
-            answer(
-                external_model_provider(baseURL="http://10.0.0.1/v1"),
-                allowed=False,
-                errors=[{"field": "spec.baseURL", "message": PRIVATE}],
-            ),
-        ),
-        (Step.ADMIT, "10.0.0.0/8", answer(external_model_provider(baseURL="http://10.0.0.1/v1"))),
-        # no mutating webhook is called for it
-        (Step.MUTATE, "", answer(external_model_provider(baseURL="http://10.0.0.1/v1"))),
+        (Step.ADMIT, "", REFUSED),
+        (Step.VALIDATE, "", REFUSED),
+        (Step.ADMIT, "10.0.0.0/8", answer(INTERNAL)),
+        (Step.MUTATE, "", answer(INTERNAL)),  # no mutating webhook is called for it
     ],
     ids=["admit", "validate", "allowed-destination", "mutate"],
 )
 def test_an_external_model_provider(
     step: Step, destinations: str, expected: dict[str, Any]
 ) -> None:
-    obj = external_model_provider(baseURL="http://10.0.0.1/v1")
+    obj = copy.deepcopy(INTERNAL)
     allowed = Destinations.parse([destinations] if destinations else [])
 
     verdict = admit_object(obj, registry=REGISTRY, step=step, destinations=allowed)
