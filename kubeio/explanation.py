@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-from core.admission.hydrate import Hydration, hydrate
-from core.admission.verdict import name_of
+from core.admission.entry import admit_object
+from core.admission.hydrate import Hydration
+from core.admission.verdict import MD, Step, name_of
 from core.model.kinds import Choice, ModelDeployment
 from core.selection.choice import CandidateTrace, Decision, rank_providers, trace_warnings
 from core.selection.compatibility import Fit, compatibility
@@ -28,9 +29,12 @@ DENIED = "admission denies this choice (runway validate says why)"
 
 
 def explain_one(obj: Mapping[str, Any], *, registry: ProviderRegistry) -> dict[str, Any]:
-    """The selection trace of one object, in the documented `explain -o json` shape."""
+    """The selection trace of one object, in the documented `explain -o json` shape: of the
+    selection admission's mutation made (core.admission.entry.admit_object), which a
+    ModelDeployment's verdict always records."""
     md = ModelDeployment(obj)
-    hydration = hydrate(obj, registry=registry)
+    hydration = admit_object(obj, registry=registry, step=Step.MUTATE, kind=MD).hydration
+    assert hydration is not None  # every ModelDeployment's verdict has one
     candidates: tuple[CandidateTrace, ...] = ()
     if hydration.engine is not None:
         # Admission stops at the winning rule; the trace evaluates every rule of every candidate.

@@ -62,17 +62,17 @@ def _model_deployment(
         hydration = hydrate_shared(obj, old=old, registry=registry)
         if hydration.errors or hydration.provider is None:
             every = admit(obj, old=old, registry=registry)
-            return Verdict(obj, old, False, every.errors, hydration.warnings, admission=every)
+            return Verdict(
+                obj,
+                old,
+                False,
+                every.errors,
+                hydration.warnings,
+                hydration=hydration,
+                admission=every,
+            )
         return Verdict(
-            obj,
-            old,
-            True,
-            (),
-            hydration.warnings,
-            hydration.obj,
-            mutated=True,
-            engine=hydration.engine,
-            provider=hydration.provider,
+            obj, old, True, (), hydration.warnings, hydration.obj, True, hydration=hydration
         )
     admission = admit(
         obj, old=old, registry=registry, known=known.admission if known is not None else None
@@ -90,7 +90,6 @@ def _model_deployment(
         warnings,
         admission.obj,
         mutated=mutated,
-        engine=hydration.engine,
-        provider=hydration.provider,
+        hydration=hydration,
         admission=admission,
     )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
+from core.admission.hydrate import Hydration
 from core.admission.pipeline import Admission, json_patch
 from core.admission.validation import Operation
 from core.fields.errors import FieldError
@@ -68,7 +69,7 @@ class Verdict:
     """Allowed or denied, and why, for `obj` (as given; `old`: the stored version, an UPDATE).
     `admitted` is the object after admission (None: `obj` unchanged); `mutated` says it is
     `obj` with mutation's changes, whose JSONPatch is `patch()`. `engine` and `provider` are
-    what mutation stamped. `skipped` says why admission has nothing to say about the kind."""
+    what mutation stamped (`hydration`). `skipped` says why admission has nothing to say about the kind."""
 
     obj: Mapping[str, Any]
     old: Mapping[str, Any] | None
@@ -77,10 +78,10 @@ class Verdict:
     warnings: tuple[str, ...] = ()
     admitted: Mapping[str, Any] | None = None
     mutated: bool = False
-    engine: Decision | None = None
-    provider: Decision | None = None
     skipped: str | None = None
     source: str | None = None  # where the object was read (a document of a file)
+    # A ModelDeployment's mutation: its decisions and its own problems (`explain` traces it).
+    hydration: Hydration | None = field(default=None, compare=False, repr=False)
     # the ModelDeployment pipeline's own answer, for a later admission to reuse (`known`)
     admission: Admission | None = field(default=None, compare=False, repr=False)
 
@@ -97,6 +98,16 @@ class Verdict:
     def object(self) -> Mapping[str, Any]:
         """The object as admission leaves it."""
         return self.admitted if self.admitted is not None else self.obj
+
+    @property
+    def engine(self) -> Decision | None:
+        """The engine mutation stamped (or kept), if it got that far."""
+        return self.hydration.engine if self.hydration is not None else None
+
+    @property
+    def provider(self) -> Decision | None:
+        """The provider mutation stamped (or kept), if it got that far."""
+        return self.hydration.provider if self.hydration is not None else None
 
     @property
     def selection(self) -> str | None:
