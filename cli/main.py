@@ -20,7 +20,7 @@ from cli.options import (
     walk_parsers,
 )
 from core.fields.errors import RunwayError, SourceError
-from renderer.gitops import GitError
+from renderer.git.runner import GitError
 from webhook.settings import SettingsError
 
 # The module that defines each command. Only the module of the command being run is imported,
