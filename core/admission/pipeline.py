@@ -16,8 +16,9 @@ from core.selection.configs import ProviderRegistry
 
 @dataclass(frozen=True, slots=True)
 class Admission:
-    """The answer for one object: allowed or not, the mutated object, and why. Its JSONPatch is
-    `patch_of(source, admission)`, computed only where it is sent (the renderer needs none)."""
+    """The answer for one ModelDeployment: allowed or not, the mutated object, and why. Its
+    JSONPatch is the Verdict's (core.admission.verdict), computed only where it is sent (the
+    renderer needs none)."""
 
     allowed: bool
     obj: dict[str, Any]
@@ -84,13 +85,6 @@ def _admit(
         verdict.warnings,
         verdict.checks,
     )
-
-
-def patch_of(source: Mapping[str, Any], admission: Admission) -> list[dict[str, Any]]:
-    """The mutating webhook's JSONPatch for `source`: none when mutation itself failed."""
-    if admission.hydration.structural or admission.hydration.errors:
-        return []
-    return json_patch(source, admission.obj)
 
 
 def json_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
