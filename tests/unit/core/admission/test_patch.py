@@ -103,7 +103,7 @@ def test_every_hydration_patches_as_make_patch_does(obj: dict[str, Any]) -> None
     if verdict.hydration.structural or verdict.hydration.errors:
         assert verdict.patch() == []
         return
-    holds(obj, verdict.object)
+    holds(obj, dict(verdict.object))
     applied = jsonpatch.apply_patch(copy.deepcopy(obj), verdict.patch())
     assert text(applied) == text(verdict.object)
     # a hydrated object admitted again gets no patch
