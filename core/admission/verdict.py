@@ -69,7 +69,8 @@ class Verdict:
     """Allowed or denied, and why, for `obj` (as given; `old`: the stored version, an UPDATE).
     `admitted` is the object after admission (None: `obj` unchanged); `mutated` says it is
     `obj` with mutation's changes, whose JSONPatch is `patch()`. `engine` and `provider` are
-    what mutation stamped (`hydration`). `skipped` says why admission has nothing to say about the kind."""
+    what mutation stamped (`hydration`). `skipped` says why admission has nothing to say
+    about the kind."""
 
     obj: Mapping[str, Any]
     old: Mapping[str, Any] | None
