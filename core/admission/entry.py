@@ -3,7 +3,8 @@
 The kind decides the checks, here and nowhere else: a ModelDeployment goes through the pipeline
 (core.admission.pipeline: mutate, then validate), an InferenceProviderConfig and an
 ExternalModelProvider through their checks (core.admission.configs), and any other kind is not
-Runway's to judge. The webhook, `runway validate`, the render and the gateway merge all call it.
+Runway's to judge. The webhook, `runway validate`, `explain`, the portal's Models page and the
+gateway merge call it.
 """
 
 from __future__ import annotations
