@@ -71,24 +71,18 @@ def _scan_into(folder: str, prefix: str, out: dict[str, Stat]) -> None:
 
 
 def write_tree(
-    repo: Repo,
-    subdir: str,
+    writer: TreeWriter,
     files: Mapping[str, str],
     current: Mapping[str, str],
-    *,
     unchanged: Set[str] = frozenset(),
-    writer: TreeWriter | None = None,
 ) -> list[str]:
-    """Make `subdir` hold exactly `files`, touching only files whose bytes change (each
-    replaced atomically: renderer.git.writer). `current` is what `subdir` held when scanned;
-    paths in `unchanged` are known to hold their text already (neither side is read).
-    `writer`: the one this render has written with so far (its paths hold their text
-    already). Returns the paths written or removed, by this call and before it. Every path
-    written or removed is checked to be plain first, and every folder is opened without
-    following links: nothing is written outside `subdir`."""
-    if writer is None:
-        with tree_writer(repo, subdir) as own:
-            return write_tree(repo, subdir, files, current, unchanged=unchanged, writer=own)
+    """Make the writer's folder hold exactly `files`, touching only files whose bytes change
+    (each replaced atomically: renderer.git.writer). `current` is what the folder held when
+    scanned; paths in `unchanged` are known to hold their text already (neither side is read),
+    and so are those the writer has written so far in this render. Returns the paths written
+    or removed, by this call and before it. Every path written or removed is checked to be
+    plain first, and every folder is opened without following links: nothing is written
+    outside the folder."""
     done = set(writer.written)
     writes = [
         relative

@@ -1,22 +1,19 @@
 """The repository with the git wing's jobs as methods, for the code written before the wing
-was split (renderer.job, renderer.pipeline, renderer.stamp's callers and the integration tests).
+was split (renderer.job, renderer.pipeline and the integration tests).
 
-Each method only hands over to the module that does the job: renderer.git.locks (the lock and
-recovery), renderer.git.disk (the tree on disk), renderer.git.commits, renderer.git.push. New
-code calls those functions with a renderer.git.runner.Repo. `Repo.push(rerender=)`, the push
-that calls back into the render after a rejection, goes once renderer.flow drives push_once and
-RetryTree itself.
+Each method is the function of the module that does the job, called with the repository:
+renderer.git.locks (the lock and recovery), renderer.git.disk (the tree on disk),
+renderer.git.commits, renderer.git.push. New code calls those functions with a
+renderer.git.runner.Repo. `Repo.push(rerender=)`, the push that calls back into the render after
+a rejection, goes once renderer.flow drives push_once and RetryTree itself.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence, Set
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass
-from pathlib import Path
 
 from renderer.git import commits, disk, locks, runner
-from renderer.git.disk import DiskTree
 from renderer.git.push import PUSH_ATTEMPTS, Pushed, RetryTree, StillRejected, follow, push_once
 from renderer.git.writer import TreeWriter
 
@@ -34,25 +31,15 @@ class PushOutcome:
 class Repo(runner.Repo):
     """A work tree (renderer.git.runner.Repo) with the jobs done in it as methods."""
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        with locks.locked(self):
-            yield
-
-    def git_locks(self) -> list[Path]:
-        return locks.git_locks(self)
-
-    def recover_git_locks(self) -> None:
-        locks.recover_git_locks(self)
-
-    def recover(self, subdir: str) -> None:
-        locks.recover(self, subdir)
-
-    def leftovers(self) -> bool:
-        return locks.leftovers(self)
-
-    def scan(self, subdir: str) -> DiskTree:
-        return disk.scan(self, subdir)
+    locked = locks.locked
+    git_locks = locks.git_locks
+    recover_git_locks = locks.recover_git_locks
+    recover = locks.recover
+    leftovers = locks.leftovers
+    scan = disk.scan
+    writer = disk.tree_writer
+    commit = commits.commit
+    _index_tree = commits.index_tree
 
     def write_tree(
         self,
@@ -62,22 +49,11 @@ class Repo(runner.Repo):
         unchanged: Set[str] = frozenset(),
         writer: TreeWriter | None = None,
     ) -> list[str]:
-        return disk.write_tree(self, subdir, files, current, unchanged=unchanged, writer=writer)
-
-    def writer(self, subdir: str) -> TreeWriter:
-        return disk.tree_writer(self, subdir)
-
-    def commit(
-        self,
-        subdir: str,
-        written: int = 0,
-        texts: Mapping[str, str] | None = None,
-        touched: Sequence[str] | None = None,
-    ) -> str | None:
-        return commits.commit(self, subdir, written, texts, touched)
-
-    def _index_tree(self, raw: str) -> str | None:
-        return commits.index_tree(self, raw)
+        """disk.write_tree, with a writer of its own for `subdir` when none is given."""
+        if writer is not None:
+            return disk.write_tree(writer, files, current, unchanged)
+        with disk.tree_writer(self, subdir) as own:
+            return disk.write_tree(own, files, current, unchanged)
 
     def push(
         self,

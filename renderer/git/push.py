@@ -16,7 +16,6 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from renderer.git.commits import commit_message
 from renderer.git.gittrees import staged_changes
@@ -84,12 +83,7 @@ class RetryTree:
             raise
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.index.unlink(missing_ok=True)
 
     def _restore(self) -> None:
@@ -102,9 +96,8 @@ class RetryTree:
         if (repo.work / real).is_file():
             shutil.copyfile(repo.work / real, index)
         spec = f":(literal){self.top}"
-        if repo.git(
-            "rev-parse", "-q", "--verify", f"{self.base}:{self.top}", check=False
-        ).returncode:
+        held = repo.git("rev-parse", "-q", "--verify", f"{self.base}:{self.top}", check=False)
+        if held.returncode:
             repo.git("rm", "-r", "-q", "-f", "--ignore-unmatch", "--", spec, index=index)
         else:
             source = f"--source={self.base}"

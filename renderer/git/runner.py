@@ -30,16 +30,16 @@ FALLBACK_IDENTITY = ("runway", "runway@localhost")
 LOG_NAME = "renderer.gitops"
 
 
-class GitError(Unavailable):
-    """Git failed or the repository cannot be used (another render holds it, a push kept failing)."""
-
-
 @dataclass(frozen=True, slots=True)
 class Identity:
     """A commit author: `name <email>`."""
 
     name: str
     email: str
+
+
+class GitError(Unavailable):
+    """Git failed or the repository cannot be used (another render holds it, a push kept failing)."""
 
 
 class Start(Protocol):

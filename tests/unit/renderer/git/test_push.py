@@ -79,6 +79,18 @@ def tree_with(remote: Path, into: Path, base: str, files: Mapping[str, str | Non
     return tree_of(other, commit_files(other, files, "expected"))
 
 
+def rejected(
+    tmp_path: Path, remote: Path, theirs: Mapping[str, str | None]
+) -> tuple[Repo, str, str]:
+    """The render's clone, its push of a commit (rendered/ns/a.yaml: "a: 2") rejected because
+    another clone pushed `theirs` first: the clone, its HEAD, and the remote's head it fetched."""
+    mine = clone(remote, tmp_path / "mine")
+    base = pushed_first(remote, tmp_path / "theirs", theirs)
+    mine_head = commit_files(mine, {"rendered/ns/a.yaml": "a: 2\n"}, "mine")
+    assert push_once(mine, "origin", "main") == Rejected(base)
+    return mine, mine_head, base
+
+
 def test_a_fast_forward_is_pushed(tmp_path: Path, remote: Path) -> None:
     mine = clone(remote, tmp_path / "mine")
     made = commit_files(mine, {"rendered/ns/a.yaml": "a: 2\n"}, "mine")
@@ -94,8 +106,11 @@ def test_a_push_behind_the_remote_is_rejected_with_the_remote_head(
     theirs = pushed_first(remote, tmp_path / "theirs", {"rendered/ns/b.yaml": "b: 2\n"})
     mine_head = commit_files(mine, {"rendered/ns/a.yaml": "a: 2\n"}, "mine")
 
-    assert push_once(mine, "origin", "main") == Rejected(theirs)
+    answer = push_once(mine, "origin", "main")
+
+    assert answer == Rejected(theirs)
     assert (remote_head(remote), mine.head()) == (theirs, mine_head)  # nothing forced or moved
+    assert mine.git("rev-parse", "FETCH_HEAD").stdout.strip() == theirs
 
 
 def test_a_push_that_fails_otherwise_is_a_git_error(tmp_path: Path) -> None:
@@ -109,13 +124,9 @@ def test_a_push_that_fails_otherwise_is_a_git_error(tmp_path: Path) -> None:
 
 
 def test_a_retry_commits_the_render_on_the_remote_head(tmp_path: Path, remote: Path) -> None:
-    mine = clone(remote, tmp_path / "mine")
-    base = pushed_first(remote, tmp_path / "theirs", {"rendered/ns/b.yaml": "b: 2\n"})
-    mine_head = commit_files(mine, {"rendered/ns/a.yaml": "a: 2\n"}, "mine")
-    answer = push_once(mine, "origin", "main")
-    assert answer == Rejected(base)
+    mine, mine_head, base = rejected(tmp_path, remote, {"rendered/ns/b.yaml": "b: 2\n"})
 
-    with RetryTree(mine, "rendered", answer.base) as retry:
+    with RetryTree(mine, "rendered", base) as retry:
         seen = {p: (mine.work / "rendered" / p).read_text() for p in ("ns/a.yaml", "ns/b.yaml")}
         (mine.work / "rendered/ns/a.yaml").write_text("a: 3\n")
         (mine.work / "rendered/ns/c.yaml").write_text("c: 1\n")
@@ -142,10 +153,7 @@ def test_a_retry_commits_the_render_on_the_remote_head(tmp_path: Path, remote: P
 def test_a_retry_whose_render_is_the_remote_heads_answers_the_head(
     tmp_path: Path, remote: Path
 ) -> None:
-    mine = clone(remote, tmp_path / "mine")
-    base = pushed_first(remote, tmp_path / "theirs", {"rendered/ns/a.yaml": "a: 2\n"})
-    commit_files(mine, {"rendered/ns/a.yaml": "a: 2\n"}, "mine, the same render")
-    assert push_once(mine, "origin", "main") == Rejected(base)
+    mine, _, base = rejected(tmp_path, remote, {"rendered/ns/a.yaml": "a: 2\n"})  # the same
 
     with RetryTree(mine, "rendered", base) as retry:
         made = retry.commit([])
@@ -156,11 +164,8 @@ def test_a_retry_whose_render_is_the_remote_heads_answers_the_head(
 def test_a_retry_on_a_head_without_the_output_folder_grafts_it(
     tmp_path: Path, remote: Path
 ) -> None:
-    mine = clone(remote, tmp_path / "mine")
     gone = {"rendered/ns/a.yaml": None, "rendered/ns/b.yaml": None}
-    base = pushed_first(remote, tmp_path / "theirs", gone)
-    commit_files(mine, {"rendered/ns/a.yaml": "a: 2\n"}, "mine")
-    assert push_once(mine, "origin", "main") == Rejected(base)
+    mine, _, base = rejected(tmp_path, remote, gone)
 
     with RetryTree(mine, "rendered", base) as retry:
         still_there = (mine.work / "rendered").exists()
@@ -176,10 +181,7 @@ def test_a_retry_on_a_head_without_the_output_folder_grafts_it(
 def test_a_render_that_fails_in_a_retry_leaves_no_private_index(
     tmp_path: Path, remote: Path
 ) -> None:
-    mine = clone(remote, tmp_path / "mine")
-    base = pushed_first(remote, tmp_path / "theirs", {"rendered/ns/b.yaml": "b: 2\n"})
-    commit_files(mine, {"rendered/ns/a.yaml": "a: 2\n"}, "mine")
-    assert push_once(mine, "origin", "main") == Rejected(base)
+    mine, _, base = rejected(tmp_path, remote, {"rendered/ns/b.yaml": "b: 2\n"})
 
     with pytest.raises(GitError, match="a render that failed"), RetryTree(mine, "rendered", base):
         held = (mine.git_dir / RETRY_INDEX).is_file()
@@ -192,11 +194,8 @@ def test_a_render_that_fails_in_a_retry_leaves_no_private_index(
 def test_the_branch_follows_a_pushed_retry_only_when_nothing_outside_differs(
     tmp_path: Path, remote: Path, outside: bool
 ) -> None:
-    mine = clone(remote, tmp_path / "mine")
     theirs = {"README.md": "theirs\n"} if outside else {"rendered/ns/b.yaml": "b: 2\n"}
-    base = pushed_first(remote, tmp_path / "theirs", theirs)
-    mine_head = commit_files(mine, {"rendered/ns/a.yaml": "a: 2\n"}, "mine")
-    assert push_once(mine, "origin", "main") == Rejected(base)
+    mine, mine_head, base = rejected(tmp_path, remote, theirs)
     with RetryTree(mine, "rendered", base) as retry:
         (mine.work / "rendered/ns/a.yaml").write_text("a: 2\n")
         made = retry.commit(["ns/a.yaml"])
