@@ -23,7 +23,7 @@ PLUGINS = {plugin.name: plugin for plugin in plugins()}
 
 PINS = bundled_versions()
 MOCKER = {"airunway.ai/dynamo-test-backend": "mocker"}
-PLANNER = f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{PINS.dynamo}"
+PLANNER = f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{PINS.pin('dynamo')}"
 SMALL = {"cpu": "100m", "memory": "256Mi"}
 MOCKER_ARGS = [
     "--model-path", "Qwen/Qwen3-0.6B", "--model-name", "qwen3", "--speedup-ratio", "1000.0",
