@@ -1,30 +1,117 @@
-"""The one Kubernetes client factory: in a pod, the pod's service account; else a kubeconfig."""
+"""The one Kubernetes client factory (in a pod, the pod's service account; else a kubeconfig),
+and the one translation of the cluster's failures into the core's Unavailable: the kubernetes
+client's configuration and API errors and the connection errors of the urllib3 under it become
+one line naming what could not be reached, never a traceback."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import TracebackType
 from typing import Any
 
 import kubernetes
+import urllib3
+
+from core.fields.errors import Unavailable
+
+# What a call to the cluster may fail with when the cluster, not the caller, is at fault.
+CLUSTER_FAILURES = (
+    kubernetes.config.ConfigException,
+    kubernetes.client.ApiException,
+    urllib3.exceptions.HTTPError,
+)
+
+
+class Client(kubernetes.client.ApiClient):
+    """An ApiClient whose `with` block turns the cluster's failures into Unavailable (see
+    cluster_calls), as it closes the client."""
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        err: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+        if isinstance(err, CLUSTER_FAILURES):
+            raise unavailable(err) from err
 
 
 def api_client(
     kubeconfig: str | None = None, *, in_cluster: bool = False, context: str | None = None
-) -> kubernetes.client.ApiClient:
+) -> Client:
     """A client for the API server. `in_cluster`, or no kubeconfig and no context given inside
     a pod (KUBERNETES_SERVICE_HOST set), uses the service account; otherwise `kubeconfig` (None:
-    the default ~/.kube/config or $KUBECONFIG) at `context` (None: its current context)."""
+    the default ~/.kube/config or $KUBECONFIG) at `context` (None: its current context). Its
+    configuration's own errors are the kubernetes client's (a watch retries on them)."""
     if in_cluster or (
         kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ
     ):
         configuration = kubernetes.client.Configuration()
         kubernetes.config.load_incluster_config(client_configuration=configuration)
-        return kubernetes.client.ApiClient(configuration)
-    client: kubernetes.client.ApiClient = kubernetes.config.new_client_from_config(
-        config_file=kubeconfig, context=context
+        return Client(configuration)
+    # As kubernetes.config.new_client_from_config: a fresh Configuration, not a copy of the
+    # process-wide default one.
+    configuration = type.__call__(kubernetes.client.Configuration)
+    kubernetes.config.load_kube_config(
+        config_file=kubeconfig, context=context, client_configuration=configuration
     )
-    return client
+    return Client(configuration)
+
+
+@contextmanager
+def cluster_calls() -> Iterator[None]:
+    """Within: a failure of the cluster (CLUSTER_FAILURES), building the client included,
+    is raised again as Unavailable with one line (see unavailable); anything else passes."""
+    try:
+        yield
+    except CLUSTER_FAILURES as err:
+        raise unavailable(err) from err
+
+
+@contextmanager
+def connected(
+    kubeconfig: str | None = None, *, in_cluster: bool = False, context: str | None = None
+) -> Iterator[Client]:
+    """api_client's client, closed at the end, inside cluster_calls."""
+    with cluster_calls(), api_client(kubeconfig, in_cluster=in_cluster, context=context) as client:
+        yield client
+
+
+def unavailable(err: BaseException) -> Unavailable:
+    """The one line a command exits with when the cluster failed it: `API server answered
+    STATUS REASON` (never the body: it may hold secrets), `the API server at URL could not be
+    reached: WHY`, or the first line of a configuration error."""
+    if isinstance(err, kubernetes.client.ApiException):
+        return Unavailable(f"API server answered {err.status} {err.reason}")
+    if isinstance(err, urllib3.exceptions.HTTPError):
+        return Unavailable(_unreachable(err))
+    return Unavailable(str(err).splitlines()[0] if str(err) else type(err).__name__)
+
+
+def _unreachable(err: urllib3.exceptions.HTTPError) -> str:
+    """`the API server at URL could not be reached: WHY` from urllib3's retry and connection
+    errors (their own text repeats the pool and the request path over several lines)."""
+    pool = getattr(err, "pool", None)
+    where = f"{pool.scheme}://{pool.host}:{pool.port}" if pool is not None else "the API server"
+    reason: Any = getattr(err, "reason", None) or err
+    if isinstance(reason, urllib3.exceptions.NewConnectionError | ConnectionError):
+        cause = reason.__cause__ or reason.__context__
+        why = _errno_text(cause) if isinstance(cause, OSError) else "connection failed"
+    elif isinstance(reason, urllib3.exceptions.SSLError):
+        why = "TLS handshake failed"
+    elif isinstance(reason, urllib3.exceptions.TimeoutError | TimeoutError):
+        why = "timed out"
+    else:
+        why = type(reason).__name__
+    return f"the API server at {where} could not be reached: {why}"
+
+
+def _errno_text(err: OSError) -> str:
+    return (err.strerror or type(err).__name__).lower()
 
 
 def error_message(err: Any) -> str:
