@@ -1,7 +1,9 @@
 """The one Kubernetes client factory (in a pod, the pod's service account; else a kubeconfig),
-and the one translation of the cluster's failures into the core's Unavailable: the kubernetes
-client's configuration and API errors and the connection errors of the urllib3 under it become
-one line naming what could not be reached, never a traceback."""
+and what is said of a failed call to the cluster, in one place: the core's Unavailable a command
+exits with (the kubernetes client's configuration and API errors and the connection errors of
+the urllib3 under it become one line naming what could not be reached, never a traceback), the
+line a page or a review shows a user (api_failure), the line a log keeps (failure), and the API
+server's own message of a refusal (error_message)."""
 
 from __future__ import annotations
 
@@ -112,6 +114,29 @@ def _unreachable(err: urllib3.exceptions.HTTPError) -> str:
 
 def _errno_text(err: OSError) -> str:
     return (err.strerror or type(err).__name__).lower()
+
+
+def api_failure(err: BaseException) -> str | None:
+    """What to tell a user about a failed API call (the portal's pages, the webhook's review of
+    the requesting user), or None when `err` is not one: the status and reason, never the body."""
+    if isinstance(err, kubernetes.client.ApiException):
+        return f"the API server answered {err.status} {err.reason}"
+    if isinstance(err, (urllib3.exceptions.HTTPError, OSError)):
+        return unreached(err)
+    return None
+
+
+def unreached(err: BaseException) -> str:
+    return f"the API server could not be reached ({type(err).__name__})"
+
+
+def failure(err: BaseException) -> str:
+    """One short line for a failed request in a log: an API error's status and reason with the
+    start of its body (a 422 names the field), anything else its type and text."""
+    if isinstance(err, kubernetes.client.ApiException):
+        body = str(err.body or "")[:300]
+        return f"({err.status}) {err.reason}: {body}".rstrip(": ")
+    return f"{type(err).__name__}: {str(err)[:300]}"
 
 
 def error_message(err: Any) -> str:

@@ -25,10 +25,10 @@ import urllib3
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
 
-from kubeio.client import error_message
+from kubeio.client import api_failure, error_message
 from kubeio.users import User
 from renderer.apply import Applied, apply_objects
-from ui.cluster import TIMEOUT, Cluster, api_failure
+from ui.cluster import TIMEOUT, Cluster
 from ui.outputs import Bundle, OutputError
 
 FIELD_MANAGER = "runway-ui"

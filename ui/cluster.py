@@ -21,6 +21,7 @@ from typing import Protocol
 import kubernetes
 import urllib3
 
+from kubeio.client import api_failure
 from kubeio.users import User
 
 TIMEOUT = 5.0  # seconds for any one API call a page makes
@@ -50,15 +51,6 @@ def bearer_token(headers: Headers) -> str | None:
     if not token or len(token) > MAX_TOKEN or not token.isascii() or not token.isprintable():
         return None
     return token
-
-
-def api_failure(err: BaseException) -> str | None:
-    """What to tell the user about a failed API call, or None when `err` is not one."""
-    if isinstance(err, kubernetes.client.ApiException):
-        return f"the API server answered {err.status} {err.reason}"
-    if isinstance(err, (urllib3.exceptions.HTTPError, OSError)):
-        return f"the API server could not be reached ({type(err).__name__})"
-    return None
 
 
 @dataclass

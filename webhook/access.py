@@ -26,6 +26,7 @@ import urllib3
 
 from core.fields.errors import FieldError, Reason, shown
 from core.model.kinds import dig
+from kubeio.client import api_failure, unreached
 from kubeio.users import User
 
 SECRET_PATH = "spec.credentialsSecretRef.name"
@@ -80,12 +81,13 @@ class ClusterAccess:
             answer = self._client().create_subject_access_review(
                 body, _request_timeout=self.timeout
             )
-        except kubernetes.client.ApiException as err:
-            return Review(Verdict.UNKNOWN, f"the API server answered {err.status} {err.reason}")
-        except (urllib3.exceptions.HTTPError, OSError, kubernetes.config.ConfigException) as err:
-            return Review(
-                Verdict.UNKNOWN, f"the API server could not be reached ({type(err).__name__})"
-            )
+        except (
+            kubernetes.client.ApiException,
+            urllib3.exceptions.HTTPError,
+            OSError,
+            kubernetes.config.ConfigException,
+        ) as err:
+            return Review(Verdict.UNKNOWN, api_failure(err) or unreached(err))
         status = answer.status
         allowed = bool(status and status.allowed and not status.denied)
         reason = (status.reason or "") if status else ""
