@@ -19,7 +19,11 @@ import urllib3
 
 from core.fields.errors import Unavailable
 
-# What a call to the cluster may fail with when the cluster, not the caller, is at fault.
+# What one API call may fail with: a refusal, or no answer (a long-running loop or a page
+# catches these and goes on).
+CALL_FAILURES = (kubernetes.client.ApiException, urllib3.exceptions.HTTPError, OSError)
+# What a command's call to the cluster may fail with when the cluster, not the caller, is at
+# fault.
 CLUSTER_FAILURES = (
     kubernetes.config.ConfigException,
     kubernetes.client.ApiException,

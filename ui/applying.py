@@ -20,12 +20,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import kubernetes
-import urllib3
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
 
-from kubeio.client import api_failure, error_message
+from kubeio.client import CALL_FAILURES, api_failure, error_message
 from kubeio.users import User
 from renderer.apply import Applied, apply_objects
 from ui.cluster import TIMEOUT, Cluster
@@ -33,12 +31,7 @@ from ui.outputs import Bundle, OutputError
 
 FIELD_MANAGER = "runway-ui"
 VERBS = ("create", "patch")  # a server-side apply creates the object, or patches it
-FAILURES = (
-    DynamicApiError,
-    kubernetes.client.ApiException,
-    urllib3.exceptions.HTTPError,
-    OSError,
-)
+FAILURES = (DynamicApiError, *CALL_FAILURES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import kubernetes
-import urllib3
 
-from kubeio.client import api_failure
+from kubeio.client import CALL_FAILURES, api_failure
 from kubeio.users import User
 
 TIMEOUT = 5.0  # seconds for any one API call a page makes
@@ -143,7 +142,7 @@ class Cluster:
         )
         try:
             status = api.create_self_subject_access_review(body, _request_timeout=TIMEOUT).status
-        except (kubernetes.client.ApiException, urllib3.exceptions.HTTPError, OSError) as err:
+        except CALL_FAILURES as err:
             return Permission(False, api_failure(err) or type(err).__name__)
         allowed = bool(status and status.allowed and not status.denied)
         return Permission(allowed, (status.reason or "") if status else "")
