@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 LITELLM_VENV  := .venv-litellm
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
-.PHONY: lock install browser screenshots test lint format test-unit test-e2e bench bench-large clean manifests chart cluster schemas flags fuzz parsers facts
+.PHONY: lock install browser screenshots test lint format test-unit test-e2e bench bench-compare bench-large clean manifests chart cluster schemas flags fuzz parsers facts
 
 TEST_STAMP := $(VENV)/.installed-test
 
@@ -150,6 +150,13 @@ bench: $(TEST_STAMP) cluster
 	$(BIN)/python -m bench.status_loop
 	$(BIN)/python -m bench.render --count 2000
 	$(BIN)/python -m bench.gateway
+
+# The rows of `make bench` for this tree and an older one (BASE=REV, e.g. a redesign's starting
+# commit), side by side in one run: each bench alternates between the two trees.
+bench-compare: $(TEST_STAMP) cluster
+	@test -n "$(BASE)" || (echo "make bench-compare BASE=REV: name the older tree" >&2; exit 2)
+	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
+	$(BIN)/python -m bench.compare --base $(BASE)
 
 # `runway render --commit` of 10,000 ModelDeployments (first, unchanged, one changed).
 bench-large: $(TEST_STAMP)

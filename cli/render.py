@@ -27,7 +27,7 @@ from core.fields.errors import SourceError
 from core.rendering.inferencegateway import GatewayTarget, parse_gateway
 from renderer import pipeline
 from renderer.folders import report_line, report_row
-from renderer.gitops import Identity
+from renderer.git.runner import Identity
 from renderer.ownership import DEFAULT_MAX_REMOVALS
 from renderer.settings import ClusterCrds, RenderReport, RenderSettings
 from renderer.shard import Shard

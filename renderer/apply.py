@@ -28,7 +28,7 @@ from kubeio.client import api_client, error_message
 from kubeio.objects import condition
 from kubeio.sources import parse_documents
 from renderer.folders import EXTERNAL_FILE, HYDRATED_FILE
-from renderer.safefs import link_error, read_text
+from renderer.git.safefs import link_error, read_text
 
 log = logging.getLogger(__name__)
 REASON = INCOMPATIBLE_UPSTREAM

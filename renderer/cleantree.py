@@ -21,11 +21,12 @@ import re
 import subprocess
 from collections.abc import Callable
 
-from renderer.gitops import DiskTree, Repo
+from renderer.git.disk import DiskTree
+from renderer.git.runner import Repo
+from renderer.git.safefs import Folders, plain_parts
+from renderer.git.writer import Stat, stat_of
 from renderer.rendercache import RenderCache, unpacked
-from renderer.safefs import Folders, plain_parts
 from renderer.shard import Namespaces
-from renderer.writer import Stat, stat_of
 
 # An index entry of `git ls-files -s -z` that is not a plain file (a link, a submodule).
 _NOT_PLAIN = re.compile(r"(?:^|\0)(?!100644 |100755 )[^\0]")

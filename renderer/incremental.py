@@ -21,12 +21,12 @@ from core.model.kinds import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
 from kubeio.sources import parse_documents
 from renderer.digests import folder_digest, render_key, text_digest
 from renderer.folders import HYDRATED_FILE, Result, folder_of
-from renderer.gitops import DiskTree
+from renderer.git.disk import DiskTree
+from renderer.git.writer import Stat
 from renderer.ownership import Ownership, Removals, decide, output_key, read_record
 from renderer.render import RenderContext, render_external_guarded, render_many
 from renderer.rendercache import Entry, RenderCache, Stats, packed
 from renderer.tree import Folder, Tree, build_tree, folders_of, with_record
-from renderer.writer import Stat
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,9 @@ from renderer.digests import (
     runway_fingerprint,
 )
 from renderer.folders import Result
-from renderer.gitops import DiskTree, Repo
+from renderer.git.disk import DiskTree
+from renderer.git.gitops import Repo
+from renderer.git.writer import TreeWriter
 from renderer.incremental import Rendered, render_incremental
 from renderer.ownership import (
     Ownership,
@@ -65,7 +67,6 @@ from renderer.stamp import (
 )
 from renderer.strict import Schemas
 from renderer.tree import Tree
-from renderer.writer import TreeWriter
 
 SOURCES_CACHE = "runway-sources"  # in .git: parsed source files, by content
 

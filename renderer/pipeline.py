@@ -24,8 +24,9 @@ from core.fields.errors import SourceError
 from kubeio.sources import STDIN
 from renderer.cleantree import CleanCheck
 from renderer.digests import FINGERPRINT, files_digest, runway_fingerprint
-from renderer.gitops import GitError, Repo
-from renderer.safefs import UnsafePath
+from renderer.git.gitops import Repo
+from renderer.git.runner import GitError
+from renderer.git.safefs import UnsafePath
 from renderer.settings import ClusterCrds, RenderReport, RenderSettings, checked_path
 from renderer.stamp import (
     Stamp,

@@ -42,8 +42,8 @@ from renderer.folders import (
     folder_of,
     kustomization,
 )
+from renderer.git.safefs import NAME_MAX
 from renderer.pool import cores, fork_pool
-from renderer.safefs import NAME_MAX
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas, incompatible
 
 SERVER_FIELDS = (

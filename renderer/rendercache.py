@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kubeio.files import atomic_write
-from renderer.writer import Stat, stat_of
+from renderer.git.writer import Stat, stat_of
 
 CACHE_FORMAT = 6
 ENTRY_FIELDS = 9  # the fields of an Entry, as a row keeps them

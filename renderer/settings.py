@@ -12,9 +12,9 @@ from core.fields.errors import SourceError
 from kubeio.sources import check_name
 from renderer.digests import digest
 from renderer.folders import Result
-from renderer.gitops import Identity
+from renderer.git.runner import Identity
+from renderer.git.safefs import UnsafePath, plain_parts
 from renderer.ownership import DEFAULT_MAX_REMOVALS, Removals
-from renderer.safefs import UnsafePath, plain_parts
 from renderer.shard import Shard
 from renderer.tree import Tree
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from core.fields.errors import SourceError
 from kubeio.yamlio import dump
 from renderer.folders import kustomization
-from renderer.gitops import DiskTree
+from renderer.git.disk import DiskTree
 from renderer.ownership import SOURCES_FILE, read_record, record_text
 from renderer.tree import Tree
 

@@ -40,11 +40,11 @@ from kubeio.files import atomic_write
 from kubeio.sources import yaml_files
 from renderer.digests import builtin_schemas_version, digest
 from renderer.folders import Result, report_line
-from renderer.gitops import Repo
+from renderer.git.runner import Repo
+from renderer.git.safefs import read_text
 from renderer.ownership import Removals
 from renderer.parsecache import file_key
 from renderer.rendercache import Shared
-from renderer.safefs import read_text
 from renderer.settings import RenderSettings, cache_key, checked_path
 
 STAMP_FORMAT = 5

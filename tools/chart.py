@@ -9,7 +9,7 @@ Every template is its kustomize source with four kinds of change, each listed in
   - a condition wraps the file (an optional part) and TLS material joins the webhooks.
 Chart.yaml, values.yaml, values.schema.json, _helpers.tpl and NOTES.txt are written by hand.
 The e2e tier (tests/e2e/test_helm.py) holds `helm template` equal to `kubectl kustomize` object
-for object; tests/unit/test_chart.py fails when a template differs from what this writes.
+for object; tests/unit/deploy/test_chart.py fails when a template differs from what this writes.
 
 Exit status: 0 written (or up to date with --check); 1 out of date with --check, or a source no
 longer holds a replacement's text.

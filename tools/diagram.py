@@ -2,7 +2,7 @@
 docs/images/flow.txt: boxes on a grid and arrows between them, in a small format of our own that
 the source's header describes. The SVG is the same bytes for the same source (whole numbers,
 presentation attributes, no <style>: it displays under any Content-Security-Policy), so
-tests/unit/test_diagram.py can regenerate it and compare.
+tests/unit/tools/test_diagram.py can regenerate it and compare.
 
 Exit status: 0 written (or up to date with --check); 1 out of date with --check; 2 a source
 that does not parse (its file, line and reason are printed).

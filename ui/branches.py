@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from renderer.gitops import Identity
+from renderer.git.runner import Identity
 from ui.outputs import Bundle, OutputError, checked_path
 
 AUTHOR = Identity("Runway portal", "runway-ui@runway.invalid")

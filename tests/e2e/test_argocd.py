@@ -29,8 +29,6 @@ import yaml
 from cli.main import main
 from kubeio.yamlio import dump
 from renderer.schemapack import load_pack
-from tests.conftest import EXAMPLES, ROOT
-from tests.e2e.test_gitops import refuses_field
 from tests.support.argocd import ArgoCD, missing_binaries, start_argocd
 from tests.support.cluster import Cluster
 from tests.support.drift import missing_from
@@ -45,11 +43,13 @@ from tests.support.gitops_tier import (
     live,
     objects_in,
     ref,
+    refuses_field,
     rendered_objects,
     set_status,
     write_sources,
 )
 from tests.support.gitserver import start_git_server
+from tests.support.paths import EXAMPLES, ROOT
 from tests.support.serving import (
     Recorder,
     accept_routes,

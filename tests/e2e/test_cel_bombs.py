@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubeio.yamlio import dump_all
-from tests.conftest import ROOT
-from tests.e2e.conftest import LABEL
-from tests.integration.test_cel_bombs import BOMB, REFUSAL
 from tests.support.builders import model_deployment, provider_config
+from tests.support.celbombs import BOMB, REFUSAL
 from tests.support.cluster import Cluster
+from tests.support.e2e import LABEL
+from tests.support.paths import ROOT
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook, review, start_webhook
 

@@ -20,10 +20,8 @@ import copy
 import json
 import os
 import shutil
-import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,49 +32,45 @@ import yaml
 from cli.main import main
 from kubeio.yamlio import dump
 from renderer.schemapack import load_pack
-from tests.conftest import EXAMPLES, ROOT
-from tests.e2e.test_gitops import refuses_field
 from tests.support.cluster import Cluster
 from tests.support.drift import missing_from
-from tests.support.flux import Flux, missing_controllers, start_flux
+from tests.support.flux import (
+    GITREPO,
+    KS,
+    SYNC_TIMEOUT,
+    GitOps,
+    missing_controllers,
+    start_flux,
+    until,
+)
 from tests.support.gitops_tier import (
     RAY_SERVICE,
     READY_CONDITION,
     RUNNING_RAY_STATUS,
     SOURCES,
-    Tier,
     changed_files,
     exists,
     fingerprint,
     live,
     objects_in,
     ref,
+    refuses_field,
     rendered_objects,
     set_status,
     write_sources,
 )
 from tests.support.gitserver import start_git_server
+from tests.support.paths import EXAMPLES, ROOT
 from tests.support.status import InProcess
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook
 
 NAMESPACE = "flux-models"
-KS = ("kustomization.kustomize.toolkit.fluxcd.io/runway-models", "-n", "flux-system")
-GITREPO = ("gitrepository.source.toolkit.fluxcd.io/runway-gitops", "-n", "flux-system")
-SYNC_TIMEOUT = 120
-RENUDGE = 20  # seconds between reconcile requests while a revision waits to be applied
 # Labels kustomize-controller adds to every object it applies (its inventory).
 FLUX_LABELS = {
     "kustomize.toolkit.fluxcd.io/name": "runway-models",
     "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
 }
-
-
-def until(predicate: Callable[[], dict[str, Any] | None], what: str) -> dict[str, Any]:
-    """Poll a controller-driven state (reconciles are seconds apart, a health check 5 s)."""
-    found = wait_until(predicate, timeout=SYNC_TIMEOUT, interval=0.5, what=what)
-    assert found is not None
-    return found
 
 
 def _unavailable(message: str) -> None:
@@ -121,88 +115,6 @@ def overlay(directory: Path, url: str) -> Path:
     }
     (directory / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
     return directory
-
-
-@dataclass
-class GitOps(Tier):
-    flux: Flux
-    status: InProcess
-
-    def push(self, sources: Path) -> str:
-        """`runway render --push`; the revision Flux will report for the pushed head."""
-        return f"main@sha1:{self.render_and_push(sources)}"
-
-    def kustomization(self) -> dict[str, Any]:
-        return self.get(*KS)
-
-    def request_reconcile(self, *what: str) -> str:
-        token = uuid.uuid4().hex
-        self.cluster.kubectl(
-            "annotate", *what, f"reconcile.fluxcd.io/requestedAt={token}", "--overwrite"
-        )
-        return token
-
-    def ready(self, obj: dict[str, Any]) -> dict[str, Any] | None:
-        ready = [c for c in obj.get("status", {}).get("conditions", []) if c["type"] == "Ready"]
-        return ready[0] if ready else None
-
-    def synced(self, revision: str) -> dict[str, Any]:
-        """Push has landed: the source has the revision, the Kustomization applied it (Ready)."""
-        self.request_reconcile(*GITREPO)
-
-        def source_has_it() -> bool:
-            self.flux.alive()
-            artifact = self.get(*GITREPO).get("status", {}).get("artifact", {})
-            return bool(artifact.get("revision") == revision)
-
-        wait_until(source_has_it, timeout=SYNC_TIMEOUT, interval=0.5, what=f"source {revision}")
-
-        asked = [time.monotonic()]
-
-        def applied() -> dict[str, Any] | None:
-            self.flux.alive()
-            self.stand_in_for_kuberay()
-            ks = self.kustomization()
-            condition = self.ready(ks)
-            done = (
-                ks.get("status", {}).get("lastAppliedRevision") == revision
-                and condition is not None
-                and condition["status"] == "True"
-            )
-            if not done and time.monotonic() - asked[0] > RENUDGE:
-                # Flux retries a failed Kustomization at its retry interval (minutes): a
-                # request stands in for it, again while the revision is not applied (a request
-                # handled by a reconcile already under way, waiting on health checks, starts
-                # none; under load that left the recovery test waiting past its timeout).
-                self.request_reconcile(*KS)
-                asked[0] = time.monotonic()
-            return ks if done else None
-
-        return until(applied, f"{revision} applied")
-
-    def reconciled(self) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-        """Force one reconcile of the Kustomization without a Git change; the Kustomization
-        afterwards and the controller's log lines for that reconcile."""
-        start = len(self.flux.log_lines("kustomize-controller"))
-        token = self.request_reconcile(*KS)
-
-        def handled() -> dict[str, Any] | None:
-            self.flux.alive()
-            ks = self.kustomization()
-            return ks if ks.get("status", {}).get("lastHandledReconcileAt") == token else None
-
-        ks = until(handled, "a forced reconcile")
-        return ks, self.flux.log_lines("kustomize-controller")[start:]
-
-    def events(self) -> list[tuple[str, str, int]]:
-        """Events kustomize-controller recorded on the Kustomization: (reason, message, count)."""
-        listed = self.get("events", "-n", "flux-system")["items"]
-        return sorted(
-            (e["reason"], e["message"], e.get("count") or 1)
-            for e in listed
-            if e["involvedObject"]["name"] == "runway-models"
-            and e["involvedObject"]["kind"] == "Kustomization"
-        )
 
 
 def apply_outputs(lines: list[dict[str, Any]]) -> list[dict[str, str]]:

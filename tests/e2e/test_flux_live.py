@@ -26,12 +26,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import ROOT
-from tests.e2e.test_flux import GITREPO, KS, GitOps, until
 from tests.support.cluster import Cluster
-from tests.support.flux import missing_controllers, start_flux
+from tests.support.flux import GITREPO, KS, GitOps, missing_controllers, start_flux, until
 from tests.support.gitops_tier import write_sources
 from tests.support.gitserver import start_git_server
+from tests.support.paths import ROOT
 from tests.support.serving import (
     Recorder,
     accept_routes,

@@ -18,10 +18,11 @@ from cli.main import main
 from kubeio.yamlio import dump
 from renderer.apply import folders
 from renderer.schemapack import load_pack
-from tests.conftest import EXAMPLES
 from tests.support.builders import external_model_provider
 from tests.support.cluster import Cluster
 from tests.support.drift import missing_from
+from tests.support.gitops_tier import refuses_field
+from tests.support.paths import EXAMPLES
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook
 
@@ -50,28 +51,6 @@ def rendered(
         "--wait=false",
         check=False,
     )
-
-
-def refuses_field(cluster: Cluster, path: Path, field: str) -> bool:
-    """Whether the served schema refuses `field` in the object at `path` (a dry run; conflicts
-    with a previous test's field managers are forced, so only the schema can refuse)."""
-    done = cluster.kubectl(
-        "apply",
-        "--server-side",
-        "--force-conflicts",
-        "--validate=strict",
-        "--dry-run=server",
-        "-f",
-        str(path),
-        check=False,
-    )
-    if done.returncode == 0:
-        return False
-    assert (
-        f"{field}: field not declared in schema" in done.stderr
-        or f'unknown field "{field}"' in done.stderr
-    ), done.stderr
-    return True
 
 
 def render(sources: Path, repo: Path, *extra: str) -> int:

@@ -31,16 +31,15 @@ import pytest
 import yaml
 from cryptography import x509
 
-from tests.conftest import ROOT
-from tests.e2e.conftest import _unavailable
 from tests.support import live
 from tests.support.builders import model_deployment
 from tests.support.cluster import Cluster, binaries_dir, free_port, terminate
-from tests.support.kustomize import build
+from tests.support.e2e import unavailable
+from tests.support.kustomize import build, with_apply_as_user
+from tests.support.paths import ROOT
 from tests.support.users import make_user
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook
-from tests.unit.test_kustomize_ui import with_apply_as_user
 
 CHART = ROOT / "charts" / "runway"
 RUNWAY = Path(sys.executable).parent / "runway"
@@ -61,7 +60,7 @@ WEBHOOK_NAMES = [
 def helm() -> Path:
     path = binaries_dir() / "helm"
     if not path.exists():
-        _unavailable(f"Helm tests: helm not built in {binaries_dir()}; run `make cluster`")
+        unavailable(f"Helm tests: helm not built in {binaries_dir()}; run `make cluster`")
     return path
 
 
@@ -372,7 +371,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory, helm: Path) -> Iterator[Clus
     cover every namespace, which the other clusters' tests must not meet."""
     missing = live.missing_binaries()
     if missing:
-        _unavailable(f"Helm install: {', '.join(missing)} not built in {binaries_dir()}")
+        unavailable(f"Helm install: {', '.join(missing)} not built in {binaries_dir()}")
     started = live.start_live_cluster(tmp_path_factory.mktemp("helm-plane"), crds=False)
     try:
         yield started

@@ -9,35 +9,30 @@ serve config is checked with Ray's own classes in tests/unit/providers/test_ray_
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from core.admission.pipeline import admit
-from core.model.kinds import ModelDeployment
-from core.model.plugin import ProviderContext
 from core.selection.configs import ProviderRegistry
-from kubeio.shipped import bundled_versions
-from providers.modules import plugins
-from tests.conftest import EXAMPLES
-from tests.e2e.conftest import _unavailable
 from tests.support.cluster import Cluster
+from tests.support.e2e import unavailable
 from tests.support.kuberay import (
+    PINS,
     Operator,
+    Pod,
+    expected_pods,
+    get_json,
     install_watched_crds,
+    rayservice,
     start_operator,
     unavailable_reason,
 )
+from tests.support.paths import EXAMPLES
 from tests.support.rayservices import kuberay_cases
 from tests.support.wait import wait_until
 
-PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
-
-PINS = bundled_versions()
-IMAGE = f"rayproject/ray-llm:{PINS.ray}-py311-cu128"
 RECONCILE_TIMEOUT = 180
 # Reasons of the events and conditions with which KubeRay refuses a spec (utils/constant.go).
 REFUSALS = {"InvalidRayServiceSpec", "InvalidRayClusterSpec", "InvalidRayJobSpec"}
@@ -49,35 +44,13 @@ def operator(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
     if reason is not None:
         if shutil.which("go") is not None:  # it can be built here: never skip
             pytest.fail(f"KubeRay operator tier: {reason}", pytrace=False)
-        _unavailable(f"KubeRay operator tier: {reason}")
+        unavailable(f"KubeRay operator tier: {reason}")
     install_watched_crds(cluster, PINS)
     started = start_operator(cluster, tmp_path_factory.mktemp("kuberay-operator"))
     try:
         yield started
     finally:
         assert started.stop() in (0, -15), started.log_tail()
-
-
-def rayservice(doc: dict[str, Any], namespace: str, registry: ProviderRegistry) -> dict[str, Any]:
-    source = doc | {"metadata": doc["metadata"] | {"namespace": namespace}}
-    admission = admit(source, registry=registry)
-    assert admission.errors == ()
-    md = ModelDeployment(admission.obj)
-    (service,) = [
-        o
-        for o in PLUGINS[md.provider_name].render(md, PINS, ProviderContext("kuberay"))
-        if o["kind"] == "RayService"
-    ]
-    return service
-
-
-def get_json(cluster: Cluster, *args: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
-    return data
-
-
-Gpus = tuple[tuple[str, str], ...]
-Pod = tuple[str, str, str, Gpus]
 
 
 def ray_pods(cluster: Cluster, namespace: str, expected: int) -> list[dict[str, Any]]:
@@ -103,26 +76,6 @@ def summary(pod: dict[str, Any]) -> Pod:
 def ports(pod: dict[str, Any]) -> list[tuple[str, int]]:
     (container,) = pod["spec"]["containers"]
     return sorted((p.get("name", ""), p["containerPort"]) for p in container.get("ports", ()))
-
-
-def expected_pods(doc: dict[str, Any]) -> list[Pod]:
-    """What the ModelDeployment asks for: one head (no GPU) and each worker group's replicas."""
-    spec = doc["spec"]
-    gpu_type = (spec.get("resources") or {}).get("gpu", {}).get("type", "nvidia.com/gpu")
-
-    def gpus(count: int) -> Gpus:
-        return ((f"limits:{gpu_type}", str(count)), (f"requests:{gpu_type}", str(count)))
-
-    pods: list[Pod] = [("head", "headgroup", IMAGE, ())]
-    if (spec.get("serving") or {}).get("mode") == "disaggregated":
-        for role in ("prefill", "decode"):
-            part = spec["scaling"][role]
-            count = int(part.get("replicas", 1))
-            pods += [("worker", f"{role}-workers", IMAGE, gpus(part["gpu"]["count"]))] * count
-    else:
-        count = int((spec.get("scaling") or {}).get("replicas", 1))
-        pods += [("worker", "gpu-workers", IMAGE, gpus(spec["resources"]["gpu"]["count"]))] * count
-    return sorted(pods)
 
 
 CASES = kuberay_cases(EXAMPLES)

@@ -27,10 +27,10 @@ import yaml
 from cli.main import main
 from kubeio.yamlio import dump
 from renderer.apply import folders
-from tests.conftest import EXAMPLES
 from tests.support.builders import disaggregated
 from tests.support.cluster import Cluster
 from tests.support.live import persistent_volume, user_claim
+from tests.support.paths import EXAMPLES
 from tests.support.rollout import (
     Placed,
     claims_of_pods,

@@ -25,16 +25,18 @@ from cli.main import main
 from core.selection.configs import ProviderRegistry
 from kubeio.shipped import bundled_versions
 from kubeio.yamlio import dump
-from tests.conftest import EXAMPLES
-from tests.e2e.test_kuberay_operator import expected_pods, get_json, rayservice
 from tests.support.cluster import Cluster
 from tests.support.kuberay import (
     Operator,
+    expected_pods,
+    get_json,
     install_watched_crds,
+    rayservice,
     start_operator,
     unavailable_reason,
 )
 from tests.support.live import GPU
+from tests.support.paths import EXAMPLES
 from tests.support.rayservices import kuberay_cases
 from tests.support.status import controller
 from tests.support.wait import wait_until

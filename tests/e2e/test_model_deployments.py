@@ -11,9 +11,9 @@ import yaml
 
 from core.admission.hydrate import hydrate
 from core.selection.configs import ProviderRegistry
-from tests.conftest import EXAMPLES
 from tests.support.builders import external_model_provider
 from tests.support.cluster import Cluster
+from tests.support.paths import EXAMPLES
 
 
 def allowed_examples() -> list[tuple[str, dict[str, Any]]]:

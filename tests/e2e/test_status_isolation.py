@@ -31,9 +31,9 @@ from cli.main import main
 from controller.run import Running
 from core.checks.labelselectors import problem
 from kubeio.yamlio import dump
-from tests.conftest import EXAMPLES
 from tests.support.builders import provider_config
 from tests.support.cluster import Cluster, start_cluster
+from tests.support.paths import EXAMPLES
 from tests.support.status import LEASE, controller
 from tests.support.wait import wait_until
 

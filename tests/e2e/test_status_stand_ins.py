@@ -21,8 +21,8 @@ import yaml
 
 from cli.main import main
 from kubeio.yamlio import dump
-from tests.conftest import EXAMPLES
 from tests.support.cluster import Cluster
+from tests.support.paths import EXAMPLES
 from tests.support.status import controller
 from tests.support.wait import wait_until
 

@@ -17,10 +17,10 @@ import pytest
 import yaml
 
 from kubeio.yamlio import dump_all
-from tests.conftest import ROOT
-from tests.e2e.conftest import LABEL, configurations
 from tests.support.builders import external_model_provider, model_deployment, provider_config
 from tests.support.cluster import Cluster
+from tests.support.e2e import LABEL, configurations
+from tests.support.paths import ROOT
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook, review, start_webhook
 

@@ -34,9 +34,9 @@ from kubeio.shipped import bundled_config_objects
 from kubeio.sources import parse_documents
 from kubeio.yamlio import MAX_EXPANDED
 from tests.fuzzing import Report
-from tests.integration.render_world import Dirt, Edits, ownership_problems, push_retry_problems
 from tests.support.hostile_render import CASES, laughs, laughs_nodes, outside_changes
 from tests.support.names import NAMES, SHAPES, kubernetes_problems, rendered, shaped
+from tests.support.render_world import Dirt, Edits, ownership_problems, push_retry_problems
 
 RENDER_CASES = 10  # real renders (1-3 s each, three renders and a commit): at most this many
 OWNERSHIP_CASES = 8  # two real renders each (about 1-2 s)

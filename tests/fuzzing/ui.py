@@ -23,8 +23,8 @@ from flask.testing import FlaskClient
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import EXAMPLES
 from tests.fuzzing import Report
+from tests.support.paths import EXAMPLES
 from ui import security
 from ui.app import create_app
 from ui.settings import Mode, UiSettings

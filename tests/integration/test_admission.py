@@ -14,8 +14,8 @@ import yaml
 
 from cli.inspect import validate_one
 from core.selection.configs import ProviderRegistry
-from tests.conftest import EXAMPLES, example_files, example_name
 from tests.support.builders import external_model_provider, model_deployment, provider_config
+from tests.support.paths import EXAMPLES, example_files, example_name
 from tests.support.webhook import Webhook, review, start_webhook
 
 

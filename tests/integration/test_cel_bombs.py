@@ -15,18 +15,12 @@ import yaml
 
 from cli.main import main
 from kubeio.shipped import bundled_config_objects
-from tests.conftest import EXAMPLES
 from tests.support.builders import provider_config
+from tests.support.celbombs import BOMB, REFUSAL
+from tests.support.paths import EXAMPLES
 from tests.support.webhook import Webhook, review, start_webhook
 
 L17 = "[" + ", ".join(str(i) for i in range(17)) + "]"
-# The issue's rule: 16 CPU-s per evaluation before; now refused for its pattern.
-BOMB = f"{L17}.all(a, {L17}.all(b, !'a'.matches('\\\\pL{{1000}}')))"
-REFUSAL = (
-    "line 1, column 146: regular expression '\\pL{1000}', at character 1: Unicode classes "
-    "(\\p, \\P) are not supported: each compiles to hundreds of RE2 instructions; list the "
-    "characters or ranges"
-)
 SKIPPED = (
     f'InferenceProviderConfig kuberay: rule "{BOMB}" could not be evaluated and counts as not '
     f"matching: does not compile: {REFUSAL}"

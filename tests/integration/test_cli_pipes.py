@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 RUNWAY = Path(sys.executable).parent / "runway"
 EXAMPLES = sorted(glob.glob(str(ROOT / "examples" / "*.yaml")))

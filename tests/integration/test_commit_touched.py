@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from renderer import gitops
-from renderer.gitops import Repo
+from renderer.git import commits as gitops
+from renderer.git.gitops import Repo
 
 FOLDERS = st.sampled_from(["team00/a", "team00/b", "team01/a", "team01/a-b", "team01/a.b"])
 NAMES = st.sampled_from(["kustomization.yaml", "deployment-a.yaml", "service.yaml"])

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 BIN = Path(sys.executable).parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from renderer.gitops import BULK, DETAIL_LIMIT, Repo, commit_message
+from renderer.git.commits import BULK, DETAIL_LIMIT, commit_message
+from renderer.git.gitops import Repo
 
 COUNT = 10_000
 NAMESPACES = 20

@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from renderer.gitops import Repo
+from renderer.git.gitops import Repo
 
 NAMES = st.sampled_from(["a", "b", "b-c", "b.c", "b0", "kustomization.yaml", "z"])
 PATHS = st.lists(NAMES, min_size=1, max_size=3).map("/".join)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import EXAMPLES, ROOT
+from tests.support.paths import EXAMPLES, ROOT
 
 SCRATCH = "/tmp/runway-gitops"  # the README's repository path; each test uses its own instead
 

@@ -10,7 +10,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 DATA = (
     "renderer/schemas",

@@ -20,9 +20,9 @@ from renderer.folders import HYDRATED_FILE, kustomization
 from renderer.render import render_one
 from renderer.schemapack import load_pack
 from renderer.strict import Schemas
-from tests.conftest import EXAMPLES, example_name
 from tests.support.builders import shipped_registry
 from tests.support.matrix import cases, kaito_cases
+from tests.support.paths import EXAMPLES, example_name
 
 PINS = bundled_versions()
 TARGET = GatewayTarget("inference", "gateways")

@@ -25,8 +25,8 @@ from core.admission.pipeline import admit
 from core.selection.configs import ProviderRegistry
 from kubeio.yamlio import dump, dump_all
 from renderer.schemapack import load_pack
-from tests.conftest import EXAMPLES, REJECTED_EXAMPLES
 from tests.support.builders import external_model_provider, model_deployment, provider_config
+from tests.support.paths import EXAMPLES, REJECTED_EXAMPLES
 
 RENDERABLE = ("vllm-multi-gpu.yaml", "llmd-explicit.yaml", "vllm-direct-explicit.yaml")
 

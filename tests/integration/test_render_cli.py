@@ -19,8 +19,8 @@ import yaml
 from cli.exits import Exit
 from cli.main import main
 from cli.render import Progress
-from renderer.gitops import FALLBACK_IDENTITY, Repo
-from tests.conftest import EXAMPLES
+from renderer.git.runner import FALLBACK_IDENTITY, Repo
+from tests.support.paths import EXAMPLES
 
 SOURCE = "vllm-direct-explicit.yaml"  # Direct vLLM: a Deployment and a Service
 FILES = [

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from cli.main import main
-from tests.conftest import EXAMPLES
 from tests.support.builders import model_deployment
+from tests.support.paths import EXAMPLES
 
 
 def render(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:

@@ -11,8 +11,8 @@ import pytest
 
 from cli.main import main
 from kubeio.yamlio import dump
-from tests.conftest import EXAMPLES
 from tests.support.builders import model_deployment
+from tests.support.paths import EXAMPLES
 
 
 def test_out_of_range_and_secret_values_are_reported_and_the_rest_rendered(

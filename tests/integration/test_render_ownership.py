@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
-from tests.integration.render_world import Edits, git, models, ownership_problems, render
+from tests.support.render_world import Edits, git, models, ownership_problems, render
 
 TEAMS = 3
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.integration.render_world import Dirt, git, models, push_retry_problems, render
+from tests.support.render_world import Dirt, git, models, push_retry_problems, render
 
 NAMES = st.sampled_from(["notes2.md", "docs/a.txt", "x", "src/z.yaml", "ü.txt", "rendered.txt"])
 TEXTS = st.text(st.characters(codec="utf-8", exclude_characters="\r"), max_size=40)

@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from cli.main import main
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.yamlio import dump, dump_all
-from renderer.gitops import Repo
+from renderer.git.gitops import Repo
 from renderer.render import render_guarded
 from renderer.schemapack import load_pack
 from renderer.strict import Schemas
@@ -64,11 +63,13 @@ def render_cli(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 120
-    while not path.exists():
+    """Until `path` exists; the render must still be running meanwhile."""
+
+    def appeared() -> bool:
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.05)
+        return path.exists()
+
+    wait_until(appeared, timeout=120, interval=0.05, what=f"{path} to appear")
 
 
 STALL = "touch {mark} && exec sleep 300"

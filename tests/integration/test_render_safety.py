@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from cli.main import main
 from kubeio.yamlio import dump, dump_all
 from renderer.apply import folders
-from renderer.safefs import UnsafePath
-from tests.conftest import EXAMPLES, REJECTED_EXAMPLES
+from renderer.git.safefs import UnsafePath
 from tests.support.builders import model_deployment
 from tests.support.hostile_render import CASES, Case, laughs, outside_changes
+from tests.support.paths import EXAMPLES, REJECTED_EXAMPLES
 
 GATEWAY = ("--gateway", "gateways/inference")
 

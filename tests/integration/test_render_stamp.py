@@ -27,7 +27,7 @@ from core.rendering.inferencegateway import GatewayTarget
 from kubeio.shipped import bundled_config_objects
 from kubeio.yamlio import dump_all
 from renderer.cleantree import CleanCheck
-from renderer.gitops import Repo
+from renderer.git.gitops import Repo
 from renderer.pipeline import run_render
 from renderer.rendercache import RenderCache, unpacked
 from renderer.settings import RenderReport, RenderSettings, cache_key

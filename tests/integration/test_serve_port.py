@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
 from tests.support.cluster import free_port
+from tests.support.paths import ROOT
 from tests.support.webhook import issue_certs, start_webhook
 
 TIMEOUT = 60

@@ -95,7 +95,7 @@ def _probes_while(attack_running: Callable[[], bool], server: Webhook) -> list[t
             server.port, server.context(), _probe_body(f"p{len(answers)}"), timeout=PROBE_TIMEOUT
         )
         answers.append((answer.status, answer.uid))
-        time.sleep(PROBE_GAP)
+        time.sleep(PROBE_GAP)  # pacing the probes, not waiting for an event
     return answers
 
 
@@ -181,7 +181,7 @@ def test_idle_connections_do_not_block_others(count: int, handshake: bool, serve
         # Past 1,000 per worker, each new connection replaced the oldest idle one at once.
         evicted = idle.closed_by_server()
         while evicted < must_evict and time.monotonic() < started + HANDSHAKE_SECONDS - 0.5:
-            time.sleep(0.05)
+            time.sleep(0.05)  # sampling within the handshake window: a measurement, not a wait
             evicted = idle.closed_by_server()
         wait_until(lambda: idle.closed_by_server() == count, timeout=30, what="idle ones closed")
     finally:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import strategies as st
+
 from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects
@@ -125,3 +127,59 @@ def shipped_registry() -> ProviderRegistry:
 
 def registry_of(*configs: dict[str, Any]) -> ProviderRegistry:
     return build_registry(configs, flags={})
+
+
+@st.composite
+def model_deployments(draw: st.DrawFn) -> dict[str, Any]:
+    """ModelDeployments of every shape selection and defaults meet: engines, providers, modes,
+    volumes, annotations, explicit and missing fields."""
+    mode = draw(st.sampled_from([None, "aggregated", "disaggregated"]))
+    spec: dict[str, Any] = {}
+    if mode == "disaggregated":
+        spec["scaling"] = {
+            role: {"replicas": draw(st.integers(1, 3)), "gpu": {"count": draw(st.integers(1, 4))}}
+            for role in ("prefill", "decode")
+        }
+    elif draw(st.booleans()):
+        spec["scaling"] = {"replicas": draw(st.integers(1, 4))}
+    if draw(st.booleans()):
+        spec["model"] = {
+            "id": "org/model",
+            "storage": {
+                "volumes": [
+                    {
+                        "name": f"v{i}",
+                        **({"size": "10Gi"} if draw(st.booleans()) else {}),
+                        **({"purpose": "modelCache"} if draw(st.booleans()) else {}),
+                    }
+                    for i in range(draw(st.integers(0, 2)))
+                ]
+            },
+        }
+    annotations = draw(
+        st.none()
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "airunway.ai/engine-selection",
+                    "airunway.ai/provider-selection",
+                    "airunway.ai/dynamo-test-backend",
+                    "team/a~b",
+                    "x",
+                ]
+            ),
+            st.sampled_from(["auto", "explicit", "mocker", "", "v"]),
+            max_size=3,
+        )
+    )
+    obj = model_deployment(
+        draw(st.sampled_from(["m", "llama"])),
+        draw(st.sampled_from(["models", "team-a"])),
+        gpu=draw(st.sampled_from([None, 0, 1, 2, 8])),
+        engine=draw(st.sampled_from([None, "vllm", "sglang", "trtllm", "llamacpp"])),
+        provider=draw(st.sampled_from([None, "dynamo", "kaito", "kuberay", "llmd", "vllm"])),
+        mode=mode,
+        annotations=annotations,
+    )
+    obj["spec"].update(spec)
+    return obj

@@ -19,6 +19,8 @@ from core.cel.cost import INPUT_STRING_LIMIT
 from core.cel.rules import RULE_COST_LIMIT, Bound, Environment, Rule, activation, evaluate
 from core.schema.bounds import MAX_VALUES
 
+L17 = "[" + ", ".join(str(i) for i in range(17)) + "]"
+
 RULE_BOUND_MS = RULE_COST_LIMIT * 1e-4  # units of 0.1 µs, in ms
 # The most args an admissible ModelDeployment holds beside its other values (bench/cel.py).
 LIMIT_ARGS = MAX_VALUES - 100
@@ -145,3 +147,14 @@ def cost_ms(rule: Rule, bound: Bound, rounds: int = 2) -> float:
 def worst_bound(env: Environment) -> Bound:
     """The CEL input of worst_spec(), built once: binding 9,900 args costs a few ms."""
     return activation(env, worst_spec())
+
+
+# The issue's rule: 16 CPU-s per evaluation before; now refused for its pattern.
+BOMB = f"{L17}.all(a, {L17}.all(b, !'a'.matches('\\\\pL{{1000}}')))"
+
+
+REFUSAL = (
+    "line 1, column 146: regular expression '\\pL{1000}', at character 1: Unicode classes "
+    "(\\p, \\P) are not supported: each compiles to hundreds of RE2 instructions; list the "
+    "characters or ranges"
+)

@@ -15,11 +15,11 @@ import yaml
 
 from kubeio.yamlio import dump
 from renderer.apply import folders
-from tests.conftest import EXAMPLES
-from tests.e2e.conftest import RUNWAY
 from tests.support.builders import external_model_provider
 from tests.support.cluster import Cluster
+from tests.support.e2e import RUNWAY
 from tests.support.gitserver import GitServer
+from tests.support.paths import EXAMPLES
 
 SOURCES = ("vllm-multi-gpu.yaml", "llmd-explicit.yaml", "vllm-direct-explicit.yaml")
 RAY_SERVICE = "rayservice.ray.io/llama-70b"
@@ -201,3 +201,25 @@ def objects_in(repo: Path, revision: str, path: str) -> list[dict[str, Any]]:
         check=True,
     ).stdout
     return [d for d in yaml.safe_load_all(text) if isinstance(d, dict) and "metadata" in d]
+
+
+def refuses_field(cluster: Cluster, path: Path, field: str) -> bool:
+    """Whether the served schema refuses `field` in the object at `path` (a dry run; conflicts
+    with a previous test's field managers are forced, so only the schema can refuse)."""
+    done = cluster.kubectl(
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--validate=strict",
+        "--dry-run=server",
+        "-f",
+        str(path),
+        check=False,
+    )
+    if done.returncode == 0:
+        return False
+    assert (
+        f"{field}: field not declared in schema" in done.stderr
+        or f'unknown field "{field}"' in done.stderr
+    ), done.stderr
+    return True

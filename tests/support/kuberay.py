@@ -11,12 +11,24 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+from core.admission.pipeline import admit
+from core.model.kinds import ModelDeployment
+from core.model.plugin import ProviderContext
 from core.model.versions import Versions
+from core.selection.configs import ProviderRegistry
+from kubeio.shipped import bundled_versions
+from providers.modules import plugins
 from tests.cluster.build import module_dir
 from tests.support.cluster import Cluster, _get, binaries_dir, free_port, terminate
 from tests.support.wait import wait_until
+
+PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
+PINS = bundled_versions()
+IMAGE = f"rayproject/ray-llm:{PINS.ray}-py311-cu128"
+Gpus = tuple[tuple[str, str], ...]
+Pod = tuple[str, str, str, Gpus]
 
 BINARY = "kuberay-operator"
 MODULE = "github.com/ray-project/kuberay/ray-operator"
@@ -107,3 +119,41 @@ def start_operator(cluster: Cluster, workdir: Path) -> Operator:
         operator.stop()
         raise
     return operator
+
+
+def rayservice(doc: dict[str, Any], namespace: str, registry: ProviderRegistry) -> dict[str, Any]:
+    source = doc | {"metadata": doc["metadata"] | {"namespace": namespace}}
+    admission = admit(source, registry=registry)
+    assert admission.errors == ()
+    md = ModelDeployment(admission.obj)
+    (service,) = [
+        o
+        for o in PLUGINS[md.provider_name].render(md, PINS, ProviderContext("kuberay"))
+        if o["kind"] == "RayService"
+    ]
+    return service
+
+
+def get_json(cluster: Cluster, *args: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
+    return data
+
+
+def expected_pods(doc: dict[str, Any]) -> list[Pod]:
+    """What the ModelDeployment asks for: one head (no GPU) and each worker group's replicas."""
+    spec = doc["spec"]
+    gpu_type = (spec.get("resources") or {}).get("gpu", {}).get("type", "nvidia.com/gpu")
+
+    def gpus(count: int) -> Gpus:
+        return ((f"limits:{gpu_type}", str(count)), (f"requests:{gpu_type}", str(count)))
+
+    pods: list[Pod] = [("head", "headgroup", IMAGE, ())]
+    if (spec.get("serving") or {}).get("mode") == "disaggregated":
+        for role in ("prefill", "decode"):
+            part = spec["scaling"][role]
+            count = int(part.get("replicas", 1))
+            pods += [("worker", f"{role}-workers", IMAGE, gpus(part["gpu"]["count"]))] * count
+    else:
+        count = int((spec.get("scaling") or {}).get("replicas", 1))
+        pods += [("worker", "gpu-workers", IMAGE, gpus(spec["resources"]["gpu"]["count"]))] * count
+    return sorted(pods)

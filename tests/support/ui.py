@@ -9,20 +9,31 @@ put in the error when it does not start; tests/ui/conftest.py adds it to a faile
 from __future__ import annotations
 
 import http.client
+import io
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
+from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Self
+from typing import IO, Any, Self
 
+import yaml
+from flask import Flask
 from flask.testing import FlaskClient
 
-from tests.conftest import ROOT
-from tests.support.cluster import free_port, terminate
+from cli.main import main
+from tests.support.cluster import Cluster, free_port, terminate
+from tests.support.paths import EXAMPLES, ROOT
+from tests.support.users import User
 from tests.support.wait import wait_until
+from ui.app import create_app
 from ui.security import COOKIE, CSRF_HEADER, csrf_token
+from ui.settings import Mode, UiSettings
+
+KEY = b"k" * 32  # the session key of the portals the tests make
 
 HOST = "127.0.0.1"
 TIMEOUT = 10
@@ -136,3 +147,77 @@ def post_headers(client: FlaskClient, key: bytes) -> dict[str, str]:
     found = client.get_cookie(COOKIE)
     assert found is not None
     return {"Sec-Fetch-Site": "same-origin", CSRF_HEADER: csrf_token(key, found.value)}
+
+
+def live_app(kube: Cluster, **settings: Any) -> Flask:
+    return create_app(
+        UiSettings(mode=Mode.LIVE, kubeconfig=str(kube.kubeconfig), secret_key=KEY, **settings)
+    )
+
+
+def signed_in(app: Flask, user: User) -> FlaskClient:
+    client = app.test_client()
+    client.environ_base["HTTP_X_FORWARDED_ACCESS_TOKEN"] = user.token
+    return client
+
+
+def flat(html: str) -> str:
+    """The markup with its layout whitespace folded (what the assertions compare)."""
+    return re.sub(r">\s+<", "><", re.sub(r"\s+", " ", html)).strip()
+
+
+def model(ns: str, name: str = "phi-direct") -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load((EXAMPLES / "vllm-direct-explicit.yaml").read_text())
+    doc["metadata"] = {"name": name, "namespace": ns}
+    return doc
+
+
+WRITES = ("modeldeployments.airunway.ai", "deployments.apps", "services")
+
+
+def posted(client: FlaskClient, path: str, form: dict[str, str]) -> str:
+    """POST `form` as the page's htmx would (session cookie, CSRF header, same origin)."""
+    done = client.post(path, data=form, headers=post_headers(client, KEY))
+    assert done.status_code == 200
+    return flat(done.get_data(as_text=True))
+
+
+class Portal:
+    """A test client with a session: its POSTs carry the token and say they are same-origin."""
+
+    def __init__(self, app: Flask) -> None:
+        self.client: FlaskClient = app.test_client()
+        self.headers = post_headers(self.client, KEY)
+
+    def get(self, path: str) -> str:
+        answer = self.client.get(path)
+        assert answer.status_code == 200
+        return answer.get_data(as_text=True)
+
+    def post(self, path: str, form: dict[str, str]) -> Any:
+        return self.client.post(path, data=form, headers=self.headers)
+
+
+def element(html: str, tag: str, ident: str) -> str:
+    """The whole element `<tag id="ident" ...>...</tag>` (not nested in one of its own tag)."""
+    found = re.search(rf'<{tag}\b[^>]*\bid="{ident}"[^>]*>.*?</{tag}>', html, re.S)
+    assert found is not None, f"no <{tag} id={ident}> in the answer"
+    return found.group(0)
+
+
+def unescaped(text: str) -> str:
+    """Text as Jinja escaped it, as it was."""
+    return (
+        text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&#34;", '"')
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+    )
+
+
+def cli(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        status = main(list(argv))
+    return status, out.getvalue()

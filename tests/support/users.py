@@ -58,3 +58,43 @@ def grant(
         f"--role={role}",
         f"--serviceaccount={user.namespace}:{user.name}",
     )
+
+
+# What a reader of a namespace's deployments needs (the kustomize/ui docs give tenants the same).
+READS = (
+    "modeldeployments.airunway.ai",
+    "deployments.apps",
+    "dynamographdeployments.nvidia.com",
+    "workspaces.kaito.sh",
+    "rayservices.ray.io",
+    "inferencepools.inference.networking.k8s.io",
+    "httproutes.gateway.networking.k8s.io",
+    "services",
+    "persistentvolumeclaims",
+    "pods",
+    "events",
+)
+
+
+def grant_all(
+    kube: Cluster, user: User, ns: str, role: str, verbs: Sequence[str], resources: Sequence[str]
+) -> None:
+    """A Role in `ns` with `verbs` on `resources` (resource.group, or a core resource)."""
+    kube.kubectl(
+        "create",
+        "role",
+        role,
+        "-n",
+        ns,
+        f"--verb={','.join(verbs)}",
+        *(f"--resource={r}" for r in resources),
+    )
+    kube.kubectl(
+        "create",
+        "rolebinding",
+        role,
+        "-n",
+        ns,
+        f"--role={role}",
+        f"--serviceaccount={user.namespace}:{user.name}",
+    )

@@ -20,15 +20,14 @@ import pytest
 import yaml
 from playwright.sync_api import Page, expect
 
-from tests.conftest import EXAMPLES
-from tests.e2e.conftest import live_cluster  # noqa: F401  (the live plane)
+from tests.support.browser import Screenshot, check_accessible
 from tests.support.cluster import Cluster
+from tests.support.e2e import live_cluster  # noqa: F401  (the live plane)
+from tests.support.paths import EXAMPLES
 from tests.support.serving import provide_claim
 from tests.support.status import InProcess
 from tests.support.ui import UiServer
-from tests.support.users import User, make_user
-from tests.ui.conftest import Screenshot, check_accessible
-from tests.unit.ui.test_deployments import READS, grant_all
+from tests.support.users import READS, User, grant_all, make_user
 
 RUNNING_TIMEOUT_MS = 180_000  # the rollout on KWOK and the status controller's write
 WRITES = ("modeldeployments.airunway.ai", "deployments.apps", "services")

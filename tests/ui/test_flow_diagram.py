@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page
 
-from tests.ui.conftest import Screenshot, check_accessible
+from tests.support.browser import Screenshot, check_accessible
 from tools import diagram
 
 READ_BACK = """() => ({

@@ -15,9 +15,9 @@ import pytest
 import yaml
 from playwright.sync_api import Page, expect
 
-from tests.conftest import EXAMPLES
+from tests.support.browser import Screenshot, check_accessible, first_contentful_paint
+from tests.support.paths import EXAMPLES
 from tests.support.ui import UiServer, runway_program
-from tests.ui.conftest import Screenshot, check_accessible, first_contentful_paint
 
 PRESET = "preset:kaito:qwen/qwen2.5-coder-7b-instruct"
 NEW_FILE = "examples/default/qwen2-5-coder-7b-instruct.yaml"

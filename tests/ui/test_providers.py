@@ -7,8 +7,8 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
+from tests.support.browser import Screenshot, check_accessible, first_contentful_paint
 from tests.support.ui import UiServer
-from tests.ui.conftest import Screenshot, check_accessible, first_contentful_paint
 
 
 def test_the_providers_page_shows_every_shipped_config(

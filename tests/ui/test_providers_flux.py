@@ -25,14 +25,14 @@ from playwright.sync_api import Page, expect
 
 from kubeio.shipped import bundled_config_objects
 from kubeio.yamlio import dump, dump_all
-from tests.e2e.conftest import cluster, namespace  # noqa: F401  (the e2e tier's fixtures)
+from tests.support.browser import Screenshot, check_accessible
 from tests.support.cluster import Cluster
+from tests.support.e2e import cluster, namespace  # noqa: F401  (the e2e tier's fixtures)
 from tests.support.flux import Flux, missing_controllers, start_flux
 from tests.support.gitserver import GitServer, start_git_server
 from tests.support.ui import UiServer
 from tests.support.users import make_user
 from tests.support.wait import wait_until
-from tests.ui.conftest import Screenshot, check_accessible
 
 SYNC_TIMEOUT = 120
 NAME = "ui-providers"  # the GitRepository and Kustomization of this test, in flux-system

@@ -21,11 +21,11 @@ from playwright.sync_api import Page, expect
 from core.admission.configs import REQUESTED_BY
 from core.model.kinds import EMP_GROUP, GROUP, VERSION
 from kubeio.yamlio import dump
-from tests.e2e.conftest import cluster, namespace  # noqa: F401  (the e2e tier's fixtures)
+from tests.support.browser import Screenshot, check_accessible
 from tests.support.cluster import Cluster
+from tests.support.e2e import cluster, namespace  # noqa: F401  (the e2e tier's fixtures)
 from tests.support.ui import UiServer
 from tests.support.users import User, make_user
-from tests.ui.conftest import Screenshot, check_accessible
 
 TOKEN_HEADER = "X-Forwarded-Access-Token"
 

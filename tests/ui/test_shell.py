@@ -10,13 +10,13 @@ from typing import Any
 
 from playwright.sync_api import Page
 
-from tests.support.ui import UiServer
-from tests.ui.conftest import (
+from tests.support.browser import (
     PageErrors,
     Screenshot,
     check_accessible,
     first_contentful_paint,
 )
+from tests.support.ui import UiServer
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

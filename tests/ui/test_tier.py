@@ -10,8 +10,8 @@ import subprocess
 import pytest
 from playwright.sync_api import Browser, Page, Route
 
-from tests.conftest import ROOT
-from tests.ui.conftest import PageErrors, check_accessible, new_page
+from tests.support.browser import PageErrors, check_accessible, new_page
+from tests.support.paths import ROOT
 
 ACCESSIBLE = (
     '<!doctype html><html lang="en"><head><title>t</title></head>'

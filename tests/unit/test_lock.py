@@ -13,7 +13,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 REQUIREMENTS = ROOT / "requirements"
 ENTRY = re.compile(

@@ -13,7 +13,7 @@ from importlib import metadata
 from pathlib import Path
 
 from renderer.digests import RUNWAY_VERSION, builtin_schemas_version
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 PROBE = (
     "import json, sys\n"

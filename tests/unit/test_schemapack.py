@@ -17,7 +17,7 @@ from kubeio.shipped import bundled_versions
 from renderer.render import RenderContext, render_many
 from renderer.schemapack import load_pack
 from renderer.strict import BUILTIN_API_VERSIONS, Schemas
-from tests.conftest import EXAMPLES, ROOT
+from tests.support.paths import EXAMPLES, ROOT
 from tools import schemapack
 
 PACK = ROOT / "renderer" / "schemas"

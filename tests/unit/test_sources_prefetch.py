@@ -20,7 +20,7 @@ from core.fields.errors import SourceError
 from kubeio.yamlio import dump
 from renderer import parsecache
 from renderer.parsecache import ParsedSources
-from tests.support.streams import streams
+from tests.support.sourcestreams import streams
 
 # An alias bomb (9 levels of 9 references: refused past kubeio's expansion bound, in a worker
 # as in the render) and a large value, besides generated streams and bytes that are not UTF-8.

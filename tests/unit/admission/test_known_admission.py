@@ -14,9 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.admission.pipeline import Admission, admit
-from tests.conftest import example_model_deployments
-from tests.support.builders import shipped_registry
-from tests.unit.admission.test_patch import model_deployments
+from tests.support.builders import model_deployments, shipped_registry
+from tests.support.paths import example_model_deployments
 
 REGISTRY = shipped_registry()
 

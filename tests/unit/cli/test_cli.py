@@ -17,8 +17,8 @@ from cli.exits import Exit
 from cli.inspect import guarded, verdict
 from cli.main import main
 from core.selection.configs import ProviderRegistry
-from tests.conftest import EXAMPLES, REJECTED_EXAMPLES, ROOT, example_files
 from tests.support.builders import model_deployment, provider_config, shipped_registry
+from tests.support.paths import EXAMPLES, REJECTED_EXAMPLES, ROOT, example_files
 
 EXPECTED_SELECTION = {
     "llama-cpu": ("llamacpp", False, "kaito", False),

@@ -11,8 +11,8 @@ import yaml
 
 from cli.exits import Exit
 from cli.main import main
-from tests.conftest import EXAMPLES
 from tests.support.cluster import free_port
+from tests.support.paths import EXAMPLES
 
 
 def kubeconfig(tmp_path: Path, ports: dict[str, int]) -> str:

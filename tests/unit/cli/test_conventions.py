@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from cli.exits import Exit
 from cli.main import main, parse
 from core.model.versions import Versions
-from tests.conftest import EXAMPLES, ROOT
 from tests.support.builders import external_model_provider, model_deployment, provider_config
+from tests.support.paths import EXAMPLES, ROOT
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -20,7 +20,7 @@ from core.fields.errors import (
 )
 from gateway.litellm import LiteLLMUnavailable
 from kubeio.client import unavailable
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 from webhook.settings import SettingsError
 
 EDGES = ("webhook", "renderer", "gateway", "certs", "controller", "providers", "ui", "kubeio")

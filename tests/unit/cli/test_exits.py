@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from cli.exits import Exit
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 
 def test_the_cli_reference_lists_every_exit_code_once_with_its_name() -> None:

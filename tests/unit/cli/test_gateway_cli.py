@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from cli.main import main
-from tests.conftest import EXAMPLES
+from tests.support.paths import EXAMPLES
 
 KEY = "sk-live-0123456789abcdef0123456789"
 

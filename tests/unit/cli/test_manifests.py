@@ -8,7 +8,7 @@ import yaml
 from cli.main import main
 from cli.manifests import crds_yaml
 from core.schema.crds import model_deployment_spec
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 
 @pytest.mark.parametrize(("folder", "part"), [("base", "runtime"), ("gateway", "gateway")])

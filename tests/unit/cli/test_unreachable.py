@@ -15,9 +15,9 @@ import yaml
 from certs.authority import new_authority
 from cli.exits import Exit
 from cli.main import main
-from tests.conftest import EXAMPLES
 from tests.support.cluster import free_port
 from tests.support.litellm import RUNWAY
+from tests.support.paths import EXAMPLES
 
 
 def kubeconfig(tmp_path: Path, port: int) -> Path:

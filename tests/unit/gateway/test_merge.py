@@ -13,36 +13,20 @@ from core.model.servednames import LITERAL, served_name
 from core.rendering.inferencegateway import GatewayTarget, capabilities_of, render_gateway
 from core.rendering.pods import template_selector
 from core.selection.configs import ProviderRegistry
-from gateway.merge import Conflict, DesiredModel, Owner, Plan, SecretRef, Skipped, plan
+from gateway.merge import Conflict, DesiredModel, Owner, Plan, Skipped
 from kubeio.shipped import bundled_versions
 from tests.support.builders import external_model_provider, model_deployment
+from tests.support.gatewaymodels import EMP, MD, md, provider_model, run
 
 PINS = bundled_versions()
-EMP = "ExternalModelProvider"
-MD = "ModelDeployment"
 TARGET = GatewayTarget("inference", "gateways")
 GATEWAY_URL = "http://inference-gateway.gateways.svc.cluster.local/v1"
-
-
-def md(name: str, served: str, *, namespace: str = "models", **kw: Any) -> dict[str, Any]:
-    return model_deployment(
-        name,
-        namespace,
-        model={"id": "org/model", "servedName": served},
-        gpu=1,
-        provider=kw.pop("provider", "vllm"),
-        **kw,
-    )
 
 
 def emp(name: str, *served: str, namespace: str = "gw", **meta: Any) -> dict[str, Any]:
     obj = external_model_provider(name, namespace, models=[{"servedName": s} for s in served])
     obj["metadata"].update(meta)
     return obj
-
-
-def run(shipped: ProviderRegistry, deployments: Any = (), providers: Any = ()) -> Plan:
-    return plan(deployments, providers, registry=shipped, pins=PINS, gateway_url=GATEWAY_URL)
 
 
 def routed(hydrated: ModelDeployment, shipped: ProviderRegistry) -> dict[str, Any]:
@@ -57,18 +41,6 @@ def routed(hydrated: ModelDeployment, shipped: ProviderRegistry) -> dict[str, An
     )
     (route,) = [o for o in objects if o["kind"] == "HTTPRoute"]
     return route
-
-
-def provider_model(name: str, served: str, **kw: Any) -> DesiredModel:
-    return DesiredModel(
-        served,
-        Owner(EMP, "gw", name),
-        "https://api.example.com/v1",
-        served,
-        "chat",
-        SecretRef("gw", "provider-key", "apiKey"),
-        **kw,
-    )
 
 
 def test_unique_names_are_all_desired(shipped: ProviderRegistry) -> None:

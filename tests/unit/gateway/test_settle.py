@@ -14,7 +14,7 @@ from core.selection.configs import ProviderRegistry
 from gateway.merge import Conflict, Owner, Plan, Registration, Skipped, plan, settle
 from kubeio.registry import build_registry
 from tests.support.builders import external_model_provider
-from tests.unit.gateway.test_merge import EMP, MD, md, provider_model, run
+from tests.support.gatewaymodels import EMP, MD, md, provider_model, run
 
 PLATFORM = Owner(EMP, "gw", "platform")
 TENANT = Owner(EMP, "gw", "tenant")

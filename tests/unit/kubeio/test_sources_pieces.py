@@ -16,7 +16,7 @@ from core.fields.errors import SourceError
 from kubeio.sources import parse_documents, parse_stream, split_stream
 from kubeio.yamlio import dump
 from renderer.parsecache import ParsedSources
-from tests.support.streams import streams
+from tests.support.sourcestreams import streams
 
 
 def _whole(text: str) -> list[tuple[int, Any]] | str:

@@ -13,13 +13,13 @@ from core.fields.errors import FieldError, Reason
 from core.model.kinds import Choice
 from core.selection.configs import ProviderRegistry
 from kubeio.yamlio import dump
-from tests.conftest import example_files, example_name
 from tests.support.builders import (
     engine_capability,
     model_deployment,
     provider_config,
     registry_of,
 )
+from tests.support.paths import example_files, example_name
 
 ENGINE_AUTO_REASON_CPU = (
     "auto-selected: llamacpp is the most preferred engine (vllm > sglang > trtllm > llamacpp) "

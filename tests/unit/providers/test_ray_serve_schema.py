@@ -26,8 +26,8 @@ from core.model.kinds import ModelDeployment
 from core.model.plugin import ProviderContext
 from kubeio.shipped import bundled_versions
 from providers import kuberay
-from tests.conftest import EXAMPLES
 from tests.support.builders import shipped_registry
+from tests.support.paths import EXAMPLES
 from tests.support.rayservices import kuberay_cases
 
 PINS = bundled_versions()

@@ -9,8 +9,8 @@ import pytest
 from core.model.plugin import ProviderPlugin
 from core.selection.configs import ProviderRegistry
 from providers.modules import plugins
-from tests.conftest import ROOT
 from tests.support.builders import engine_capability, provider_config, registry_of
+from tests.support.paths import ROOT
 
 PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
 

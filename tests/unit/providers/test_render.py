@@ -13,8 +13,8 @@ from core.model.kinds import ModelDeployment
 from core.selection.configs import ProviderRegistry
 from kubeio.shipped import bundled_versions
 from providers.modules import plugins
-from tests.conftest import EXAMPLES
 from tests.support.builders import disaggregated, model_deployment
+from tests.support.paths import EXAMPLES
 
 PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
 

@@ -22,10 +22,10 @@ from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_flag_catalogs, bundled_versions
 from providers import dynamo
-from tests.conftest import EXAMPLES
 from tests.support.builders import disaggregated, model_deployment
 from tests.support.matrix import cases, engine_args, launched_catalogs
-from tests.unit.providers.test_validation import check
+from tests.support.paths import EXAMPLES
+from tests.support.validation import check
 
 SHIPPED = build_registry()
 PINS = bundled_versions()

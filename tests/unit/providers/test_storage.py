@@ -10,7 +10,7 @@ from core.admission.pipeline import admit
 from core.fields.errors import Reason
 from core.selection.configs import ProviderRegistry
 from tests.support.builders import model_deployment
-from tests.unit.providers.test_validation import errors
+from tests.support.validation import errors
 
 VOL = "spec.model.storage.volumes"
 

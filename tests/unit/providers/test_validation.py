@@ -18,19 +18,7 @@ from tests.support.builders import (
     provider_config,
     registry_of,
 )
-
-
-def check(obj: dict[str, Any], registry: ProviderRegistry, **kw: Any) -> Verdict:
-    """Validate what the mutating webhook would have stored, as the API server does."""
-    hydrated = hydrate(obj, registry=registry)
-    assert hydrated.errors == ()
-    return check_spec(hydrated.obj, registry=registry, **kw)
-
-
-def errors(
-    obj: dict[str, Any], registry: ProviderRegistry, **kw: Any
-) -> list[tuple[str, Reason, str]]:
-    return [(e.path, e.reason, e.detail) for e in check(obj, registry, **kw).errors]
+from tests.support.validation import check, errors
 
 
 def test_valid_object_has_no_errors_and_no_warnings(shipped: ProviderRegistry) -> None:

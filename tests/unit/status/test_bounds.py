@@ -18,7 +18,7 @@ from core.status.conditions import MESSAGE_LIMIT, REASON_LIMIT, bounded, valid_r
 from core.status.modeldeployment import GatewayState, model_deployment_status
 from core.status.providers import HEALTH_ANNOTATION, Observed, provider_status
 from providers.modules import plugins
-from tests.unit.status.test_modeldeployment import stored
+from tests.support.stored import stored
 
 # metav1.Condition's reason pattern (k8s.io/apimachinery/pkg/apis/meta/v1 types.go)
 REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")

@@ -14,22 +14,13 @@ from core.model.kinds import ModelDeployment
 from core.model.plugin import Workload
 from core.status.modeldeployment import GatewayState, model_deployment_status
 from tests.support.builders import model_deployment, shipped_registry
+from tests.support.stored import stored
 
 SHIPPED = shipped_registry()
 T0, T1 = "2026-12-02T10:00:00Z", "2026-12-02T10:05:00Z"
 RUNNING = Workload(
     "Running", "DeploymentReady", "Deployment/m: all 2 replicas are ready", 2, 2, 2, "m", 8000
 )
-
-
-def stored(generation: int = 4, **spec: Any) -> dict[str, Any]:
-    """An admitted Direct vLLM ModelDeployment as the API server stores it."""
-    obj = model_deployment("m", "ns", provider="vllm", engine="vllm", gpu=1, **spec)
-    admission = admit(obj, registry=SHIPPED)
-    assert admission.errors == ()
-    out = dict(admission.obj)
-    out["metadata"] = {**out["metadata"], "generation": generation}
-    return out
 
 
 def conditions(status: dict[str, Any]) -> list[tuple[str, str, str]]:

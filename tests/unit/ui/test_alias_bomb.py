@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.conftest import EXAMPLES
+from tests.support.paths import EXAMPLES
 from tests.support.ui import post_headers
 from ui.app import create_app
 from ui.settings import Mode, UiSettings

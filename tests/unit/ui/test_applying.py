@@ -9,26 +9,16 @@ from typing import Any
 
 import kubernetes
 import yaml
-from flask.testing import FlaskClient
 from markupsafe import escape
 
-from tests.e2e.conftest import cluster, namespace  # noqa: F401  (the real API server)
 from tests.support.cluster import Cluster
-from tests.support.ui import post_headers
-from tests.support.users import User, make_user
-from tests.unit.ui.test_deployments import flat, grant_all, live_app, model, signed_in
+from tests.support.e2e import cluster, namespace  # noqa: F401  (the real API server)
+from tests.support.ui import WRITES, live_app, model, posted, signed_in
+from tests.support.users import User, grant_all, make_user
 from ui.app import create_app
 from ui.settings import Mode, UiSettings
 
 KEY = b"k" * 32
-WRITES = ("modeldeployments.airunway.ai", "deployments.apps", "services")
-
-
-def posted(client: FlaskClient, path: str, form: dict[str, str]) -> str:
-    """POST `form` as the page's htmx would (session cookie, CSRF header, same origin)."""
-    done = client.post(path, data=form, headers=post_headers(client, KEY))
-    assert done.status_code == 200
-    return flat(done.get_data(as_text=True))
 
 
 def form(ns: str) -> dict[str, str]:

@@ -4,93 +4,29 @@ refusal. Users are ServiceAccounts with TokenRequest tokens (tests/support/users
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import kubernetes
 import yaml
-from flask import Flask
-from flask.testing import FlaskClient
 from markupsafe import escape
 
-from tests.conftest import EXAMPLES
-from tests.e2e.conftest import cluster, namespace  # noqa: F401  (the real API server)
 from tests.support.cluster import Cluster
-from tests.support.users import User, make_user
+from tests.support.e2e import cluster, namespace  # noqa: F401  (the real API server)
+from tests.support.paths import EXAMPLES
+from tests.support.ui import flat, live_app, model, signed_in
+from tests.support.users import READS, User, grant_all, make_user
 from ui.app import create_app
 from ui.settings import Mode, UiSettings
 
 KEY = b"k" * 32
 STAMP = "2026-12-07T07:00:00Z"
-# What a reader of a namespace's deployments needs (the kustomize/ui docs give tenants the same).
-READS = (
-    "modeldeployments.airunway.ai",
-    "deployments.apps",
-    "dynamographdeployments.nvidia.com",
-    "workspaces.kaito.sh",
-    "rayservices.ray.io",
-    "inferencepools.inference.networking.k8s.io",
-    "httproutes.gateway.networking.k8s.io",
-    "services",
-    "persistentvolumeclaims",
-    "pods",
-    "events",
-)
-
-
-def grant_all(
-    kube: Cluster, user: User, ns: str, role: str, verbs: Sequence[str], resources: Sequence[str]
-) -> None:
-    """A Role in `ns` with `verbs` on `resources` (resource.group, or a core resource)."""
-    kube.kubectl(
-        "create",
-        "role",
-        role,
-        "-n",
-        ns,
-        f"--verb={','.join(verbs)}",
-        *(f"--resource={r}" for r in resources),
-    )
-    kube.kubectl(
-        "create",
-        "rolebinding",
-        role,
-        "-n",
-        ns,
-        f"--role={role}",
-        f"--serviceaccount={user.namespace}:{user.name}",
-    )
 
 
 def reader(kube: Cluster, ns: str, name: str = "reader") -> User:
     user = make_user(kube, ns, name)
     grant_all(kube, user, ns, f"{name}-reads", ["get", "list", "watch"], READS)
     return user
-
-
-def live_app(kube: Cluster, **settings: Any) -> Flask:
-    return create_app(
-        UiSettings(mode=Mode.LIVE, kubeconfig=str(kube.kubeconfig), secret_key=KEY, **settings)
-    )
-
-
-def signed_in(app: Flask, user: User) -> FlaskClient:
-    client = app.test_client()
-    client.environ_base["HTTP_X_FORWARDED_ACCESS_TOKEN"] = user.token
-    return client
-
-
-def flat(html: str) -> str:
-    """The markup with its layout whitespace folded (what the assertions compare)."""
-    return re.sub(r">\s+<", "><", re.sub(r"\s+", " ", html)).strip()
-
-
-def model(ns: str, name: str = "phi-direct") -> dict[str, Any]:
-    doc: dict[str, Any] = yaml.safe_load((EXAMPLES / "vllm-direct-explicit.yaml").read_text())
-    doc["metadata"] = {"name": name, "namespace": ns}
-    return doc
 
 
 def running_status() -> dict[str, Any]:

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.admission.configs import REQUESTED_BY
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 from tests.support.ui import post_headers
 from ui.app import create_app
 from ui.gateway_compose import stamped, verdict

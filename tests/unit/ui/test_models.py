@@ -5,26 +5,22 @@ renders)."""
 
 from __future__ import annotations
 
-import io
 import re
 import shutil
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from flask import Flask
-from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli.main import main
-from tests.conftest import EXAMPLES, example_model_deployments
-from tests.support.ui import post_headers
+from tests.support.paths import EXAMPLES, example_model_deployments
+from tests.support.ui import Portal, cli, element, unescaped
 from ui.app import create_app
 from ui.compose import blank, merged, text_of, values_of
 from ui.settings import Mode, UiSettings
@@ -40,49 +36,8 @@ def app_of(*sources: Path) -> Flask:
     )
 
 
-class Portal:
-    """A test client with a session: its POSTs carry the token and say they are same-origin."""
-
-    def __init__(self, app: Flask) -> None:
-        self.client: FlaskClient = app.test_client()
-        self.headers = post_headers(self.client, KEY)
-
-    def get(self, path: str) -> str:
-        answer = self.client.get(path)
-        assert answer.status_code == 200
-        return answer.get_data(as_text=True)
-
-    def post(self, path: str, form: dict[str, str]) -> Any:
-        return self.client.post(path, data=form, headers=self.headers)
-
-
-def element(html: str, tag: str, ident: str) -> str:
-    """The whole element `<tag id="ident" ...>...</tag>` (not nested in one of its own tag)."""
-    found = re.search(rf'<{tag}\b[^>]*\bid="{ident}"[^>]*>.*?</{tag}>', html, re.S)
-    assert found is not None, f"no <{tag} id={ident}> in the answer"
-    return found.group(0)
-
-
 def pre_text(html: str, ident: str) -> str:
     return unescaped(element(html, "pre", ident).split(">", 1)[1].rsplit("</pre>", 1)[0])
-
-
-def unescaped(text: str) -> str:
-    """Text as Jinja escaped it, as it was."""
-    return (
-        text.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&#34;", '"')
-        .replace("&#39;", "'")
-        .replace("&amp;", "&")
-    )
-
-
-def cli(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with redirect_stdout(out):
-        status = main(list(argv))
-    return status, out.getvalue()
 
 
 @pytest.fixture

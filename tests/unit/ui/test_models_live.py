@@ -14,7 +14,7 @@ from typing import Any
 import kubernetes
 import pytest
 
-from tests.conftest import EXAMPLES
+from tests.support.paths import EXAMPLES
 from ui.app import create_app
 from ui.cluster import Cluster
 from ui.models_fit import Fit, NodeFit, gpu_fit

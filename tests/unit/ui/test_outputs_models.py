@@ -15,13 +15,21 @@ import yaml
 from flask import Flask
 
 from renderer.folders import HYDRATED_FILE
-from tests.conftest import EXAMPLES
-from tests.e2e.conftest import cluster, namespace  # noqa: F401  (the real API server)
 from tests.support.cluster import Cluster
-from tests.support.users import make_user
-from tests.unit.ui.test_applying import WRITES, posted
-from tests.unit.ui.test_deployments import grant_all, live_app, model, signed_in
-from tests.unit.ui.test_models import Portal, cli, element, unescaped
+from tests.support.e2e import cluster, namespace  # noqa: F401  (the real API server)
+from tests.support.paths import EXAMPLES
+from tests.support.ui import (
+    WRITES,
+    Portal,
+    cli,
+    element,
+    live_app,
+    model,
+    posted,
+    signed_in,
+    unescaped,
+)
+from tests.support.users import grant_all, make_user
 from ui.app import create_app
 from ui.compose import text_of
 from ui.pages import models

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cli.ui import settings_of
-from tests.conftest import EXAMPLES, ROOT
+from tests.support.paths import EXAMPLES, ROOT
 from ui import security
 from ui.app import create_app
 from ui.settings import Mode, UiSettings

@@ -7,18 +7,15 @@ pod's loopback: the oauth2-proxy sidecar is the only way in."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from kubeio.shipped import bundled_versions
-from tests.conftest import ROOT
-from tests.support.kustomize import KUBECTL, build
+from tests.support.kustomize import build, with_apply_as_user
+from tests.support.paths import ROOT
 
-UI = ROOT / "kustomize" / "ui"
 READ = ["get", "list", "watch"]
 UI_RULES = [
     {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
@@ -73,29 +70,6 @@ RESTRICTED = {
     "readOnlyRootFilesystem": True,
     "capabilities": {"drop": ["ALL"]},
 }
-
-
-def with_apply_as_user(directory: Path) -> list[dict[str, Any]]:
-    """What a site's overlay of kustomize/ui with the apply-as-user Component builds (kustomize
-    takes only relative paths to other kustomizations)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    base = os.path.relpath(UI, directory)
-    overlay = {
-        "apiVersion": "kustomize.config.k8s.io/v1beta1",
-        "kind": "Kustomization",
-        "resources": [base],
-        "components": [f"{base}/apply-as-user"],
-    }
-    (directory / "kustomization.yaml").write_text(yaml.safe_dump(overlay))
-    done = subprocess.run(
-        [str(KUBECTL), "kustomize", str(directory)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert (done.returncode, done.stderr) == (0, "")
-    return [d for d in yaml.safe_load_all(done.stdout) if d]
 
 
 def names(objects: list[dict[str, Any]]) -> list[str]:

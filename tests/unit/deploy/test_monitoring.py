@@ -14,8 +14,8 @@ import promql_parser
 import pytest
 
 from certs.bundle import Identity, issue_bundle
-from tests.conftest import ROOT
 from tests.support.kustomize import build
+from tests.support.paths import ROOT
 from webhook.metrics import Metrics
 
 MONITORING = ROOT / "kustomize" / "monitoring"

@@ -10,8 +10,8 @@ import yaml
 
 from cli.manifests import provider_configs_yaml
 from core.cel.rules import compile_problem, new_environment
-from tests.conftest import ROOT
 from tests.support.kustomize import build
+from tests.support.paths import ROOT
 from webhook.app import ROUTES
 
 

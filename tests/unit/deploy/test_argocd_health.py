@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from core.model.kinds import ModelDeployment
 from core.model.plugin import Workload
 from core.status.modeldeployment import GatewayState, model_deployment_status
-from tests.conftest import ROOT
-from tests.unit.status.test_modeldeployment import stored
+from tests.support.paths import ROOT
+from tests.support.stored import stored
 
 SCRIPTS = ROOT / "kustomize" / "argocd" / "argocd-cm-health.yaml"
 MODEL_DEPLOYMENT = "resource.customizations.health.airunway.ai_ModelDeployment"

@@ -1,6 +1,4 @@
-"""Generated YAML streams, written as people write them (markers with comments, blank lines,
-flow style, block scalars holding dashes, anchors, now and then a broken document), for the
-property tests of the source reader and the render's parse cache."""
+"""Generated YAML streams: documents valid and broken, with every form of separator between them."""
 
 from __future__ import annotations
 
@@ -18,6 +16,8 @@ VALUES = st.recursive(
     ),
     max_leaves=8,
 )
+
+
 # Whole documents, written as people write them: by the dumper, by hand in flow style, a block
 # scalar holding a line of dashes (indented: part of it), an anchor and its alias, nothing; now
 # and then a scalar or a list (errors) or a broken one.

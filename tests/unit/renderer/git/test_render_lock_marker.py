@@ -1,5 +1,5 @@
 """The render lock's marker (`.git/runway-render.pid`) as found: whatever stands at its name,
-only the id of a process that is gone lets a render wait for the lock (renderer.gitops); any
+only the id of a process that is gone lets a render wait for the lock (renderer.git.locks); any
 other content, a link, a FIFO or a large file is read as no killed render, at once and without
 an error, and the marker is written as a file of its own, never through a link."""
 
@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import renderer.gitops
-from renderer.gitops import MARKER, GitError, Repo
+import renderer.git.locks
+from renderer.git.locks import MARKER, holder_killed, locked
+from renderer.git.runner import GitError, Repo
 
 
 @pytest.fixture(name="repo")
@@ -49,15 +50,15 @@ def test_a_marker_that_is_no_process_id_names_no_killed_render(repo: Repo, conte
     (repo.git_dir / MARKER).write_bytes(content)
     digits = content.strip()  # bytes: ASCII white space only; isdigit(): ASCII digits only
     plain_pid = digits.isdigit() and 0 < int(digits) <= 1 << 22
-    assert repo._holder_killed() is (plain_pid and not Path(f"/proc/{int(digits)}").exists())
+    assert holder_killed(repo) is (plain_pid and not Path(f"/proc/{int(digits)}").exists())
 
 
 def test_only_a_gone_process_id_names_a_killed_render(repo: Repo) -> None:
     marker = repo.git_dir / MARKER
     marker.write_text(f"{gone_pid()}\n")
-    gone = repo._holder_killed()
+    gone = holder_killed(repo)
     marker.write_text(f"{os.getpid()}\n")
-    assert (gone, repo._holder_killed()) == (True, False)
+    assert (gone, holder_killed(repo)) == (True, False)
 
 
 @pytest.mark.parametrize("kind", ["link-to-zero", "link-to-gone-pid", "fifo", "large", "folder"])
@@ -77,14 +78,14 @@ def test_what_is_no_plain_small_file_names_no_killed_render(
     else:
         marker.mkdir()
     started = time.monotonic()
-    assert repo._holder_killed() is False
+    assert holder_killed(repo) is False
     assert time.monotonic() - started < 1
 
 
 def test_a_held_lock_is_refused_at_once_unless_its_render_is_gone(
     repo: Repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(renderer.gitops, "KILLED_RENDER_WAIT", 0.3)
+    monkeypatch.setattr(renderer.git.locks, "KILLED_RENDER_WAIT", 0.3)
     fd = held(repo)
     try:
         times = []
@@ -92,7 +93,7 @@ def test_a_held_lock_is_refused_at_once_unless_its_render_is_gone(
             (repo.git_dir / MARKER).write_text(content)
             started = time.monotonic()
             busy = pytest.raises(GitError, match="another render is running in this repository")
-            with busy, repo.locked():
+            with busy, locked(repo):
                 pass
             times.append(time.monotonic() - started)
     finally:
@@ -106,7 +107,7 @@ def test_the_marker_is_never_written_through_a_link(repo: Repo, tmp_path: Path) 
     outside.write_text("not Runway's\n")
     (repo.git_dir / MARKER).symlink_to(outside)
 
-    with repo.locked():
+    with locked(repo):
         marker = repo.git_dir / MARKER
         during = (marker.is_symlink(), marker.read_text())
 

@@ -14,7 +14,7 @@ import yaml
 from core.checks.installation import INSTALLATION_ANNOTATION, read_installation
 from core.model.versions import Versions
 from kubeio.shipped import bundled_versions
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 
 # How each pinned upstream is named in code, manifests and docs: (pin, pattern capturing the

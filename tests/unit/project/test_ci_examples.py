@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from cli.main import parse
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 WORKFLOW = ROOT / "ci-examples" / "github-actions" / "render-shards.yaml"
 CHECK = Path(sys.executable).parent / "check-jsonschema"

@@ -10,36 +10,39 @@ with the commit (trees only) 0.2 s: 13-15 MB of packs either way.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-from renderer.pool import cores
+from renderer.git.runner import Start
 
-if TYPE_CHECKING:
-    from renderer.gitops import Repo
-
-BLOB_PROCESSES = 2  # the machine's cores; more cost more start-up than they save
+# The machine's cores; more cost more start-up than they save. Fewer when this process may run on
+# fewer (a CI runner's cgroup, `taskset`).
+BLOB_PROCESSES = 2
 # Packs always: below fastimport.unpackLimit (100 objects) fast-import writes loose objects, as a
 # commit of the trees alone often is.
 FAST_IMPORT = ("-c", "fastimport.unpackLimit=0", "fast-import", "--quiet", "--done")
 
 
 def commit_with_blobs(
-    repo: Repo,
+    git_dir: Path,
+    start: Start,
     header: Sequence[bytes],
     files: Sequence[tuple[str, str, bytes]],
     removed: Sequence[str],
 ) -> None:
     """One commit: `header` (fast-import's commit, author, committer, message and from
-    commands), each of `files` (path, mode, bytes) as it is, and `removed` gone."""
-    parts = _split(len(files), min(BLOB_PROCESSES, cores()))
-    marks = [repo.git_dir / f"runway-marks-{i}" for i in range(len(parts))]
+    commands), each of `files` (path, mode, bytes) as it is, and `removed` gone. `git_dir`:
+    the repository's .git, where fast-import's marks are kept meanwhile; `start`: how git is
+    started in it (Repo.start)."""
+    parts = _split(len(files), min(BLOB_PROCESSES, len(os.sched_getaffinity(0))))
+    marks = [git_dir / f"runway-marks-{i}" for i in range(len(parts))]
     try:
         streams = [
             b"".join(
                 piece
-                for k in range(start, stop)
+                for k in range(first, stop)
                 for piece in (
                     b"blob\nmark :%d\ndata %d\n" % (k + 1, len(files[k][2])),
                     files[k][2],
@@ -47,17 +50,17 @@ def commit_with_blobs(
                 )
             )
             + b"done\n"
-            for start, stop in parts
+            for first, stop in parts
         ]
         started: list[Callable[[], object]] = [
-            repo.start(*FAST_IMPORT, "--depth=0", f"--export-marks={path}", stdin=stream)
+            start(*FAST_IMPORT, "--depth=0", f"--export-marks={path}", stdin=stream)
             for path, stream in zip(marks, streams, strict=True)
         ]
         del streams
         if started:
             with ThreadPoolExecutor(len(started)) as pool:  # each thread feeds and waits for one
                 list(pool.map(lambda finish: finish(), started))
-        known = repo.git_dir / "runway-marks"
+        known = git_dir / "runway-marks"
         known.write_bytes(b"".join(path.read_bytes() for path in marks))
         marks.append(known)
         lines = [
@@ -66,7 +69,7 @@ def commit_with_blobs(
         ]
         lines += [b"D %s\n" % path.encode() for path in removed]
         stream = b"".join([*header, *lines, b"done\n"])
-        repo.git(*FAST_IMPORT, f"--import-marks={known}", stdin=stream)
+        start(*FAST_IMPORT, f"--import-marks={known}", stdin=stream)()
     finally:
         for path in marks:
             path.unlink(missing_ok=True)

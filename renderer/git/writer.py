@@ -8,7 +8,7 @@ file in its own folder instead, whether unnamed (O_TMPFILE, then linked), under 
 name or under its own, cost 10.6-11.9 s of system time against 3.2-4.6 s through the scratch
 folder, where every new inode is allocated near one folder.
 
-Every folder is opened relative to its parent without following links (renderer.safefs), and
+Every folder is opened relative to its parent without following links (renderer.git.safefs), and
 every path is checked to be plain before anything is written to it.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
-from renderer.safefs import Folders, plain_parts
+from renderer.git.safefs import Folders, plain_parts
 
 # A file's inode, size, mtime and ctime (ns): rewriting or editing a file changes at least one of
 # them (ctime cannot be set back by hand), as git's index relies on.
@@ -53,7 +53,7 @@ class TreeWriter:
         shutil.rmtree(self._scratch, ignore_errors=True)
 
     def check(self, relatives: Iterable[str]) -> None:
-        """Every path plain (renderer.safefs), before any of them is written or removed."""
+        """Every path plain (renderer.git.safefs), before any of them is written or removed."""
         for relative in relatives:
             plain_parts(f"{self._subdir}/{relative}")
 

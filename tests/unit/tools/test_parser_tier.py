@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from kubeio.shipped import bundled_versions
-from tests.conftest import EXAMPLES
 from tests.support.builders import shipped_registry
 from tests.support.matrix import cases
+from tests.support.paths import EXAMPLES
 from tools.parsers.cases import jobs
 from tools.parsers.check import _type_problem
 

@@ -6,7 +6,7 @@ import fnmatch
 import re
 import tomllib
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 SETUPTOOLS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
 

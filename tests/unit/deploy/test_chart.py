@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 from tools import chart
 
 CHART = ROOT / "charts" / "runway"

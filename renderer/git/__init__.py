@@ -1,0 +1,1 @@
+"""How files reach Git: the git runner, the commit strategies, locks and recovery, push."""
