@@ -42,7 +42,7 @@ class Client(kubernetes.client.ApiClient):
         traceback: TracebackType | None,
     ) -> None:
         self.close()
-        if isinstance(err, CLUSTER_FAILURES):
+        if isinstance(err, CLUSTER_FAILURES) and not isinstance(err, Unavailable):
             raise unavailable(err) from err
 
 
@@ -52,20 +52,29 @@ def api_client(
     """A client for the API server. `in_cluster`, or no kubeconfig and no context given inside
     a pod (KUBERNETES_SERVICE_HOST set), uses the service account; otherwise `kubeconfig` (None:
     the default ~/.kube/config or $KUBECONFIG) at `context` (None: its current context). Its
-    configuration's own errors are the kubernetes client's (a watch retries on them)."""
-    if in_cluster or (
-        kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ
-    ):
-        configuration = kubernetes.client.Configuration()
-        kubernetes.config.load_incluster_config(client_configuration=configuration)
-        return Client(configuration)
-    # As kubernetes.config.new_client_from_config: a fresh Configuration, not a copy of the
-    # process-wide default one.
-    configuration = type.__call__(kubernetes.client.Configuration)
-    kubernetes.config.load_kube_config(
-        config_file=kubeconfig, context=context, client_configuration=configuration
-    )
+    configuration that cannot be used is ConfigException."""
+    try:
+        if in_cluster or (
+            kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ
+        ):
+            configuration = kubernetes.client.Configuration()
+            kubernetes.config.load_incluster_config(client_configuration=configuration)
+        else:
+            # As kubernetes.config.new_client_from_config: a fresh Configuration, not a copy of
+            # the process-wide default one.
+            configuration = type.__call__(kubernetes.client.Configuration)
+            kubernetes.config.load_kube_config(
+                config_file=kubeconfig, context=context, client_configuration=configuration
+            )
+    except kubernetes.config.ConfigException as err:
+        raise ConfigException(str(unavailable(err))) from err
     return Client(configuration)
+
+
+class ConfigException(Unavailable, kubernetes.config.ConfigException):
+    """A kubeconfig (or a pod's service account) the client cannot use, in one line: the core's
+    Unavailable for a command, and still the client's ConfigException for a watch that retries
+    on it. Its name is the client's, so a message naming the type reads as before."""
 
 
 @contextmanager
@@ -74,6 +83,8 @@ def cluster_calls() -> Iterator[None]:
     is raised again as Unavailable with one line (see unavailable); anything else passes."""
     try:
         yield
+    except Unavailable:
+        raise
     except CLUSTER_FAILURES as err:
         raise unavailable(err) from err
 

@@ -4,12 +4,14 @@ cluster_calls and a client's `with` block alike, and anything else passes unchan
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from kubernetes.client import ApiException, Configuration
 from kubernetes.config import ConfigException
 
 from core.fields.errors import Unavailable
-from kubeio.client import Client, cluster_calls, unavailable
+from kubeio.client import Client, api_client, cluster_calls, unavailable
 
 
 def test_an_api_error_is_its_status_and_reason_without_the_body() -> None:
@@ -48,3 +50,18 @@ def test_other_errors_pass_unchanged() -> None:
         raise KeyError("a bug")
 
     assert raised.value.args == ("a bug",)
+
+
+def test_a_kubeconfig_that_cannot_be_used_is_unavailable_and_still_a_config_exception(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "missing"
+
+    with pytest.raises(Unavailable) as raised:
+        api_client(str(missing), context="x")
+
+    assert isinstance(raised.value, ConfigException)
+    assert (type(raised.value).__name__, str(raised.value)) == (
+        "ConfigException",
+        "Invalid kube-config file. No configuration found.",
+    )
