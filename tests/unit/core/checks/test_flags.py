@@ -24,7 +24,7 @@ PORT_DETAIL = (
     "InferencePool target it; it cannot be changed"
 )
 
-PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
+PLUGINS = {plugin.name: plugin for plugin in plugins()}
 
 
 def verdict(obj: dict[str, Any], registry: ProviderRegistry) -> tuple[list[Any], tuple[str, ...]]:
@@ -151,7 +151,7 @@ def test_each_provider_engine_maps_to_the_catalog_of_its_entry_point(
 
 def test_every_owned_flag_is_a_flag_of_its_engine() -> None:
     owned = {
-        (plugin.NAME, name): plugin.owned_flags(name) for plugin in plugins() for name in CATALOGS
+        (plugin.name, name): plugin.owned_flags(name) for plugin in plugins() for name in CATALOGS
     }
     assert {at for at, flags in owned.items() if flags} == {
         ("dynamo", "dynamo-sglang"),

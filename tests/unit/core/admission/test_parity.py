@@ -19,7 +19,7 @@ from renderer.schemapack import load_pack
 from renderer.strict import Schemas
 from tests.support.builders import model_deployment
 
-PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
+PLUGINS = {plugin.name: plugin for plugin in plugins()}
 
 PINS = bundled_versions()
 MOCKER = {"airunway.ai/dynamo-test-backend": "mocker"}
