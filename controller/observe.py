@@ -41,7 +41,7 @@ from core.rendering.common import LABEL_MANAGED_BY, LABEL_MODEL_DEPLOYMENT, MANA
 from core.rendering.inferencegateway import capabilities_of
 from core.selection.configs import ProviderRegistry
 from core.status.modeldeployment import gateway_state, model_deployment_status
-from kubeio.health import failure
+from kubeio.client import failure
 from kubeio.objects import upstream_kinds
 from kubeio.registry import build_registry
 
