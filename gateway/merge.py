@@ -20,7 +20,7 @@ from typing import Any
 
 from core.admission.configs import requested_by
 from core.admission.entry import admit_object
-from core.admission.verdict import EMP, MD
+from core.admission.verdict import DEFAULT_NAMESPACE, EMP, MD
 from core.fields.errors import FieldError, Reason
 from core.model.destinations import NO_DESTINATIONS, Destinations
 from core.model.kinds import (
@@ -34,7 +34,6 @@ from core.model.servednames import LITERAL, engine_model_name, is_literal, serve
 from core.model.versions import Versions
 from core.rendering.inferencegateway import capabilities_of, is_enabled
 from core.selection.configs import ProviderRegistry
-from kubeio.objects import DEFAULT_NAMESPACE
 
 ID_PREFIX = "runway:"
 KIND_SHORT = {EXTERNAL_MODEL_PROVIDER: "emp", MODEL_DEPLOYMENT: "md"}

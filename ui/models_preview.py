@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.admission.entry import admit_object
-from core.admission.verdict import Verdict
+from core.admission.verdict import DEFAULT_NAMESPACE, Verdict
 from core.model.kinds import ModelDeployment
 from core.model.versions import Versions
 from core.rendering.assemble import render_model
@@ -30,7 +30,7 @@ from core.selection.configs import ProviderRegistry
 from kubeio.explanation import explain_one, failed_explanation, print_explanation
 from kubeio.guard import per_object
 from kubeio.inspection import judged_by_policy, print_verdict
-from kubeio.objects import DEFAULT_NAMESPACE, object_key
+from kubeio.objects import object_key
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_versions
 from kubeio.yamlio import dump, load_all
