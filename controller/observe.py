@@ -41,8 +41,8 @@ from core.rendering.common import LABEL_MANAGED_BY, LABEL_MODEL_DEPLOYMENT, MANA
 from core.rendering.inferencegateway import capabilities_of
 from core.selection.configs import ProviderRegistry
 from core.status.modeldeployment import gateway_state, model_deployment_status
-from kubeio.health import failure
-from kubeio.objects import UPSTREAM_KINDS
+from kubeio.client import failure
+from kubeio.objects import upstream_kinds
 from kubeio.registry import build_registry
 
 __all__ = [  # Queue moved to controller/queue.py; tests and bench/ still import it from here
@@ -86,7 +86,7 @@ PROVIDER_CONFIGS = Kind(
     namespaced=False,
     managed_only=False,
 )
-UPSTREAM = tuple(Kind(*kind) for kind in UPSTREAM_KINDS)
+UPSTREAM = tuple(Kind(*kind) for kind in upstream_kinds())
 # What gateway-sync reads besides ModelDeployments and provider configs; watched so that a
 # change wakes a gateway sync running in this process (--litellm-url).
 EXTERNAL_MODEL_PROVIDERS = Kind(

@@ -18,7 +18,7 @@ from controller.lease import LeaderElector, LeaseSettings
 from controller.observe import KINDS, WATCH_FAILURES, Metrics, Observer, ObserveSettings
 from controller.queue import Queue
 from controller.serve import serve_probes
-from kubeio.health import failure
+from kubeio.client import failure
 from kubeio.shipped import bundled_versions
 
 log = logging.getLogger(__name__)

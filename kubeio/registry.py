@@ -19,14 +19,18 @@ def build_registry(
     *,
     flags: Mapping[str, FlagCatalog] | None = None,
     facts: Mapping[str, Mapping[str, Any]] | None = None,
+    path: Sequence[str] = (),
 ) -> ProviderRegistry:
     """The registry of `objects` (InferenceProviderConfigs; the shipped ones when None), with
-    every shipped provider plug-in, the shipped flag catalogs (or `flags`, when given) and the
-    shipped facts (or `facts`: a caller that rebuilds often reads them once)."""
-    configs = bundled_config_objects() if objects is None else objects
-    catalogs = bundled_flag_catalogs() if flags is None else flags
-    known = bundled_facts() if facts is None else facts
-    return ProviderRegistry.from_objects(configs, plugins=plugins(), flags=catalogs, facts=known)
+    every provider package found (providers/, and the folders in `path`), the shipped flag
+    catalogs (or `flags`, when given) and the shipped facts (or `facts`: a caller that rebuilds
+    often reads them once)."""
+    configs = bundled_config_objects(path) if objects is None else objects
+    catalogs = bundled_flag_catalogs(path) if flags is None else flags
+    known = bundled_facts(path) if facts is None else facts
+    return ProviderRegistry.from_objects(
+        configs, plugins=plugins(path), flags=catalogs, facts=known
+    )
 
 
 def load_registry(directories: Sequence[str] | None) -> ProviderRegistry:

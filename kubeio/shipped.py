@@ -7,35 +7,31 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+from collections.abc import Sequence
 from importlib import resources
-from importlib.resources.abc import Traversable
-from types import ModuleType
-from typing import Any, cast
+from typing import Any
 
 from core.checks.flags import FlagCatalog
 from core.model.versions import Versions
 from kubeio.sources import parse_documents
-from providers.modules import plugins
+from providers.modules import packages
 
 
-def _package(plugin: ModuleType) -> Traversable:
-    return resources.files(plugin.__name__)
-
-
-def bundled_config_objects() -> list[dict[str, Any]]:
-    """The shipped InferenceProviderConfigs, one per provider, in provider name order."""
+def bundled_config_objects(path: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The shipped InferenceProviderConfigs, one per provider (providers/<name>/config.yaml;
+    `path`: more folders of provider packages), in provider name order."""
     out: list[dict[str, Any]] = []
-    for plugin in sorted(plugins(), key=lambda p: p.NAME):
-        text = _package(cast(ModuleType, plugin)).joinpath("config.yaml").read_text("utf-8")
-        out += [doc.obj for doc in parse_documents(text, f"{plugin.NAME}/config.yaml")]
+    for package in packages(path):
+        text = package.files.joinpath("config.yaml").read_text("utf-8")
+        out += [doc.obj for doc in parse_documents(text, f"{package.provider.name}/config.yaml")]
     return out
 
 
-def bundled_flag_catalogs() -> dict[str, FlagCatalog]:
+def bundled_flag_catalogs(path: Sequence[str] = ()) -> dict[str, FlagCatalog]:
     """The shipped engine flag catalogs by name (`make flags` writes them)."""
     catalogs: dict[str, FlagCatalog] = {}
-    for plugin in plugins():
-        folder = _package(cast(ModuleType, plugin)).joinpath("catalogs")
+    for package in packages(path):
+        folder = package.files.joinpath("catalogs")
         if not folder.is_dir():
             continue
         for entry in folder.iterdir():
@@ -45,15 +41,15 @@ def bundled_flag_catalogs() -> dict[str, FlagCatalog]:
     return dict(sorted(catalogs.items()))
 
 
-def bundled_facts() -> dict[str, dict[str, Any]]:
+def bundled_facts(path: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
     """{provider: {fact: parsed JSON}} from providers/<name>/facts/<fact>.json: the data each
     provider's hooks read through their ProviderContext (KAITO's presets and instance types)."""
     out: dict[str, dict[str, Any]] = {}
-    for plugin in sorted(plugins(), key=lambda p: p.NAME):
-        folder = _package(cast(ModuleType, plugin)).joinpath("facts")
+    for package in packages(path):
+        folder = package.files.joinpath("facts")
         if not folder.is_dir():
             continue
-        out[plugin.NAME] = {
+        out[package.provider.name] = {
             entry.name.removesuffix(".json"): json.loads(entry.read_text("utf-8"))
             for entry in sorted(folder.iterdir(), key=lambda e: e.name)
             if entry.name.endswith(".json")

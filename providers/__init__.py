@@ -1,11 +1,10 @@
-"""The five providers, one package each with the same files:
+"""The providers, one package each: its __init__ builds the one Provider value the core sees
+(core/model/plugin.py), exported as PROVIDER and naming only the hooks it has (the others take
+the defaults), and its config.yaml is its InferenceProviderConfig; catalogs/*.json its flag
+catalogs (`make flags`) and facts/*.json what its hooks read from the operator's sources. The
+rest is the package's own: typically render.py (the upstream objects), overrides.py (layer 2 of
+spec.provider.overrides), status.py (its upstream status), and what else it needs.
 
-  render.py     the upstream objects for one ModelDeployment
-  overrides.py  layer 2 of spec.provider.overrides (what the upstream object accepts)
-  pods.py       the labels and port of the serving pods its operator creates
-  flags.py      which engine flag catalog its pods run, and the flags it owns
-  config.yaml   its InferenceProviderConfig; catalogs/*.json its catalogs (`make flags`)
-
-Each package's __init__ is its plug-in (core/model/plugin.py); providers/modules.py lists them.
-A provider imports only core/.
+providers/modules.py finds the packages at call time: a sixth provider is one package and its
+config.yaml. A provider imports only core/.
 """

@@ -50,7 +50,6 @@ def _spec_checker() -> Checker:
 
 
 STICKY_REASON = "kept from the previous version of this object (selection is sticky)"
-MOCKER_REASON = "auto-selected: the dynamo mocker test backend runs only vllm"
 _ANNOTATIONS = {
     "engine": (ANNOTATION_ENGINE_SELECTION, ANNOTATION_ENGINE_REASON),
     "provider": (ANNOTATION_PROVIDER_SELECTION, ANNOTATION_PROVIDER_REASON),
@@ -167,7 +166,8 @@ def hydrate_shared(
     engine: Decision | FieldError | None
     engine = _recorded(md, "engine", md.engine_type) or _sticky(previous, "engine")
     if engine is None and registry.runs_test_backend(md):
-        engine = Decision(Engine.VLLM.value, MOCKER_REASON, Choice.AUTO)
+        reason = registry.plugins[md.provider_name].test_backend_reason  # the provider's words
+        engine = Decision(Engine.VLLM.value, reason, Choice.AUTO)
     if engine is None:
         engine = select_engine(md, registry, explicit_provider=provider_name)
     if isinstance(engine, FieldError):

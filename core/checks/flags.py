@@ -17,7 +17,7 @@ from core.checks.credentials import credential_kind
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
 from core.model.kinds import Engine, ModelDeployment
-from core.model.plugin import ProviderPlugin
+from core.model.plugin import Provider
 from core.schema.suggest import MAX_SUGGESTIONS, close_matches
 
 ARGS = FieldPath.root("spec", "engine", "args")
@@ -181,7 +181,7 @@ def is_flag(token: str) -> bool:
 
 
 def check_engine_flags(
-    md: ModelDeployment, catalogs: FlagCatalogs, plugin: ProviderPlugin
+    md: ModelDeployment, catalogs: FlagCatalogs, plugin: Provider
 ) -> tuple[list[FieldError], list[str]]:
     """(errors, warnings) for the user's flags: a Runway-owned flag is refused; an unknown one
     is refused when the default image runs, and only warned about when spec.engine.image names

@@ -1,20 +1,30 @@
-"""What a provider package offers the core: the plug-in interface of providers/<name>/.
+"""What a provider package offers the core: the Provider value providers/<name>/ builds.
 
-The core never imports a provider. The edges hand the plug-ins in (through the registry), and
-every question whose answer depends on the provider is a call on its plug-in, never a switch
-on its name.
+The core never imports a provider. The edges hand the Provider values in (through the
+registry), and every question whose answer depends on the provider is a call on its value,
+never a switch on its name or its kinds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple
 
 from core.fields.errors import FieldError
 from core.fields.paths import FieldPath
-from core.model.kinds import ModelDeployment
+from core.model.kinds import ModelDeployment, dig
 from core.model.versions import Versions
+
+
+class UpstreamKind(NamedTuple):
+    """A kind of object a provider renders and the status controller watches, as the API
+    server's custom-object calls name it."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +42,28 @@ class PodGroup:
     # them, and the field that does.
     serves: tuple[str, ...] = ()
     serves_at: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Server:
+    """One serving container among the rendered objects: the object holding it, its field path
+    there, its pods' labels (when the object's pod template says them), and, when the object
+    gives its GPUs apart from the container's limits, their count and the field that does."""
+
+    owner: Mapping[str, Any]
+    path: str
+    container: Mapping[str, Any]
+    labels: Mapping[str, str]
+    gpus: int | None = None
+    gpus_at: str = ""
+
+    @property
+    def ref(self) -> str:
+        return f"{self.owner.get('kind')}/{dig(self.owner, 'metadata', 'name')}"
+
+    @property
+    def args(self) -> list[str]:
+        return [str(a) for a in self.container.get("args") or ()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,87 +127,95 @@ def no_invariants(
     return []
 
 
+def no_operator_pods(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
+    """For a provider whose serving pods are Runway's own Deployments (their templates say the
+    labels), or whose operator selects its pods itself."""
+    return []
+
+
+def no_serving_containers(obj: Mapping[str, Any]) -> list[Server]:
+    """For a provider whose serving containers are in Deployments Runway renders (the core finds
+    them) or in pods its operator builds from settings, not containers."""
+    return []
+
+
 def no_flag_catalog(engine: str) -> str | None:
     """For a provider whose pods take no command-line flags from the spec."""
     return None
 
 
 def no_owned_flags(catalog: str) -> Mapping[str, str]:
+    """For a provider whose pods take no command-line flags from the spec."""
     return {}
 
 
-class ProviderPlugin(Protocol):
-    """A provider package (providers/<name>/__init__.py) as the core sees it."""
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """A provider package as the core sees it: the one value its __init__ builds (PROVIDER),
+    stating its name, the roots of spec.provider.overrides it accepts, the upstream kinds it
+    renders and its status hook reads, and its hooks. A hook the provider does not name takes
+    the default beside it, so a package names only what it has."""
+
+    name: str
+    override_roots: frozenset[str]
+    # Layer 2 of spec.provider.overrides.
+    check_overrides: Callable[[Mapping[str, Any], FieldPath], list[FieldError]]
+    # The upstream objects for a hydrated, valid ModelDeployment (primary first): the provider's
+    # container builders at work.
+    render: Callable[[ModelDeployment, Versions, ProviderContext], list[dict[str, Any]]]
+    # Labels every serving pod of `md` carries once its operator has created it, and the port
+    # the model server in those pods listens on.
+    pool_selector: Callable[[ModelDeployment], dict[str, str]]
+    model_port: Callable[[ModelDeployment], int]
+    # The workload's state from the upstream objects as the cluster holds them (`observed`: by
+    # `Kind/name`, in `md`'s namespace, status included; a missing key: not created).
+    workload_status: Callable[[ModelDeployment, Mapping[str, Mapping[str, Any]]], Workload]
+    # The upstream kinds it renders and its status hook reads (the status controller watches
+    # them: kubeio.objects.upstream_kinds).
+    kinds: tuple[UpstreamKind, ...] = ()
+    # The serving pods the operator creates from the rendered objects (not Deployments Runway
+    # renders, whose templates say their labels): where the core's invariants look for them.
+    operator_pods: Callable[[Sequence[Mapping[str, Any]]], list[PodGroup]] = no_operator_pods
+    # The serving containers in one rendered object of the provider's own kinds (the core finds
+    # those of the Deployments Runway renders): where the core's GPU and served-name invariants
+    # look.
+    serving_containers: Callable[[Mapping[str, Any]], list[Server]] = no_serving_containers
+    # (errors, warnings) of the provider's own admission rules for a hydrated object (`old`:
+    # the stored object, on an update), as its operator's own webhook would answer.
+    admission_checks: Callable[
+        [ModelDeployment, ProviderContext, ModelDeployment | None],
+        tuple[list[FieldError], list[str]],
+    ] = no_admission_checks
+    # The name the model server answers to when the operator, not the spec, decides it.
+    served_as: Callable[[ModelDeployment, ProviderContext], str | None] = spec_served_name
+    # The EndpointPickerConfig the picker of `md`'s pool runs; `configured` is the configData
+    # of its InferenceProviderConfig (None: the picker's built-in default).
+    picker_config: Callable[[ModelDeployment, str | None, ProviderContext], str | None] = (
+        configured_picker
+    )
+    # Broken invariants of the provider's own wiring among the rendered objects, as messages.
+    invariants: Callable[
+        [ModelDeployment, Sequence[Mapping[str, Any]], ProviderContext], list[str]
+    ] = no_invariants
+    # The flag catalog of the entry point the pods run for an engine, if any, and {flag: why}
+    # for the flags Runway sets itself when the pods run a catalog.
+    flag_catalog: Callable[[str], str | None] = no_flag_catalog
+    owned_flags: Callable[[str], Mapping[str, str]] = no_owned_flags
+    # The provider's test backend runs instead of an engine (no GPU, no gateway), and why
+    # admission then selects the vLLM engine it simulates (the engine-selected reason).
+    is_test_backend: Callable[[ModelDeployment], bool] = no_test_backend
+    test_backend_reason: str = ""
+
+    # The plug-in's names from when it was a module (NAME, OVERRIDE_ROOTS, ProviderPlugin), for
+    # the readers outside this change (core/admission/validation.py, core/selection/configs.py,
+    # bench/, some tests) until they read `name` and `override_roots`.
+    @property
+    def NAME(self) -> str:  # noqa: N802 - the former module constant
+        return self.name
 
     @property
-    def NAME(self) -> str: ...  # noqa: N802 - a module constant
+    def OVERRIDE_ROOTS(self) -> frozenset[str]:  # noqa: N802 - the former module constant
+        return self.override_roots
 
-    @property
-    def OVERRIDE_ROOTS(self) -> frozenset[str]: ...  # noqa: N802 - a module constant
 
-    def check_overrides(self, overrides: Mapping[str, Any], at: FieldPath) -> list[FieldError]:
-        """Layer 2 of spec.provider.overrides."""
-        ...
-
-    def render(
-        self, md: ModelDeployment, pins: Versions, context: ProviderContext
-    ) -> list[dict[str, Any]]:
-        """The upstream objects for a hydrated, valid ModelDeployment (primary first)."""
-        ...
-
-    def pool_selector(self, md: ModelDeployment) -> dict[str, str]:
-        """Labels every serving pod of `md` carries once its operator has created it."""
-        ...
-
-    def model_port(self, md: ModelDeployment) -> int:
-        """The port the model server in those pods listens on."""
-        ...
-
-    def operator_pods(self, objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
-        """The serving pods the operator creates from `objects` (not Deployments Runway renders,
-        whose templates say their labels)."""
-        ...
-
-    def flag_catalog(self, engine: str) -> str | None:
-        """The flag catalog of the entry point the pods run for `engine`, if any."""
-        ...
-
-    def owned_flags(self, catalog: str) -> Mapping[str, str]:
-        """{flag: why} for the flags Runway sets itself when the pods run `catalog`."""
-        ...
-
-    def admission_checks(
-        self, md: ModelDeployment, context: ProviderContext, old: ModelDeployment | None
-    ) -> tuple[list[FieldError], list[str]]:
-        """(errors, warnings) of the provider's own admission rules for a hydrated object
-        (`old`: the stored object, on an update), as its operator's own webhook would answer."""
-        ...
-
-    def workload_status(
-        self, md: ModelDeployment, observed: Mapping[str, Mapping[str, Any]]
-    ) -> Workload:
-        """The workload's state from the upstream objects as the cluster holds them (`observed`:
-        by `Kind/name`, in `md`'s namespace, status included; a missing key: not created)."""
-        ...
-
-    def served_as(self, md: ModelDeployment, context: ProviderContext) -> str | None:
-        """The name the model server answers to when the operator, not the spec, decides it
-        (KAITO's presets), else None."""
-        ...
-
-    def picker_config(
-        self, md: ModelDeployment, configured: str | None, context: ProviderContext
-    ) -> str | None:
-        """The EndpointPickerConfig the picker of `md`'s pool runs; `configured` is the
-        configData of its InferenceProviderConfig (None: the picker's built-in default)."""
-        ...
-
-    def invariants(
-        self, md: ModelDeployment, objects: Sequence[Mapping[str, Any]], context: ProviderContext
-    ) -> list[str]:
-        """Broken invariants of the provider's own wiring among `objects`, as messages."""
-        ...
-
-    def is_test_backend(self, md: ModelDeployment) -> bool:
-        """The provider's test backend runs instead of an engine (no GPU, no gateway)."""
-        ...
+ProviderPlugin = Provider

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.model.kinds import ModelDeployment, dig
 from core.model.names import PICKER_SUFFIX, child_name
+from core.model.plugin import UpstreamKind
 from core.model.servednames import served_name
 from core.model.versions import Versions
 from core.rendering.common import object_meta
@@ -22,6 +23,12 @@ if TYPE_CHECKING:
     from core.selection.configs import ProviderRegistry
 
 POOL_GROUP = "inference.networking.k8s.io"
+# The gateway's objects a ModelDeployment's status reads (core/status gateway_state): the core
+# renders them for every provider.
+GATEWAY_KINDS = (
+    UpstreamKind(POOL_GROUP, "v1", "inferencepools", "InferencePool"),
+    UpstreamKind("gateway.networking.k8s.io", "v1", "httproutes", "HTTPRoute"),
+)
 ROUTE_HEADER = "X-Gateway-Model-Name"
 EPP_PORT, EPP_HEALTH_PORT = 9002, 9003
 # The picker's configuration when the provider config gives none: GAIE <GAIE_VERSION>'s own

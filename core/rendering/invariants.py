@@ -8,22 +8,25 @@ served. Each failure names both objects and their fields:
             the sidecar's port, and the provider's invariants say it forwards to the engine)
   selector  the InferencePool selector matches the labels the operator puts on the pods
             (each provider's pods.py states its operator's rule)
-  claims    every claim a pod or a DynamoGraphDeployment mounts is rendered, created by the
-            DynamoGraphDeployment, or declared pre-existing (a volume without a size)
+  claims    every claim a pod mounts is rendered or declared pre-existing (a volume without a
+            size); a provider whose objects mount claims otherwise checks them in its hook
   gpus      GPUs requested = tensor parallel x pipeline parallel, where the engine takes flags
   name      the model name the HTTPRoute matches = the name the engine serves
+The serving containers are those of the Deployments Runway renders plus those the provider's
+serving_containers hook finds in its own objects; the provider's invariants hook adds the
+invariants of its own wiring.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from core.model.kinds import ModelDeployment, dig
-from core.model.plugin import PodGroup
+from core.model.plugin import PodGroup, Provider, Server
 from core.rendering.common import HTTP_PORT, claim_name
+from core.rendering.engines import SERVING_CONTAINER
 from core.selection.configs import ProviderRegistry
 
 _TP = ("--tensor-parallel-size", "-tp", "--tp-size", "--tp")
@@ -37,8 +40,8 @@ def check_invariants(
     md: ModelDeployment, objects: Sequence[Mapping[str, Any]], registry: ProviderRegistry
 ) -> list[str]:
     """Every broken invariant among `objects` (rendered for `md` by its provider), as messages."""
-    servers = _servers(objects)
     plugin = registry.plugin(md.provider_name)
+    servers = _servers(objects, plugin)
     operated = plugin.operator_pods(objects) if plugin is not None else []
     problems = _ports(objects, servers, operated) + _selector(objects, servers, operated)
     problems += _claims(md, objects) + _gpus(servers) + _route_name(objects, servers, operated)
@@ -47,47 +50,22 @@ def check_invariants(
     return problems + plugin.invariants(md, objects, registry.context(md.provider_name))
 
 
-@dataclass(frozen=True, slots=True)
-class _Server:
-    """One serving container: the object holding it, its field path there, its pods' labels,
-    and (Dynamo) the DGD service it belongs to."""
-
-    owner: Mapping[str, Any]
-    path: str
-    container: Mapping[str, Any]
-    labels: Mapping[str, str]
-    service: Mapping[str, Any] | None = None
-
-    @property
-    def ref(self) -> str:
-        return ref(self.owner)
-
-    @property
-    def args(self) -> list[str]:
-        return [str(a) for a in self.container.get("args") or ()]
-
-
 def ref(obj: Mapping[str, Any]) -> str:
     return f"{obj.get('kind')}/{dig(obj, 'metadata', 'name')}"
 
 
-def _servers(objects: Sequence[Mapping[str, Any]]) -> list[_Server]:
-    out: list[_Server] = []
+def _servers(objects: Sequence[Mapping[str, Any]], plugin: Provider | None) -> list[Server]:
+    out: list[Server] = []
     for obj in objects:
-        kind = obj.get("kind")
-        if kind == "Deployment":
+        if obj.get("kind") == "Deployment":
             pod = dig(obj, "spec", "template") or {}
             for i, container in enumerate(dig(pod, "spec", "containers") or ()):
-                if container.get("name") == "vllm":
+                if container.get("name") == SERVING_CONTAINER:
                     path = f"spec.template.spec.containers[{i}]"
                     labels = dig(pod, "metadata", "labels") or {}
-                    out.append(_Server(obj, path, container, labels))
-        elif kind == "DynamoGraphDeployment":
-            for key, service in sorted((dig(obj, "spec", "services") or {}).items()):
-                if service.get("componentType") == "worker":
-                    container = dig(service, "extraPodSpec", "mainContainer") or {}
-                    path = f"spec.services.{key}.extraPodSpec.mainContainer"
-                    out.append(_Server(obj, path, container, {}, service))
+                    out.append(Server(obj, path, container, labels))
+        elif plugin is not None:
+            out += plugin.serving_containers(obj)
     return out
 
 
@@ -134,7 +112,7 @@ def front_door(owner: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None
 
 def _ports(
     objects: Sequence[Mapping[str, Any]],
-    servers: Sequence[_Server],
+    servers: Sequence[Server],
     operated: Sequence[PodGroup],
 ) -> list[str]:
     problems: list[str] = []
@@ -200,7 +178,7 @@ def _ports(
 
 
 def _pod_labels(
-    servers: Sequence[_Server], operated: Sequence[PodGroup]
+    servers: Sequence[Server], operated: Sequence[PodGroup]
 ) -> list[tuple[str, Mapping[str, str]]]:
     """(where, labels) for every group of serving pods, as their operator will label them."""
     groups = [
@@ -214,7 +192,7 @@ def _pod_labels(
 
 def _selector(
     objects: Sequence[Mapping[str, Any]],
-    servers: Sequence[_Server],
+    servers: Sequence[Server],
     operated: Sequence[PodGroup],
 ) -> list[str]:
     problems: list[str] = []
@@ -249,40 +227,17 @@ def _claims(md: ModelDeployment, objects: Sequence[Mapping[str, Any]]) -> list[s
                         f"{ref(obj)} spec.template.spec.volumes[{i}] mounts claim {claim}, which "
                         "is neither rendered (PersistentVolumeClaim) nor declared pre-existing"
                     )
-        elif obj.get("kind") == "DynamoGraphDeployment":
-            pvcs = dig(obj, "spec", "pvcs") or ()
-            created = {p["name"] for p in pvcs if p.get("create") is True}
-            listed = {p["name"] for p in pvcs}
-            for i, pvc in enumerate(pvcs):
-                name = pvc["name"]
-                if not pvc.get("create") and name not in rendered | declared:
-                    problems.append(
-                        f"{ref(obj)} spec.pvcs[{i}] refers to claim {name} with create false, "
-                        "which is neither rendered (PersistentVolumeClaim) nor declared pre-existing"
-                    )
-                if name in created and name in rendered:
-                    problems.append(
-                        f"{ref(obj)} spec.pvcs[{i}] creates claim {name} and "
-                        f"PersistentVolumeClaim/{name} is rendered too"
-                    )
-            for key, service in sorted((dig(obj, "spec", "services") or {}).items()):
-                for i, mount in enumerate(service.get("volumeMounts") or ()):
-                    if mount.get("name") not in listed:
-                        problems.append(
-                            f"{ref(obj)} spec.services.{key}.volumeMounts[{i}] names "
-                            f"{mount.get('name')}, which spec.pvcs does not list"
-                        )
     return problems
 
 
-def _gpu_count(server: _Server) -> int:
-    if server.service is not None:
-        return int(dig(server.service, "resources", "limits", "gpu") or 0)
+def _gpu_count(server: Server) -> int:
+    if server.gpus is not None:
+        return server.gpus
     limits = dig(server.container, "resources", "limits") or {}
     return sum(int(v) for k, v in limits.items() if k.endswith("/gpu"))
 
 
-def _gpus(servers: Sequence[_Server]) -> list[str]:
+def _gpus(servers: Sequence[Server]) -> list[str]:
     problems: list[str] = []
     for server in servers:
         gpus = _gpu_count(server)
@@ -292,8 +247,8 @@ def _gpus(servers: Sequence[_Server]) -> list[str]:
         pp = int(flag_value(server.args, _PP) or 1)
         if gpus != tp * pp:
             where = (
-                f"{server.ref} {server.path.split('.extraPodSpec', 1)[0]}.resources.limits.gpu"
-                if server.service is not None
+                f"{server.ref} {server.gpus_at}"
+                if server.gpus is not None
                 else f"{server.ref} {server.path}.resources.limits"
             )
             problems.append(
@@ -303,14 +258,14 @@ def _gpus(servers: Sequence[_Server]) -> list[str]:
     return problems
 
 
-def served_name(server: _Server) -> str | None:
+def served_name(server: Server) -> str | None:
     """The model name the engine answers to: --served-model-name, else the model itself."""
     return flag_value(server.args, _SERVED) or flag_value(server.args, _MODEL)
 
 
 def _route_name(
     objects: Sequence[Mapping[str, Any]],
-    servers: Sequence[_Server],
+    servers: Sequence[Server],
     operated: Sequence[PodGroup],
 ) -> list[str]:
     problems: list[str] = []

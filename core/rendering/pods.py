@@ -1,16 +1,17 @@
 """The serving pods whose template Runway renders itself, and the default every provider whose
 pods carry the template's labels uses: the pool selects airunway.ai/model-deployment, and the
-server listens on the HTTP port (8000). Each provider states its own rule in
-providers/<name>/pods.py; an operator that labels its pods itself says so there."""
+server listens on the HTTP port (8000). Each provider names its rule in its Provider
+value; an operator that labels its pods itself says so in its package."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
 from core.model.kinds import ModelDeployment
-from core.model.plugin import PodGroup
+from core.model.plugin import UpstreamKind
 from core.rendering.common import HTTP_PORT, LABEL_MODEL_DEPLOYMENT
+
+# The kind of the serving Deployments Runway renders itself (core/rendering/common.py
+# deployment_and_service): what a provider that renders them watches.
+DEPLOYMENTS = UpstreamKind("apps", "v1", "deployments", "Deployment")
 
 
 def template_selector(md: ModelDeployment) -> dict[str, str]:
@@ -21,9 +22,3 @@ def template_selector(md: ModelDeployment) -> dict[str, str]:
 def template_port(md: ModelDeployment) -> int:
     """The port the model server in Runway's own pod templates listens on."""
     return HTTP_PORT
-
-
-def no_operator_pods(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
-    """For a provider whose serving pods are Runway's own Deployments (their templates say the
-    labels), or whose operator selects its pods itself."""
-    return []

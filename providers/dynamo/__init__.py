@@ -1,23 +1,36 @@
 """NVIDIA Dynamo: one nvidia.com DynamoGraphDeployment per ModelDeployment.
 
-The plug-in (core/model/plugin.py): what this package's files offer, under the names the core
-calls.
+PROVIDER is this package as the core sees it (core/model/plugin.py): what its files offer, under
+the names the core calls. The operator creates and owns the InferencePool
+(managesInferencePool), so Runway renders no pool and no selector: the template defaults are
+never asked for one, and its picker is the provider config's.
 """
 
-from core.model.plugin import configured_picker
-from providers.dynamo.flags import flag_catalog as flag_catalog
-from providers.dynamo.flags import owned_flags as owned_flags
-from providers.dynamo.overrides import NAME as NAME
-from providers.dynamo.overrides import OVERRIDE_ROOTS as OVERRIDE_ROOTS
-from providers.dynamo.overrides import check_overrides as check_overrides
-from providers.dynamo.pods import model_port as model_port
-from providers.dynamo.pods import operator_pods as operator_pods
-from providers.dynamo.pods import pool_selector as pool_selector
-from providers.dynamo.render import invariants as invariants
-from providers.dynamo.render import is_test_backend as is_test_backend
-from providers.dynamo.render import render as render
-from providers.dynamo.rules import admission_checks as admission_checks
-from providers.dynamo.rules import served_as as served_as
-from providers.dynamo.status import workload_status as workload_status
+from core.model.plugin import Provider, UpstreamKind
+from core.rendering.pods import template_port, template_selector
+from providers.dynamo.flags import flag_catalog, owned_flags
+from providers.dynamo.invariants import invariants, serving_containers
+from providers.dynamo.overrides import NAME, OVERRIDE_ROOTS, check_overrides
+from providers.dynamo.render import is_test_backend, render
+from providers.dynamo.rules import admission_checks
+from providers.dynamo.status import workload_status
 
-picker_config = configured_picker  # the operator runs its own picker (the DGD's Epp service)
+PROVIDER = Provider(
+    name=NAME,
+    override_roots=OVERRIDE_ROOTS,
+    check_overrides=check_overrides,
+    render=render,
+    pool_selector=template_selector,
+    model_port=template_port,
+    workload_status=workload_status,
+    kinds=(
+        UpstreamKind("nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment"),
+    ),
+    serving_containers=serving_containers,
+    admission_checks=admission_checks,
+    invariants=invariants,
+    flag_catalog=flag_catalog,
+    owned_flags=owned_flags,
+    is_test_backend=is_test_backend,
+    test_backend_reason="auto-selected: the dynamo mocker test backend runs only vllm",
+)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from core.model.kinds import ModelDeployment, dig
@@ -11,7 +11,6 @@ from core.model.plugin import ProviderContext
 from core.model.versions import Versions
 from core.rendering.common import (
     DEFAULT_ACCESS_MODE,
-    NIXL_CONNECTOR,
     claim_name,
     deep_merge,
     flag,
@@ -23,7 +22,6 @@ from core.rendering.common import (
     served_model_name,
     user_args,
 )
-from core.rendering.invariants import flag_value, kv_connector, ref
 
 _RUNTIME = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
 _WORKERS = {None: "VllmWorker", "prefill": "VllmPrefillWorker", "decode": "VllmDecodeWorker"}
@@ -38,7 +36,7 @@ def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> lis
     """One DynamoGraphDeployment: a frontend and the worker services. routerMode, frontend and epp
     are consumed here and never emitted; `spec` overrides are merged into the object's spec."""
     engine = md.engine_type
-    image = md.image_override or f"nvcr.io/nvidia/ai-dynamo/{_RUNTIME[engine]}:{pins.dynamo}"
+    image = md.image_override or f"nvcr.io/nvidia/ai-dynamo/{_RUNTIME[engine]}:{pins.pin('dynamo')}"
     overrides = md.overrides if isinstance(md.overrides, Mapping) else {}
     secret = dig(md.spec, "secrets", "huggingFaceToken")
     frontend: dict[str, Any] = {
@@ -213,15 +211,15 @@ def _args(md: ModelDeployment, role: str | None, gpus: int) -> list[str]:
             args += flag(SGLANG_TRANSFER_BACKEND.removeprefix("--"), "nixl")
         if engine == "vllm":
             args += nixl_kv_transfer()
-    if kv_routed(md) and not _user_sets(md, _KV_EVENTS[engine][0]):
-        args += _KV_EVENTS[engine]
+    if kv_routed(md) and not _user_sets(md, KV_EVENTS[engine][0]):
+        args += KV_EVENTS[engine]
     return args + user_args(md)
 
 
 # How each worker publishes the KV-cache events a KV router needs, as Dynamo <DYNAMO_VERSION>'s own launch
 # scripts pass it (one worker per pod, so the publisher's default port is the pod's own). Without
 # it dynamo.vllm and dynamo.sglang publish nothing, and dynamo.trtllm publishes only when told.
-_KV_EVENTS: Mapping[str, list[str]] = {
+KV_EVENTS: Mapping[str, list[str]] = {
     "vllm": flag(
         "kv-events-config",
         json.dumps(
@@ -246,7 +244,7 @@ _KV_EVENTS: Mapping[str, list[str]] = {
 
 def kv_routed(md: ModelDeployment) -> bool:
     """A KV router picks `md`'s workers from their KV-cache events: the Frontend's with
-    routerMode kv, or Dynamo's endpoint picker behind a gateway (its DYN_USE_KV_EVENTS defaults
+    routerMode kv, or Dynamo's endpoint picker behind a gateway (its DYN_USEKV_EVENTS defaults
     to true). Only a worker that caches prefixes has events to publish."""
     overrides = md.overrides if isinstance(md.overrides, Mapping) else {}
     routed = overrides.get("routerMode") == "kv" or behind_gateway(md)
@@ -267,7 +265,7 @@ def _epp(md: ModelDeployment, overrides: Mapping[str, Any], pins: Versions) -> d
     split = md.is_disaggregated
     image = (overrides.get("epp") or {}).get(
         "image"
-    ) or f"nvcr.io/nvidia/ai-dynamo/dynamo-frontend:{pins.dynamo}"
+    ) or f"nvcr.io/nvidia/ai-dynamo/dynamo-frontend:{pins.pin('dynamo')}"
     plugins = [
         {"name": "disagg-profile-handler", "type": "disagg-profile-handler"},
         _label_filter("decode-filter", "decode", allows_no_label=not split),
@@ -320,7 +318,7 @@ def _sidecar(md: ModelDeployment, pins: Versions, secret: str | None) -> dict[st
     its disaggregated GAIE recipes run it; the default (round-robin) would choose again."""
     args = ["-m", "dynamo.frontend", "--router-mode", "direct"]
     sidecar: dict[str, Any] = {
-        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{pins.dynamo}",
+        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{pins.pin('dynamo')}",
         "args": args,
     }
     if secret:
@@ -336,7 +334,7 @@ _MOCKER_RESOURCES = {"cpu": "100m", "memory": "256Mi"}
 def _as_mocker(md: ModelDeployment, services: dict[str, Any], pins: Versions) -> None:
     """Turn the services into the mocker's: the planner image everywhere, a small Frontend, and
     workers that run the mocker with small CPU and memory requests equal to their limits."""
-    image = f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{pins.dynamo}"
+    image = f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{pins.pin('dynamo')}"
     for service in services.values():
         container = service["extraPodSpec"]["mainContainer"]
         container["image"] = image
@@ -368,57 +366,3 @@ def is_test_backend(md: ModelDeployment) -> bool:
     """The mocker test backend (the annotation): `python3 -m dynamo.mocker` runs instead of an
     engine, on no GPUs, serving through a standalone Frontend (never the gateway)."""
     return md.annotations.get(ANNOTATION_TEST_BACKEND) == MOCKER
-
-
-def invariants(
-    md: ModelDeployment, objects: Sequence[Mapping[str, Any]], context: ProviderContext
-) -> list[str]:
-    """A disaggregated graph's workers run their role with the transfer their engine needs
-    (vLLM: NixlConnector; SGLang: a transfer backend that does not need RDMA); behind a gateway
-    every worker's frontend honours the picker's choice (--router-mode direct); under a KV
-    router every worker publishes KV events."""
-    problems: list[str] = []
-    for graph in (o for o in objects if o.get("kind") == "DynamoGraphDeployment"):
-        engine = str(dig(graph, "spec", "backendFramework") or "")
-        for key, service in sorted((dig(graph, "spec", "services") or {}).items()):
-            if service.get("componentType") != "worker" or is_test_backend(md):
-                continue
-            at = f"{ref(graph)} spec.services.{key}"
-            args = [str(a) for a in dig(service, "extraPodSpec", "mainContainer", "args") or ()]
-            problems += _worker_problems(md, engine, service, at, args)
-            sidecar = service.get("frontendSidecar")
-            if sidecar is not None:
-                mode = flag_value([str(a) for a in sidecar.get("args") or ()], ("--router-mode",))
-                if mode != "direct":
-                    problems.append(
-                        f"{at}.frontendSidecar.args --router-mode is {mode or 'unset (round-robin)'}"
-                        ": the frontend would choose a worker again instead of the picker's"
-                    )
-    return problems
-
-
-def _worker_problems(
-    md: ModelDeployment, engine: str, service: Mapping[str, Any], at: str, args: Sequence[str]
-) -> list[str]:
-    problems: list[str] = []
-    role = service.get("subComponentType")
-    where = f"{at}.extraPodSpec.mainContainer.args"
-    if md.is_disaggregated:
-        mode = flag_value(args, ("--disaggregation-mode",))
-        if mode != role:
-            problems.append(f"{where} --disaggregation-mode is {mode} but the worker is {role}")
-        if engine == "sglang":
-            backend = flag_value(args, (SGLANG_TRANSFER_BACKEND,))
-            if backend in (None, "mooncake"):
-                problems.append(
-                    f"{where} {SGLANG_TRANSFER_BACKEND} is {backend or 'unset (mooncake)'}: "
-                    "SGLang's mooncake backend needs RDMA"
-                )
-        if engine == "vllm" and kv_connector(args) != NIXL_CONNECTOR:
-            problems.append(f"{where} --kv-transfer-config names no {NIXL_CONNECTOR}")
-    if kv_routed(md) and engine in _KV_EVENTS and _KV_EVENTS[engine][0] not in args:
-        problems.append(
-            f"{where} has no {_KV_EVENTS[engine][0]}: the worker publishes no KV events, so "
-            "the KV router routes blind"
-        )
-    return problems

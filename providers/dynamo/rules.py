@@ -1,14 +1,12 @@
-"""Dynamo: the admission rules of its own Runway applies beyond layer 2 of the overrides, and
-the name its workers serve under (the spec's: Runway passes it as --served-model-name)."""
+"""Dynamo: the admission rules of its own Runway applies beyond layer 2 of the overrides. Its
+workers serve under the spec's name (the Provider default: Runway passes --served-model-name)."""
 
 from __future__ import annotations
 
 from core.fields.errors import FieldError, Reason
 from core.model.kinds import Engine, ModelDeployment, dig
-from core.model.plugin import ProviderContext, spec_served_name
+from core.model.plugin import ProviderContext
 from providers.dynamo.render import is_test_backend
-
-served_as = spec_served_name
 
 
 def admission_checks(

@@ -1,23 +1,27 @@
 """KAITO: one kaito.sh Workspace per ModelDeployment.
 
-The plug-in (core/model/plugin.py): what this package's files offer, under the names the core
-calls.
+PROVIDER is this package as the core sees it (core/model/plugin.py): what its files offer, under
+the names the core calls. No flag catalog: presets take no flags from the spec, and the llama.cpp
+template always runs the user's image (there is no default to catalogue).
 """
 
-from core.model.plugin import configured_picker, no_invariants, no_test_backend
-from providers.kaito.flags import flag_catalog as flag_catalog
-from providers.kaito.flags import owned_flags as owned_flags
-from providers.kaito.overrides import NAME as NAME
-from providers.kaito.overrides import OVERRIDE_ROOTS as OVERRIDE_ROOTS
-from providers.kaito.overrides import check_overrides as check_overrides
-from providers.kaito.pods import model_port as model_port
-from providers.kaito.pods import operator_pods as operator_pods
-from providers.kaito.pods import pool_selector as pool_selector
-from providers.kaito.render import render as render
-from providers.kaito.rules import admission_checks as admission_checks
-from providers.kaito.rules import served_as as served_as
-from providers.kaito.status import workload_status as workload_status
+from core.model.plugin import Provider, UpstreamKind
+from providers.kaito.overrides import NAME, OVERRIDE_ROOTS, check_overrides
+from providers.kaito.pods import model_port, operator_pods, pool_selector
+from providers.kaito.render import render
+from providers.kaito.rules import admission_checks, served_as
+from providers.kaito.status import workload_status
 
-is_test_backend = no_test_backend  # the engine always runs
-picker_config = configured_picker  # the pool's picker runs the provider config's
-invariants = no_invariants  # the core's invariants cover its wiring
+PROVIDER = Provider(
+    name=NAME,
+    override_roots=OVERRIDE_ROOTS,
+    check_overrides=check_overrides,
+    render=render,
+    pool_selector=pool_selector,
+    model_port=model_port,
+    workload_status=workload_status,
+    kinds=(UpstreamKind("kaito.sh", "v1beta1", "workspaces", "Workspace"),),
+    operator_pods=operator_pods,
+    admission_checks=admission_checks,
+    served_as=served_as,
+)

@@ -1,27 +1,25 @@
 """KubeRay: one ray.io RayService per ModelDeployment.
 
-The plug-in (core/model/plugin.py): what this package's files offer, under the names the core
-calls.
+PROVIDER is this package as the core sees it (core/model/plugin.py): what its files offer, under
+the names the core calls. No admission rules of its own beyond layer 2 of the overrides, the
+engine answers to the name the spec gives it (Runway passes it to vLLM), and no flag catalog:
+Ray Serve LLM takes engine kwargs, not command-line flags.
 """
 
-from core.model.plugin import (
-    configured_picker,
-    no_invariants,
-    no_test_backend,
-)
-from providers.kuberay.flags import flag_catalog as flag_catalog
-from providers.kuberay.flags import owned_flags as owned_flags
-from providers.kuberay.overrides import NAME as NAME
-from providers.kuberay.overrides import OVERRIDE_ROOTS as OVERRIDE_ROOTS
-from providers.kuberay.overrides import check_overrides as check_overrides
-from providers.kuberay.pods import model_port as model_port
-from providers.kuberay.pods import operator_pods as operator_pods
-from providers.kuberay.pods import pool_selector as pool_selector
-from providers.kuberay.render import render as render
-from providers.kuberay.rules import admission_checks as admission_checks
-from providers.kuberay.rules import served_as as served_as
-from providers.kuberay.status import workload_status as workload_status
+from core.model.plugin import Provider, UpstreamKind
+from providers.kuberay.overrides import NAME, OVERRIDE_ROOTS, check_overrides
+from providers.kuberay.pods import model_port, operator_pods, pool_selector
+from providers.kuberay.render import render
+from providers.kuberay.status import workload_status
 
-is_test_backend = no_test_backend  # the engine always runs
-picker_config = configured_picker  # the pool's picker runs the provider config's
-invariants = no_invariants  # the core's invariants cover its wiring
+PROVIDER = Provider(
+    name=NAME,
+    override_roots=OVERRIDE_ROOTS,
+    check_overrides=check_overrides,
+    render=render,
+    pool_selector=pool_selector,
+    model_port=model_port,
+    workload_status=workload_status,
+    kinds=(UpstreamKind("ray.io", "v1", "rayservices", "RayService"),),
+    operator_pods=operator_pods,
+)

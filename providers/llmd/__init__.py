@@ -1,23 +1,33 @@
 """llm-d: apps/v1 Deployment and v1 Service per ModelDeployment (decode and prefill when split).
 
-The plug-in (core/model/plugin.py): what this package's files offer, under the names the core
-calls.
+PROVIDER is this package as the core sees it (core/model/plugin.py): what its files offer, under
+the names the core calls. No admission rules of its own beyond layer 2 of the overrides; the
+engine answers to the name the spec gives it. The pods run the vLLM OpenAI server of the pinned
+vLLM image, whose catalog is `vllm` (providers/vllm/catalogs/vllm.json, `make flags`); Runway
+owns the server's host and port besides the engine flags it derives from the spec. Runway
+renders the Deployments itself, so the pods carry the template labels and the pool selects them.
 """
 
-from core.model.plugin import no_test_backend
-from providers.llmd.flags import flag_catalog as flag_catalog
-from providers.llmd.flags import owned_flags as owned_flags
-from providers.llmd.overrides import NAME as NAME
-from providers.llmd.overrides import OVERRIDE_ROOTS as OVERRIDE_ROOTS
-from providers.llmd.overrides import check_overrides as check_overrides
-from providers.llmd.pods import model_port as model_port
-from providers.llmd.pods import operator_pods as operator_pods
-from providers.llmd.pods import picker_config as picker_config
-from providers.llmd.pods import pool_selector as pool_selector
-from providers.llmd.render import invariants as invariants
-from providers.llmd.render import render as render
-from providers.llmd.rules import admission_checks as admission_checks
-from providers.llmd.rules import served_as as served_as
-from providers.llmd.status import workload_status as workload_status
+from core.checks.flags import vllm_server_catalog, vllm_server_owned
+from core.model.plugin import Provider
+from core.rendering.pods import DEPLOYMENTS, template_port, template_selector
+from providers.llmd.invariants import invariants
+from providers.llmd.overrides import NAME, OVERRIDE_ROOTS, check_overrides
+from providers.llmd.pods import picker_config
+from providers.llmd.render import render
+from providers.llmd.status import workload_status
 
-is_test_backend = no_test_backend  # the engine always runs
+PROVIDER = Provider(
+    name=NAME,
+    override_roots=OVERRIDE_ROOTS,
+    check_overrides=check_overrides,
+    render=render,
+    pool_selector=template_selector,
+    model_port=template_port,
+    workload_status=workload_status,
+    kinds=(DEPLOYMENTS,),
+    picker_config=picker_config,
+    invariants=invariants,
+    flag_catalog=vllm_server_catalog,
+    owned_flags=vllm_server_owned,
+)

@@ -20,11 +20,6 @@ import yaml
 
 from core.model.kinds import ModelDeployment
 from core.model.plugin import ProviderContext
-from core.rendering.pods import no_operator_pods, template_port, template_selector
-
-pool_selector = template_selector
-model_port = template_port
-operator_pods = no_operator_pods
 
 PD_PROFILE_HANDLER = "pd-profile-handler"
 

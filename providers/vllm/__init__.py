@@ -1,27 +1,30 @@
 """Direct vLLM: apps/v1 Deployment and v1 Service running the vLLM OpenAI server.
 
-The plug-in (core/model/plugin.py): what this package's files offer, under the names the core
-calls.
+PROVIDER is this package as the core sees it (core/model/plugin.py): what its files offer, under
+the names the core calls. No admission rules of its own beyond layer 2 of the overrides; the
+engine answers to the name the spec gives it. The pods run the vLLM OpenAI server of the pinned
+vLLM image, whose catalog is `vllm` (providers/vllm/catalogs/vllm.json, `make flags`); Runway
+owns the server's host and port besides the engine flags it derives from the spec. Runway
+renders the Deployment itself, so the pods carry the template labels (the pool selects
+airunway.ai/model-deployment) and the server listens on --port 8000.
 """
 
-from core.model.plugin import (
-    configured_picker,
-    no_invariants,
-    no_test_backend,
-)
-from providers.vllm.flags import flag_catalog as flag_catalog
-from providers.vllm.flags import owned_flags as owned_flags
-from providers.vllm.overrides import NAME as NAME
-from providers.vllm.overrides import OVERRIDE_ROOTS as OVERRIDE_ROOTS
-from providers.vllm.overrides import check_overrides as check_overrides
-from providers.vllm.pods import model_port as model_port
-from providers.vllm.pods import operator_pods as operator_pods
-from providers.vllm.pods import pool_selector as pool_selector
-from providers.vllm.render import render as render
-from providers.vllm.rules import admission_checks as admission_checks
-from providers.vllm.rules import served_as as served_as
-from providers.vllm.status import workload_status as workload_status
+from core.checks.flags import vllm_server_catalog, vllm_server_owned
+from core.model.plugin import Provider
+from core.rendering.pods import DEPLOYMENTS, template_port, template_selector
+from providers.vllm.overrides import NAME, OVERRIDE_ROOTS, check_overrides
+from providers.vllm.render import render
+from providers.vllm.status import workload_status
 
-is_test_backend = no_test_backend  # the engine always runs
-picker_config = configured_picker  # the pool's picker runs the provider config's
-invariants = no_invariants  # the core's invariants cover its wiring
+PROVIDER = Provider(
+    name=NAME,
+    override_roots=OVERRIDE_ROOTS,
+    check_overrides=check_overrides,
+    render=render,
+    pool_selector=template_selector,
+    model_port=template_port,
+    workload_status=workload_status,
+    kinds=(DEPLOYMENTS,),
+    flag_catalog=vllm_server_catalog,
+    owned_flags=vllm_server_owned,
+)

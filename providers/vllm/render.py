@@ -8,18 +8,12 @@ from core.model.kinds import ModelDeployment
 from core.model.plugin import ProviderContext
 from core.model.versions import Versions
 from core.rendering.common import (
-    HTTP_PORT,
-    cache_env,
-    container_resources,
     deployment_and_service,
-    env,
-    gpu_type,
-    http_port,
     managed_claims,
     pod_volumes,
     spec_overrides,
-    vllm_args,
 )
+from core.rendering.engines import vllm_container
 
 
 def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> list[dict[str, Any]]:
@@ -27,33 +21,8 @@ def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> lis
     PersistentVolumeClaim per volume with a size."""
     gpus = md.gpu_count
     volumes, mounts = pod_volumes(md, gpus=gpus)
-    probe = {"httpGet": {"path": "/health", "port": "http"}}
-    container: dict[str, Any] = {
-        "name": "vllm",
-        "image": md.image_override or f"vllm/vllm-openai:{pins.vllm}",
-        "args": [
-            "--host",
-            "0.0.0.0",
-            "--port",
-            str(HTTP_PORT),
-            *vllm_args(md, gpus=gpus, skip=frozenset({"host", "port"})),
-        ],
-        "ports": http_port(),
-        "resources": container_resources(
-            gpus=gpus,
-            gpu_type=gpu_type(md),
-            memory=md.spec.get("resources", {}).get("memory"),
-            cpu=md.spec.get("resources", {}).get("cpu"),
-        ),
-        "startupProbe": {**probe, "periodSeconds": 10, "failureThreshold": 60},
-        "livenessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3},
-        "readinessProbe": {**probe, "periodSeconds": 5, "failureThreshold": 3},
-    }
-    variables = env(md, extra=cache_env(md))
-    if variables:  # an empty list is dropped by the API server (omitempty): no drift
-        container["env"] = variables
-    if mounts:
-        container["volumeMounts"] = mounts
+    memory = md.spec.get("resources", {}).get("memory")
+    container = vllm_container(md, pins, gpus=gpus, memory=memory, mounts=mounts, host=True)
     replicas = int(md.spec.get("scaling", {}).get("replicas", 1))
     objects = deployment_and_service(
         md,

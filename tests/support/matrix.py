@@ -10,7 +10,7 @@ from typing import Any
 
 from core.model.kinds import ModelDeployment
 from core.selection.configs import ProviderRegistry
-from providers import dynamo
+from providers.dynamo import PROVIDER as dynamo  # noqa: N811 - the value, as the module was used
 from providers.modules import plugins
 
 MOCKER = {"airunway.ai/dynamo-test-backend": "mocker"}

@@ -5,7 +5,7 @@ imports only core/ and itself; kubeio/ is the one room every edge may import; no
 (webhook/, renderer/, gateway/, certs/, controller/) imports another; cli/ sits on top, and ui/
 (the portal) beside it over the edges whose functions it shows (not webhook/, controller/, certs/). An import through
 `importlib` counts: a module that imports dynamically has every room path it spells checked as
-an import. And no module outside a provider's package names a provider.
+an import. And no module outside a provider's package names a provider or its upstream kinds.
 """
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from core.model.kinds import Engine
+from core.rendering.inferencegateway import GATEWAY_KINDS
+from core.rendering.pods import DEPLOYMENTS
+from providers.modules import plugins
 from tests.support.paths import ROOT
 
 CORE_ORDER = (
@@ -34,7 +38,20 @@ EDGES = ("webhook", "renderer", "gateway", "certs", "controller")
 # `gateway-plan` call (renderer/, gateway/), so no second API can drift; nothing imports it.
 FRONTS = ("cli", "ui")
 ROOMS = ("core", "providers", "kubeio", *EDGES, *FRONTS)
-PROVIDERS = ("dynamo", "kaito", "kuberay", "llmd", "vllm")
+# What the forbidden lists are built from: the plug-ins themselves, so a sixth provider is
+# covered. A provider's upstream kinds and their API groups, less the core's own (apps/v1
+# Deployments Runway renders for several providers, and the gateway's objects).
+PLUGINS = plugins()
+PROVIDERS = tuple(p.name for p in PLUGINS)
+CORE_KINDS = (DEPLOYMENTS, *GATEWAY_KINDS)
+UPSTREAM_KINDS = sorted({k.kind for p in PLUGINS for k in p.kinds} - {k.kind for k in CORE_KINDS})
+UPSTREAM_GROUPS = sorted(
+    {k.group for p in PLUGINS for k in p.kinds} - {k.group for k in CORE_KINDS}
+)
+# A provider named like an engine (Direct vLLM's "vllm" and core.model.kinds.Engine.VLLM): the
+# word is the engine's everywhere (flags, images, the container's name), so it counts as the
+# provider only where it is compared with something that mentions a provider.
+ENGINE_NAMED = {name for name in PROVIDERS if name in {e.value for e in Engine}}
 IO_IN_CORE = {
     "flask",
     "gunicorn",
@@ -215,12 +232,8 @@ def test_every_room_is_really_checked() -> None:
     }
 
 
-def provider_names_in(path: Path, source: str) -> list[str]:
-    """Where `source` names a provider outside its package: a string that is exactly a
-    provider's name (not an engine's: `vllm` only where compared with a provider), not counting
-    docstrings."""
-    tree = ast.parse(source)
-    docstrings = {
+def _docstrings(tree: ast.AST) -> set[int]:
+    return {
         id(node.body[0].value)
         for node in ast.walk(tree)
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
@@ -228,19 +241,43 @@ def provider_names_in(path: Path, source: str) -> list[str]:
         and isinstance(node.body[0], ast.Expr)
         and isinstance(node.body[0].value, ast.Constant)
     }
+
+
+def _named_in(text: str) -> list[str]:
+    """What a string constant names: a provider's name as a word (not one named like an engine:
+    see ENGINE_NAMED), an upstream kind (the whole string), or an API group of a provider (the
+    whole string, or an apiVersion `group/v...`)."""
+    words = [
+        n
+        for n in PROVIDERS
+        if n not in ENGINE_NAMED
+        and re.search(rf"(?<![\w.-]){re.escape(n)}(?![\w-]|\.\w)", text, re.I)
+    ]
+    kinds = [text] if text in UPSTREAM_KINDS else []
+    groups = [g for g in UPSTREAM_GROUPS if text == g or re.match(rf"{re.escape(g)}/v\d", text)]
+    return words + kinds + groups
+
+
+def provider_names_in(path: Path, source: str) -> list[str]:
+    """Where `source` names a provider outside its package: a string constant (docstrings and
+    comments may) naming a provider, one of its upstream kinds or API groups (_named_in), or a
+    provider named like an engine compared with a provider."""
+    tree = ast.parse(source)
+    docstrings = _docstrings(tree)
     found = []
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Constant)
-            and node.value in PROVIDERS
-            and node.value != "vllm"
+            and isinstance(node.value, str)
             and id(node) not in docstrings
         ):
-            found.append(f"{path.name}:{node.lineno} {node.value!r}")
+            found += [f"{path.name}:{node.lineno} {name!r}" for name in _named_in(node.value)]
         if isinstance(node, ast.Compare) and "provider" in ast.unparse(node):
             for constant in ast.walk(node):
-                if isinstance(constant, ast.Constant) and constant.value == "vllm":
-                    found.append(f"{path.name}:{node.lineno} compares a provider with 'vllm'")
+                if isinstance(constant, ast.Constant) and constant.value in ENGINE_NAMED:
+                    found.append(
+                        f"{path.name}:{node.lineno} compares a provider with {constant.value!r}"
+                    )
     return found
 
 
@@ -266,8 +303,31 @@ def test_no_module_outside_a_provider_package_names_a_provider(path: Path) -> No
             ["x.py:1 'llmd'", "x.py:1 compares a provider with 'vllm'"],
         ),
         ('ENGINE = "vllm"\n', []),
+        ('IMAGE = "vllm/vllm-openai"\n', []),
         ('"""Dynamo, KAITO: kaito and dynamo in prose."""\n', []),
+        ("# kaito in a comment\nX = 1\n", []),
+        ('REASON = "the Dynamo mocker serves no gateway"\n', ["x.py:1 'dynamo'"]),
+        ('MESSAGE = f"{x} is not a KubeRay option"\n', ["x.py:1 'kuberay'"]),
+        (
+            'if obj["kind"] == "DynamoGraphDeployment":\n    pass\n',
+            ["x.py:1 'DynamoGraphDeployment'"],
+        ),
+        ('GROUPS = ("kaito.sh", "ray.io")\n', ["x.py:1 'kaito.sh'", "x.py:1 'ray.io'"]),
+        ('API = "nvidia.com/v1alpha1"\n', ["x.py:1 'nvidia.com'"]),
+        ('GPU = "nvidia.com/gpu"\n', []),
+        ('KIND = "Deployment"\n', []),
+        ('KIND = "InferencePool"\n', []),
+        ('LABEL = "llmd-like"\n', []),
     ],
 )
 def test_the_name_rule_catches_a_switch_on_a_provider(source: str, expected: list[str]) -> None:
     assert sorted(provider_names_in(ROOT / "x.py", source)) == sorted(expected)
+
+
+def test_the_forbidden_lists_come_from_the_plug_ins() -> None:
+    assert (
+        ("dynamo", "kaito", "kuberay", "llmd", "vllm"),
+        ["DynamoGraphDeployment", "RayService", "Workspace"],
+        ["kaito.sh", "nvidia.com", "ray.io"],
+        {"vllm"},
+    ) == (PROVIDERS, UPSTREAM_KINDS, UPSTREAM_GROUPS, ENGINE_NAMED)

@@ -9,19 +9,19 @@ import kubernetes
 from flask import Blueprint, render_template
 
 from core.model.kinds import EMP_GROUP, GROUP
+from kubeio.client import api_failure
+from kubeio.objects import upstream_kinds
 from kubeio.shipped import bundled_versions, runway_version
-from ui.cluster import TIMEOUT, api_failure
+from ui.cluster import TIMEOUT
 from ui.context import NavItem, portal
 
 blueprint = Blueprint("about", __name__)
 NAV = NavItem("about.page", "About")
-# The CRDs the pages read, by group: Runway's own, the gateway's, and the upstreams'.
-WATCHED_GROUPS = (
+# The CRDs the pages read, by group: Runway's own, the gateway's and the GitOps tools'; the
+# providers' upstream groups join them (watched_groups).
+OWN_GROUPS = (
     GROUP,
     EMP_GROUP,
-    "kaito.sh",
-    "nvidia.com",
-    "ray.io",
     "inference.networking.k8s.io",
     "inference.networking.x-k8s.io",
     "gateway.networking.k8s.io",
@@ -30,6 +30,11 @@ WATCHED_GROUPS = (
     "kustomize.toolkit.fluxcd.io",
     "argoproj.io",
 )
+
+
+def watched_groups() -> frozenset[str]:
+    """OWN_GROUPS and the API groups of the kinds the providers render (kubeio.objects)."""
+    return frozenset((*OWN_GROUPS, *(kind.group for kind in upstream_kinds())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +62,11 @@ def connection() -> Connection | None:
         if failure is None:
             raise
         return Connection(server="", problem=failure)
+    groups = watched_groups()
     present = sorted(
         (str(crd.metadata.name), ", ".join(v.name for v in crd.spec.versions if v.served))
         for crd in crds.items
-        if crd.metadata is not None and crd.spec.group in WATCHED_GROUPS
+        if crd.metadata is not None and crd.spec.group in groups
     )
     return Connection(server=server, version=info.git_version, crds=tuple(present))
 

@@ -32,9 +32,9 @@ from flask import Blueprint, Response, render_template, request
 from core.model.kinds import GROUP, MODEL_DEPLOYMENT_PLURAL, VERSION
 from core.rendering.common import ANNOTATION_RENDERED_FROM, LABEL_MODEL_DEPLOYMENT
 from core.status.modeldeployment import PHASES
-from kubeio.client import error_message
-from kubeio.objects import UPSTREAM_KINDS
-from ui.cluster import TIMEOUT, api_failure
+from kubeio.client import api_failure, error_message
+from kubeio.objects import upstream_kinds
+from ui.cluster import TIMEOUT
 from ui.context import NavItem, cluster, portal, viewer
 
 blueprint = Blueprint("deployments", __name__)
@@ -44,7 +44,7 @@ MAX_ITEMS = 500  # ModelDeployments listed at most per request
 MAX_PENDING = 10  # pending pods whose events are read per detail
 MAX_EVENTS = 20  # events shown per pending pod
 FAILURES = (kubernetes.client.ApiException, urllib3.exceptions.HTTPError, OSError)
-# Services and claims are read through the core API, beside kubeio.objects.UPSTREAM_KINDS.
+# Services and claims are read through the core API, beside kubeio.objects.upstream_kinds().
 FLUX_NAME = "kustomize.toolkit.fluxcd.io/name"
 FLUX_NAMESPACE = "kustomize.toolkit.fluxcd.io/namespace"
 ARGO_TRACKING = "argocd.argoproj.io/tracking-id"
@@ -250,7 +250,7 @@ class _Reader:
         custom = kubernetes.client.CustomObjectsApi(self.client)
         core = kubernetes.client.CoreV1Api(self.client)
         found: list[Mapping[str, Any]] = []
-        for group, version, plural, kind in UPSTREAM_KINDS:
+        for group, version, plural, kind in upstream_kinds():
             listed = functools.partial(
                 custom.list_namespaced_custom_object,
                 group,

@@ -11,7 +11,7 @@ from core.admission.pipeline import admit
 from core.model.kinds import ModelDeployment
 from core.selection.configs import ProviderRegistry
 from kubeio.shipped import bundled_versions
-from providers import kuberay
+from providers.kuberay import PROVIDER as KUBERAY
 from tests.support.builders import model_deployment
 
 PINS = bundled_versions()
@@ -20,7 +20,7 @@ PINS = bundled_versions()
 def serve_config(obj: dict[str, Any], registry: ProviderRegistry) -> dict[str, Any]:
     admission = admit(obj, registry=registry)
     assert admission.errors == ()
-    (service,) = kuberay.render(ModelDeployment(admission.obj), PINS, registry.context("kuberay"))
+    (service,) = KUBERAY.render(ModelDeployment(admission.obj), PINS, registry.context("kuberay"))
     config: dict[str, Any] = json.loads(service["spec"]["serveConfigV2"])
     return config
 

@@ -25,7 +25,7 @@ from core.admission.pipeline import admit
 from core.model.kinds import ModelDeployment
 from core.model.plugin import ProviderContext
 from kubeio.shipped import bundled_versions
-from providers import kuberay
+from providers.kuberay import PROVIDER as KUBERAY
 from tests.support.builders import shipped_registry
 from tests.support.paths import EXAMPLES
 from tests.support.rayservices import kuberay_cases
@@ -40,7 +40,7 @@ LLM_CONFIG_KEYS = {"deployment_config", "engine_kwargs", "model_loading_config"}
 def serve_config(doc: dict[str, Any]) -> dict[str, Any]:
     admission = admit(doc, registry=shipped_registry())
     assert admission.errors == ()
-    (service,) = kuberay.render(ModelDeployment(admission.obj), PINS, ProviderContext("kuberay"))
+    (service,) = KUBERAY.render(ModelDeployment(admission.obj), PINS, ProviderContext("kuberay"))
     # The operator reads serveConfigV2 as YAML and hands the dashboard the parsed document.
     config: dict[str, Any] = yaml.safe_load(service["spec"]["serveConfigV2"])
     return config
@@ -57,7 +57,7 @@ def llm_configs(app: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_the_installed_ray_is_the_pinned_one() -> None:
-    assert ray.__version__ == PINS.ray
+    assert ray.__version__ == PINS.pin("ray")
 
 
 @pytest.mark.parametrize(("case", "doc"), CASES, ids=[c for c, _ in CASES])

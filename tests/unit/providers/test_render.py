@@ -16,7 +16,7 @@ from providers.modules import plugins
 from tests.support.builders import disaggregated, model_deployment
 from tests.support.paths import EXAMPLES
 
-PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
+PLUGINS = {plugin.name: plugin for plugin in plugins()}
 
 PINS = bundled_versions()
 
@@ -74,7 +74,7 @@ def test_dynamo_worker_args_image_and_stripped_transformer_keys(shipped: Provide
     assert kinds([graph]) == ["nvidia.com/v1alpha1 DynamoGraphDeployment qwen-32b-kv"]
     assert graph["spec"]["backendFramework"] == "vllm"
     assert worker["extraPodSpec"]["mainContainer"] == {
-        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{PINS.dynamo}",
+        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{PINS.pin('dynamo')}",
         "command": ["python3", "-m", "dynamo.vllm"],
         "args": [
             "--model",
@@ -218,7 +218,7 @@ def test_kuberay_rayservice_serves_the_model_with_ray_serve_llm(shipped: Provide
         service["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0][
             "image"
         ]
-        == f"rayproject/ray-llm:{PINS.ray}-py311-cu128"
+        == f"rayproject/ray-llm:{PINS.pin('ray')}-py311-cu128"
     )
 
 
@@ -300,8 +300,8 @@ def test_spec_overrides_merge_but_cannot_break_the_selector(shipped: ProviderReg
 
 def test_llmd_disaggregated_renders_decode_first_then_prefill(shipped: ProviderRegistry) -> None:
     """llm-d P/D as llm-d-inference-scheduler wires it: role labels, NixlConnector kv_both on
-    both roles with the side channel on the pod IP, and the decode pods' routing sidecar on the
-    pod's http port in front of vLLM on 8200."""
+    both roles with the side channel on the pod IP, the decode pods' routing sidecar on the
+    pod's http port in front of vLLM on 8200, and vLLM's three probes on both roles."""
     obj = disaggregated("pd", prefill_gpu=2, decode_gpu=1)
     obj["spec"]["provider"] = {"name": "llmd"}
 
@@ -345,9 +345,20 @@ def test_llmd_disaggregated_renders_decode_first_then_prefill(shipped: ProviderR
                         "limits": {"nvidia.com/gpu": "1"},
                         "requests": {"nvidia.com/gpu": "1"},
                     },
+                    "startupProbe": {
+                        "httpGet": {"path": "/health", "port": "vllm"},
+                        "periodSeconds": 10,
+                        "failureThreshold": 60,
+                    },
+                    "livenessProbe": {
+                        "httpGet": {"path": "/health", "port": "vllm"},
+                        "periodSeconds": 10,
+                        "failureThreshold": 3,
+                    },
                     "readinessProbe": {
                         "httpGet": {"path": "/health", "port": "vllm"},
                         "periodSeconds": 5,
+                        "failureThreshold": 3,
                     },
                     "env": [side_channel],
                 }
@@ -355,7 +366,7 @@ def test_llmd_disaggregated_renders_decode_first_then_prefill(shipped: ProviderR
             "initContainers": [
                 {
                     "name": "routing-sidecar",
-                    "image": f"ghcr.io/llm-d/llm-d-routing-sidecar:v{PINS.llmd}",
+                    "image": f"ghcr.io/llm-d/llm-d-routing-sidecar:v{PINS.pin('llmd')}",
                     "args": [
                         "--port=8000",
                         "--vllm-port=8200",
@@ -389,6 +400,13 @@ def test_llmd_disaggregated_renders_decode_first_then_prefill(shipped: ProviderR
     ]
     assert container["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
     assert container["env"] == [side_channel]
+    # vLLM's startup, liveness and readiness probes, as Direct vLLM's (core/rendering/engines.py),
+    # on its own port: behind the sidecar on decode pods, the pod's http port on prefill pods.
+    assert {k: container[k]["httpGet"] for k in container if k.endswith("Probe")} == {
+        "startupProbe": {"path": "/health", "port": "http"},
+        "livenessProbe": {"path": "/health", "port": "http"},
+        "readinessProbe": {"path": "/health", "port": "http"},
+    }
     # Both Services reach the pods' http port: the sidecar on decode pods, vLLM on prefill pods.
     assert [o["spec"]["ports"] for o in objects[1::2]] == [
         [{"name": "http", "port": 8000, "targetPort": "http", "protocol": "TCP"}]
@@ -452,7 +470,7 @@ def test_dynamo_with_the_gateway_runs_its_own_picker_and_frontend_sidecars(
         "decode"
     ]
     assert services["VllmWorker"]["frontendSidecar"] == {
-        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{PINS.dynamo}",
+        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{PINS.pin('dynamo')}",
         "args": ["-m", "dynamo.frontend", "--router-mode", "direct"],
         "envFromSecret": "hf",
     }

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,10 +20,10 @@ from core.rendering.invariants import check_invariants
 from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_flag_catalogs, bundled_versions
-from providers import dynamo
+from providers.dynamo import PROVIDER as DYNAMO
 from tests.support.builders import disaggregated, model_deployment
 from tests.support.matrix import cases, engine_args, launched_catalogs
-from tests.support.paths import EXAMPLES
+from tests.support.paths import EXAMPLES, ROOT
 from tests.support.validation import check
 
 SHIPPED = build_registry()
@@ -70,7 +69,7 @@ def test_dynamo_workers_get_only_flags_their_engine_parses(
 ) -> None:
     obj = model_deployment(gpu=gpus, provider="dynamo", engine={"type": engine, **switches})
     _, (graph,) = render(obj, shipped)
-    catalog = CATALOGS[str(dynamo.flag_catalog(engine))]
+    catalog = CATALOGS[str(DYNAMO.flag_catalog(engine))]
 
     assert unknown_flags(worker_args(graph), catalog) == []
 
@@ -689,18 +688,16 @@ def test_llmd_pd_runs_the_facts_at_the_pin() -> None:
     """providers/llmd/facts/pd.json (`make facts`, from llm-d-inference-scheduler's sources at
     LLMD_VERSION) is what the P/D pods and picker run: its picker configuration as such, its
     role label, its sidecar image at the pinned tag, and only flags that sidecar defines."""
-    facts = json.loads(
-        (Path(__file__).resolve().parents[3] / "providers/llmd/facts/pd.json").read_text()
-    )
+    facts = json.loads((ROOT / "providers/llmd/facts/pd.json").read_text())
     _md, objects = _llmd_pd()
     config = _find(objects, "ConfigMap", "pd-epp")["data"]["default-plugins.yaml"]
     decode = _decode_pod(objects)
     (sidecar,) = decode["spec"]["initContainers"]
 
-    assert facts["llmd"] == f"v{PINS.llmd}"
+    assert facts["llmd"] == f"v{PINS.pin('llmd')}"
     assert yaml.safe_load(config) == facts["pickerConfig"]
     assert decode["metadata"]["labels"][facts["roleLabel"]] == facts["roles"]["decode"]
-    assert sidecar["image"] == f"{facts['sidecar']['image']}:v{PINS.llmd}"
+    assert sidecar["image"] == f"{facts['sidecar']['image']}:v{PINS.pin('llmd')}"
     assert [a.split("=", 1)[0].lstrip("-") for a in sidecar["args"]] == [
         "port",
         "vllm-port",

@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
+from kubeio.serverlogs import LOG_FORMAT
 from tests.support.builders import model_deployment
 from tests.support.webhook import review
 from webhook.app import create_app
-from webhook.gunicorn_options import LOG_FORMAT
 from webhook.logfields import FIELD_CHARS, field
 from webhook.metrics import KINDS, OPERATIONS, OTHER, Metrics
 from webhook.settings import Settings

@@ -17,8 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.admission.entry import admit_object
 from core.admission.hydrate import hydrate, hydrate_shared
-from core.admission.pipeline import admit, json_patch, patch_of
+from core.admission.pipeline import admit, json_patch
 from tests.support.builders import model_deployments, shipped_registry
 from tests.support.paths import example_model_deployments
 
@@ -97,15 +98,16 @@ def test_any_two_objects_patch_as_make_patch_does(
 @settings(max_examples=400, deadline=None)
 @given(obj=model_deployments())
 def test_every_hydration_patches_as_make_patch_does(obj: dict[str, Any]) -> None:
-    admission = admit(obj, registry=REGISTRY)
-    if admission.hydration.structural or admission.hydration.errors:
-        assert patch_of(obj, admission) == []
+    verdict = admit_object(obj, registry=REGISTRY)
+    assert verdict.hydration is not None
+    if verdict.hydration.structural or verdict.hydration.errors:
+        assert verdict.patch() == []
         return
-    holds(obj, admission.obj)
-    applied = jsonpatch.apply_patch(copy.deepcopy(obj), patch_of(obj, admission))
-    assert text(applied) == text(admission.obj)
+    holds(obj, dict(verdict.object))
+    applied = jsonpatch.apply_patch(copy.deepcopy(obj), verdict.patch())
+    assert text(applied) == text(verdict.object)
     # a hydrated object admitted again gets no patch
-    assert patch_of(admission.obj, admit(admission.obj, registry=REGISTRY)) == []
+    assert admit_object(verdict.object, registry=REGISTRY).patch() == []
 
 
 @pytest.mark.parametrize(("name", "obj"), example_model_deployments())

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.fields.errors import FieldError, Reason
+from kubeio.users import User
 from tests.support.builders import external_model_provider
-from webhook.access import ClusterAccess, Review, User, Verdict, secret_access_errors
+from webhook.access import ClusterAccess, Review, Verdict, secret_access_errors
 from webhook.app import access_for
 from webhook.settings import Settings
 

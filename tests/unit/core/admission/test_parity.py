@@ -19,11 +19,11 @@ from renderer.output.schemapack import load_pack
 from renderer.output.strict import Schemas
 from tests.support.builders import model_deployment
 
-PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
+PLUGINS = {plugin.name: plugin for plugin in plugins()}
 
 PINS = bundled_versions()
 MOCKER = {"airunway.ai/dynamo-test-backend": "mocker"}
-PLANNER = f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{PINS.dynamo}"
+PLANNER = f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{PINS.pin('dynamo')}"
 SMALL = {"cpu": "100m", "memory": "256Mi"}
 MOCKER_ARGS = [
     "--model-path", "Qwen/Qwen3-0.6B", "--model-name", "qwen3", "--speedup-ratio", "1000.0",
