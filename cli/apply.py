@@ -11,7 +11,7 @@ from typing import Any
 from cli.exits import Exit
 from cli.options import CONTEXT, add_context, no_stdin
 from core.fields.errors import SourceError
-from kubeio.client import api_client
+from kubeio.client import connected
 from renderer.apply import apply_tree, summary
 
 
@@ -44,7 +44,7 @@ def run_apply(args: argparse.Namespace) -> int:
     root = Path(given)
     if not root.is_dir():
         raise SourceError(given, "not a rendered tree (no such directory)")
-    with api_client(args.kubeconfig, context=getattr(args, CONTEXT, None)) as client:
+    with connected(args.kubeconfig, context=getattr(args, CONTEXT, None)) as client:
         results = apply_tree(
             client, root, field_manager=args.field_manager, now=dt.datetime.now(dt.UTC)
         )

@@ -159,17 +159,23 @@ def _tables(commands: Sequence[Command]) -> list[str]:
     return lines
 
 
+# bash: offer the words of $values, or file names for @files (an option's values, arguments).
+BASH_REPLY = (
+    '        if [ "$values" = @files ]; then',
+    '            mapfile -t COMPREPLY < <(compgen -f -- "$cur")',
+    "        else",
+    '            mapfile -t COMPREPLY < <(compgen -W "$values" -- "$cur")',
+    "        fi",
+)
+
+
 def bash_script(commands: Sequence[Command]) -> str:
     driver = [
         "_runway() {",
         '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" where values',
         '    where="$(_runway_where "${COMP_WORDS[@]:0:COMP_CWORD}")"',
         '    if values="$(_runway_values "$where" "$prev")"; then',
-        '        if [ "$values" = @files ]; then',
-        '            mapfile -t COMPREPLY < <(compgen -f -- "$cur")',
-        "        else",
-        '            mapfile -t COMPREPLY < <(compgen -W "$values" -- "$cur")',
-        "        fi",
+        *BASH_REPLY,
         "        return 0",
         "    fi",
         '    local commands; commands="$(_runway_commands "$where")"',
@@ -178,11 +184,7 @@ def bash_script(commands: Sequence[Command]) -> str:
         '    elif [ -n "$commands" ]; then',
         '        mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur")',
         '    elif values="$(_runway_arguments "$where")"; then',
-        '        if [ "$values" = @files ]; then',
-        '            mapfile -t COMPREPLY < <(compgen -f -- "$cur")',
-        "        else",
-        '            mapfile -t COMPREPLY < <(compgen -W "$values" -- "$cur")',
-        "        fi",
+        *BASH_REPLY,
         "    fi",
         "}",
         "complete -o filenames -F _runway runway",

@@ -19,7 +19,7 @@ from controller.lease import LeaseSettings
 from controller.observe import ObserveSettings
 from controller.run import ControllerSettings, run, wait
 from gateway.run import sync_loop
-from kubeio.client import api_client
+from kubeio.client import connected
 from kubeio.shipped import runway_version
 
 
@@ -140,8 +140,7 @@ def run_controller(args: argparse.Namespace) -> Exit:
 
     signal.signal(signal.SIGTERM, stopping)
     signal.signal(signal.SIGINT, stopping)
-    api = api_client(args.kubeconfig, context=getattr(args, CONTEXT, None))
-    try:
+    with connected(args.kubeconfig, context=getattr(args, CONTEXT, None)) as api:
         running = run(api, settings, stop, on_gateway_change=wake.set if sync else None)
         if sync is not None:  # the Lease covers both: only the leader registers in LiteLLM
             thread = threading.Thread(
@@ -158,6 +157,4 @@ def run_controller(args: argparse.Namespace) -> Exit:
             )
             thread.start()
         wait(running, settings, stop)
-    finally:
-        api.close()
     return Exit.OK

@@ -11,8 +11,8 @@ from typing import Any
 from cli.exits import Exit
 from cli.inspect import add_common, guarded, registry_of, sources
 from cli.options import write_structured
+from core.admission.verdict import MD, kind_of, name_of
 from kubeio.explanation import explain_one, failed_explanation, print_explanation
-from kubeio.inspection import MD, kind_of, name_of
 from kubeio.sources import skip_note
 
 

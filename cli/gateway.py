@@ -39,6 +39,7 @@ from gateway.run import (
     sync_once,
 )
 from gateway.status import ModelResult
+from kubeio.client import cluster_calls
 
 log = logging.getLogger(__name__)
 
@@ -286,10 +287,12 @@ def print_report(report: SyncReport) -> None:
 def run_sync(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> Exit:
     settings = sync_settings(args, os.environ if env is None else env, interval=args.interval)
     if args.once:
-        report = sync_once(settings)
+        with cluster_calls():
+            report = sync_once(settings)
         _print_report(report, args.output)
         return _sync_exit(report)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    last = sync_loop(settings, stop=stop, report=lambda r: _print_report(r, args.output))
+    with cluster_calls():  # the loop outlives the cluster's failures, but not a bad kubeconfig
+        last = sync_loop(settings, stop=stop, report=lambda r: _print_report(r, args.output))
     return _sync_exit(last)

@@ -4,8 +4,9 @@ rule of every command that reads sources (kubeio.sources.is_runway_kind): a kind
 group is skipped with a note, as kubeconform's -skip does, and allowed, as the webhook allows
 it; an unknown kind of Runway's own groups is unusable input (exit 2, with a suggestion), as it
 is for `render`. Also the helpers `explain` shares (reading manifests, the provider registry,
-the per-object guard). The verdict of one object, and its text, are kubeio.inspection's, which
-the portal's Models page shows too."""
+the per-object guard). The verdict of one object is core.admission.entry.admit_object's, the
+webhook's own entry; `-o json` prints its JSON form, and its text and the repository policy are
+kubeio.inspection's, which the portal's Models page shows too."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from cli.exits import Exit
 from cli.options import (
@@ -24,39 +25,19 @@ from cli.options import (
     read_inputs,
     write_structured,
 )
-from core.admission.configs import check_external_provider, check_provider_config
-from core.admission.hydrate import hydrate
+from core.admission.entry import admit_object
+from core.admission.verdict import NAMESPACED, Step, Verdict, kind_of, name_of
 from core.fields.errors import SourceError
 from core.model.destinations import Destinations
 from core.model.kinds import ModelDeployment
 from core.selection.configs import ProviderRegistry
 from kubeio.guard import per_object
-from kubeio.inspection import (
-    EMP,
-    IPC,
-    MD,
-    NAMESPACED,
-    deny_by_policy,
-    field_error,
-    kind_of,
-    name_of,
-    print_verdict,
-    validate_one,
-    verdict,
-)
+from kubeio.inspection import deny_by_policy, located, print_verdict
 from kubeio.objects import object_key
 from kubeio.registry import load_registry
-from kubeio.sources import SKIPPED, Document, Kinds, read_documents, runway_documents
+from kubeio.sources import Document, Kinds, read_documents, runway_documents
 
-__all__ = [  # one object's verdict moved to kubeio/inspection.py; read from here too
-    "add_commands",
-    "add_common",
-    "guarded",
-    "registry_of",
-    "sources",
-    "validate_one",
-    "verdict",
-]
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 NAMESPACE_HELP = (
     "the namespace of ModelDeployments and ExternalModelProviders without one (as kubectl apply -n)"
@@ -134,12 +115,12 @@ def key_of(obj: Mapping[str, Any]) -> str:
 
 
 def guarded(
-    check: Callable[..., dict[str, Any]],
+    check: Callable[..., T],
     obj: Mapping[str, Any],
     registry: ProviderRegistry,
-    failed: Callable[[str], dict[str, Any]],
+    failed: Callable[[str], T],
     **kwargs: Any,
-) -> dict[str, Any]:
+) -> T:
     """`check` for one object, where any exception at all is that object's one error (the
     traceback goes to the debug log, -vv), in the shape `failed(detail)` builds: one object
     never takes down the others."""
@@ -155,24 +136,21 @@ def run_validate(args: argparse.Namespace) -> int:
     registry = registry_of(args)
     allowed = destinations(args.allow_destination)
     stored = _stored_versions(args, registry)
-    results = [
-        _validate_doc(doc, registry, stored, allowed, ours=ours)
-        for doc, ours in zip(kinds.documents, kinds.ours, strict=True)
-    ]
-    deny_by_policy(results, kinds.documents)
+    judged = [_validate_doc(doc, registry, stored, allowed) for doc in kinds.documents]
+    judged = deny_by_policy(judged, kinds.documents)
     if args.output != "text":
-        write_structured(results, args.output, sys.stdout)
+        write_structured([v.as_json() for v in judged], args.output, sys.stdout)
     else:
-        for result in results:
-            print_verdict(result, sys.stdout)
-        print(_summary(results), file=sys.stdout)
-    return Exit.OK if all(r["allowed"] for r in results) else Exit.PARTIAL
+        for verdict in judged:
+            print_verdict(verdict, sys.stdout)
+        print(_summary(judged), file=sys.stdout)
+    return Exit.OK if all(v.allowed for v in judged) else Exit.PARTIAL
 
 
-def _summary(results: Sequence[Mapping[str, Any]]) -> str:
-    skipped = sum(1 for r in results if r["skipped"])
-    denied = sum(1 for r in results if not r["allowed"])
-    text = f"{len(results) - denied - skipped} allowed, {denied} denied"
+def _summary(judged: Sequence[Verdict]) -> str:
+    skipped = sum(1 for v in judged if v.skipped)
+    denied = sum(1 for v in judged if not v.allowed)
+    text = f"{len(judged) - denied - skipped} allowed, {denied} denied"
     return text + (f", {skipped} skipped" if skipped else "")
 
 
@@ -183,17 +161,13 @@ def _stored_key(obj: Mapping[str, Any]) -> tuple[Any, ...]:
 def _stored_versions(
     args: argparse.Namespace, registry: ProviderRegistry
 ) -> dict[tuple[Any, ...], Mapping[str, Any]]:
-    """The --old objects as the cluster stored them: a ModelDeployment after its own mutation
-    at CREATE, an ExternalModelProvider as it is."""
+    """The --old objects as the cluster stored them: after the mutating webhook at CREATE (a
+    ModelDeployment it denies, and every other kind, as it is)."""
     if not args.old:
         return {}
     stored: dict[tuple[Any, ...], Mapping[str, Any]] = {}
-    docs = read_documents(args.old)
-    for doc in docs:
-        obj = doc.obj
-        if kind_of(obj) == MD:
-            hydration = hydrate(obj, registry=registry)
-            obj = obj if hydration.errors else hydration.obj
+    for doc in read_documents(args.old):
+        obj = admit_object(doc.obj, registry=registry, step=Step.MUTATE).object
         stored[_stored_key(obj)] = obj
     return stored
 
@@ -203,49 +177,17 @@ def _validate_doc(
     registry: ProviderRegistry,
     stored: Mapping[tuple[Any, ...], Mapping[str, Any]],
     allowed: Destinations,
-    *,
-    ours: bool,
-) -> dict[str, Any]:
+) -> Verdict:
+    """The verdict of one document's object (an object of another API group is skipped, and
+    allowed, as the webhook allows it)."""
     obj = doc.obj
     old = stored.get(_stored_key(obj))
-    kind = kind_of(obj)
-    checks: dict[tuple[str | None, Any], Callable[..., dict[str, Any]]] = {
-        MD: validate_one,
-        IPC: _validate_config,
-        EMP: _validate_external,
-    }
-    if not ours:
-        result = verdict(obj, doc, old, errors=[], skipped=SKIPPED)
-    else:
-        check = checks[kind]
-        extra = {"destinations": allowed} if kind == EMP else {}
-        result = guarded(
-            check,
-            obj,
-            registry,
-            lambda detail: verdict(obj, doc, old, errors=[{"field": "", "message": detail}]),
-            old=old,
-            **extra,
-        )
-    return result | {
-        "source": doc.where,
-        "errors": [e | {"field": doc.field(e["field"])} for e in result["errors"]],
-    }
-
-
-def _validate_config(
-    obj: Mapping[str, Any], *, old: Mapping[str, Any] | None, registry: ProviderRegistry
-) -> dict[str, Any]:
-    errors = [field_error(e) for e in check_provider_config(obj)]
-    return verdict(obj, None, old, errors=errors)
-
-
-def _validate_external(
-    obj: Mapping[str, Any],
-    *,
-    old: Mapping[str, Any] | None,
-    registry: ProviderRegistry,
-    destinations: Destinations,
-) -> dict[str, Any]:
-    errors = check_external_provider(obj, old=old, destinations=destinations)
-    return verdict(obj, None, old, errors=[field_error(e) for e in errors])
+    verdict = guarded(
+        admit_object,
+        obj,
+        registry,
+        lambda detail: Verdict.failed(obj, old, detail),
+        old=old,
+        destinations=allowed,
+    )
+    return located(verdict, doc)

@@ -8,7 +8,6 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from cli.exits import Exit
 from cli.options import (
@@ -19,9 +18,7 @@ from cli.options import (
     add_local_verbose,
     walk_parsers,
 )
-from core.fields.errors import RunwayError, SourceError
-from renderer.git.runner import GitError
-from webhook.settings import SettingsError
+from core.fields.errors import RunwayError, SourceError, Unavailable, UsageError
 
 # The module that defines each command. Only the module of the command being run is imported,
 # so `runway validate` and `explain` never import the kubernetes client (0.3 s), gunicorn or Git;
@@ -130,77 +127,28 @@ def _refuse_unused(args: argparse.Namespace) -> None:
 
 
 # What each error a command lets through means, first match wins (docs/cli.md "Exit status").
+# Only the core's errors: every edge raises its failures as these (Git, the cluster and LiteLLM
+# as Unavailable, a setting as UsageError), so main imports no edge.
 ERRORS: tuple[tuple[tuple[type[Exception], ...], Exit], ...] = (
-    ((SourceError, SettingsError), Exit.USAGE),
-    ((OSError, GitError), Exit.UNAVAILABLE),
+    ((SourceError, UsageError), Exit.USAGE),
+    ((OSError, Unavailable), Exit.UNAVAILABLE),
     ((RunwayError,), Exit.PARTIAL),
 )
 
 
 def exit_for(err: Exception) -> Exit | None:
     """The exit status of an error a command raised; None for a bug (it propagates)."""
-    if is_litellm_error(err):  # a RunwayError, but unavailable rather than partial
-        return Exit.UNAVAILABLE
     for types, code in ERRORS:
         if isinstance(err, types):
             return code
-    return Exit.UNAVAILABLE if is_cluster_error(err) else None
-
-
-def is_litellm_error(err: BaseException) -> bool:
-    """LiteLLM could not be reached. Its module (and urllib.request under it, 70 ms of every
-    command's start-up) is imported by the gateway commands only: when it was never imported,
-    nothing can have raised it."""
-    litellm = sys.modules.get("gateway.litellm")
-    return litellm is not None and isinstance(err, litellm.LiteLLMUnavailable)
-
-
-def is_cluster_error(err: BaseException) -> bool:
-    """The kubernetes client's configuration and API errors, and the connection errors of the
-    urllib3 under it (both are imported by cluster commands only; when they were never imported,
-    nothing can have raised them)."""
-    kubernetes = sys.modules.get("kubernetes")
-    if kubernetes is not None and isinstance(
-        err, kubernetes.config.ConfigException | kubernetes.client.ApiException
-    ):
-        return True
-    urllib3 = sys.modules.get("urllib3")
-    return urllib3 is not None and isinstance(err, urllib3.exceptions.HTTPError)
+    return None
 
 
 def describe(err: BaseException) -> str:
-    """One line for an infrastructure failure: no traceback, no response bodies (may hold secrets)."""
-    kubernetes = sys.modules.get("kubernetes")
-    if kubernetes is not None and isinstance(err, kubernetes.client.ApiException):
-        return f"API server answered {err.status} {err.reason}"
-    urllib3 = sys.modules.get("urllib3")
-    if urllib3 is not None and isinstance(err, urllib3.exceptions.HTTPError):
-        return _unreachable(err, urllib3)
+    """One line for an OS error: the file and why, no traceback."""
     if isinstance(err, OSError) and err.filename:
         return f"{err.filename}: {err.strerror}"
     return str(err).splitlines()[0] if str(err) else type(err).__name__
-
-
-def _unreachable(err: BaseException, urllib3: Any) -> str:
-    """`the API server at URL could not be reached: WHY` from urllib3's retry and connection
-    errors (their own text repeats the pool and the request path over several lines)."""
-    pool = getattr(err, "pool", None)
-    where = f"{pool.scheme}://{pool.host}:{pool.port}" if pool is not None else "the API server"
-    reason: Any = getattr(err, "reason", None) or err
-    if isinstance(reason, urllib3.exceptions.NewConnectionError | ConnectionError):
-        cause = reason.__cause__ or reason.__context__
-        why = _errno_text(cause) if isinstance(cause, OSError) else "connection failed"
-    elif isinstance(reason, urllib3.exceptions.SSLError):
-        why = "TLS handshake failed"
-    elif isinstance(reason, urllib3.exceptions.TimeoutError | TimeoutError):
-        why = "timed out"
-    else:
-        why = type(reason).__name__
-    return f"the API server at {where} could not be reached: {why}"
-
-
-def _errno_text(err: OSError) -> str:
-    return (err.strerror or type(err).__name__).lower()
 
 
 def _pipe_closed() -> Exit:

@@ -1,4 +1,4 @@
-"""`runway render`: ModelDeployments in, a committed GitOps tree out (renderer.pipeline)."""
+"""`runway render`: ModelDeployments in, a committed GitOps tree out (renderer.flow)."""
 
 from __future__ import annotations
 
@@ -25,13 +25,13 @@ from cli.options import (
 )
 from core.fields.errors import SourceError
 from core.rendering.inferencegateway import GatewayTarget, parse_gateway
-from renderer import pipeline
-from renderer.folders import report_line, report_row
+from renderer import flow
 from renderer.git.runner import Identity
-from renderer.ownership import DEFAULT_MAX_REMOVALS
+from renderer.output.folders import report_line, report_row
+from renderer.output.ownership import DEFAULT_MAX_REMOVALS
+from renderer.output.shard import Shard
+from renderer.reuse.stamp import recorded_line
 from renderer.settings import ClusterCrds, RenderReport, RenderSettings
-from renderer.shard import Shard
-from renderer.stamp import recorded_line
 
 NO_STDIN = (
     "render records the path of every source (what a later render may remove); standard "
@@ -168,7 +168,7 @@ def _count(value: str) -> int:
 
 
 def run_render(args: argparse.Namespace) -> int:
-    """`render`: the settings from the flags, the pipeline, the report, the exit status."""
+    """`render`: the settings from the flags, the render, the report, the exit status."""
     with collector_paused():
         return _run_render(args)
 
@@ -223,7 +223,7 @@ def _run_render(args: argparse.Namespace) -> int:
         cluster_crds = importlib.import_module("renderer.apply").cluster_crds
         reader = functools.partial(cluster_crds, context=getattr(args, CONTEXT, None))
     progress = Progress(sys.stderr) if sys.stderr.isatty() else None
-    report = pipeline.run_render(settings, cluster_crds=reader, progress=progress)
+    report = flow.render(settings, cluster_crds=reader, progress=progress)
     subdir = settings.path.strip("/")
     if args.diff and report.tree is not None:
         lines = tree_diff(report.changes, report.tree.current, report.tree, subdir)
@@ -355,8 +355,8 @@ def _report_removals(report: RenderReport, out: TextIO) -> None:
 def _json_report(report: RenderReport) -> str:
     """The JSON report, keys sorted, one result per line (json's indenting encoder is pure
     Python: a third of a second for 10,000 results). A result taken from the stamp is written
-    as the stamp recorded its line (renderer.stamp.recorded_line); any other one is encoded
-    now (renderer.folders.report_line)."""
+    as the stamp recorded its line (renderer.reuse.stamp.recorded_line); any other one is encoded
+    now (renderer.output.folders.report_line)."""
     payload = _rest(report)
     parts = []
     lines = [recorded_line(r) or report_line(r) for r in report.results]

@@ -19,7 +19,7 @@ import kubernetes
 
 from core.model.kinds import GROUP, INFERENCE_PROVIDER_CONFIG_PLURAL, VERSION
 from core.status.providers import HealthSpec, Observed, health_spec, provider_status
-from kubeio.health import failure
+from kubeio.client import failure
 from kubeio.health import observe as observe_cluster
 from kubeio.repeats import Repeats
 

@@ -28,7 +28,7 @@ from core.rendering.inferencegateway import capabilities_of
 from core.selection.configs import ProviderRegistry
 from core.status.modeldeployment import gateway_state, model_deployment_status
 from kubeio.backoff import Backoff
-from kubeio.health import failure
+from kubeio.client import failure
 from kubeio.registry import build_registry
 from kubeio.repeats import Repeats
 

@@ -21,7 +21,7 @@ from controller.observe import Observer, ObserveSettings
 from controller.queue import Queue
 from controller.serve import serve_probes
 from controller.watching import WATCH_FAILURES
-from kubeio.health import failure
+from kubeio.client import failure
 from kubeio.shipped import bundled_versions
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from controller.kinds import GATEWAY_INPUTS, MODEL_DEPLOYMENTS, PROVIDER_CONFIGS
 from controller.metrics import Metrics
 from controller.queue import Queue
 from core.rendering.common import LABEL_MODEL_DEPLOYMENT
-from kubeio.health import failure
+from kubeio.client import failure
 from kubeio.repeats import Repeats
 from kubeio.watch import Outcome
 

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.fields.errors import RunwayError
+from core.fields.errors import Unavailable
 
 TIMEOUT = 30.0  # seconds for a whole exchange: connect, request, headers and the whole answer
 # Bytes of one answer: /model/info of a real LiteLLM is about 1 KiB per deployment, so about
@@ -44,7 +44,7 @@ PARAM_KEYS = ("model", "api_base")
 INFO_KEYS = ("id", "mode", "runway_managed_by", "runway_owner", "requested_by")
 
 
-class LiteLLMUnavailable(RunwayError):
+class LiteLLMUnavailable(Unavailable):
     """LiteLLM could not be reached or answered something that is not the management API."""
 
 

@@ -18,9 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from core.admission.configs import check_external_provider, requested_by
-from core.admission.pipeline import admit
-from core.fields.errors import Reason
+from core.admission.configs import requested_by
+from core.admission.entry import admit_object
+from core.admission.verdict import DEFAULT_NAMESPACE, EMP, MD
+from core.fields.errors import FieldError, Reason
 from core.model.destinations import NO_DESTINATIONS, Destinations
 from core.model.kinds import (
     EXTERNAL_MODEL_PROVIDER,
@@ -33,7 +34,6 @@ from core.model.servednames import LITERAL, engine_model_name, is_literal, serve
 from core.model.versions import Versions
 from core.rendering.inferencegateway import capabilities_of, is_enabled
 from core.selection.configs import ProviderRegistry
-from kubeio.objects import DEFAULT_NAMESPACE
 
 ID_PREFIX = "runway:"
 KIND_SHORT = {EXTERNAL_MODEL_PROVIDER: "emp", MODEL_DEPLOYMENT: "md"}
@@ -174,7 +174,7 @@ def plan(
         claims += found
         skipped += skip
     for obj in providers:
-        found, skip = _provider_claims(obj, destinations)
+        found, skip = _provider_claims(obj, registry, destinations)
         claims += found
         skipped += skip
     # Admission refuses such names; objects stored before that rule (or written past the
@@ -214,11 +214,11 @@ def _deployment_claim(
 ) -> tuple[list[_Claim], list[Skipped]]:
     owner = owner_of(obj)
     source = {k: v for k, v in obj.items() if k != "status"}
-    admission = admit(source, old=None, registry=registry)
-    if not admission.allowed:
-        detail = "; ".join(str(e) for e in admission.errors)
+    verdict = admit_object(source, registry=registry, kind=MD)
+    if not verdict.allowed:
+        detail = "; ".join(str(e) for e in verdict.errors)
         return [], [Skipped(owner, f"rejected, so not served: {detail}")]
-    md = ModelDeployment(admission.obj)
+    md = ModelDeployment(verdict.object)
     capabilities = capabilities_of(md, registry)
     fixed = registry.served_as(md)
     name = served_name(md, capabilities, fixed)
@@ -254,13 +254,15 @@ def _service_url(md: ModelDeployment, registry: ProviderRegistry, pins: Versions
 
 
 def _provider_claims(
-    obj: Mapping[str, Any], destinations: Destinations
+    obj: Mapping[str, Any], registry: ProviderRegistry, destinations: Destinations
 ) -> tuple[list[_Claim], list[Skipped]]:
     owner = owner_of(obj)
     # A name offered twice by one provider is ambiguous like any other: the merge reports it as a
     # conflict (admission refuses it too); every other admission error skips the provider.
-    checked = check_external_provider(obj, destinations=destinations)
-    errors = [e for e in checked if e.reason != Reason.DUPLICATE]
+    checked = admit_object(obj, registry=registry, kind=EMP, destinations=destinations).errors
+    errors = [
+        e for e in checked if not (isinstance(e, FieldError) and e.reason == Reason.DUPLICATE)
+    ]
     if errors:
         return [], [Skipped(owner, "; ".join(str(e) for e in errors))]
     emp = ExternalModelProvider(obj)

@@ -96,18 +96,40 @@ def _recorded_owner(value: Any) -> Owner | None:
     return Owner(*parts) if len(parts) == 3 and all(parts) else None
 
 
-def _visible(body: Mapping[str, Any]) -> tuple[Any, ...]:
+@dataclass(frozen=True, slots=True)
+class Routing:
+    """Where an entry sends requests: what /model/update changes in place."""
+
+    model_name: Any
+    model: Any  # the LiteLLM provider prefix and the upstream model
+    api_base: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """The model_info runway records: kept as created by /model/update (a change replaces the
+    entry)."""
+
+    mode: Any
+    owner: Any
+    requested_by: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Visible:
     """What /model/info shows back of an entry (keys are stripped there)."""
-    params = body.get("litellm_params") or {}
-    info = body.get("model_info") or {}
-    return (
-        body.get("model_name"),
-        params.get("model"),
-        params.get("api_base"),
-        info.get("mode"),
-        info.get("runway_owner"),
-        info.get("requested_by"),
-    )
+
+    routing: Routing
+    recorded: Recorded
+
+    @classmethod
+    def of(cls, body: Mapping[str, Any]) -> Visible:
+        params = body.get("litellm_params") or {}
+        info = body.get("model_info") or {}
+        return cls(
+            Routing(body.get("model_name"), params.get("model"), params.get("api_base")),
+            Recorded(info.get("mode"), info.get("runway_owner"), info.get("requested_by")),
+        )
 
 
 @dataclass
@@ -180,14 +202,14 @@ class Syncer:
         mid = str(body["model_info"]["id"])
         fingerprint = self._fingerprint(body)
         try:
-            if existing is not None and _visible(existing)[3:] != _visible(body)[3:]:
+            if existing is not None and Visible.of(existing).recorded != Visible.of(body).recorded:
                 # model_info is kept as created by /model/update: replace the entry instead.
                 self.litellm.delete(mid)
                 existing = None
             if existing is None:
                 self.litellm.new(body)
                 action = "new"
-            elif _visible(existing) != _visible(body) or self.sent.get(mid) != fingerprint:
+            elif Visible.of(existing) != Visible.of(body) or self.sent.get(mid) != fingerprint:
                 self.litellm.update(
                     {
                         "model_name": body["model_name"],
@@ -221,7 +243,7 @@ class Syncer:
                 mid
                 for mid, body in bodies.items()
                 if mid in listed
-                and _visible(listed[mid]) == _visible(body)
+                and Visible.of(listed[mid]) == Visible.of(body)
                 and body["model_name"] in public
             }
             if confirmed == set(bodies) or self.clock() >= deadline:

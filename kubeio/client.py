@@ -1,30 +1,157 @@
-"""The one Kubernetes client factory: in a pod, the pod's service account; else a kubeconfig."""
+"""The one Kubernetes client factory (in a pod, the pod's service account; else a kubeconfig),
+and what is said of a failed call to the cluster, in one place: the core's Unavailable a command
+exits with (the kubernetes client's configuration and API errors and the connection errors of
+the urllib3 under it become one line naming what could not be reached, never a traceback), the
+line a page or a review shows a user (api_failure), the line a log keeps (failure), and the API
+server's own message of a refusal (error_message)."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import TracebackType
 from typing import Any
 
 import kubernetes
+import urllib3
+
+from core.fields.errors import Unavailable
+
+# What one API call may fail with: a refusal, or no answer (a long-running loop or a page
+# catches these and goes on).
+CALL_FAILURES = (kubernetes.client.ApiException, urllib3.exceptions.HTTPError, OSError)
+# What a command's call to the cluster may fail with when the cluster, not the caller, is at
+# fault.
+CLUSTER_FAILURES = (
+    kubernetes.config.ConfigException,
+    kubernetes.client.ApiException,
+    urllib3.exceptions.HTTPError,
+)
+
+
+class Client(kubernetes.client.ApiClient):
+    """An ApiClient whose `with` block turns the cluster's failures into Unavailable (see
+    cluster_calls), as it closes the client."""
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        err: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+        if isinstance(err, CLUSTER_FAILURES) and not isinstance(err, Unavailable):
+            raise unavailable(err) from err
 
 
 def api_client(
     kubeconfig: str | None = None, *, in_cluster: bool = False, context: str | None = None
-) -> kubernetes.client.ApiClient:
+) -> Client:
     """A client for the API server. `in_cluster`, or no kubeconfig and no context given inside
     a pod (KUBERNETES_SERVICE_HOST set), uses the service account; otherwise `kubeconfig` (None:
-    the default ~/.kube/config or $KUBECONFIG) at `context` (None: its current context)."""
-    if in_cluster or (
-        kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ
-    ):
-        configuration = kubernetes.client.Configuration()
-        kubernetes.config.load_incluster_config(client_configuration=configuration)
-        return kubernetes.client.ApiClient(configuration)
-    client: kubernetes.client.ApiClient = kubernetes.config.new_client_from_config(
-        config_file=kubeconfig, context=context
-    )
-    return client
+    the default ~/.kube/config or $KUBECONFIG) at `context` (None: its current context). Its
+    configuration that cannot be used is ConfigException."""
+    try:
+        if in_cluster or (
+            kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ
+        ):
+            configuration = kubernetes.client.Configuration()
+            kubernetes.config.load_incluster_config(client_configuration=configuration)
+        else:
+            # As kubernetes.config.new_client_from_config: a fresh Configuration, not a copy of
+            # the process-wide default one.
+            configuration = type.__call__(kubernetes.client.Configuration)
+            kubernetes.config.load_kube_config(
+                config_file=kubeconfig, context=context, client_configuration=configuration
+            )
+    except kubernetes.config.ConfigException as err:
+        raise ConfigException(str(unavailable(err))) from err
+    return Client(configuration)
+
+
+class ConfigException(Unavailable, kubernetes.config.ConfigException):
+    """A kubeconfig (or a pod's service account) the client cannot use, in one line: the core's
+    Unavailable for a command, and still the client's ConfigException for a watch that retries
+    on it. Its name is the client's, so a message naming the type reads as before."""
+
+
+@contextmanager
+def cluster_calls() -> Iterator[None]:
+    """Within: a failure of the cluster (CLUSTER_FAILURES), building the client included,
+    is raised again as Unavailable with one line (see unavailable); anything else passes."""
+    try:
+        yield
+    except Unavailable:
+        raise
+    except CLUSTER_FAILURES as err:
+        raise unavailable(err) from err
+
+
+@contextmanager
+def connected(
+    kubeconfig: str | None = None, *, in_cluster: bool = False, context: str | None = None
+) -> Iterator[Client]:
+    """api_client's client, closed at the end, inside cluster_calls."""
+    with cluster_calls(), api_client(kubeconfig, in_cluster=in_cluster, context=context) as client:
+        yield client
+
+
+def unavailable(err: BaseException) -> Unavailable:
+    """The one line a command exits with when the cluster failed it: `API server answered
+    STATUS REASON` (never the body: it may hold secrets), `the API server at URL could not be
+    reached: WHY`, or the first line of a configuration error."""
+    if isinstance(err, kubernetes.client.ApiException):
+        return Unavailable(f"API server answered {err.status} {err.reason}")
+    if isinstance(err, urllib3.exceptions.HTTPError):
+        return Unavailable(_unreachable(err))
+    return Unavailable(str(err).splitlines()[0] if str(err) else type(err).__name__)
+
+
+def _unreachable(err: urllib3.exceptions.HTTPError) -> str:
+    """`the API server at URL could not be reached: WHY` from urllib3's retry and connection
+    errors (their own text repeats the pool and the request path over several lines)."""
+    pool = getattr(err, "pool", None)
+    where = f"{pool.scheme}://{pool.host}:{pool.port}" if pool is not None else "the API server"
+    reason: Any = getattr(err, "reason", None) or err
+    if isinstance(reason, urllib3.exceptions.NewConnectionError | ConnectionError):
+        cause = reason.__cause__ or reason.__context__
+        why = _errno_text(cause) if isinstance(cause, OSError) else "connection failed"
+    elif isinstance(reason, urllib3.exceptions.SSLError):
+        why = "TLS handshake failed"
+    elif isinstance(reason, urllib3.exceptions.TimeoutError | TimeoutError):
+        why = "timed out"
+    else:
+        why = type(reason).__name__
+    return f"the API server at {where} could not be reached: {why}"
+
+
+def _errno_text(err: OSError) -> str:
+    return (err.strerror or type(err).__name__).lower()
+
+
+def api_failure(err: BaseException) -> str | None:
+    """What to tell a user about a failed API call (the portal's pages, the webhook's review of
+    the requesting user), or None when `err` is not one: the status and reason, never the body."""
+    if isinstance(err, kubernetes.client.ApiException):
+        return f"the API server answered {err.status} {err.reason}"
+    if isinstance(err, (urllib3.exceptions.HTTPError, OSError)):
+        return unreached(err)
+    return None
+
+
+def unreached(err: BaseException) -> str:
+    return f"the API server could not be reached ({type(err).__name__})"
+
+
+def failure(err: BaseException) -> str:
+    """One short line for a failed request in a log: an API error's status and reason with the
+    start of its body (a 422 names the field), anything else its type and text."""
+    if isinstance(err, kubernetes.client.ApiException):
+        body = str(err.body or "")[:300]
+        return f"({err.status}) {err.reason}: {body}".rstrip(": ")
+    return f"{type(err).__name__}: {str(err)[:300]}"
 
 
 def error_message(err: Any) -> str:

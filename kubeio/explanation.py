@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-from core.admission.hydrate import Hydration, hydrate
+from core.admission.entry import admit_object
+from core.admission.hydrate import Hydration
+from core.admission.verdict import DEFAULT_NAMESPACE, MD, Step, name_of
 from core.model.kinds import Choice, ModelDeployment
 from core.selection.choice import CandidateTrace, Decision, rank_providers, trace_warnings
+from core.selection.compatibility import Fit, compatibility
 from core.selection.configs import ProviderRegistry
-from kubeio.inspection import name_of
-from kubeio.objects import DEFAULT_NAMESPACE
 
 TEST_BACKEND = "this object runs the provider's test backend instead of an engine"
 NOT_READY = "admission takes an explicit choice of a provider that is not ready, with a warning"
@@ -27,9 +28,12 @@ DENIED = "admission denies this choice (runway validate says why)"
 
 
 def explain_one(obj: Mapping[str, Any], *, registry: ProviderRegistry) -> dict[str, Any]:
-    """The selection trace of one object, in the documented `explain -o json` shape."""
+    """The selection trace of one object, in the documented `explain -o json` shape: of the
+    selection admission's mutation made (core.admission.entry.admit_object), which a
+    ModelDeployment's verdict always records."""
     md = ModelDeployment(obj)
-    hydration = hydrate(obj, registry=registry)
+    hydration = admit_object(obj, registry=registry, step=Step.MUTATE, kind=MD).hydration
+    assert hydration is not None  # every ModelDeployment's verdict has one
     candidates: tuple[CandidateTrace, ...] = ()
     if hydration.engine is not None:
         # Admission stops at the winning rule; the trace evaluates every rule of every candidate.
@@ -90,18 +94,15 @@ def _decision(decision: Decision | None, key: str) -> dict[str, Any]:
 
 def _explicit_status(md: ModelDeployment, registry: ProviderRegistry) -> str | None:
     """For an explicitly chosen provider that automatic selection excludes: why admission
-    keeps it, or that it denies it (validation's compatibility rule: a renderer, a config, the
-    engine offered this way, unless a test backend runs instead; not ready is only a warning).
-    None when nothing excludes it."""
-    config = registry.get(md.provider_name)
-    runs = config is not None and config.supports(
-        md.engine_type, gpu=md.needs_gpu, mode=md.serving_mode
-    )
-    if registry.plugin(md.provider_name) is None or config is None:
+    keeps it, or that it denies it (validation's compatibility rule,
+    core.selection.compatibility: a renderer, a config, the engine offered this way, unless a
+    test backend runs instead; not ready is only a warning). None when nothing excludes it."""
+    fit = compatibility(md, registry)
+    if fit.denied:
         return DENIED
-    if not runs:
-        return TEST_BACKEND if registry.runs_test_backend(md) else DENIED
-    return NOT_READY if not config.ready else None
+    if fit.fit is Fit.TEST_BACKEND:
+        return TEST_BACKEND
+    return NOT_READY if not fit.ready else None
 
 
 def _candidate(

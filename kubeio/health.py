@@ -12,15 +12,7 @@ from typing import Any
 import kubernetes
 
 from core.status.providers import HealthSpec, Observed, pod_checks
-
-
-def failure(err: BaseException) -> str:
-    """One short line for a failed request: an API error's status and reason with the start of
-    its body (a 422 names the field), anything else its type and text."""
-    if isinstance(err, kubernetes.client.ApiException):
-        body = str(err.body or "")[:300]
-        return f"({err.status}) {err.reason}: {body}".rstrip(": ")
-    return f"{type(err).__name__}: {str(err)[:300]}"
+from kubeio.client import failure
 
 
 def observe(

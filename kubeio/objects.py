@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from core.admission.verdict import DEFAULT_NAMESPACE
 from core.model.plugin import UpstreamKind
 from core.rendering.inferencegateway import GATEWAY_KINDS
 from core.rendering.pods import DEPLOYMENTS
 from core.status.conditions import condition as core_condition
 from providers.modules import plugins
-
-DEFAULT_NAMESPACE = "default"
 
 
 def upstream_kinds() -> tuple[UpstreamKind, ...]:

@@ -31,6 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from core.admission.verdict import DEFAULT_NAMESPACE
 from core.fields.errors import SourceError
 from core.model.kinds import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
 from kubeio.sources import STDIN, Document
@@ -43,7 +44,6 @@ MAX_POLICY_BYTES = 1 << 20
 MAX_RULES = 1000
 MAX_GLOB = 256
 MAX_WILDCARDS = 8
-DEFAULT_NAMESPACE = "default"
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from core.admission.verdict import NOT_RUNWAYS
 from core.fields.errors import SourceError
 from core.fields.paths import FieldPath
 from core.model.kinds import (
@@ -37,7 +38,7 @@ RUNWAY_KINDS: dict[str, tuple[str, ...]] = {
     GROUP: (MODEL_DEPLOYMENT, INFERENCE_PROVIDER_CONFIG),
     EMP_GROUP: (EXTERNAL_MODEL_PROVIDER,),
 }
-SKIPPED = "not a kind of Runway's API groups"  # why a document of another group is skipped
+SKIPPED = NOT_RUNWAYS  # why a document of another group is skipped
 # A kind longer than this is no Kubernetes kind (its plural is a DNS label, at most 63
 # characters): no suggestion is searched for it, and messages show its start only.
 KIND_CHARS = 63

@@ -450,7 +450,7 @@ def _expanded_size(root: yaml.Node) -> int:
 def load_all(text: str, origin: str, strings: dict[str, str] | None = None) -> list[Any]:
     """Every document of a YAML stream; a SourceError names the document and the problem.
     `strings`: the strings of other streams loaded before, so that equal ones are one object
-    across them too (the pieces of one file: renderer.parsecache)."""
+    across them too (the pieces of one file: renderer.reuse.parsecache)."""
     loaded: list[Any] = []
     # An alias is written `*name`: a stream without "*" has none, and skips the size walk.
     loader = (_AliasBoundLoader if "*" in text else _StrictLoader)(text)

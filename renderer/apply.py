@@ -27,8 +27,8 @@ from core.status.incompatible import INCOMPATIBLE_UPSTREAM, incompatible_message
 from kubeio.client import api_client, error_message
 from kubeio.objects import condition
 from kubeio.sources import parse_documents
-from renderer.folders import EXTERNAL_FILE, HYDRATED_FILE
 from renderer.git.safefs import link_error, read_text
+from renderer.output.folders import EXTERNAL_FILE, HYDRATED_FILE
 
 log = logging.getLogger(__name__)
 REASON = INCOMPATIBLE_UPSTREAM

@@ -1,5 +1,5 @@
 """What a render is asked (RenderSettings, as `runway render`'s flags give it) and what it answers
-(RenderReport), apart from the pipeline (renderer.pipeline) so that reading them imports no
+(RenderReport), apart from the render (renderer.flow) so that reading them imports no
 renderer."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from core.fields.errors import SourceError
 from kubeio.sources import check_name
-from renderer.digests import digest
-from renderer.folders import Result
 from renderer.git.runner import Identity
 from renderer.git.safefs import UnsafePath, plain_parts
-from renderer.ownership import DEFAULT_MAX_REMOVALS, Removals
-from renderer.shard import Shard
-from renderer.tree import Tree
+from renderer.output.folders import Result
+from renderer.output.ownership import DEFAULT_MAX_REMOVALS, Removals
+from renderer.output.shard import Shard
+from renderer.output.tree import Tree
+from renderer.reuse.digests import digest
 
 if TYPE_CHECKING:
     from core.rendering.inferencegateway import GatewayTarget
@@ -45,7 +45,7 @@ class RenderSettings:
     full: bool = False  # render every ModelDeployment, ignoring the render cache
     max_removals: int = DEFAULT_MAX_REMOVALS
     author: Identity | None = None  # the commits' author (default: the repository's user)
-    shard: Shard | None = None  # render only this shard's namespaces (renderer.shard)
+    shard: Shard | None = None  # render only this shard's namespaces (renderer.output.shard)
 
 
 @dataclass(frozen=True, slots=True)

@@ -276,8 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     pins = Versions.parse((ROOT / "core" / "model" / "versions.env").read_text("utf-8"))
     try:
         outputs = {
-            KAITO_OUT: render(kaito(args.kaito_git, pins.kaito)),
-            LLMD_OUT: render(llmd(args.llmd_git, pins.llmd)),
+            KAITO_OUT: render(kaito(args.kaito_git, pins.pin("kaito"))),
+            LLMD_OUT: render(llmd(args.llmd_git, pins.pin("llmd"))),
         }
     except (InputError, KeyError, TypeError, yaml.YAMLError) as err:
         print(f"facts: {err}", file=sys.stderr)

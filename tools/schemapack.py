@@ -1,4 +1,4 @@
-"""`make schemas`: regenerate Runway's schema pack (renderer/schemas/) at the pinned versions.
+"""`make schemas`: regenerate Runway's schema pack (renderer/output/schemas/) at the pinned versions.
 
 The pack holds one JSON file per upstream CRD Runway renders (or installs next to what it
 renders): the CRD itself, with every `description` text stripped and everything else kept
@@ -37,7 +37,7 @@ from core.model.versions import Versions
 from tests.cluster.build import module_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-PACK = ROOT / "renderer" / "schemas"
+PACK = ROOT / "renderer" / "output" / "schemas"
 CRD_KIND = "CustomResourceDefinition"
 # Schema keywords whose values are sub-schemas; everything else (default, enum, example,
 # x-kubernetes-validations, ...) is data and is copied untouched.

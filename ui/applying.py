@@ -20,24 +20,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import kubernetes
-import urllib3
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
 
-from kubeio.client import error_message
+from kubeio.client import CALL_FAILURES, api_failure, error_message
+from kubeio.users import User
 from renderer.apply import Applied, apply_objects
-from ui.cluster import TIMEOUT, Cluster, Viewer, api_failure
+from ui.cluster import TIMEOUT, Cluster
 from ui.outputs import Bundle, OutputError
 
 FIELD_MANAGER = "runway-ui"
 VERBS = ("create", "patch")  # a server-side apply creates the object, or patches it
-FAILURES = (
-    DynamicApiError,
-    kubernetes.client.ApiException,
-    urllib3.exceptions.HTTPError,
-    OSError,
-)
+FAILURES = (DynamicApiError, *CALL_FAILURES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +80,7 @@ class Outcome:
         return bool(self.results) and all(r.ok for r in self.results)
 
 
-def dynamic_as(cluster: Cluster, viewer: Viewer) -> DynamicClient:
+def dynamic_as(cluster: Cluster, viewer: User) -> DynamicClient:
     """A dynamic client (discovery included) that authenticates as the user."""
     return DynamicClient(cluster.as_user(viewer))  # type: ignore[no-untyped-call]
 
@@ -119,7 +113,7 @@ def targets(dynamic: DynamicClient, objects: Sequence[Mapping[str, Any]]) -> lis
     return found
 
 
-def offer(cluster: Cluster, viewer: Viewer, bundle: Bundle) -> Offer:
+def offer(cluster: Cluster, viewer: User, bundle: Bundle) -> Offer:
     """Whether `viewer` may apply `bundle`: a SelfSubjectAccessReview per kind, namespace and
     verb; for each refusal the API server's message from a dry run as the user."""
     try:
@@ -169,7 +163,7 @@ def dry_run_refusal(dynamic: DynamicClient, obj: Mapping[str, Any]) -> str:
     return ""
 
 
-def apply_as_user(cluster: Cluster, viewer: Viewer, bundle: Bundle, now: dt.datetime) -> Outcome:
+def apply_as_user(cluster: Cluster, viewer: User, bundle: Bundle, now: dt.datetime) -> Outcome:
     """Apply `bundle` with the user's client, as `runway apply` applies a folder. The status is
     left to the status controller (the user need not be allowed to write it). A refusal is in
     the outcome with the API server's message; an unreachable server raises OutputError."""

@@ -19,24 +19,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import kubernetes
-import urllib3
+
+from kubeio.client import CALL_FAILURES, api_failure
+from kubeio.users import User
 
 TIMEOUT = 5.0  # seconds for any one API call a page makes
 MAX_TOKEN = 16_384  # bytes of a forwarded bearer token; a longer one is not looked at
 REVIEW_SECONDS = 60.0  # how long one TokenReview's answer is reused for the same token
 REVIEW_ENTRIES = 1_024  # tokens remembered at most (the oldest is forgotten first)
 TOKEN_HEADER = "X-Forwarded-Access-Token"
-
-
-@dataclass(frozen=True, slots=True)
-class Viewer:
-    """The signed-in user, as the API server knows them; `token` is never shown or logged."""
-
-    username: str
-    uid: str = ""
-    groups: tuple[str, ...] = ()
-    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    token: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,15 +52,6 @@ def bearer_token(headers: Headers) -> str | None:
     return token
 
 
-def api_failure(err: BaseException) -> str | None:
-    """What to tell the user about a failed API call, or None when `err` is not one."""
-    if isinstance(err, kubernetes.client.ApiException):
-        return f"the API server answered {err.status} {err.reason}"
-    if isinstance(err, (urllib3.exceptions.HTTPError, OSError)):
-        return f"the API server could not be reached ({type(err).__name__})"
-    return None
-
-
 @dataclass
 class Cluster:
     """The API server the portal is connected to. `connect` makes the portal's own client."""
@@ -77,7 +59,7 @@ class Cluster:
     connect: Callable[[], kubernetes.client.ApiClient]
     clock: Callable[[], float] = time.monotonic
     _own: kubernetes.client.ApiClient | None = field(default=None, init=False)
-    _reviews: OrderedDict[str, tuple[float, Viewer | None]] = field(
+    _reviews: OrderedDict[str, tuple[float, User | None]] = field(
         default_factory=OrderedDict, init=False
     )
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -88,7 +70,7 @@ class Cluster:
                 self._own = self.connect()
             return self._own
 
-    def as_user(self, viewer: Viewer) -> kubernetes.client.ApiClient:
+    def as_user(self, viewer: User) -> kubernetes.client.ApiClient:
         """A client to the same API server that authenticates with the user's token only (the
         portal's client certificate, token or exec plugin is not carried over)."""
         own = self.own().configuration
@@ -100,7 +82,7 @@ class Cluster:
         config.api_key = {"authorization": f"Bearer {viewer.token}"}
         return kubernetes.client.ApiClient(config)
 
-    def viewer(self, token: str) -> Viewer | None:
+    def viewer(self, token: str) -> User | None:
         """The user `token` belongs to (a TokenReview), None when the API server says it is not
         valid. A review that cannot be made raises (the page says the cluster is unreachable)."""
         key = hashlib.sha256(token.encode()).hexdigest()
@@ -117,7 +99,7 @@ class Cluster:
                 self._reviews.popitem(last=False)
         return found
 
-    def _review(self, token: str) -> Viewer | None:
+    def _review(self, token: str) -> User | None:
         api = kubernetes.client.AuthenticationV1Api(self.own())
         body = kubernetes.client.V1TokenReview(
             spec=kubernetes.client.V1TokenReviewSpec(token=token)
@@ -126,7 +108,7 @@ class Cluster:
         if status is None or not status.authenticated or status.user is None:
             return None
         user = status.user
-        return Viewer(
+        return User(
             username=user.username or "",
             uid=user.uid or "",
             groups=tuple(user.groups or ()),
@@ -136,7 +118,7 @@ class Cluster:
 
     def may(
         self,
-        viewer: Viewer,
+        viewer: User,
         verb: str,
         resource: str,
         *,
@@ -160,7 +142,7 @@ class Cluster:
         )
         try:
             status = api.create_self_subject_access_review(body, _request_timeout=TIMEOUT).status
-        except (kubernetes.client.ApiException, urllib3.exceptions.HTTPError, OSError) as err:
+        except CALL_FAILURES as err:
             return Permission(False, api_failure(err) or type(err).__name__)
         allowed = bool(status and status.allowed and not status.denied)
         return Permission(allowed, (status.reason or "") if status else "")

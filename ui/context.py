@@ -7,14 +7,15 @@ from dataclasses import dataclass
 
 from flask import current_app, g
 
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas
-from ui.cluster import Cluster, Viewer
+from kubeio.users import User
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas
+from ui.cluster import Cluster
 from ui.settings import UiSettings
 
 EXTENSION = "runway"
 SCHEMAS = "runway.schemas"  # app.extensions: the schema pack, loaded once per app
-OFFLINE_VIEWER = Viewer(username="")  # offline: nobody is signed in, nothing acts on a cluster
+OFFLINE_VIEWER = User(username="")  # offline: nobody is signed in, nothing acts on a cluster
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,9 +38,9 @@ def portal() -> Portal:
     return found
 
 
-def viewer() -> Viewer:
+def viewer() -> User:
     """The signed-in user of this request (live mode), OFFLINE_VIEWER offline."""
-    found: Viewer = getattr(g, "viewer", OFFLINE_VIEWER)
+    found: User = getattr(g, "viewer", OFFLINE_VIEWER)
     return found
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import kubernetes
 
 from core.model.kinds import dig
-from ui.cluster import TIMEOUT, Cluster, api_failure
+from kubeio.client import api_failure
+from ui.cluster import TIMEOUT, Cluster
 
 DEFAULT_GPU = "nvidia.com/gpu"
 MAX_NODES = 500  # nodes listed (one page); a larger cluster is said to be cut

@@ -1,9 +1,10 @@
 """What the Models page shows for a composed ModelDeployment, from the core in process, by the
 very functions the commands call:
 
-- the admission verdict: kubeio.inspection.validate_one and its text (`runway validate`);
+- the admission verdict: core.admission.entry.admit_object, judged by the repository policy,
+  and its text and JSON form (kubeio.inspection: `runway validate`);
 - the selection trace: kubeio.explanation.explain_one and its text (`runway explain`);
-- the files `runway render` would write for it: renderer.render.render_guarded (admission,
+- the files `runway render` would write for it: renderer.output.render.render_guarded (admission,
   the provider's render, the invariants, the strict check of every upstream object against the
   schema pack), each shown with its strict-check result.
 
@@ -19,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from core.fields.errors import SourceError
+from core.admission.entry import admit_object
+from core.admission.verdict import DEFAULT_NAMESPACE, Verdict
 from core.model.kinds import ModelDeployment
 from core.model.versions import Versions
 from core.rendering.assemble import render_model
@@ -27,15 +29,14 @@ from core.rendering.inferencegateway import GatewayTarget, parse_gateway
 from core.selection.configs import ProviderRegistry
 from kubeio.explanation import explain_one, failed_explanation, print_explanation
 from kubeio.guard import per_object
-from kubeio.inspection import deny_by_policy, print_verdict, validate_one, verdict
-from kubeio.objects import DEFAULT_NAMESPACE, object_key
+from kubeio.inspection import judged_by_policy, print_verdict
+from kubeio.objects import object_key
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_versions
-from kubeio.sources import Document
 from kubeio.yamlio import dump, load_all
-from renderer.folders import HYDRATED_FILE
-from renderer.render import render_guarded
-from renderer.strict import Schemas
+from renderer.output.folders import HYDRATED_FILE
+from renderer.output.render import render_guarded
+from renderer.output.strict import Schemas
 
 RENDER_PATH = "rendered"  # `runway render --path`'s default: where the preview's files go
 DEFAULT_GATEWAY = "gateways/inference"  # the Gateway routes attach to, as the docs' examples
@@ -106,16 +107,12 @@ def preview(
     )
     registry = checker.registry
 
-    def refused(detail: str) -> dict[str, Any]:
-        return verdict(obj, None, None, errors=[{"field": "", "message": detail}])
+    def refused(detail: str) -> Verdict:
+        return Verdict.failed(obj, None, detail)
 
-    judged = per_object(key, "checked", lambda: validate_one(obj, registry=registry), refused, log)
-    if where is not None:
-        try:
-            deny_by_policy([judged], [Document(where, 0, dict(obj))])
-        except SourceError as err:  # a malformed policy file: unusable input for validate too
-            judged["errors"].append({"field": "", "message": str(err)})
-            judged["allowed"] = False
+    judged = per_object(key, "checked", lambda: admit_object(obj, registry=registry), refused, log)
+    if where is not None:  # a malformed policy file: unusable input for validate too
+        judged = judged_by_policy(judged, where, obj)
     said = io.StringIO()
     print_verdict(judged, said)
     traced = per_object(
@@ -124,14 +121,16 @@ def preview(
     told = io.StringIO()
     print_explanation(traced, told)
     error, warnings, files = _rendered(obj, checker, gateway, judged)
-    return Preview(judged, said.getvalue(), traced, told.getvalue(), error, warnings, files)
+    return Preview(
+        judged.as_json(), said.getvalue(), traced, told.getvalue(), error, warnings, files
+    )
 
 
 def _rendered(
     obj: Mapping[str, Any],
     checker: Checker,
     gateway: GatewayTarget | str,
-    judged: Mapping[str, Any],
+    judged: Verdict,
 ) -> tuple[str | None, tuple[str, ...], tuple[RenderedFile, ...]]:
     if isinstance(gateway, str):
         return gateway, (), ()
@@ -150,9 +149,9 @@ def _rendered(
             _file(f"{folder}/{name}", text, origins) for name, text in result.files.items()
         )
         return None, result.warnings, files
-    if not judged["allowed"]:
+    if not judged.allowed:
         return result.error, result.warnings, ()
-    return result.error, result.warnings, _each_checked(judged["object"], checker, gateway, folder)
+    return result.error, result.warnings, _each_checked(judged.object, checker, gateway, folder)
 
 
 def _file(path: str, text: str, origins: Mapping[str, str]) -> RenderedFile:

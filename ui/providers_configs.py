@@ -17,9 +17,10 @@ from core.model.kinds import (
     INFERENCE_PROVIDER_CONFIG_PLURAL,
     VERSION,
 )
+from kubeio.client import api_failure
 from kubeio.shipped import bundled_config_objects
 from kubeio.sources import read_documents
-from ui.cluster import TIMEOUT, api_failure
+from ui.cluster import TIMEOUT
 from ui.context import cluster, portal
 
 

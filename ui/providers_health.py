@@ -18,8 +18,9 @@ import kubernetes
 
 from core.checks.health import HealthSpec, health_spec
 from core.status.providers import Observed, provider_status
+from kubeio.client import api_failure
 from kubeio.health import observe
-from ui.cluster import TIMEOUT, api_failure
+from ui.cluster import TIMEOUT
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from core.fields.errors import FieldError
 from core.rendering.installs import Flavour, gitops_objects, helm_commands, plan_install
 from kubeio.shipped import bundled_versions
 from kubeio.yamlio import dump, dump_all
-from renderer.strict import check_objects
+from renderer.output.strict import check_objects
 from ui.context import schemas
 from ui.outputs import Bundle, Planned, checked_path
 

@@ -9,10 +9,9 @@ from typing import Any
 from flask import Flask
 from gunicorn.app.base import BaseApplication
 
+from kubeio.serverlogs import gunicorn_logconfig
 from ui.app import create_app
 from ui.settings import UiSettings
-
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
 def announce(server: Any) -> None:
@@ -40,22 +39,7 @@ def options(settings: UiSettings) -> dict[str, Any]:
         "loglevel": "info",
         "proc_name": "runway-ui",
         "when_ready": announce,
-        "logconfig_dict": {
-            "version": 1,
-            "disable_existing_loggers": False,
-            "formatters": {"plain": {"format": LOG_FORMAT}},
-            "handlers": {
-                "stderr": {
-                    "class": "logging.StreamHandler",
-                    "formatter": "plain",
-                    "stream": "ext://sys.stderr",
-                }
-            },
-            "root": {"level": "INFO", "handlers": ["stderr"]},
-            "loggers": {
-                "gunicorn.error": {"level": "INFO", "handlers": ["stderr"], "propagate": False},
-            },
-        },
+        "logconfig_dict": gunicorn_logconfig(),
     }
 
 

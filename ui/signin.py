@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from flask import Flask, g, render_template, request
 
-from ui.cluster import api_failure, bearer_token
+from kubeio.client import api_failure
+from ui.cluster import bearer_token
 from ui.context import portal
 
 OPEN = ("/healthz", "/static/")  # answered without a signed-in user

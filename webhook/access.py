@@ -26,6 +26,8 @@ import urllib3
 
 from core.fields.errors import FieldError, Reason, shown
 from core.model.kinds import dig
+from kubeio.client import api_failure, unreached
+from kubeio.users import User
 
 SECRET_PATH = "spec.credentialsSecretRef.name"
 REVIEW_TIMEOUT = 5.0  # seconds for one SubjectAccessReview (the webhook's own timeout is 10)
@@ -35,37 +37,6 @@ class Verdict(StrEnum):
     ALLOWED = "allowed"
     DENIED = "denied"
     UNKNOWN = "unknown"  # the review could not be made
-
-
-@dataclass(frozen=True, slots=True)
-class User:
-    """request.userInfo of an AdmissionRequest."""
-
-    username: str
-    uid: str = ""
-    groups: tuple[str, ...] = ()
-    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
-
-    @classmethod
-    def of(cls, info: Any) -> User:
-        """From request.userInfo (anything that is not its shape is left out)."""
-        info = info if isinstance(info, Mapping) else {}
-        groups = info.get("groups")
-        extra = info.get("extra")
-        return cls(
-            username=_text(info.get("username")),
-            uid=_text(info.get("uid")),
-            groups=tuple(g for g in groups if isinstance(g, str))
-            if isinstance(groups, list)
-            else (),
-            extra=tuple(
-                (k, tuple(v for v in values if isinstance(v, str)))
-                for k, values in sorted(extra.items())
-                if isinstance(k, str) and isinstance(values, list)
-            )
-            if isinstance(extra, Mapping)
-            else (),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,12 +81,13 @@ class ClusterAccess:
             answer = self._client().create_subject_access_review(
                 body, _request_timeout=self.timeout
             )
-        except kubernetes.client.ApiException as err:
-            return Review(Verdict.UNKNOWN, f"the API server answered {err.status} {err.reason}")
-        except (urllib3.exceptions.HTTPError, OSError, kubernetes.config.ConfigException) as err:
-            return Review(
-                Verdict.UNKNOWN, f"the API server could not be reached ({type(err).__name__})"
-            )
+        except (
+            kubernetes.client.ApiException,
+            urllib3.exceptions.HTTPError,
+            OSError,
+            kubernetes.config.ConfigException,
+        ) as err:
+            return Review(Verdict.UNKNOWN, api_failure(err) or unreached(err))
         status = answer.status
         allowed = bool(status and status.allowed and not status.denied)
         reason = (status.reason or "") if status else ""
@@ -147,7 +119,3 @@ def secret_access_errors(
             "Secret its creator may read",
         )
     ]
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""

@@ -8,12 +8,11 @@ from typing import Any
 
 from gunicorn.glogging import Logger
 
+from kubeio.serverlogs import gunicorn_logconfig
 from webhook.multiprocess import server_exiting, server_starting, worker_exited
 from webhook.settings import Settings
 from webhook.tls import server_context
 from webhook.worker import MAX_CONNECTIONS
-
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 
 def gunicorn_options(settings: Settings) -> dict[str, Any]:
@@ -53,25 +52,13 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "on_starting": server_starting,
         "child_exit": worker_exited,
         "on_exit": server_exiting,
-        "logconfig_dict": {
-            "version": 1,
-            "disable_existing_loggers": False,
-            "formatters": {"plain": {"format": LOG_FORMAT}},
-            "handlers": {
-                "stderr": {
-                    "class": "logging.StreamHandler",
-                    "formatter": "plain",
-                    "stream": "ext://sys.stderr",
-                }
-            },
-            "root": {"level": "INFO", "handlers": ["stderr"]},
-            "loggers": {
-                "gunicorn.error": {"level": "INFO", "handlers": ["stderr"], "propagate": False},
+        "logconfig_dict": gunicorn_logconfig(
+            {
                 # -v: each allowed admission too (webhook/app.py logs those at DEBUG)
                 "webhook": {"level": "DEBUG" if settings.verbose else "INFO"},
                 "gunicorn.access": {"level": "WARNING", "handlers": ["stderr"], "propagate": False},
-            },
-        },
+            }
+        ),
     }
 
 

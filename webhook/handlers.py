@@ -1,8 +1,10 @@
 """Admission handlers: an AdmissionRequest in, an Answer (the AdmissionResponse) out; no HTTP.
 
-Every decision comes from `providers`, the same code `runway validate` runs. Requests for other
-kinds, other operations or a subresource are allowed untouched. dryRun changes nothing: no
-handler has side effects.
+Every decision is a Verdict of core.admission.entry.admit_object, the entry `runway validate`
+calls too, for the kind the request names; `response_of` says it as an AdmissionResponse. What
+only the webhook can ask (may the requester read the Secret it references: webhook/access.py)
+is added to the verdict here. Requests for other kinds, other operations or a subresource are
+allowed untouched. dryRun changes nothing: no handler has side effects.
 """
 
 from __future__ import annotations
@@ -11,20 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from core.admission.configs import check_external_provider, check_provider_config
-from core.admission.hydrate import hydrate_shared
-from core.admission.pipeline import admit
+from core.admission.entry import admit_object
+from core.admission.verdict import EMP, IPC, MD, Kind, Step, Verdict
 from core.model.destinations import NO_DESTINATIONS, Destinations
-from core.model.kinds import (
-    EMP_GROUP,
-    EXTERNAL_MODEL_PROVIDER,
-    GROUP,
-    INFERENCE_PROVIDER_CONFIG,
-    MODEL_DEPLOYMENT,
-)
 from core.selection.configs import ProviderRegistry
 from webhook.access import SecretAccess, secret_access_errors
-from webhook.responses import allowed, denied, patched
+from webhook.responses import allowed, denied, patched_with
 from webhook.review import AdmissionRequest, AdmissionResponse
 
 
@@ -40,10 +34,9 @@ class Answer:
 Handler = Callable[[AdmissionRequest, ProviderRegistry], Answer]
 
 
-def _applies(req: AdmissionRequest, group: str, kind: str) -> bool:
+def _applies(req: AdmissionRequest, kind: Kind) -> bool:
     return (
-        req["kind"]["group"] == group
-        and req["kind"]["kind"] == kind
+        (req["kind"]["group"], req["kind"]["kind"]) == kind
         and req["operation"] in ("CREATE", "UPDATE")
         and not req.get("subResource")
     )
@@ -53,36 +46,55 @@ def _old(req: AdmissionRequest) -> dict[str, Any] | None:
     return req.get("oldObject") if req["operation"] == "UPDATE" else None
 
 
+def _verdict(
+    req: AdmissionRequest,
+    registry: ProviderRegistry,
+    kind: Kind,
+    step: Step,
+    destinations: Destinations = NO_DESTINATIONS,
+) -> Verdict:
+    """Admission of the request's object, as the kind the request names (core.admission.entry)."""
+    return admit_object(
+        req["object"],
+        old=_old(req),
+        registry=registry,
+        step=step,
+        kind=kind,
+        destinations=destinations,
+    )
+
+
+def response_of(uid: str, verdict: Verdict) -> AdmissionResponse:
+    """The AdmissionResponse that says `verdict`: denied with every error, or allowed with
+    its patch (if any); its warnings either way."""
+    if not verdict.allowed:
+        return denied(uid, verdict.errors, warnings=verdict.warnings)
+    return patched_with(uid, verdict.patch(), verdict.warnings)
+
+
 def mutate_model_deployment(req: AdmissionRequest, registry: ProviderRegistry) -> Answer:
     """Defaults and selection stamped in, as a JSONPatch."""
-    if not _applies(req, GROUP, MODEL_DEPLOYMENT):
+    if not _applies(req, MD):
         return Answer(allowed(req["uid"]))
-    before = req["object"]
-    result = hydrate_shared(before, old=_old(req), registry=registry)
-    if result.errors or result.provider is None:
-        # Denied here, the validating webhook never runs: report every error, not only selection's.
-        every = admit(before, old=_old(req), registry=registry).errors
-        return Answer(denied(req["uid"], every, warnings=result.warnings))
-    response = patched(req["uid"], before, result.obj, warnings=result.warnings)
-    return Answer(response, result.provider.value, result.provider.choice.value)
+    verdict = _verdict(req, registry, MD, Step.MUTATE)
+    response = response_of(req["uid"], verdict)
+    if not verdict.allowed or verdict.provider is None:
+        return Answer(response)
+    return Answer(response, verdict.provider.value, verdict.selection)
 
 
 def validate_model_deployment(req: AdmissionRequest, registry: ProviderRegistry) -> Answer:
     """Every rule; hydrating again first makes this safe even if the mutating webhook was skipped."""
-    if not _applies(req, GROUP, MODEL_DEPLOYMENT):
+    if not _applies(req, MD):
         return Answer(allowed(req["uid"]))
-    admission = admit(req["object"], old=_old(req), registry=registry)
-    if not admission.allowed:
-        return Answer(denied(req["uid"], admission.errors, warnings=admission.validation_warnings))
-    return Answer(allowed(req["uid"], admission.validation_warnings))
+    return Answer(response_of(req["uid"], _verdict(req, registry, MD, Step.VALIDATE)))
 
 
 def validate_provider_config(req: AdmissionRequest, registry: ProviderRegistry) -> Answer:
     """Schema, rule size, and every selection rule must compile."""
-    if not _applies(req, GROUP, INFERENCE_PROVIDER_CONFIG):
+    if not _applies(req, IPC):
         return Answer(allowed(req["uid"]))
-    errors = check_provider_config(req["object"])
-    return Answer(denied(req["uid"], errors) if errors else allowed(req["uid"]))
+    return Answer(response_of(req["uid"], _verdict(req, registry, IPC, Step.VALIDATE)))
 
 
 def validate_external_provider(
@@ -97,10 +109,10 @@ def validate_external_provider(
     after create. With `access` (the webhook is connected to the API server), the requesting
     user must also be allowed to get the referenced Secret, on every CREATE and UPDATE (whoever
     points a provider somewhere sends its key there): webhook/access.py."""
-    if not _applies(req, EMP_GROUP, EXTERNAL_MODEL_PROVIDER):
+    if not _applies(req, EMP):
         return Answer(allowed(req["uid"]))
-    errors = check_external_provider(req["object"], old=_old(req), destinations=destinations)
-    if not errors and access is not None:
+    verdict = _verdict(req, registry, EMP, Step.VALIDATE, destinations)
+    if verdict.allowed and access is not None:
         user_info = req.get("userInfo")
-        errors = secret_access_errors(req["object"], user_info, access)
-    return Answer(denied(req["uid"], errors) if errors else allowed(req["uid"]))
+        verdict = verdict.denied_by(secret_access_errors(req["object"], user_info, access))
+    return Answer(response_of(req["uid"], verdict))

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from core.admission.pipeline import json_patch
-from core.fields.errors import FieldError
+from core.admission.verdict import Problem
 from webhook.review import API_VERSION, AdmissionResponse, AdmissionReview
 
 FORBIDDEN = 403  # a policy denial: the object is understood and refused
@@ -26,7 +26,7 @@ def allowed(uid: str, warnings: Sequence[str] = ()) -> AdmissionResponse:
 
 def denied(
     uid: str,
-    errors: Sequence[FieldError] | str,
+    errors: Sequence[Problem] | str,
     *,
     code: int = FORBIDDEN,
     warnings: Sequence[str] = (),
@@ -47,8 +47,14 @@ def patched(
     uid: str, before: Mapping[str, Any], after: Mapping[str, Any], warnings: Sequence[str] = ()
 ) -> AdmissionResponse:
     """Allowed, with the JSONPatch from `before` to `after` (left out when they are equal)."""
+    return patched_with(uid, json_patch(before, after), warnings)
+
+
+def patched_with(
+    uid: str, ops: Sequence[Mapping[str, Any]], warnings: Sequence[str] = ()
+) -> AdmissionResponse:
+    """Allowed, with the JSONPatch `ops` (left out when there are none)."""
     response = allowed(uid, warnings)
-    ops = json_patch(before, after)
     if ops:
         response["patch"] = base64.b64encode(compact_json(ops)).decode()
         response["patchType"] = "JSONPatch"

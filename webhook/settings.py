@@ -5,18 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from core.fields.errors import RunwayError
+from core.fields.errors import UsageError
 from core.model.destinations import Destinations
 
 STALE_LOW, STALE_HIGH = 1, 3600
 
 
-class SettingsError(RunwayError):
-    """A setting that cannot be used; startup stops and names it."""
-
-    def __init__(self, name: str, reason: str) -> None:
-        self.name = name
-        super().__init__(f"{name}: {reason}")
+class SettingsError(UsageError):
+    """A setting of the webhook or the portal that cannot be used; startup stops and names it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,1 +1,2 @@
-"""Hydration, validation and the admission pipeline for the three kinds."""
+"""Admission of the three kinds: one entry (entry.admit_object) answering a Verdict
+(verdict.py), over hydration, validation and the ModelDeployment pipeline."""

@@ -16,8 +16,9 @@ from core.selection.configs import ProviderRegistry
 
 @dataclass(frozen=True, slots=True)
 class Admission:
-    """The answer for one object: allowed or not, the mutated object, and why. Its JSONPatch is
-    `patch_of(source, admission)`, computed only where it is sent (the renderer needs none)."""
+    """The answer for one ModelDeployment: allowed or not, the mutated object, and why. Its
+    JSONPatch is the Verdict's (core.admission.verdict), computed only where it is sent (the
+    renderer needs none)."""
 
     allowed: bool
     obj: dict[str, Any]
@@ -86,19 +87,12 @@ def _admit(
     )
 
 
-def patch_of(source: Mapping[str, Any], admission: Admission) -> list[dict[str, Any]]:
-    """The mutating webhook's JSONPatch for `source`: none when mutation itself failed."""
-    if admission.hydration.structural or admission.hydration.errors:
-        return []
-    return json_patch(source, admission.obj)
-
-
 def json_patch(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The RFC 6902 operations that turn `before` into `after` (empty when they are equal).
 
     A walk of the two objects (core.admission.patch.diff), held by a property test to give the
     object `jsonpatch.make_patch`'s patch gives, over generated objects, every hydration of
-    generated ModelDeployments and every example (tests/unit/admission/test_patch.py). A value
+    generated ModelDeployments and every example (tests/unit/core/admission/test_patch.py). A value
     counts as changed when its JSON text does, as make_patch counts it (`1`, `1.0` and `true`
     differ).
     """

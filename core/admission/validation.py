@@ -25,6 +25,7 @@ from core.model.names import check_model_deployment_annotations, check_model_dep
 from core.model.plugin import ProviderPlugin
 from core.model.quantity import format_limit, parse_quantity, quantity_problem
 from core.model.servednames import check_served_names
+from core.selection.compatibility import Fit, compatibility
 from core.selection.configs import ProviderRegistry
 
 MAX_GPUS = 64
@@ -44,7 +45,7 @@ class SpecChecks:
     """What check_spec finds whatever the operation and the stored object: a function of the
     hydrated object and the registry only. Kept with the verdict, so that the same object
     admitted again against the same registry (a render asks whether its output is settled:
-    renderer.render) runs only what the stored object and the operation add."""
+    renderer.output.render) runs only what the stored object and the operation add."""
 
     before: tuple[FieldError, ...]  # engine fields, flags, model, overrides
     after: tuple[FieldError, ...]  # compatibility, disaggregated serving, ... annotations
@@ -173,23 +174,23 @@ def _check_overrides(md: ModelDeployment, plugin: ProviderPlugin | None) -> list
 def _check_compatibility(md: ModelDeployment, registry: ProviderRegistry) -> list[FieldError]:
     if not md.provider_name or not md.engine_type:
         return []
-    config = registry.get(md.provider_name)
-    if config is None:
+    fit = compatibility(md, registry)
+    if fit.fit is Fit.NOT_FOUND:
         known = ", ".join(registry.configs) or "none"
         detail = f'InferenceProviderConfig "{md.provider_name}" not found (configured: {known})'
         return [FieldError("spec.provider.name", Reason.NOT_FOUND, detail)]
-    if registry.plugin(md.provider_name) is None:
+    if fit.fit is Fit.NO_RENDERER:
         detail = (
             f"Runway has no renderer for provider {md.provider_name} "
             f"(it has: {', '.join(registry.plugins)})"
         )
         return [FieldError("spec.provider.name", Reason.UNSUPPORTED, detail)]
-    mismatch = config.mismatch(md.engine_type, gpu=md.needs_gpu, mode=md.serving_mode)
-    if mismatch is None or registry.runs_test_backend(md):  # a test backend needs no GPU
+    if fit.fit is not Fit.MISMATCH:
         return []
-    path, why = mismatch
-    hint = "; set spec.resources.gpu.count > 0" if why.endswith("without a GPU") else ""
-    return [FieldError(path, Reason.UNSUPPORTED, f"provider {md.provider_name} {why}{hint}")]
+    hint = "; set spec.resources.gpu.count > 0" if fit.why.endswith("without a GPU") else ""
+    return [
+        FieldError(fit.path, Reason.UNSUPPORTED, f"provider {md.provider_name} {fit.why}{hint}")
+    ]
 
 
 def _check_disaggregated(md: ModelDeployment, registry: ProviderRegistry) -> list[FieldError]:

@@ -471,7 +471,8 @@ def _depth(value: Any) -> int:
 
 
 def _out_of_range(value: Any) -> str | None:
-    """Why a value cannot be stored in a Kubernetes object (an integer past int64), or None."""
+    """Why a value cannot be stored in a Kubernetes object and checked (an integer past int64, a
+    key with a NUL character), or None."""
     stack = [value]
     while stack:
         item = stack.pop()
@@ -480,6 +481,10 @@ def _out_of_range(value: Any) -> str | None:
         if isinstance(item, int) and not -_INT64 <= item < _INT64:
             return "holds an integer outside the 64-bit range Kubernetes stores"
         if isinstance(item, Mapping):
+            if any("\x00" in key for key in item if isinstance(key, str)):
+                # cel-expr-python reads a key up to its NUL: "" and "\x00" would be one key, and
+                # the HelmRelease's rules could not be checked
+                return "holds a key with a NUL character"
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)

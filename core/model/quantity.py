@@ -12,23 +12,14 @@ MAX_QUANTITY = Decimal(2**63 - 1)  # Kubernetes' int64 limit on a quantity's val
 MAX_LENGTH = 128  # characters; longer strings are not quantities anyone writes
 _HUGE = MAX_QUANTITY * 10  # stands for "beyond the limit" without computing 10**huge
 _WIDE = Context(prec=200, Emax=MAX_EMAX, Emin=MIN_EMIN)
+# The decimal SI suffixes (k = 10^3 ... E = 10^18) and the binary ones (Ki = 2^10 ... Ei = 2^60).
 _SUFFIXES: dict[str, Decimal] = {
     "": Decimal(1),
     "n": Decimal("1e-9"),
     "u": Decimal("1e-6"),
     "m": Decimal("1e-3"),
-    "k": Decimal(10) ** 3,
-    "M": Decimal(10) ** 6,
-    "G": Decimal(10) ** 9,
-    "T": Decimal(10) ** 12,
-    "P": Decimal(10) ** 15,
-    "E": Decimal(10) ** 18,
-    "Ki": Decimal(2) ** 10,
-    "Mi": Decimal(2) ** 20,
-    "Gi": Decimal(2) ** 30,
-    "Ti": Decimal(2) ** 40,
-    "Pi": Decimal(2) ** 50,
-    "Ei": Decimal(2) ** 60,
+    **{s: Decimal(10) ** (3 * n) for n, s in enumerate("kMGTPE", start=1)},
+    **{f"{s}i": Decimal(2) ** (10 * n) for n, s in enumerate("KMGTPE", start=1)},
 }
 
 

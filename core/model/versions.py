@@ -11,13 +11,10 @@ _LINE = re.compile(r"^([A-Z][A-Z0-9_]*)=(\S+)$")
 
 @dataclass(frozen=True, slots=True)
 class Versions:
-    """One field per pinned upstream; `extra` keeps pins this version of Runway does not use."""
+    """One field per upstream the core itself renders or tests against; `extra` keeps every
+    other pin by its KEY (the providers' operators and images: `pin("dynamo")` reads
+    DYNAMO_VERSION), so that the core names no provider."""
 
-    dynamo: str
-    kaito: str
-    kuberay: str
-    ray: str
-    llmd: str
     vllm: str
     gaie: str
     gateway_api: str
@@ -44,6 +41,16 @@ class Versions:
             raise ValueError(f"versions.env is missing {', '.join(missing)}")
         pins = {name: entries.pop(key) for name, key in known.items()}
         return cls(**pins, extra=dict(sorted(entries.items())))
+
+    def pin(self, upstream: str) -> str:
+        """The pin of `upstream` (`<UPSTREAM>_VERSION` in versions.env), a core field's or an
+        extra one's; a missing pin is a packaging bug."""
+        key = f"{upstream.upper()}_VERSION"
+        if upstream in {f.name for f in fields(self) if f.name != "extra"}:
+            return str(getattr(self, upstream))
+        if key not in self.extra:
+            raise ValueError(f"versions.env is missing {key}")
+        return self.extra[key]
 
     def as_env(self) -> dict[str, str]:
         """KEY=VALUE pairs again, every pin included."""

@@ -36,7 +36,7 @@ def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> lis
     """One DynamoGraphDeployment: a frontend and the worker services. routerMode, frontend and epp
     are consumed here and never emitted; `spec` overrides are merged into the object's spec."""
     engine = md.engine_type
-    image = md.image_override or f"nvcr.io/nvidia/ai-dynamo/{_RUNTIME[engine]}:{pins.dynamo}"
+    image = md.image_override or f"nvcr.io/nvidia/ai-dynamo/{_RUNTIME[engine]}:{pins.pin('dynamo')}"
     overrides = md.overrides if isinstance(md.overrides, Mapping) else {}
     secret = dig(md.spec, "secrets", "huggingFaceToken")
     frontend: dict[str, Any] = {
@@ -265,7 +265,7 @@ def _epp(md: ModelDeployment, overrides: Mapping[str, Any], pins: Versions) -> d
     split = md.is_disaggregated
     image = (overrides.get("epp") or {}).get(
         "image"
-    ) or f"nvcr.io/nvidia/ai-dynamo/dynamo-frontend:{pins.dynamo}"
+    ) or f"nvcr.io/nvidia/ai-dynamo/dynamo-frontend:{pins.pin('dynamo')}"
     plugins = [
         {"name": "disagg-profile-handler", "type": "disagg-profile-handler"},
         _label_filter("decode-filter", "decode", allows_no_label=not split),
@@ -318,7 +318,7 @@ def _sidecar(md: ModelDeployment, pins: Versions, secret: str | None) -> dict[st
     its disaggregated GAIE recipes run it; the default (round-robin) would choose again."""
     args = ["-m", "dynamo.frontend", "--router-mode", "direct"]
     sidecar: dict[str, Any] = {
-        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{pins.dynamo}",
+        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{pins.pin('dynamo')}",
         "args": args,
     }
     if secret:
@@ -334,7 +334,7 @@ _MOCKER_RESOURCES = {"cpu": "100m", "memory": "256Mi"}
 def _as_mocker(md: ModelDeployment, services: dict[str, Any], pins: Versions) -> None:
     """Turn the services into the mocker's: the planner image everywhere, a small Frontend, and
     workers that run the mocker with small CPU and memory requests equal to their limits."""
-    image = f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{pins.dynamo}"
+    image = f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{pins.pin('dynamo')}"
     for service in services.values():
         container = service["extraPodSpec"]["mainContainer"]
         container["image"] = image

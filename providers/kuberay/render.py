@@ -45,7 +45,7 @@ _FLOAT = re.compile(r"^[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?$"
 
 def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> list[dict[str, Any]]:
     """One RayService: a head, GPU worker groups, and a Ray Serve LLM application."""
-    image = md.image_override or _RAY_IMAGE.format(version=pins.ray)
+    image = md.image_override or _RAY_IMAGE.format(version=pins.pin("ray"))
     if md.is_disaggregated:
         parts = {role: dig(md.spec, "scaling", role) or {} for role in ("prefill", "decode")}
         application = {

@@ -79,7 +79,7 @@ def routing_sidecar(pins: Versions, facts: PDFacts) -> dict[str, Any]:
     (the sidecar's default is a self-signed TLS listener nothing else here expects)."""
     return {
         "name": "routing-sidecar",
-        "image": f"{facts.sidecar_image}:v{pins.llmd}",
+        "image": f"{facts.sidecar_image}:v{pins.pin('llmd')}",
         "args": [
             f"--port={HTTP_PORT}",
             f"--vllm-port={DECODE_VLLM_PORT}",

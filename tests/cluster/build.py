@@ -10,7 +10,7 @@ Everything lands in the cache directory (default `.cache/cluster`, or $RUNWAY_CL
   bin/source-controller, ...            Flux (tests/cluster/flux.py)
   crds/<upstream>/<version>/*.yaml      Argo CD and Flux CRDs from their Go modules at the pins
 The CRDs of the kinds Runway renders are not fetched here: the test cluster installs them from
-Runway's schema pack (renderer/schemas/, `make schemas`), so the e2e tier tests exactly the
+Runway's schema pack (renderer/output/schemas/, `make schemas`), so the e2e tier tests exactly the
 schemas users get.
 A second run does nothing: each binary carries a stamp of its go.mod, go.sum and Go version, and
 each CRD folder a marker. Versions come from core/model/versions.env only.

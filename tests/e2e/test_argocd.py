@@ -28,7 +28,7 @@ import yaml
 
 from cli.main import main
 from kubeio.yamlio import dump
-from renderer.schemapack import load_pack
+from renderer.output.schemapack import load_pack
 from tests.support.argocd import ArgoCD, missing_binaries, start_argocd
 from tests.support.cluster import Cluster
 from tests.support.drift import missing_from
@@ -396,7 +396,7 @@ def test_one_changed_model_deployment_is_applied_exactly(
     before = fingerprint(gitops, written)
     old = baseline["status"]["sync"]["revision"]
     # Changed in place, as a user edits a file: the same models defined in another folder
-    # would claim outputs whose sources still exist, and be refused (renderer/ownership.py).
+    # would claim outputs whose sources still exist, and be refused (renderer/output/ownership.py).
     sources = write_sources(gitops.work / "sources", NAMESPACE)
     doc = yaml.safe_load((sources / "vllm-direct-explicit.yaml").read_text())
     doc["spec"]["engine"]["args"]["max-num-seqs"] = "32"
@@ -425,7 +425,7 @@ def test_a_removed_model_deployment_is_pruned_and_nothing_else(
     kept = tuple(name for name in SOURCES if name != "llmd-explicit.yaml")
 
     # The same folder, without the file: a render removes only outputs of sources removed from
-    # the folders it is given (renderer/ownership.py), so the sources must be those it rendered.
+    # the folders it is given (renderer/output/ownership.py), so the sources must be those it rendered.
     revision = gitops.push(write_sources(gitops.work / "sources", NAMESPACE, kept))
     gitops.synced(revision)
 
@@ -558,7 +558,7 @@ def test_a_commit_the_installed_crd_refuses_fails_in_argocd_and_in_runway_apply(
     older = tmp_path / "older-rayservice.yaml"
     older.write_text(yaml.safe_dump(crd))
     # Changed in place, as a user edits a file: the same models defined in another folder
-    # would claim outputs whose sources still exist, and be refused (renderer/ownership.py).
+    # would claim outputs whose sources still exist, and be refused (renderer/output/ownership.py).
     sources = write_sources(gitops.work / "sources", NAMESPACE)
     doc = yaml.safe_load((sources / "vllm-multi-gpu.yaml").read_text())
     doc["spec"]["engine"]["args"]["gpu-memory-utilization"] = "0.90"

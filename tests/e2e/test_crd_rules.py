@@ -20,8 +20,8 @@ import pytest
 
 from core.model.versions import Versions
 from kubeio.shipped import bundled_versions
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas
 from tests.support.cluster import Cluster
 from tests.support.crdcases import Case, cases, format_cases, rule_sites
 

@@ -31,7 +31,7 @@ import yaml
 
 from cli.main import main
 from kubeio.yamlio import dump
-from renderer.schemapack import load_pack
+from renderer.output.schemapack import load_pack
 from tests.support.cluster import Cluster
 from tests.support.drift import missing_from
 from tests.support.flux import (
@@ -223,7 +223,7 @@ def test_one_changed_model_deployment_is_applied_exactly(
     written = rendered_objects(gitops.rendered)
     before = fingerprint(gitops, written)
     # Changed in place, as a user edits a file: the same models defined in another folder
-    # would claim outputs whose sources still exist, and be refused (renderer/ownership.py).
+    # would claim outputs whose sources still exist, and be refused (renderer/output/ownership.py).
     sources = write_sources(gitops.work / "sources", NAMESPACE)
     doc = yaml.safe_load((sources / "vllm-direct-explicit.yaml").read_text())
     doc["spec"]["engine"]["args"]["max-num-seqs"] = "32"
@@ -262,7 +262,7 @@ def test_a_removed_model_deployment_is_pruned_and_nothing_else(
     kept = tuple(name for name in SOURCES if name != "llmd-explicit.yaml")
 
     # The same folder, without the file: a render removes only outputs of sources removed from
-    # the folders it is given (renderer/ownership.py), so the sources must be those it rendered.
+    # the folders it is given (renderer/output/ownership.py), so the sources must be those it rendered.
     revision = gitops.push(write_sources(gitops.work / "sources", NAMESPACE, kept))
     gitops.synced(revision)
 
@@ -332,7 +332,7 @@ def test_a_commit_the_installed_crd_refuses_fails_in_flux_and_in_runway_apply(
 ) -> None:
     current, older = crd_files(tmp_path)
     # Changed in place, as a user edits a file: the same models defined in another folder
-    # would claim outputs whose sources still exist, and be refused (renderer/ownership.py).
+    # would claim outputs whose sources still exist, and be refused (renderer/output/ownership.py).
     sources = write_sources(gitops.work / "sources", NAMESPACE)
     doc = yaml.safe_load((sources / "vllm-multi-gpu.yaml").read_text())
     doc["spec"]["engine"]["args"]["gpu-memory-utilization"] = "0.90"

@@ -17,7 +17,7 @@ import pytest
 from cli.main import main
 from kubeio.yamlio import dump
 from renderer.apply import folders
-from renderer.schemapack import load_pack
+from renderer.output.schemapack import load_pack
 from tests.support.builders import external_model_provider
 from tests.support.cluster import Cluster
 from tests.support.drift import missing_from

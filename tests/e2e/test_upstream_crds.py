@@ -13,8 +13,8 @@ import yaml
 
 from core.model.versions import Versions
 from kubeio.shipped import bundled_versions
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas
 from tests.cluster.build import UPSTREAMS, cache_dir
 from tests.support.cluster import Cluster
 from tests.support.drift import missing_from

@@ -15,8 +15,8 @@ import time
 from typing import Any
 
 from kubeio.shipped import bundled_versions
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas
 from tests.fuzzing import Report
 from tests.support.crdcases import cases, place
 

@@ -52,6 +52,7 @@ from gateway.merge import Owner, Plan, Registration, SecretRef, owner_of, plan, 
 from gateway.run import PlanSettings, plan_objects
 from gateway.sync import Syncer
 from kubeio.backoff import Backoff
+from kubeio.users import User
 from tests.fuzzing import Report
 from tests.support.answers import SHAPES, Answer, AnswerServer, Request, generated_info
 from tests.support.builders import external_model_provider, model_deployment, shipped_registry
@@ -64,7 +65,6 @@ from tests.support.hostile_gateway import (
     plant,
     rich,
 )
-from webhook.access import User
 
 KEY = "sk-master-fuzz-0123456789"
 BIG_OR_SLOW = 12  # cases a run at most (each costs up to a second)

@@ -9,7 +9,7 @@ Three classes, each checking the rule it protects:
   and the slowest answer is reported (kubeio/sources.py);
 - ownership across roots: a render of a generated subset of team folders after generated edits
   (claims of another team's model, changes, removals) never changes an output recorded for a
-  source outside the subset that still exists (renderer/ownership.py);
+  source outside the subset that still exists (renderer/output/ownership.py);
 - push retries with a dirty work tree: another clone pushes first, the user's clone has edited,
   staged and untracked files outside rendered/; the retry leaves them (and the index entries)
   byte for byte, and the report names the commit the remote holds (renderer/gitops.py).

@@ -29,13 +29,13 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
+from kubeio.serverlogs import LOG_FORMAT
 from tests.fuzzing import Report
 from tests.support.builders import model_deployment
 from tests.support.framing import Framing, malformed_chunked, valid_chunked
 from tests.support.slowclients import IdleClients, Probe, SlowClients, probe
 from tests.support.webhook import Webhook, review, start_webhook
 from webhook.app import create_app
-from webhook.gunicorn_options import LOG_FORMAT
 from webhook.logfields import field
 from webhook.metrics import KINDS, OPERATIONS, OTHER
 from webhook.settings import Settings

@@ -1,4 +1,5 @@
-"""AdmissionReviews over TLS to the real gunicorn server, compared with `runway validate`."""
+"""AdmissionReviews over TLS to the real gunicorn server, compared with `runway validate`: the
+JSON form of the Verdict of core.admission.entry.admit_object, which both answer from."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import jsonpatch
 import pytest
 import yaml
 
-from cli.inspect import validate_one
+from core.admission.entry import admit_object
 from core.selection.configs import ProviderRegistry
 from tests.support.builders import external_model_provider, model_deployment, provider_config
 from tests.support.paths import EXAMPLES, example_files, example_name
@@ -40,7 +41,7 @@ def decode_patch(response: dict[str, Any]) -> list[dict[str, Any]]:
 def test_example_through_both_webhooks_matches_runway_validate(
     name: str, obj: dict[str, Any], webhook: Webhook, shipped: ProviderRegistry
 ) -> None:
-    expected = validate_one(obj, registry=shipped)
+    expected = admit_object(obj, registry=shipped).as_json()
 
     mutation = webhook.admit("/mutate", review(obj, uid=f"m-{name}"))
     if not mutation["allowed"]:  # refused at mutation (no provider can be selected)
@@ -66,9 +67,9 @@ def test_example_through_both_webhooks_matches_runway_validate(
 def test_mutating_a_hydrated_object_again_returns_no_patch(
     webhook: Webhook, shipped: ProviderRegistry
 ) -> None:
-    hydrated = validate_one(
+    hydrated = admit_object(
         yaml.safe_load((EXAMPLES / "vllm-multi-gpu.yaml").read_text()), registry=shipped
-    )["object"]
+    ).as_json()["object"]
 
     response = webhook.admit("/mutate", review(hydrated, operation="UPDATE", old=hydrated))
 
@@ -78,7 +79,7 @@ def test_mutating_a_hydrated_object_again_returns_no_patch(
 def test_update_keeps_the_selection_and_refuses_a_provider_change(
     webhook: Webhook, shipped: ProviderRegistry
 ) -> None:
-    stored = validate_one(model_deployment(gpu=1), registry=shipped)["object"]
+    stored = admit_object(model_deployment(gpu=1), registry=shipped).as_json()["object"]
 
     sticky = webhook.admit(
         "/mutate", review(model_deployment(gpu=1), operation="UPDATE", old=stored)

@@ -21,10 +21,10 @@ from core.rendering.invariants import check_invariants
 from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_flag_catalogs, bundled_versions
-from renderer.folders import HYDRATED_FILE
-from renderer.render import render_one
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas
+from renderer.output.folders import HYDRATED_FILE
+from renderer.output.render import render_one
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas
 from tests.support.builders import shipped_registry
 from tests.support.matrix import KaitoCase, cases, engine_args, kaito_cases, launched_catalogs
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from tests.support.paths import ROOT
 
 DATA = (
-    "renderer/schemas",
+    "renderer/output/schemas",
     "providers/dynamo/catalogs",
     "providers/vllm/catalogs",
     "providers/kaito/facts",

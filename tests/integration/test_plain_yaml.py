@@ -16,10 +16,10 @@ from core.rendering.assemble import render_model
 from core.rendering.inferencegateway import GatewayTarget
 from kubeio.shipped import bundled_versions
 from kubeio.sources import parse_documents
-from renderer.folders import HYDRATED_FILE, kustomization
-from renderer.render import render_one
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas
+from renderer.output.folders import HYDRATED_FILE, kustomization
+from renderer.output.render import render_one
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas
 from tests.support.builders import shipped_registry
 from tests.support.matrix import cases, kaito_cases
 from tests.support.paths import EXAMPLES, example_name

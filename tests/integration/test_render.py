@@ -24,7 +24,7 @@ from cli.main import main
 from core.admission.pipeline import admit
 from core.selection.configs import ProviderRegistry
 from kubeio.yamlio import dump, dump_all
-from renderer.schemapack import load_pack
+from renderer.output.schemapack import load_pack
 from tests.support.builders import external_model_provider, model_deployment, provider_config
 from tests.support.paths import EXAMPLES, REJECTED_EXAMPLES
 
@@ -96,7 +96,7 @@ def test_render_writes_a_committed_kustomize_tree(
         "models/phi-direct/kustomization.yaml",
         "models/phi-direct/modeldeployment.yaml",
         "models/phi-direct/service-phi-direct.yaml",
-        "runway-sources.json",  # where each folder came from (renderer/ownership.py)
+        "runway-sources.json",  # where each folder came from (renderer/output/ownership.py)
     ]
     hydrated = yaml.safe_load((repo / "rendered/models/llama-70b/modeldeployment.yaml").read_text())
     assert (

@@ -1,4 +1,4 @@
-"""A render of the namespaces whose source files changed (renderer.delta) gives what a render of
+"""A render of the namespaces whose source files changed (renderer.reuse.delta) gives what a render of
 everything gives: after any series of edits to several source files (objects changed, added,
 removed, moved between files, broken and fixed, defined twice, comments), the tree, HEAD's tree
 and the report equal a --full render's in a twin repository; and an edit of one file renders
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import renderer.delta
-import renderer.job
+import renderer.reuse.delta
+import renderer.stages
 from kubeio.yamlio import dump_all
-from renderer.pipeline import run_render
+from renderer.flow import render as run_render
 from renderer.settings import RenderReport, RenderSettings
 from tests.support.builders import model_deployment
 
@@ -35,18 +35,18 @@ FILES = sorted(START)
 
 
 class Deltas:
-    """Counts the renders restricted to some namespaces (renderer.job.widened is called once
+    """Counts the renders restricted to some namespaces (renderer.stages.widened is called once
     for each), the behaviour of every render unchanged."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.done = 0
-        real = renderer.delta.widened
+        real = renderer.reuse.delta.widened
 
         def counted(*args: Any) -> Any:
             self.done += 1
             return real(*args)
 
-        monkeypatch.setattr(renderer.job, "widened", counted)
+        monkeypatch.setattr(renderer.stages, "widened", counted)
 
 
 def _write(src: Path, objects: Objects, comments: dict[str, int]) -> None:

@@ -23,14 +23,14 @@ from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import parse_documents
 from kubeio.yamlio import dump_all
-from renderer.digests import inputs_digest
-from renderer.folders import HYDRATED_FILE, Result, folder_of
-from renderer.incremental import Rendered, render_incremental
-from renderer.render import POOL_MINIMUM, RenderContext, render_external_guarded, render_many
-from renderer.rendercache import Entry, RenderCache
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas
-from renderer.tree import namespace_files, tree_folders
+from renderer.output.folders import HYDRATED_FILE, Result, folder_of
+from renderer.output.incremental import Rendered, render_incremental
+from renderer.output.render import POOL_MINIMUM, RenderContext, render_external_guarded, render_many
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas
+from renderer.output.tree import namespace_files, tree_folders
+from renderer.reuse.digests import inputs_digest
+from renderer.reuse.rendercache import Entry, RenderCache
 from tests.support.builders import model_deployment
 
 NAMES = ("a", "b", "c", "d", "e")
@@ -317,7 +317,7 @@ def test_hand_edits_are_found_by_their_stats_even_with_the_mtime_put_back(
 def test_folders_written_while_the_pool_renders_are_reported_against_the_tree_before(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Rendered folders are written as the pool's chunks arrive (renderer.job): each file
+    """Rendered folders are written as the pool's chunks arrive (renderer.stages): each file
     replaced is read first, so the report still compares with the tree as it was, and the tree
     is the one a --full render of the same sources into a new repository writes."""
     count = POOL_MINIMUM + 6

@@ -20,16 +20,16 @@ from typing import Any
 
 import pytest
 
-import renderer.render
-import renderer.tree
+import renderer.output.render
+import renderer.output.tree
 from cli.main import main
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.yamlio import dump, dump_all
 from renderer.git.gitops import Repo
-from renderer.render import render_guarded
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas
+from renderer.output.render import render_guarded
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas
 from tests.support.builders import model_deployment
 from tests.support.wait import wait_until
 
@@ -203,14 +203,14 @@ def test_any_exception_while_rendering_one_object_fails_only_that_object(
 ) -> None:
     # No input is certain to raise once the validators are hardened, so the one exception is
     # made to happen; the guard must hold for every exception type.
-    original = renderer.render.render_one
+    original = renderer.output.render.render_one
 
     def flaky(obj: Any, **kwargs: Any) -> Any:
         if obj["metadata"]["name"] == "bad":
             raise raised
         return original(obj, **kwargs)
 
-    monkeypatch.setattr(renderer.render, "render_one", flaky)
+    monkeypatch.setattr(renderer.output.render, "render_one", flaky)
     context: dict[str, Any] = {
         "registry": build_registry(bundled_config_objects(), flags={}),
         "schemas": Schemas.from_pack(load_pack()),
@@ -286,8 +286,8 @@ def test_the_last_guard_refuses_a_credential_in_any_file_about_to_be_written(
 ) -> None:
     # Rendering refuses such objects itself; to reach the guard behind it, one render leaks.
     src, repo = sources(tmp_path / "src", 1), tmp_path / "gitops"
-    monkeypatch.setattr(renderer.render, "dump", lambda obj: dump(obj) + f"# {TOKEN}\n")
-    monkeypatch.setattr(renderer.tree, "dump", lambda obj: dump(obj) + f"# {TOKEN}\n")
+    monkeypatch.setattr(renderer.output.render, "dump", lambda obj: dump(obj) + f"# {TOKEN}\n")
+    monkeypatch.setattr(renderer.output.tree, "dump", lambda obj: dump(obj) + f"# {TOKEN}\n")
 
     code = main(["render", str(src), "--repo", str(repo), "--commit"])
 

@@ -1,4 +1,4 @@
-"""The render stamp (renderer.stamp): a render that would change nothing is answered from the
+"""The render stamp (renderer.reuse.stamp): a render that would change nothing is answered from the
 stamp, with the report a render gives, and nothing written or committed; after any change to
 the tree (edited, deleted, added, ignored, staged or committed by hand) or to any input (a
 source, a provider config, a setting, the working directory), the render is done as usual and
@@ -21,17 +21,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import renderer.job
+import renderer.flow
 from cli.main import main
 from core.rendering.inferencegateway import GatewayTarget
 from kubeio.shipped import bundled_config_objects
 from kubeio.yamlio import dump_all
-from renderer.cleantree import CleanCheck
+from renderer.flow import render as run_render
 from renderer.git.gitops import Repo
-from renderer.pipeline import run_render
-from renderer.rendercache import RenderCache, unpacked
+from renderer.reuse.cleantree import CleanCheck
+from renderer.reuse.rendercache import RenderCache, unpacked
+from renderer.reuse.stamp import STAMP_FORMAT, Stamp, stamp_path
 from renderer.settings import RenderReport, RenderSettings, cache_key
-from renderer.stamp import STAMP_FORMAT, Stamp, stamp_path
 from tests.support.builders import model_deployment
 from tests.support.gitserver import start_git_server
 from tests.support.hostile_render import laughs
@@ -74,17 +74,17 @@ def summary(report: RenderReport) -> tuple[Any, ...]:
 
 
 class Renders:
-    """Counts the renders done as usual (renderer.job.render), the rest being stamp answers."""
+    """Counts the renders done as usual (renderer.flow.as_usual), the rest being stamp answers."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.done = 0
-        real = renderer.job.render
+        real = renderer.flow.as_usual
 
         def counted(*args: Any) -> RenderReport:
             self.done += 1
             return real(*args)
 
-        monkeypatch.setattr(renderer.job, "render", counted)
+        monkeypatch.setattr(renderer.flow, "as_usual", counted)
 
 
 @pytest.fixture
@@ -204,7 +204,7 @@ def test_after_any_hand_change_to_the_tree_the_render_is_a_full_render(
     work, twin = base / "gitops", base / "twin" / "gitops"
     shutil.copytree(ask.repo, work, symlinks=True)
     for path in (work / SUBDIR).rglob("*"):  # as a clone or a render leaves them: mtime new
-        os.utime(path)  # (git here compares whole seconds: see renderer.stamp)
+        os.utime(path)  # (git here compares whole seconds: see renderer.reuse.stamp)
     here = replace(ask, repo=str(work))
     run_render(here)  # the repository moved: a render as usual, stamped for this place
     renders.done = 0
@@ -517,7 +517,7 @@ def test_a_hostile_source_gets_from_a_stamped_repository_what_it_gets_from_any(
 def test_git_vouches_for_a_clean_tree_as_the_scan_finds_it_and_for_nothing_else(
     rendered: tuple[RenderSettings, RenderReport],
 ) -> None:
-    """renderer.cleantree: the tree git's index lists, each file with its cache entry's Stat,
+    """renderer.reuse.cleantree: the tree git's index lists, each file with its cache entry's Stat,
     in the scan's paths and order; after a hand edit, an untracked file or a commit by hand
     (HEAD no longer the cache's tree), None: the render scans."""
     ask, _ = rendered

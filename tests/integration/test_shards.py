@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from core.fields.errors import SourceError
 from kubeio.yamlio import dump_all
-from renderer.pipeline import run_render
+from renderer.flow import render as run_render
+from renderer.output.shard import Shard
 from renderer.settings import RenderSettings
-from renderer.shard import Shard
 from tests.support.builders import model_deployment
 from tests.support.gitserver import GitServer, start_git_server
 from tests.support.shards import start_shards

@@ -31,7 +31,7 @@ from cli.manifests import crds_yaml
 from kubeio.files import atomic_write
 from kubeio.shipped import bundled_versions
 from kubeio.yamlio import dump, dump_all
-from renderer.schemapack import load_pack
+from renderer.output.schemapack import load_pack
 from tests.cluster.build import UPSTREAMS, cache_dir
 from tests.support.wait import wait_until
 

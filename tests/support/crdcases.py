@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from core.fields.paths import FieldPath
-from renderer.schemapack import load_pack
+from renderer.output.schemapack import load_pack
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "crdrules"
 ITEMS, ENTRY = "[*]", "{*}"  # markers of a schema path: an array element, a map entry

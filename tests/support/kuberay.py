@@ -26,7 +26,7 @@ from tests.support.wait import wait_until
 
 PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
 PINS = bundled_versions()
-IMAGE = f"rayproject/ray-llm:{PINS.ray}-py311-cu128"
+IMAGE = f"rayproject/ray-llm:{PINS.pin('ray')}-py311-cu128"
 Gpus = tuple[tuple[str, str], ...]
 Pod = tuple[str, str, str, Gpus]
 
@@ -77,7 +77,7 @@ def unavailable_reason() -> str | None:
 
 
 def install_watched_crds(cluster: Cluster, versions: Versions) -> None:
-    source = module_dir(MODULE, f"v{versions.kuberay.lstrip('v')}")
+    source = module_dir(MODULE, f"v{versions.pin('kuberay').lstrip('v')}")
     for name in WATCHED_ONLY_CRDS:
         cluster.apply_manifests((source / name).read_text())
     wait_until(lambda: _established(cluster, "rayjobs.ray.io"), timeout=60, what="rayjobs CRD")

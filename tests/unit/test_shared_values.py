@@ -1,10 +1,10 @@
-"""renderer.rendercache.Shared: equal values become one object, and so are pickled once."""
+"""renderer.reuse.rendercache.Shared: equal values become one object, and so are pickled once."""
 
 from __future__ import annotations
 
 import pickle
 
-from renderer.rendercache import Shared
+from renderer.reuse.rendercache import Shared
 
 
 def test_equal_values_are_one_object_and_each_is_pickled_once() -> None:

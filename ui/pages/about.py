@@ -9,9 +9,10 @@ import kubernetes
 from flask import Blueprint, render_template
 
 from core.model.kinds import EMP_GROUP, GROUP
+from kubeio.client import api_failure
 from kubeio.objects import upstream_kinds
 from kubeio.shipped import bundled_versions, runway_version
-from ui.cluster import TIMEOUT, api_failure
+from ui.cluster import TIMEOUT
 from ui.context import NavItem, portal
 
 blueprint = Blueprint("about", __name__)

@@ -32,9 +32,9 @@ from flask import Blueprint, Response, render_template, request
 from core.model.kinds import GROUP, MODEL_DEPLOYMENT_PLURAL, VERSION
 from core.rendering.common import ANNOTATION_RENDERED_FROM, LABEL_MODEL_DEPLOYMENT
 from core.status.modeldeployment import PHASES
-from kubeio.client import error_message
+from kubeio.client import api_failure, error_message
 from kubeio.objects import upstream_kinds
-from ui.cluster import TIMEOUT, api_failure
+from ui.cluster import TIMEOUT
 from ui.context import NavItem, cluster, portal, viewer
 
 blueprint = Blueprint("deployments", __name__)

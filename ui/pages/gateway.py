@@ -33,7 +33,8 @@ from core.model.kinds import (
 )
 from gateway.merge import owner_of
 from gateway.run import read_objects
-from ui.cluster import TIMEOUT, api_failure
+from kubeio.client import api_failure
+from ui.cluster import TIMEOUT
 from ui.context import NavItem, cluster, portal, viewer
 from ui.gateway_compose import (
     Form,

@@ -18,7 +18,7 @@ from typing import Any
 from flask import Blueprint, current_app, render_template, request
 
 from kubeio.sources import parse_documents
-from renderer.folders import HYDRATED_FILE
+from renderer.output.folders import HYDRATED_FILE
 from ui.compose import FIELDS, ComposeError, blank, merged, parse, text_of, values_of
 from ui.context import NavItem, cluster, portal, schemas
 from ui.models_catalog import Sources, catalog, find, fingerprint, read_sources

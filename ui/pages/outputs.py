@@ -38,9 +38,9 @@ from core.fields.errors import RunwayError
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_versions
 from kubeio.sources import parse_documents
-from renderer.folders import HYDRATED_FILE
-from renderer.render import render_one
-from renderer.strict import Schemas
+from renderer.output.folders import HYDRATED_FILE
+from renderer.output.render import render_one
+from renderer.output.strict import Schemas
 from ui import applying, branches
 from ui.context import cluster, portal, schemas, viewer
 from ui.outputs import (

@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from cli.exits import Exit
-from cli.inspect import guarded, verdict
+from cli.inspect import guarded
 from cli.main import main
+from core.admission.verdict import Verdict
 from core.selection.configs import ProviderRegistry
 from tests.support.builders import model_deployment, provider_config, shipped_registry
 from tests.support.paths import EXAMPLES, REJECTED_EXAMPLES, ROOT, example_files
@@ -449,8 +450,8 @@ def test_console_script_runs_the_same_program() -> None:
     assert json.loads(done.stdout)[0]["allowed"] is True
 
 
-def _raises(obj: Mapping[str, Any], *, registry: ProviderRegistry, **_: Any) -> dict[str, Any]:
-    return {"quotient": 1 // len(obj["spec"]["model"]["id"][:0])}  # ZeroDivisionError
+def _raises(obj: Mapping[str, Any], *, registry: ProviderRegistry, **_: Any) -> Verdict:
+    return Verdict.failed(obj, None, str(1 // len(obj["spec"]["model"]["id"][:0])))  # raises
 
 
 def test_an_object_whose_check_raises_is_denied_alone() -> None:
@@ -461,10 +462,10 @@ def test_an_object_whose_check_raises_is_denied_alone() -> None:
         _raises,
         obj,
         shipped_registry(),
-        lambda detail: verdict(obj, None, None, errors=[{"field": "", "message": detail}]),
+        lambda detail: Verdict.failed(obj, None, detail),
     )
 
-    assert result == {
+    assert result.as_json() == {
         "apiVersion": "airunway.ai/v1alpha1",
         "kind": "ModelDeployment",
         "name": "broken",

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli.render import _json_report, _payload
-from renderer.folders import Result, report_line, report_row
-from renderer.ownership import Removals
+from renderer.output.folders import Result, report_line, report_row
+from renderer.output.ownership import Removals
+from renderer.reuse.stamp import Stamp, recorded_line
 from renderer.settings import RenderReport
-from renderer.stamp import Stamp, recorded_line
 
 TEXT = st.text(st.characters(codec="utf-8"), max_size=12) | st.sampled_from(
     ["", '"', "\\", "\u2028", "\x00", "é", "😀", "</script>"]

@@ -31,7 +31,7 @@ def test_every_package_of_the_tree_is_listed() -> None:
         "providers.kaito.facts",
         "providers.llmd.facts",
         "providers.vllm.catalogs",
-        "renderer.schemas",
+        "renderer.output.schemas",
         "ui.static",
         "ui.templates",
     ]

@@ -186,11 +186,11 @@ def test_versions_parse_every_pin() -> None:
     versions = bundled_versions()
 
     assert versions.as_env() == {
-        "DYNAMO_VERSION": versions.dynamo,
-        "KAITO_VERSION": versions.kaito,
-        "KUBERAY_VERSION": versions.kuberay,
-        "RAY_VERSION": versions.ray,
-        "LLMD_VERSION": versions.llmd,
+        "DYNAMO_VERSION": versions.pin("dynamo"),
+        "KAITO_VERSION": versions.pin("kaito"),
+        "KUBERAY_VERSION": versions.pin("kuberay"),
+        "RAY_VERSION": versions.pin("ray"),
+        "LLMD_VERSION": versions.pin("llmd"),
         "VLLM_VERSION": versions.vllm,
         "GAIE_VERSION": versions.gaie,
         "GATEWAY_API_VERSION": versions.gateway_api,
@@ -201,13 +201,18 @@ def test_versions_parse_every_pin() -> None:
     }
     assert sorted(versions.extra) == [
         "ARGOCD_VERSION",
+        "DYNAMO_VERSION",
         "FLUX_HELM_CONTROLLER_VERSION",
         "FLUX_KUSTOMIZE_CONTROLLER_VERSION",
         "FLUX_SOURCE_CONTROLLER_VERSION",
         "HELM_VERSION",
+        "KAITO_VERSION",
+        "KUBERAY_VERSION",
         "KUSTOMIZE_VERSION",
         "KWOK_VERSION",
+        "LLMD_VERSION",
         "OAUTH2_PROXY_VERSION",
+        "RAY_VERSION",
     ]
     assert all(versions.as_env().values())
 
@@ -221,7 +226,7 @@ def test_versions_parse_every_pin() -> None:
         ),
         (
             "DYNAMO_VERSION=1\n",
-            "versions.env is missing ETCD_VERSION, GAIE_VERSION, GATEWAY_API_VERSION, ISTIO_VERSION, KAITO_VERSION, KUBERAY_VERSION, KUBERNETES_VERSION, LLMD_VERSION, RAY_VERSION, VLLM_VERSION",
+            "versions.env is missing ETCD_VERSION, GAIE_VERSION, GATEWAY_API_VERSION, ISTIO_VERSION, KUBERNETES_VERSION, VLLM_VERSION",
         ),
     ],
     ids=["malformed", "missing"],
@@ -306,3 +311,12 @@ def test_the_chart_guard_reads_inside_the_annotation(tmp_path: Path) -> None:
         f"config.yaml x: kaito/workspace 0.0.1 (pinned KAITO_VERSION={pins['KAITO_VERSION']})",
         "config.yaml x: kaito/other has no pin in CHART_PINS",
     ]
+
+
+def test_a_pin_the_core_does_not_hold_is_read_by_its_key_and_a_missing_one_is_named() -> None:
+    versions = Versions.parse((ROOT / "core" / "model" / "versions.env").read_text())
+
+    assert versions.pin("dynamo") == versions.extra["DYNAMO_VERSION"]
+    assert versions.pin("vllm") == versions.vllm
+    with pytest.raises(ValueError, match=r"^versions\.env is missing NOWHERE_VERSION$"):
+        versions.pin("nowhere")

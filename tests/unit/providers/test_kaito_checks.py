@@ -482,7 +482,7 @@ def test_hostile_install_annotations_get_named_bounded_errors_never_a_crash(
 def test_the_kaito_facts_are_at_the_pin_and_hold_together() -> None:
     """providers/kaito/facts/presets.json (`make kaito-facts`): taken at KAITO_VERSION, every HF
     id maps to a preset it lists, and each cloud lists instance types with their GPUs."""
-    assert PRESETS["kaito"] == f"v{bundled_versions().kaito}"
+    assert PRESETS["kaito"] == f"v{bundled_versions().pin('kaito')}"
     assert set(PRESETS["huggingFaceIds"].values()) <= set(PRESETS["presets"])
     assert set(PRESETS["deprecated"]).isdisjoint(PRESETS["presets"])
     assert sorted(PRESETS["instanceTypes"]) == ["arc", "aws", "azure"]

@@ -57,7 +57,7 @@ def llm_configs(app: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_the_installed_ray_is_the_pinned_one() -> None:
-    assert ray.__version__ == PINS.ray
+    assert ray.__version__ == PINS.pin("ray")
 
 
 @pytest.mark.parametrize(("case", "doc"), CASES, ids=[c for c, _ in CASES])

@@ -74,7 +74,7 @@ def test_dynamo_worker_args_image_and_stripped_transformer_keys(shipped: Provide
     assert kinds([graph]) == ["nvidia.com/v1alpha1 DynamoGraphDeployment qwen-32b-kv"]
     assert graph["spec"]["backendFramework"] == "vllm"
     assert worker["extraPodSpec"]["mainContainer"] == {
-        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{PINS.dynamo}",
+        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{PINS.pin('dynamo')}",
         "command": ["python3", "-m", "dynamo.vllm"],
         "args": [
             "--model",
@@ -218,7 +218,7 @@ def test_kuberay_rayservice_serves_the_model_with_ray_serve_llm(shipped: Provide
         service["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0][
             "image"
         ]
-        == f"rayproject/ray-llm:{PINS.ray}-py311-cu128"
+        == f"rayproject/ray-llm:{PINS.pin('ray')}-py311-cu128"
     )
 
 
@@ -366,7 +366,7 @@ def test_llmd_disaggregated_renders_decode_first_then_prefill(shipped: ProviderR
             "initContainers": [
                 {
                     "name": "routing-sidecar",
-                    "image": f"ghcr.io/llm-d/llm-d-routing-sidecar:v{PINS.llmd}",
+                    "image": f"ghcr.io/llm-d/llm-d-routing-sidecar:v{PINS.pin('llmd')}",
                     "args": [
                         "--port=8000",
                         "--vllm-port=8200",
@@ -470,7 +470,7 @@ def test_dynamo_with_the_gateway_runs_its_own_picker_and_frontend_sidecars(
         "decode"
     ]
     assert services["VllmWorker"]["frontendSidecar"] == {
-        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{PINS.dynamo}",
+        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{PINS.pin('dynamo')}",
         "args": ["-m", "dynamo.frontend", "--router-mode", "direct"],
         "envFromSecret": "hf",
     }

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from flask import Flask
 
-from renderer.folders import HYDRATED_FILE
+from renderer.output.folders import HYDRATED_FILE
 from tests.support.cluster import Cluster
 from tests.support.e2e import cluster, namespace  # noqa: F401  (the real API server)
 from tests.support.paths import EXAMPLES

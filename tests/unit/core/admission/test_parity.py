@@ -14,16 +14,16 @@ from core.rendering.inferencegateway import GatewayTarget
 from core.selection.configs import ProviderRegistry
 from kubeio.shipped import bundled_versions
 from providers.modules import plugins
-from renderer.render import RenderContext, render_many
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas
+from renderer.output.render import RenderContext, render_many
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas
 from tests.support.builders import model_deployment
 
 PLUGINS = {plugin.name: plugin for plugin in plugins()}
 
 PINS = bundled_versions()
 MOCKER = {"airunway.ai/dynamo-test-backend": "mocker"}
-PLANNER = f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{PINS.dynamo}"
+PLANNER = f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{PINS.pin('dynamo')}"
 SMALL = {"cpu": "100m", "memory": "256Mi"}
 MOCKER_ARGS = [
     "--model-path", "Qwen/Qwen3-0.6B", "--model-name", "qwen3", "--speedup-ratio", "1000.0",

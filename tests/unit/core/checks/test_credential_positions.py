@@ -18,9 +18,9 @@ from core.admission.pipeline import admit
 from core.checks.credentials import HINT, find_credentials, redact
 from core.fields.errors import Reason
 from kubeio.shipped import bundled_versions
-from renderer.render import render_one
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas
+from renderer.output.render import render_one
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas
 from tests.support.builders import model_deployment, shipped_registry
 from tests.support.hostile_gateway import CREDENTIALS, POSITIONS, plant, rich
 from tests.support.webhook import review

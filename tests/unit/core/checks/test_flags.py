@@ -56,10 +56,10 @@ def test_catalogs_record_the_pinned_versions_sources_and_images() -> None:
     for engine, runtime in runtimes.items():
         catalog = CATALOGS[f"dynamo-{engine}"]
         assert catalog.engine == f"dynamo.{engine}"
-        assert catalog.version.startswith(f"{PINS.dynamo} (")
-        assert catalog.image == f"nvcr.io/nvidia/ai-dynamo/{runtime}:{PINS.dynamo}"
+        assert catalog.version.startswith(f"{PINS.pin('dynamo')} (")
+        assert catalog.image == f"nvcr.io/nvidia/ai-dynamo/{runtime}:{PINS.pin('dynamo')}"
         assert catalog.sources[0] == (
-            f"ai-dynamo=={PINS.dynamo}:dynamo/common/configuration/groups/runtime_args.py"
+            f"ai-dynamo=={PINS.pin('dynamo')}:dynamo/common/configuration/groups/runtime_args.py"
         )
 
 
@@ -67,18 +67,18 @@ def test_the_mocker_and_frontend_catalogs_come_from_their_own_parsers() -> None:
     mocker, frontend = CATALOGS["dynamo-mocker"], CATALOGS["dynamo-frontend"]
     assert (mocker.engine, mocker.version, mocker.image, mocker.sources) == (
         "dynamo.mocker",
-        PINS.dynamo,
-        f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{PINS.dynamo}",
-        (f"ai-dynamo=={PINS.dynamo}:dynamo/mocker/args.py",),
+        PINS.pin("dynamo"),
+        f"nvcr.io/nvidia/ai-dynamo/dynamo-planner:{PINS.pin('dynamo')}",
+        (f"ai-dynamo=={PINS.pin('dynamo')}:dynamo/mocker/args.py",),
     )
     assert (frontend.engine, frontend.version, frontend.image, frontend.sources) == (
         "dynamo.frontend",
-        PINS.dynamo,
-        f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{PINS.dynamo}",
+        PINS.pin("dynamo"),
+        f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{PINS.pin('dynamo')}",
         (
-            f"ai-dynamo=={PINS.dynamo}:dynamo/frontend/frontend_args.py",
-            f"ai-dynamo=={PINS.dynamo}:dynamo/common/configuration/groups/kv_router_args.py",
-            f"ai-dynamo=={PINS.dynamo}:dynamo/common/configuration/groups/aic_perf_args.py",
+            f"ai-dynamo=={PINS.pin('dynamo')}:dynamo/frontend/frontend_args.py",
+            f"ai-dynamo=={PINS.pin('dynamo')}:dynamo/common/configuration/groups/kv_router_args.py",
+            f"ai-dynamo=={PINS.pin('dynamo')}:dynamo/common/configuration/groups/aic_perf_args.py",
         ),
     )
     # the mocker's parser spells the KV cache size as vLLM does, and has no vLLM engine flags

@@ -138,7 +138,7 @@ def test_llmd_supplies_its_own_picker_image_and_config(shipped: ProviderRegistry
 
     assert (
         deployment["spec"]["template"]["spec"]["containers"][0]["image"]
-        == f"ghcr.io/llm-d/llm-d-inference-scheduler:v{PINS.llmd}"
+        == f"ghcr.io/llm-d/llm-d-inference-scheduler:v{PINS.pin('llmd')}"
     )
     assert config_map["data"]["default-plugins.yaml"].startswith(
         "apiVersion: inference.networking.x-k8s.io/v1alpha1\nkind: EndpointPickerConfig\nplugins:"

@@ -34,8 +34,8 @@ from core.rendering.installs import (
     settings_errors,
 )
 from kubeio.shipped import bundled_config_objects, bundled_versions
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas, check_objects
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas, check_objects
 
 AT = f"metadata.annotations[{INSTALLATION_ANNOTATION}]"
 CHARTED = ("dynamo", "kaito", "kuberay")
@@ -358,7 +358,13 @@ def test_a_bad_annotation_gets_every_error_with_its_path() -> None:
                 "version": "^1.2",
                 "namespace": "",
                 "createNamespace": "yes",
-                "values": {"a.b": 1, "a": {"b": 2}, "list[0]": 1, "n": 2**64},
+                "values": {
+                    "a.b": 1,
+                    "a": {"b": 2},
+                    "list[0]": 1,
+                    "n": 2**64,
+                    "z": {"": 1, "\x00": 2},
+                },
             },
             {"chart": "charts/ok", "namespace": "ok", "unknown": 1},
         ],
@@ -384,6 +390,7 @@ def test_a_bad_annotation_gets_every_error_with_its_path() -> None:
         FieldError(f"{charts}[0].namespace", Reason.REQUIRED, "must be given"),
         FieldError(f"{charts}[0].values[list[0]]", Reason.INVALID, "must be a dotted Helm values path (letters, digits, '_' and '-' between dots)"),
         FieldError(f"{charts}[0].values[n]", Reason.INVALID, "holds an integer outside the 64-bit range Kubernetes stores"),
+        FieldError(f"{charts}[0].values[z]", Reason.INVALID, "holds a key with a NUL character"),
         FieldError(f"{charts}[0].values[a.b]", Reason.DUPLICATE, "is inside 'a', which is set too"),
         FieldError(f"{charts}[0].createNamespace", Reason.INVALID, "must be true or false"),
         FieldError(f"{charts}[1].unknown", Reason.UNKNOWN_FIELD, "not a field of AI Runway's installation format"),

@@ -26,8 +26,8 @@ from core.rendering.installs import (
     plan_install,
 )
 from kubeio.shipped import bundled_versions
-from renderer.schemapack import load_pack
-from renderer.strict import Schemas, check_objects
+from renderer.output.schemapack import load_pack
+from renderer.output.strict import Schemas, check_objects
 
 SCHEMAS = Schemas.from_pack(load_pack())
 KUBERNETES = bundled_versions().kubernetes

@@ -694,10 +694,10 @@ def test_llmd_pd_runs_the_facts_at_the_pin() -> None:
     decode = _decode_pod(objects)
     (sidecar,) = decode["spec"]["initContainers"]
 
-    assert facts["llmd"] == f"v{PINS.llmd}"
+    assert facts["llmd"] == f"v{PINS.pin('llmd')}"
     assert yaml.safe_load(config) == facts["pickerConfig"]
     assert decode["metadata"]["labels"][facts["roleLabel"]] == facts["roles"]["decode"]
-    assert sidecar["image"] == f"{facts['sidecar']['image']}:v{PINS.llmd}"
+    assert sidecar["image"] == f"{facts['sidecar']['image']}:v{PINS.pin('llmd')}"
     assert [a.split("=", 1)[0].lstrip("-") for a in sidecar["args"]] == [
         "port",
         "vllm-port",

@@ -21,7 +21,7 @@ from core.schema.rules import (
     rules_of,
     validate,
 )
-from renderer.schemapack import load_pack
+from renderer.output.schemapack import load_pack
 from tests.support.crdcases import cases
 
 ENV = new_environment()

@@ -1,0 +1,246 @@
+"""The render, one entry point: render(settings) -> RenderReport.
+
+First the stamp (renderer.reuse.stamp) is asked whether a render would change nothing; then
+the recorded report is the answer, and the render only pushes. Otherwise the render goes by
+stages, each a function of typed values: plan (renderer.plan: the sources and the provider
+configs read, what the output depends on), render (renderer.stages: the ModelDeployments whose
+inputs changed, in memory), and with `check` the answer from memory; otherwise, under the
+repository's lock, write (only the files whose bytes change), commit and push. A push rejected
+as not a fast-forward restarts from the plan against the remote's head (renderer.git.push):
+a bounded loop here, at most PUSH_ATTEMPTS pushes. `runway render` prints the report and maps
+it to an exit status. A Git failure, another render holding the repository, or a link in the
+tree raises GitError.
+
+The renderers, the schemas and the registry's CEL are imported by the stages, only when a
+render is done: a render that changes nothing never needs them (importing them took a third of
+its time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.fields.errors import SourceError
+from kubeio.sources import STDIN
+from renderer.git.locks import leftovers, locked, recover
+from renderer.git.push import PUSH_ATTEMPTS, Pushed, RetryTree, StillRejected, follow, push_once
+from renderer.git.runner import GitError, Repo
+from renderer.git.safefs import UnsafePath
+from renderer.reuse.cleantree import CleanCheck
+from renderer.reuse.digests import files_digest, runway_fingerprint
+from renderer.reuse.stamp import (
+    Stamp,
+    file_keys,
+    head_tree,
+    stamp_frame,
+    stamp_inputs,
+    stamped_settings,
+    tree_if_clean,
+)
+from renderer.reuse.store import Store
+from renderer.settings import ClusterCrds, RenderReport, RenderSettings, cache_key, checked_path
+
+if TYPE_CHECKING:
+    from renderer.plan import Plan
+    from renderer.stages import Rendering, Rendition
+
+Progress = Callable[[int, int], None]
+
+
+def render(
+    settings: RenderSettings,
+    *,
+    cluster_crds: ClusterCrds | None = None,
+    progress: Progress | None = None,
+) -> RenderReport:
+    """One render (see the module's text). `cluster_crds` reads the cluster's CRDs (needed with
+    `settings.crds_from_cluster`); `progress` is told (rendered so far, to render) as each pass
+    renders the ModelDeployments whose inputs changed (never when none did)."""
+    try:
+        delta = None
+        if not (settings.check or settings.full or settings.crds_from_cluster):
+            found = _stamped(settings)
+            if isinstance(found, RenderReport):
+                return found
+            delta = found
+        # git looks at the output folder while the renderers are imported (renderer.reuse.cleantree)
+        looked = _look(settings) if delta is not None else None
+        return as_usual(settings, cluster_crds, progress, delta, looked)
+    except UnsafePath as err:  # a link in the tree: the repository cannot be used as it is
+        raise GitError(str(err)) from None
+
+
+def as_usual(
+    settings: RenderSettings,
+    cluster_crds: ClusterCrds | None,
+    progress: Progress | None,
+    stamp: Stamp | None = None,
+    looked: CleanCheck | None = None,
+) -> RenderReport:
+    """A render as usual. In a repository that exists, the render holds it from the start, and
+    git looks at the output folder while the sources are read (renderer.reuse.cleantree).
+    `stamp`: the last render's, when only the bytes of some source files differ from its inputs
+    (then only their namespaces may be rendered: renderer.reuse.delta). `looked`: git asked
+    already."""
+    from renderer import plan as planning  # noqa: PLC0415 - the renderers: see the module's text
+    from renderer import stages  # noqa: PLC0415
+
+    if settings.check or not (Path(settings.repo) / ".git").is_dir():
+        planned = planning.plan(settings, cluster_crds, progress)
+        if settings.check:
+            rendition = stages.render(planned, stages.load_cache(planned))
+            return stages.report(rendition, None, planned.read.skipped, check=True)
+        with locked(planned.where.repo):
+            recover(planned.where.repo, planned.where.subdir)
+            rendering = stages.begin(planned, stages.load_cache(planned))
+            return _publish(settings, cluster_crds, rendering, clean=False)
+    repo = Repo.open_or_init(settings.repo, author=settings.author)
+    subdir = checked_path(settings.path)
+    with locked(repo):
+        recover(repo, subdir)
+        cached = not settings.full and Store(repo.git_dir).render_cache(cache_key(settings))
+        check = (looked or CleanCheck(repo, subdir)) if cached and cached.is_file() else None
+        kept = stamp if check is not None else None
+        planned = planning.plan(settings, cluster_crds, progress, repo, kept)
+        cache = stages.load_cache(planned)
+        part = planned.read.delta
+        clean = check.tree(cache, part) if check is not None else None
+        if part is not None and (
+            kept is None or clean is None or cache is None or cache.tree != kept.tree
+        ):  # git does not vouch for the tree as the stamp's: every document is read
+            planned, part = planning.plan(settings, cluster_crds, progress, repo), None
+            clean = check.tree(cache) if check is not None else None
+        if part is not None and kept is not None:  # only the changed files' namespaces
+            planned = planning.narrowed(planned, part, kept)
+        rendering = stages.begin(planned, cache, clean)
+        widen = kept if part is not None else None
+        return _publish(settings, cluster_crds, rendering, widen, clean=clean is not None)
+
+
+def _publish(
+    settings: RenderSettings,
+    cluster_crds: ClusterCrds | None,
+    rendering: Rendering,
+    widen: Stamp | None = None,
+    *,
+    clean: bool,
+) -> RenderReport:
+    """Under the lock, recovered: write (taking the rendered folders as they are rendered),
+    commit, push; after a rejected push, plan, render and write again on the remote's head (at
+    most PUSH_ATTEMPTS pushes). The render cache is saved once, at the end (also when Git
+    fails after the tree was written). `widen`: the stamp a render of some namespaces takes
+    the rest from."""
+    from renderer import stages  # noqa: PLC0415 - imported by as_usual already
+
+    rendition, written = stages.write(rendering, widen)
+    planned = rendering.planned
+    repo, subdir = planned.where.repo, planned.where.subdir
+    tree = None  # HEAD's tree at `subdir` after the commit: the render cache's `tree`
+    try:
+        committed, follows = None, True  # follows: HEAD is what was committed (and pushed)
+        if settings.commit or settings.push:
+            committed = stages.commit(planned, written, rendition, clean)
+        if settings.push:
+            source, made = "HEAD", None
+            for attempt in range(1, PUSH_ATTEMPTS + 1):
+                answer = push_once(repo, settings.push, settings.branch, source, attempt)
+                if isinstance(answer, Pushed):
+                    follows = made is None or follow(repo, made, subdir)
+                    break
+                with RetryTree(repo, subdir, answer.base) as retry:
+                    again = _again(settings, cluster_crds, planned, rendition)
+                    rendition, written = stages.write(again)
+                    planned = again.planned
+                    made = source = retry.commit(written.touched)
+            else:
+                raise StillRejected(settings.push, settings.branch)
+            committed = made or committed  # the commit the remote holds, when a retry made it
+        if (settings.commit or settings.push) and follows:
+            tree = head_tree(repo, subdir)
+        stages.keep(planned, rendition, tree)
+    finally:
+        stages.save_cache(planned, rendition, tree)
+    return stages.report(rendition, committed, planned.read.skipped, check=False)
+
+
+def _again(
+    settings: RenderSettings,
+    cluster_crds: ClusterCrds | None,
+    planned: Plan,
+    rendition: Rendition,
+) -> Rendering:
+    """The plan and the render on the tree now on disk (the remote's head): a plan of some
+    namespaces becomes the whole; the last pass's cache is reused (none with --full)."""
+    from renderer import plan as planning  # noqa: PLC0415 - imported by as_usual already
+    from renderer import stages  # noqa: PLC0415
+
+    if planned.read.delta is not None:
+        planned = planning.plan(settings, cluster_crds, planned.progress, planned.where.repo)
+    return stages.begin(planned, None if planned.full else rendition.done.cache)
+
+
+def _stamped(settings: RenderSettings) -> RenderReport | Stamp | None:
+    """The report of a render that would change nothing, when the stamp shows it; the stamp,
+    when only the bytes of some source files differ from it (renderer.reuse.delta); None: render
+    as usual. Pushes, as a render does; when the push is rejected, the render as usual starts
+    from the remote's head."""
+    subdir = checked_path(settings.path)
+    work = Path(settings.repo).resolve()
+    if not (work / ".git").is_dir():
+        return None
+    store = Store(work / ".git")
+    path = store.stamp(cache_key(settings))
+    if not path.is_file():
+        return None
+    read = _inputs(settings)
+    # Another setting or set of files: a render as usual (the stamp's report is not even read).
+    stamp = Stamp.load(path, *read) if read is not None else None
+    if stamp is None or read is None:
+        return None
+    if stamp.inputs != read[0]:
+        return stamp
+    repo = Repo(work, settings.author)  # commits nothing: no identity needed
+    with locked(repo):
+        if leftovers(repo):  # of a killed render: the render as usual recovers them
+            return None
+        tree = tree_if_clean(repo, subdir)  # git looks at the tree while Runway reads
+        try:
+            same = stamp.fingerprint == runway_fingerprint(store.fingerprint)
+            results = stamp.results(repo.work / subdir)
+        finally:
+            clean = tree() == stamp.tree
+        if not (same and clean):
+            return None
+        if settings.push:
+            answer = push_once(repo, settings.push, settings.branch)
+            if not isinstance(answer, Pushed):
+                with RetryTree(repo, subdir, answer.base):  # the output folder: the remote's
+                    return None  # render against it
+    changes: dict[str, Sequence[str]] = {"added": [], "changed": [], "removed": []}
+    return RenderReport(results, changes, stamp.removals, len(results), None)
+
+
+def _look(settings: RenderSettings) -> CleanCheck | None:
+    """Git asked now whether the output folder is as the render cache saw it; None when a
+    killed render left something for the render to recover first."""
+    repo = Repo(Path(settings.repo).resolve(), settings.author)
+    return None if leftovers(repo) else CleanCheck(repo, checked_path(settings.path))
+
+
+def _inputs(settings: RenderSettings) -> tuple[str, str] | None:
+    """The stamp's digest of the inputs, and of them but the sources' bytes (renderer.reuse.stamp);
+    None when a file cannot be read (the render as usual says why)."""
+    try:
+        sources = file_keys(settings.sources)
+        providers = []
+        if settings.providers and STDIN not in settings.providers:
+            providers = [key for _, key in file_keys(settings.providers)]
+        schemas = files_digest([Path(d) for d in settings.crds]) if settings.crds else None
+    except (OSError, SourceError):
+        return None
+    stamped = stamped_settings(settings, schemas)
+    keys = [key for _, key in sources] + providers
+    frame = stamp_frame(stamped, [path for path, _ in sources], providers)
+    return stamp_inputs(stamped, keys), frame

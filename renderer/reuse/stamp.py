@@ -1,0 +1,336 @@
+"""The render stamp: a render that would change nothing is answered without rendering.
+
+After a render that committed (or found nothing to commit) and whose every ModelDeployment the
+next render would reuse as it is (renderer.output.incremental, Rendered.stable), the stamp records, in
+.git (never committed):
+- Runway's fingerprint, and `inputs`: the digest of everything else the render read besides the
+  tree: the settings that shape the output, the working directory, and the path and bytes of
+  every source, provider-config and CRD file;
+- `tree`: the git tree HEAD holds at the output folder;
+- the report every object's result gave (names of its files, error, warnings, engine, provider,
+  schemas) and the removals as a render of that tree would report them.
+
+A render with the same inputs asks git whether the output folder holds exactly that tree:
+`git status` of the folder is empty (nothing staged, changed, deleted, untracked or ignored:
+git's index is the stat cache, and git compares by content what a stat cannot settle) and
+HEAD's tree there is the recorded one. Then the report is the recorded one (every object reused,
+no file changed), and nothing is parsed, rendered, written or committed: that is what a render
+would have done, since a render's output is a function of its inputs and the tree (outputs are
+deterministic). Any other answer, or an unreadable stamp, means a render as usual.
+
+What git's stat cache cannot see, the stamp cannot either: git as Debian builds it compares
+whole seconds, so a file edited to the same size in the same second as its last change of
+ctime, with its mtime put back, reads as unchanged (files git writes or Runway writes are
+"racily clean" for that second, and git compares those by content). `runway render --full`
+compares every file by content.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from kubeio.sources import yaml_files
+from renderer.git.runner import Repo
+from renderer.git.safefs import read_text
+from renderer.output.folders import Result, report_line
+from renderer.output.ownership import Removals
+from renderer.reuse.digests import builtin_schemas_version, digest
+from renderer.reuse.parsecache import file_key
+from renderer.reuse.rendercache import Shared
+from renderer.reuse.store import NextPickle, Store
+from renderer.settings import RenderSettings, cache_key, checked_path
+
+STAMP_FORMAT = 5
+ROW_FIELDS = 8
+
+
+class StampRow(NamedTuple):
+    """A result as the stamp keeps it (a plain tuple of these fields in the file)."""
+
+    key: str
+    names: tuple[str, ...]  # its files' names
+    error: str | None
+    warnings: tuple[str, ...]
+    engine: str | None
+    provider: str | None
+    schemas: tuple[tuple[str, str], ...]
+    # its line of the JSON report (renderer.output.folders.report_line: encoding 10,000 results
+    # again was a tenth of a render of one changed ModelDeployment)
+    line: str
+
+
+class Source(NamedTuple):
+    """A source file as the stamp keeps it (a plain tuple of these fields in the file)."""
+
+    path: str  # as read
+    key: str  # its file_key
+    namespaces: tuple[str, ...]  # the namespaces its documents render into
+    configs: bool  # it holds an InferenceProviderConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    fingerprint: str  # Runway's (renderer.reuse.digests.runway_fingerprint)
+    inputs: str  # stamp_inputs
+    tree: str
+    rows: tuple[StampRow, ...]
+    removals: Removals
+    frame: str = ""  # stamp_frame: the inputs but the bytes of the source files
+    sources: tuple[Source, ...] = ()  # the source files, in the order the render read them
+
+    @classmethod
+    def of(
+        cls,
+        fingerprint: str,
+        inputs: str,
+        tree: str,
+        results: Sequence[Result],
+        removals: Removals,
+        *,
+        frame: str = "",
+        sources: Sequence[Source] = (),
+    ) -> Stamp:
+        """The stamp of a render's results; the removals as the next render reports them (what
+        this one removed is gone: only the withheld and the outside count stay)."""
+        one = Shared()  # equal values pickled once
+        rows = tuple(
+            r.files.row  # a result this stamp's report came from: its row as read
+            if isinstance(r.files, _Listed)
+            else StampRow(
+                r.key,
+                tuple(one(n) for n in sorted(r.files)),
+                r.error,
+                one(r.warnings),
+                one(r.engine),
+                one(r.provider),
+                one(r.schemas),
+                report_line(r),
+            )
+            for r in results
+        )
+        return cls(
+            fingerprint,
+            inputs,
+            tree,
+            rows,
+            Removals((), removals.withheld, removals.reason, removals.outside),
+            frame,
+            tuple(sources),
+        )
+
+    @classmethod
+    def load(cls, path: Path, inputs: str | None = None, frame: str | None = None) -> Stamp | None:
+        """The stamp at `path`; None when there is none, when it is unreadable or of another
+        shape, or when it was made from other `inputs` and (given) another `frame` (then its
+        report, the bulk of the file, is not read)."""
+
+        def shape(read: NextPickle) -> Stamp | None:
+            header = read()
+            if header[0] != STAMP_FORMAT:
+                return None
+            _, fingerprint, recorded, tree, framed, raw_sources = header
+            if not all(isinstance(v, str) for v in (fingerprint, recorded, tree, framed)):
+                raise TypeError("a digest that is not text")
+            if inputs is not None and recorded != inputs and framed != frame:
+                return None
+            sources = tuple(map(_source, raw_sources))
+            rows, removals = read()
+            return cls(
+                fingerprint, recorded, tree, _rows(rows), _removals(removals), framed, sources
+            )
+
+        return Store.load(path, shape)
+
+    def save(self, path: Path) -> None:
+        """Two pickles: the digests, then the report (read only when the digests agree)."""
+        removals = self.removals
+        fields = (removals.removed, removals.withheld, removals.reason, removals.outside)
+        sources = tuple(map(tuple, self.sources))
+        header = (STAMP_FORMAT, self.fingerprint, self.inputs, self.tree, self.frame, sources)
+        Store.save(path, header, (tuple(map(tuple, self.rows)), fields))
+
+    def results(self, root: Path, keep: Callable[[str], bool] | None = None) -> list[Result]:
+        """The recorded results (those whose keys `keep` keeps), each folder's files read from
+        `root` only when asked for."""
+        recorded = Result.recorded
+        return [
+            recorded(
+                key,
+                _Listed(f"{root}/{key}", row),
+                error=error,
+                warnings=warnings,
+                engine=engine,
+                provider=provider,
+                schemas=schemas,
+            )
+            for row in self.rows
+            if keep is None or keep(row.key)
+            for key, _, error, warnings, engine, provider, schemas, _ in (row,)
+        ]
+
+
+def stamp_inputs(settings: Mapping[str, Any], read: Sequence[str]) -> str:
+    """The digest of a render's inputs besides the tree: `settings` (name -> a value with a
+    stable repr), the working directory, and `read`, the file_key (renderer.reuse.parsecache) of
+    every source and provider-config file in the order the render read them."""
+    parts: list[bytes | str] = [os.getcwd(), *read]
+    parts += [f"{name}={settings[name]!r}" for name in sorted(settings)]
+    return digest(*parts)
+
+
+def stamp_frame(
+    settings: Mapping[str, Any], sources: Sequence[str], providers: Sequence[str]
+) -> str:
+    """The digest of a render's inputs but the bytes of its source files: `settings` (as
+    stamp_inputs), the working directory, the paths of the source files in the order read, and
+    the file_key of every provider-config file (`providers`)."""
+    parts: list[bytes | str] = [os.getcwd(), str(len(sources)), *sources, *providers]
+    parts += [f"{name}={settings[name]!r}" for name in sorted(settings)]
+    return digest(*parts)
+
+
+def stamped_settings(settings: RenderSettings, schemas: str | None) -> dict[str, Any]:
+    """The settings that shape a render's output and its report (besides the files it reads),
+    with `schemas`, the digest of the CRDs named (named_schemas)."""
+    return {
+        "sources": settings.sources,
+        "repo": str(Path(settings.repo).resolve()),
+        "path": checked_path(settings.path),
+        "providers": settings.providers,
+        "crds": schemas,
+        "gateway": settings.gateway,
+        "max_removals": settings.max_removals,
+        "shard": None if settings.shard is None else (settings.shard.index, settings.shard.count),
+        "builtin-schemas": builtin_schemas_version(),
+    }
+
+
+def named_schemas(settings: RenderSettings, schema_digest: str) -> str | None:
+    """The digest of the schemas in force when CRDs were named (--crds, --crds-from-cluster);
+    the schema pack is part of Runway's fingerprint."""
+    return schema_digest if settings.crds or settings.crds_from_cluster else None
+
+
+def stamp_path(git_dir: Path, settings: RenderSettings) -> Path:
+    """One stamp per output folder, and per shard of it, as the render cache."""
+    return Store(git_dir).stamp(cache_key(settings))
+
+
+def file_keys(paths: Sequence[str]) -> list[tuple[str, str]]:
+    """The path and file_key of each file that reading `paths` reads (folders walked as a
+    render walks them), in order."""
+    return [(str(path), file_key(path, path.read_bytes())) for path in yaml_files(paths)]
+
+
+def tree_if_clean(repo: Repo, subdir: str) -> Callable[[], str | None]:
+    """HEAD's tree at `subdir` when the index and the work tree hold exactly it there: nothing
+    staged, changed, deleted, untracked or ignored (git compares by content whatever its stat
+    cache cannot settle); else None. Git starts now; calling the answer waits for it."""
+    status = repo.start(
+        "status",
+        "--porcelain",
+        "-z",
+        "--untracked-files=all",
+        "--ignored",
+        "--",
+        subdir,
+        check=False,
+    )
+
+    def answer() -> str | None:
+        done = status()
+        return head_tree(repo, subdir) if done.returncode == 0 and not done.stdout else None
+
+    return answer
+
+
+def head_tree(repo: Repo, subdir: str) -> str | None:
+    found = repo.git("rev-parse", "-q", "--verify", f"HEAD:{subdir}", check=False)
+    return found.stdout.strip() if found.returncode == 0 else None
+
+
+def _rows(raw: Any) -> tuple[StampRow, ...]:
+    """The recorded results, each field of the type it must have (else TypeError): the report
+    is printed from them. Checked a field at a time over every row (a row at a time was 10 ms
+    of 10,000); the warnings and schemas most rows share (one object, as saved) are checked
+    once. The rows are kept as read."""
+    rows = tuple(raw)
+    if not _types(rows) <= {tuple} or any(len(row) != ROW_FIELDS for row in rows):
+        raise TypeError("a result that is not a row")
+    keys, names, errors, warnings, engines, providers, schemas, lines = (
+        zip(*rows, strict=True) if rows else ((),) * ROW_FIELDS
+    )
+    if not _types(names) <= {tuple} or not _types(keys, lines, *names) <= {str}:
+        raise TypeError("a result field of the wrong type")
+    if not _types(errors, engines, providers) <= {str, type(None)}:
+        raise TypeError("a result field of the wrong type")
+    for shared in {id(w): w for w in warnings}.values():
+        if type(shared) is not tuple or not _types(shared) <= {str}:
+            raise TypeError("warnings that are not texts")
+    for shared in {id(s): s for s in schemas}.values():
+        if type(shared) is not tuple or not _types(shared) <= {tuple}:
+            raise TypeError("schemas that are not pairs")
+        if any(len(pair) != 2 for pair in shared) or not _types(*shared) <= {str}:
+            raise TypeError("a schema that is not a pair of texts")
+    return tuple(map(StampRow._make, rows))
+
+
+def _types(*columns: Iterable[Any]) -> set[type]:
+    """The types of the values in `columns`."""
+    return set(map(type, itertools.chain.from_iterable(columns)))
+
+
+def _texts(raw: Any) -> tuple[str, ...]:
+    found = tuple(raw)
+    if not all(isinstance(t, str) for t in found):
+        raise TypeError("a result field of the wrong type")
+    return found
+
+
+def _source(raw: Any) -> Source:
+    """One recorded source file, each field of the type it must have (else TypeError)."""
+    path, key, namespaces, configs = raw
+    texts = (path, key, *namespaces)
+    if not all(isinstance(t, str) for t in texts) or type(configs) is not bool:
+        raise TypeError("a source field of the wrong type")
+    return Source(path, key, tuple(namespaces), configs)
+
+
+def _removals(raw: Any) -> Removals:
+    removed, withheld, reason, outside = raw
+    texts = (*removed, *withheld)
+    if not all(isinstance(t, str) for t in texts) or type(outside) is not int:
+        raise TypeError("a removal field of the wrong type")
+    if reason is not None and not isinstance(reason, str):
+        raise TypeError("a removal reason that is not text")
+    return Removals(tuple(removed), tuple(withheld), reason, outside)
+
+
+def recorded_line(result: Result) -> str | None:
+    """The line of the JSON report the stamp recorded for `result`, when it is one of the
+    stamp's (Stamp.results); None for any other."""
+    return result.files.row.line if isinstance(result.files, _Listed) else None
+
+
+class _Listed(Mapping[str, str]):
+    """One folder's files by name (as its stamp `row` lists them), each read from disk when
+    first asked for."""
+
+    def __init__(self, folder: str, row: StampRow) -> None:
+        self._folder, self._names, self.row = folder, row.names, row
+
+    def __getitem__(self, name: str) -> str:
+        if name not in self._names:
+            raise KeyError(name)
+        return read_text(f"{self._folder}/{name}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)

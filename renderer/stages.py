@@ -1,0 +1,236 @@
+"""The stages of a render after its plan (renderer.plan), each a function of typed values:
+
+- begin(plan, cache, clean) -> Rendering: the render stage, against the tree on disk now; it
+  renders only the ModelDeployments whose inputs changed (renderer.output.incremental), as a
+  generator of rendered folders; render(...) -> Rendition takes them all in memory (--check);
+- write(rendering) -> (Rendition, Written): the write stage takes that generator, writing
+  each folder as it is rendered, then the rest of the tree (only files whose bytes change,
+  none holding a credential), and finishes the render (finish: a shard's shared files, and
+  a render of some namespaces widened with the stamp's results, renderer.reuse.delta);
+- commit(plan, written, rendition) -> the commit made, if any (renderer.git.commits);
+- keep(plan, rendition, tree): the stamp of a render that committed (renderer.reuse.stamp),
+  save_cache: the render cache, saved once at the end;
+- report(...): the RenderReport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from core.checks.credentials import credential_kind
+from core.fields.errors import RunwayError
+from renderer.git import commits
+from renderer.git.disk import DiskTree, scan, tree_writer, write_tree
+from renderer.git.writer import TreeWriter
+from renderer.output import incremental
+from renderer.output.folders import Result
+from renderer.output.incremental import Begun, Rendered
+from renderer.output.ownership import another_file, claims, read_record
+from renderer.output.tree import Tree
+from renderer.plan import Plan
+from renderer.reuse.delta import widened
+from renderer.reuse.rendercache import RenderCache
+from renderer.reuse.stamp import Stamp
+from renderer.settings import RenderReport
+
+
+@dataclass(frozen=True, slots=True)
+class Rendition:
+    """One render in memory: what it rendered (`done`), the tree on disk it rendered against
+    (`current`), and the files that change from it."""
+
+    done: Rendered
+    current: Mapping[str, str]
+    changes: dict[str, list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What the write stage did: the paths (in the output folder) written or removed."""
+
+    touched: tuple[str, ...]
+
+
+def load_cache(planned: Plan) -> RenderCache | None:
+    """The last render's cache; None with --full (every ModelDeployment renders)."""
+    return None if planned.full else RenderCache.load(planned.where.cache)
+
+
+@dataclass(frozen=True, slots=True)
+class Rendering:
+    """A render begun (renderer.output.incremental.begin): its rendered folders come as the
+    generator `begun.chunks` yields them, against the tree on disk now (`current`; `whole`
+    when a shard renders against its part of it)."""
+
+    planned: Plan
+    begun: Begun
+    current: Mapping[str, str]
+    whole: DiskTree
+
+
+def begin(planned: Plan, cache: RenderCache | None, clean: DiskTree | None = None) -> Rendering:
+    """The render stage, begun against the tree on disk now (`clean`: as git vouched for it,
+    else scanned); `cache` None renders everything (--full). A shard renders against its part
+    of the tree. Nothing renders until the chunks are taken (by render, or by write)."""
+    where = planned.where
+    whole = clean if clean is not None else scan(where.repo, where.subdir)
+    part = planned.part
+    current = whole if part is None else part.view(whole)
+    ownership = planned.ownership
+    if ownership.roots and ownership.origins:  # a folder another file owns is refused
+        another = another_file(where.repo.work, Path.cwd().resolve())
+        taken = claims(ownership, read_record(whole), another)
+        ownership = replace(ownership, refused={**ownership.refused, **taken})
+    begun = incremental.begin(
+        planned.objects,
+        current=current,
+        cache=cache,
+        shared=planned.inputs.shared,
+        context=planned.inputs.context,
+        digests=planned.read.parsed.digests,
+        stats=None if planned.full else current.stats,  # --full: compared by content
+        ownership=ownership,
+        progress=planned.progress,
+    )
+    return Rendering(planned, begun, current, whole)
+
+
+def render(planned: Plan, cache: RenderCache | None, clean: DiskTree | None = None) -> Rendition:
+    """The render in memory, nothing written (--check)."""
+    rendering = begin(planned, cache, clean)
+    return finish(rendering, [result for chunk in rendering.begun.chunks for result in chunk])
+
+
+def finish(
+    rendering: Rendering, rendered: Sequence[Result], stamp: Stamp | None = None
+) -> Rendition:
+    """The render, its stale ModelDeployments `rendered`: a shard takes the shared files whole
+    (renderer.output.shard); with `stamp`, a render of some namespaces takes the stamp's
+    results and the cache's entries of every other (renderer.reuse.delta)."""
+    planned, current = rendering.planned, rendering.current
+    done = incremental.finish(rendering.begun, rendered)
+    part = planned.part
+    if part is not None:
+        done = replace(done, files=part.merged(done.files, rendering.whole))
+    cache = rendering.begun.cache
+    if stamp is not None and part is not None and cache is not None:
+        where = planned.where
+        done = widened(done, stamp, cache, part, where.repo.work / where.subdir)
+    # compared now, before the rest is written: `current` read each file before it was replaced
+    return Rendition(done, current, changes(current, done.files))
+
+
+def write(rendering: Rendering, stamp: Stamp | None = None) -> tuple[Rendition, Written]:
+    """The write stage, taking the render's chunks as they are rendered: each rendered folder
+    is written as it arrives, while the rest render; then the rest of the tree. Only files
+    whose bytes change are written, none holding a credential; the render cache learns the
+    Stats of what was written. `stamp`: see finish."""
+    planned = rendering.planned
+    where, current = planned.where, rendering.current
+    with tree_writer(where.repo, where.subdir) as writer:
+        rendered = _write_folders(writer, current, rendering.begun.chunks)
+        rendition = finish(rendering, rendered, stamp)
+        done = rendition.done
+        refuse_credentials(done.files, current)
+        write_tree(writer, done.files, current, done.files.unchanged)
+    known = {**current.stats, **writer.stats} if isinstance(current, DiskTree) else writer.stats
+    done.cache.record_stats(where.repo.work / where.subdir, known, done.files)
+    planned.read.parsed.finish(where.store.sources)  # the repository exists now
+    return rendition, Written(tuple(writer.written))
+
+
+def _write_folders(
+    writer: TreeWriter, current: Mapping[str, str], chunks: Iterator[list[Result]]
+) -> list[Result]:
+    """Every chunk's Results, the folders of rendered ModelDeployments written as they arrive
+    (only files whose bytes change). Only folders rendering found free of credentials are
+    written here; everything else waits for the tree. Each file replaced is read first, so
+    `current` keeps the tree as it was (what the report and the rest of the write compare
+    against)."""
+    rendered: list[Result] = []
+    for chunk in chunks:
+        rendered += chunk
+        for result in chunk:
+            if result.error is not None or not result.scanned:
+                continue
+            files = [(f"{result.key}/{name}", text) for name, text in result.files.items()]
+            writer.check(path for path, _ in files)
+            for path, text in files:
+                if path not in current or current[path] != text:
+                    writer.write(path, text)
+    return rendered
+
+
+def commit(planned: Plan, written: Written, rendition: Rendition, clean: bool) -> str | None:
+    """The commit of the output folder, if anything changed since HEAD. `clean`: git found
+    the folder as the render cache saw it, so only the paths written need staging."""
+    where = planned.where
+    touched = written.touched if clean else None
+    texts = rendition.done.files.written
+    return commits.commit(where.repo, where.subdir, len(written.touched), texts, touched)
+
+
+def keep(planned: Plan, rendition: Rendition, tree: str | None) -> None:
+    """After a render that committed (HEAD holding `tree` at the output folder, else None):
+    its stamp, when the next render would reuse every object (else none, and an old one
+    goes)."""
+    where, done = planned.where, rendition.done
+    if tree is None or not done.stable:
+        where.stamp.unlink(missing_ok=True)
+        return
+    Stamp.of(
+        planned.read.parsed.fingerprint,
+        planned.inputs.stamp,
+        tree,
+        done.results,
+        done.removals,
+        frame=planned.inputs.frame,
+        sources=planned.read.rows,
+    ).save(where.stamp)
+
+
+def save_cache(planned: Plan, rendition: Rendition, tree: str | None) -> None:
+    """The render cache, saved once at the end (also when Git failed after the tree was
+    written), with HEAD's tree at the output folder (None: not known)."""
+    rendition.done.cache.tree = tree
+    rendition.done.cache.save(planned.where.cache)
+
+
+def report(
+    rendition: Rendition, committed: str | None, skipped: Sequence[str], *, check: bool
+) -> RenderReport:
+    """What the render did; with `check`, the tree rendered in memory too."""
+    done = rendition.done
+    reused = len(done.results) - done.rendered
+    tree = done.files if check else None
+    return RenderReport(
+        done.results, rendition.changes, done.removals, reused, committed, tree, skipped
+    )
+
+
+def refuse_credentials(files: Tree, current: Mapping[str, str]) -> None:
+    """The last guard before Git: no file about to be written may hold a credential. Rendering
+    scans every file of a ModelDeployment and refuses the object (files.scanned); this scans
+    every other file to be written."""
+    for path in files:
+        if path in files.unchanged or path in files.scanned:
+            continue
+        text = files[path]
+        if current.get(path) != text:
+            kind = credential_kind(text)
+            if kind is not None:
+                raise RunwayError(
+                    f"{path}: looks like {kind}; refusing to write it into Git (use a Secret)"
+                )
+
+
+def changes(before: Mapping[str, str], after: Tree) -> dict[str, list[str]]:
+    """The paths added, changed and removed, each sorted."""
+    both = (set(after) & set(before)) - after.unchanged
+    return {
+        "added": sorted(set(after) - set(before)),
+        "changed": sorted(p for p in both if after[p] != before[p]),
+        "removed": sorted(set(before) - set(after)),
+    }
