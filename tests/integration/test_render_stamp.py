@@ -80,9 +80,9 @@ class Renders:
         self.done = 0
         real = renderer.flow.as_usual
 
-        def counted(*args: Any) -> RenderReport:
+        def counted(*args: Any, **kwargs: Any) -> RenderReport:
             self.done += 1
-            return real(*args)
+            return real(*args, **kwargs)
 
         monkeypatch.setattr(renderer.flow, "as_usual", counted)
 
