@@ -113,7 +113,7 @@ manifests: $(TEST_STAMP)
 chart: $(TEST_STAMP)
 	$(BIN)/python -m tools.chart
 
-# The schema pack (renderer/schemas/) at the pins of core/model/versions.env: Go-module upstreams are
+# The schema pack (renderer/output/schemas/) at the pins of core/model/versions.env: Go-module upstreams are
 # downloaded, KAITO and Dynamo CRDs are read from UPSTREAM_CRDS (development time only).
 UPSTREAM_CRDS ?= ../shared/upstream-crds
 schemas: $(TEST_STAMP)

@@ -40,7 +40,15 @@ from renderer.reuse.stamp import (
     tree_if_clean,
 )
 from renderer.reuse.store import Store
-from renderer.settings import ClusterCrds, RenderReport, RenderSettings, cache_key, checked_path
+from renderer.settings import (
+    Asked,
+    ClusterCrds,
+    RenderReport,
+    RenderSettings,
+    Target,
+    cache_name,
+    checked_path,
+)
 
 if TYPE_CHECKING:
     from renderer.plan import Plan
@@ -58,24 +66,48 @@ def render(
     """One render (see the module's text). `cluster_crds` reads the cluster's CRDs (needed with
     `settings.crds_from_cluster`); `progress` is told (rendered so far, to render) as each pass
     renders the ModelDeployments whose inputs changed (never when none did)."""
+    # The settings split, once, into what the render reads and where it writes: each stage is
+    # handed the half it needs, never the settings.
+    asked = Asked(
+        settings.sources,
+        settings.providers,
+        settings.crds,
+        settings.crds_from_cluster,
+        settings.kubeconfig,
+        settings.gateway,
+        settings.full,
+        settings.max_removals,
+        settings.shard,
+    )
+    target = Target(
+        settings.repo,
+        settings.path,
+        settings.author,
+        settings.check,
+        settings.commit,
+        settings.push,
+        settings.branch,
+    )
     try:
         delta = None
-        if not (settings.check or settings.full or settings.crds_from_cluster):
-            found = _stamped(settings)
+        if not (target.check or asked.full or asked.crds_from_cluster):
+            found = _stamped(asked, target)
             if isinstance(found, RenderReport):
                 return found
             delta = found
         # git looks at the output folder while the renderers are imported (renderer.reuse.cleantree)
-        looked = _look(settings) if delta is not None else None
-        return as_usual(settings, cluster_crds, progress, delta, looked)
+        looked = _look(target) if delta is not None else None
+        return as_usual(asked, target, cluster_crds, progress, stamp=delta, looked=looked)
     except UnsafePath as err:  # a link in the tree: the repository cannot be used as it is
         raise GitError(str(err)) from None
 
 
 def as_usual(
-    settings: RenderSettings,
+    asked: Asked,
+    target: Target,
     cluster_crds: ClusterCrds | None,
     progress: Progress | None,
+    *,
     stamp: Stamp | None = None,
     looked: CleanCheck | None = None,
 ) -> RenderReport:
@@ -87,40 +119,43 @@ def as_usual(
     from renderer import plan as planning  # noqa: PLC0415 - the renderers: see the module's text
     from renderer import stages  # noqa: PLC0415
 
-    if settings.check or not (Path(settings.repo) / ".git").is_dir():
-        planned = planning.plan(settings, cluster_crds, progress)
-        if settings.check:
+    if target.check or not (Path(target.repo) / ".git").is_dir():
+        planned = planning.plan(asked, target, cluster_crds, progress)
+        if target.check:
             rendition = stages.render(planned, stages.load_cache(planned))
             return stages.report(rendition, None, planned.read.skipped, check=True)
         with locked(planned.where.repo):
             recover(planned.where.repo, planned.where.subdir)
             rendering = stages.begin(planned, stages.load_cache(planned))
-            return _publish(settings, cluster_crds, rendering, clean=False)
-    repo = Repo.open_or_init(settings.repo, author=settings.author)
-    subdir = checked_path(settings.path)
+            return _publish(asked, target, cluster_crds, rendering, clean=False)
+    repo = Repo.open_or_init(target.repo, author=target.author)
+    subdir = checked_path(target.path)
     with locked(repo):
         recover(repo, subdir)
-        cached = not settings.full and Store(repo.git_dir).render_cache(cache_key(settings))
+        cached = not asked.full and Store(repo.git_dir).render_cache(
+            cache_name(target.path, asked.shard)
+        )
         check = (looked or CleanCheck(repo, subdir)) if cached and cached.is_file() else None
         kept = stamp if check is not None else None
-        planned = planning.plan(settings, cluster_crds, progress, repo, kept)
+        planned = planning.plan(asked, target, cluster_crds, progress, opened=repo, stamp=kept)
         cache = stages.load_cache(planned)
         part = planned.read.delta
         clean = check.tree(cache, part) if check is not None else None
         if part is not None and (
             kept is None or clean is None or cache is None or cache.tree != kept.tree
         ):  # git does not vouch for the tree as the stamp's: every document is read
-            planned, part = planning.plan(settings, cluster_crds, progress, repo), None
+            planned, part = planning.plan(asked, target, cluster_crds, progress, opened=repo), None
             clean = check.tree(cache) if check is not None else None
         if part is not None and kept is not None:  # only the changed files' namespaces
             planned = planning.narrowed(planned, part, kept)
         rendering = stages.begin(planned, cache, clean)
         widen = kept if part is not None else None
-        return _publish(settings, cluster_crds, rendering, widen, clean=clean is not None)
+        return _publish(asked, target, cluster_crds, rendering, widen, clean=clean is not None)
 
 
 def _publish(
-    settings: RenderSettings,
+    asked: Asked,
+    target: Target,
     cluster_crds: ClusterCrds | None,
     rendering: Rendering,
     widen: Stamp | None = None,
@@ -140,24 +175,24 @@ def _publish(
     tree = None  # HEAD's tree at `subdir` after the commit: the render cache's `tree`
     try:
         committed, follows = None, True  # follows: HEAD is what was committed (and pushed)
-        if settings.commit or settings.push:
+        if target.commit or target.push:
             committed = stages.commit(planned, written, rendition, clean)
-        if settings.push:
+        if target.push:
             source, made = "HEAD", None
             for attempt in range(1, PUSH_ATTEMPTS + 1):
-                answer = push_once(repo, settings.push, settings.branch, source, attempt)
+                answer = push_once(repo, target.push, target.branch, source, attempt)
                 if isinstance(answer, Pushed):
                     follows = made is None or follow(repo, made, subdir)
                     break
                 with RetryTree(repo, subdir, answer.base) as retry:
-                    again = _again(settings, cluster_crds, planned, rendition)
+                    again = _again(asked, target, cluster_crds, planned, rendition)
                     rendition, written = stages.write(again)
                     planned = again.planned
                     made = source = retry.commit(written.touched)
             else:
-                raise StillRejected(settings.push, settings.branch)
+                raise StillRejected(target.push, target.branch)
             committed = made or committed  # the commit the remote holds, when a retry made it
-        if (settings.commit or settings.push) and follows:
+        if (target.commit or target.push) and follows:
             tree = head_tree(repo, subdir)
         stages.keep(planned, rendition, tree)
     finally:
@@ -166,7 +201,8 @@ def _publish(
 
 
 def _again(
-    settings: RenderSettings,
+    asked: Asked,
+    target: Target,
     cluster_crds: ClusterCrds | None,
     planned: Plan,
     rendition: Rendition,
@@ -177,31 +213,33 @@ def _again(
     from renderer import stages  # noqa: PLC0415
 
     if planned.read.delta is not None:
-        planned = planning.plan(settings, cluster_crds, planned.progress, planned.where.repo)
+        planned = planning.plan(
+            asked, target, cluster_crds, planned.progress, opened=planned.where.repo
+        )
     return stages.begin(planned, None if planned.full else rendition.done.cache)
 
 
-def _stamped(settings: RenderSettings) -> RenderReport | Stamp | None:
+def _stamped(asked: Asked, target: Target) -> RenderReport | Stamp | None:
     """The report of a render that would change nothing, when the stamp shows it; the stamp,
     when only the bytes of some source files differ from it (renderer.reuse.delta); None: render
     as usual. Pushes, as a render does; when the push is rejected, the render as usual starts
     from the remote's head."""
-    subdir = checked_path(settings.path)
-    work = Path(settings.repo).resolve()
+    subdir = checked_path(target.path)
+    work = Path(target.repo).resolve()
     if not (work / ".git").is_dir():
         return None
     store = Store(work / ".git")
-    path = store.stamp(cache_key(settings))
+    path = store.stamp(cache_name(target.path, asked.shard))
     if not path.is_file():
         return None
-    read = _inputs(settings)
+    read = _inputs(asked, target)
     # Another setting or set of files: a render as usual (the stamp's report is not even read).
     stamp = Stamp.load(path, *read) if read is not None else None
     if stamp is None or read is None:
         return None
     if stamp.inputs != read[0]:
         return stamp
-    repo = Repo(work, settings.author)  # commits nothing: no identity needed
+    repo = Repo(work, target.author)  # commits nothing: no identity needed
     with locked(repo):
         if leftovers(repo):  # of a killed render: the render as usual recovers them
             return None
@@ -213,8 +251,8 @@ def _stamped(settings: RenderSettings) -> RenderReport | Stamp | None:
             clean = tree() == stamp.tree
         if not (same and clean):
             return None
-        if settings.push:
-            answer = push_once(repo, settings.push, settings.branch)
+        if target.push:
+            answer = push_once(repo, target.push, target.branch)
             if not isinstance(answer, Pushed):
                 with RetryTree(repo, subdir, answer.base):  # the output folder: the remote's
                     return None  # render against it
@@ -222,25 +260,25 @@ def _stamped(settings: RenderSettings) -> RenderReport | Stamp | None:
     return RenderReport(results, changes, stamp.removals, len(results), None)
 
 
-def _look(settings: RenderSettings) -> CleanCheck | None:
+def _look(target: Target) -> CleanCheck | None:
     """Git asked now whether the output folder is as the render cache saw it; None when a
     killed render left something for the render to recover first."""
-    repo = Repo(Path(settings.repo).resolve(), settings.author)
-    return None if leftovers(repo) else CleanCheck(repo, checked_path(settings.path))
+    repo = Repo(Path(target.repo).resolve(), target.author)
+    return None if leftovers(repo) else CleanCheck(repo, checked_path(target.path))
 
 
-def _inputs(settings: RenderSettings) -> tuple[str, str] | None:
+def _inputs(asked: Asked, target: Target) -> tuple[str, str] | None:
     """The stamp's digest of the inputs, and of them but the sources' bytes (renderer.reuse.stamp);
     None when a file cannot be read (the render as usual says why)."""
     try:
-        sources = file_keys(settings.sources)
+        sources = file_keys(asked.sources)
         providers = []
-        if settings.providers and STDIN not in settings.providers:
-            providers = [key for _, key in file_keys(settings.providers)]
-        schemas = files_digest([Path(d) for d in settings.crds]) if settings.crds else None
+        if asked.providers and STDIN not in asked.providers:
+            providers = [key for _, key in file_keys(asked.providers)]
+        schemas = files_digest([Path(d) for d in asked.crds]) if asked.crds else None
     except (OSError, SourceError):
         return None
-    stamped = stamped_settings(settings, schemas)
+    stamped = stamped_settings(asked, target, schemas)
     keys = [key for _, key in sources] + providers
     frame = stamp_frame(stamped, [path for path, _ in sources], providers)
     return stamp_inputs(stamped, keys), frame

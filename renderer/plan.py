@@ -1,4 +1,5 @@
-"""The first stage of a render: its settings and inputs turned into one typed Plan.
+"""The first stage of a render: what it is asked (Asked, Target) and its inputs turned into one
+typed Plan.
 
 plan() reads the sources (through the parsed-sources cache, renderer.reuse.parsecache) and the
 provider configs, applies the source repository's policy, works out each document's output
@@ -46,7 +47,7 @@ from renderer.reuse.parsecache import ParsedSources
 from renderer.reuse.stamp import Source, Stamp, named_schemas, stamp_frame, stamp_inputs
 from renderer.reuse.stamp import stamped_settings as stamped_of
 from renderer.reuse.store import Store
-from renderer.settings import ClusterCrds, RenderSettings, cache_key, checked_path
+from renderer.settings import Asked, ClusterCrds, Target, cache_name, checked_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,39 +132,41 @@ class Plan:
 
 
 def plan(
-    settings: RenderSettings,
+    asked: Asked,
+    target: Target,
     cluster_crds: ClusterCrds | None,
     progress: Callable[[int, int], None] | None,
+    *,
     opened: Repo | None = None,
     stamp: Stamp | None = None,
 ) -> Plan:
     """The render, its inputs read; with `stamp`, when only the bytes of some source files
     differ from its inputs, only the documents of their namespaces are (renderer.reuse.delta).
     `opened`: the repository, when the caller holds it already."""
-    git_dir = Path(settings.repo) / ".git"
+    git_dir = Path(target.repo) / ".git"
     kept = Store(git_dir) if git_dir.is_dir() else None
     fingerprint = runway_fingerprint(kept.fingerprint if kept else None)
     parsed = ParsedSources(kept.sources if kept else None, fingerprint)
-    read = _read(settings, parsed, stamp)
-    configs = _config_objects(read.docs, settings.providers, parsed)
-    schema_digest, load_schemas = _schema_source(settings, cluster_crds)
+    read = _read(asked, parsed, stamp)
+    configs = _config_objects(read.docs, asked.providers, parsed)
+    schema_digest, load_schemas = _schema_source(asked, cluster_crds)
     pins = bundled_versions()
-    shared = _shared_inputs(fingerprint, configs, schema_digest, pins, settings.gateway)
-    subdir = checked_path(settings.path)  # before the repository is made: --path may not do
-    repo = opened or Repo.open_or_init(settings.repo, author=settings.author)
+    shared = _shared_inputs(fingerprint, configs, schema_digest, pins, asked.gateway)
+    subdir = checked_path(target.path)  # before the repository is made: --path may not do
+    repo = opened or Repo.open_or_init(target.repo, author=target.author)
     store = Store(repo.git_dir)
-    key = cache_key(settings)
+    key = cache_name(target.path, asked.shard)
     where = Where(repo, subdir, store, store.render_cache(key), store.stamp(key))
     ownership = Ownership(
         origins_of(read.docs, repo.work, read.keys),
-        roots_of(settings.sources, repo.work),
+        roots_of(asked.sources, repo.work),
         duplicates(read.docs, read.keys),
-        settings.max_removals,
+        asked.max_removals,
     )
     schema_key = digest(fingerprint, schema_digest)[:16]
     registry = build_registry(configs)
-    context = Context(registry, pins, settings.gateway, store, schema_key, load_schemas)
-    stamped = stamped_of(settings, named_schemas(settings, schema_digest))
+    context = Context(registry, pins, asked.gateway, store, schema_key, load_schemas)
+    stamped = stamped_of(asked, target, named_schemas(asked, schema_digest))
     files = read.files  # the source files' keys come first, the provider-config files' next
     inputs = Inputs(
         inputs_digest(shared),
@@ -171,31 +174,31 @@ def plan(
         stamp_inputs(stamped, parsed.read_keys),
         stamp_frame(stamped, parsed.read_paths[:files], parsed.read_keys[files:]),
     )
-    return Plan(where, read, inputs, ownership, settings.shard, settings.full, progress)
+    return Plan(where, read, inputs, ownership, asked.shard, asked.full, progress)
 
 
-def _read(settings: RenderSettings, parsed: ParsedSources, stamp: Stamp | None) -> Read:
+def _read(asked: Asked, parsed: ParsedSources, stamp: Stamp | None) -> Read:
     """The source documents (of the changed files' namespaces only, when the stamp allows),
     checked against the policy, each with its output folder; a shard keeps its own."""
-    files = parsed.files(settings.sources)
+    files = parsed.files(asked.sources)
     counted = len(parsed.read_keys)
     documents = functools.cache(parsed.documents)  # each file parsed (or unpickled) once
     found = None
     if stamp is not None:
-        found = part_to_render(stamp, files, documents, parsed.fingerprint, settings.shard)
+        found = part_to_render(stamp, files, documents, parsed.fingerprint, asked.shard)
     if found is not None and any(d.obj.get("kind") == MODEL_DEPLOYMENT for d in found[1]):
         delta, docs, taken = found
-        docs, skipped = _checked(docs, settings.sources, whole=False)
+        docs, skipped = _checked(docs, asked.sources, whole=False)
     else:
         parsed.prefetch(files, cores())  # in a pool, when worth one
         delta, docs = None, [d for f in files for d in expand_lists(documents(f))]
-        docs, skipped = _checked(docs, settings.sources, whole=True)
+        docs, skipped = _checked(docs, asked.sources, whole=True)
         taken = {str(f.path) for f in files}
     enforce(docs)  # the source repository's policy (kubeio.policy): exit 2 naming each
     keys = [output_key(d.obj) for d in docs]  # each document's folder, worked out once
     rows = source_rows(files, docs, keys, stamp, taken)
-    if settings.shard is not None:  # a document without a folder (a config) goes to every shard
-        shard = settings.shard
+    if asked.shard is not None:  # a document without a folder (a config) goes to every shard
+        shard = asked.shard
         kept = [(d, k) for d, k in zip(docs, keys, strict=True) if k is None or shard.owns_key(k)]
         docs, keys = [d for d, _ in kept], [k for _, k in kept]
     return Read(parsed, docs, keys, rows, skipped, counted, delta)
@@ -249,23 +252,23 @@ def _config_objects(
 
 
 def _schema_source(
-    settings: RenderSettings, cluster_crds: ClusterCrds | None
+    asked: Asked, cluster_crds: ClusterCrds | None
 ) -> tuple[str, Callable[[], Schemas]]:
     """The digest of the schemas in force, and how to parse them (only when something renders):
     the schema pack (part of Runway's fingerprint), overridden kind by kind by --crds or
     --crds-from-cluster."""
-    if settings.crds_from_cluster:
+    if asked.crds_from_cluster:
         if cluster_crds is None:
             raise ValueError("crds_from_cluster needs cluster_crds, the reader of the cluster")
-        crds = cluster_crds(settings.kubeconfig)
+        crds = cluster_crds(asked.kubeconfig)
         return canonical(crds), lambda: Schemas.from_pack(load_pack()).overridden_by(
             Schemas.from_crds(crds)
         )
-    if settings.crds:
-        for directory in settings.crds:
+    if asked.crds:
+        for directory in asked.crds:
             if not Path(directory).is_dir():
                 raise SourceError(directory, "CRD directory does not exist")
-        directories = list(settings.crds)
+        directories = list(asked.crds)
         return files_digest([Path(d) for d in directories]), lambda: Schemas.from_pack(
             load_pack()
         ).overridden_by(Schemas.from_directories(directories))

@@ -49,6 +49,36 @@ class RenderSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class Asked:
+    """What a render reads and how it renders it: the half of RenderSettings the plan and the
+    render stages read (renderer.flow splits the settings at its entry)."""
+
+    sources: tuple[str, ...]
+    providers: tuple[str, ...]
+    crds: tuple[str, ...]
+    crds_from_cluster: bool
+    kubeconfig: str | None
+    gateway: GatewayTarget | None
+    full: bool
+    max_removals: int
+    shard: Shard | None
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a render writes and what becomes of the tree: the half of RenderSettings the
+    write, commit and push stages read."""
+
+    repo: str
+    path: str
+    author: Identity | None
+    check: bool
+    commit: bool
+    push: str | None
+    branch: str
+
+
+@dataclass(frozen=True, slots=True)
 class RenderReport:
     """What one render did: every object's result, the files changed, the removals."""
 
@@ -80,10 +110,14 @@ class RenderReport:
 
 def cache_key(settings: RenderSettings) -> str:
     """The render cache's name: one per output folder, and per shard of it."""
-    shard = settings.shard
+    return cache_name(settings.path, settings.shard)
+
+
+def cache_name(path: str, shard: Shard | None) -> str:
+    """cache_key of the output folder `path` (as --path gave it) and `shard`."""
     if shard is None:
-        return digest(settings.path)[:12]
-    return digest(settings.path, f"{shard.index}/{shard.count}")[:12]
+        return digest(path)[:12]
+    return digest(path, f"{shard.index}/{shard.count}")[:12]
 
 
 def checked_path(value: str) -> str:

@@ -6,7 +6,7 @@ path of every field it passes. A `Checker` reads each schema node's keywords onc
 use, into a `_Node`, and asks the nodes only whether a value passes: no paths, no errors, and it
 stops at the first failure. Only a value that fails is walked again by `check_schema`, which
 names every error. Both hold to one rule (a value passes exactly when `check_schema` finds
-nothing); tests/unit/test_schema_compiled.py holds the two equal over generated schemas and
+nothing); tests/unit/core/schema/test_schema_compiled.py holds the two equal over generated schemas and
 values.
 """
 

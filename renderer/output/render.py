@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.admission.configs import check_external_provider
-from core.admission.pipeline import Admission, admit
+from core.admission.entry import admit_object
+from core.admission.verdict import MD, Verdict
 from core.checks.credentials import credential_kind, find_credentials
 from core.fields.errors import FieldError, Reason
 from core.model.kinds import ExternalModelProvider, ModelDeployment
@@ -87,12 +88,12 @@ def render_one(
     string texts, shared by the objects of one render."""
     key = folder_of(obj)
     strings = strings if strings is not None else Strings()
-    admission = admit(_source_view(obj), old=previous, registry=registry)
+    admission = admit_object(_source_view(obj), old=previous, registry=registry, kind=MD)
     if not admission.allowed:
         return Result(
             key, error="; ".join(str(e) for e in admission.errors), warnings=admission.warnings
         )
-    md = ModelDeployment(admission.obj)
+    md = ModelDeployment(admission.object)
     named = check_model_deployment_names(md)  # admission checks it on CREATE; Git needs it always
     if named:
         return Result(key, error="; ".join(map(str, named)), warnings=admission.warnings)
@@ -121,7 +122,7 @@ def render_one(
                 warnings=admission.warnings,
                 schemas=tuple(sorted(consulted.items())),
             )
-    files = {HYDRATED_FILE: dump(admission.obj, strings=strings)}
+    files = {HYDRATED_FILE: dump(admission.object, strings=strings)}
     for rendered in objects:
         name = f"{rendered['kind'].lower()}-{rendered['metadata']['name']}.yaml"
         files[name] = dump(rendered, strings=strings)
@@ -129,7 +130,7 @@ def render_one(
     if any(credential_kind(text) for text in files.values()):  # rare: then find the fields
         leaked = [
             f"{what}: {error}"
-            for what, rendered in [("ModelDeployment", admission.obj)]
+            for what, rendered in [("ModelDeployment", admission.object)]
             + [_named(o) for o in objects]
             for error in find_credentials(rendered)
         ] or [f"{name}: looks like a credential" for name, t in files.items() if credential_kind(t)]
@@ -147,26 +148,28 @@ def _named(obj: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
 def _is_settled(
     obj: Mapping[str, Any],
     previous: Mapping[str, Any] | None,
-    admission: Admission,
+    admission: Verdict,
     registry: ProviderRegistry,
 ) -> bool:
     """Whether admitting `obj` against its own hydrated output (which the next render reads back
     from Git as the previous object) gives the same verdict; rendering depends on nothing else
     of the previous object. YAML round-trips these plain objects exactly, so the object itself
     stands in for its file."""
-    if previous == admission.obj:
+    if previous == admission.object:
         return True  # this render already was that render
     try:
         # validation's part that reads neither the stored object nor the operation is the
         # first admission's, for the same hydrated object (this second admission was 22% of
         # render_one's time in a first render of 10,000; about a tenth of its CPU now saved)
-        again = admit(_source_view(obj), old=admission.obj, registry=registry, known=admission)
+        again = admit_object(
+            _source_view(obj), old=admission.object, registry=registry, kind=MD, known=admission
+        )
     except Exception:  # unsettled only costs a re-render next time
         log.debug("settling %s raised", folder_of(obj), exc_info=True)
         return False
-    return (again.allowed, again.obj, again.warnings) == (
+    return (again.allowed, again.object, again.warnings) == (
         admission.allowed,
-        admission.obj,
+        admission.object,
         admission.warnings,
     )
 

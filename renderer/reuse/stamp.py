@@ -43,7 +43,7 @@ from renderer.reuse.digests import builtin_schemas_version, digest
 from renderer.reuse.parsecache import file_key
 from renderer.reuse.rendercache import Shared
 from renderer.reuse.store import NextPickle, Store
-from renderer.settings import RenderSettings, cache_key, checked_path
+from renderer.settings import Asked, RenderSettings, Target, cache_key, checked_path
 
 STAMP_FORMAT = 5
 ROW_FIELDS = 8
@@ -194,26 +194,27 @@ def stamp_frame(
     return digest(*parts)
 
 
-def stamped_settings(settings: RenderSettings, schemas: str | None) -> dict[str, Any]:
+def stamped_settings(asked: Asked, target: Target, schemas: str | None) -> dict[str, Any]:
     """The settings that shape a render's output and its report (besides the files it reads),
     with `schemas`, the digest of the CRDs named (named_schemas)."""
+    shard = asked.shard
     return {
-        "sources": settings.sources,
-        "repo": str(Path(settings.repo).resolve()),
-        "path": checked_path(settings.path),
-        "providers": settings.providers,
+        "sources": asked.sources,
+        "repo": str(Path(target.repo).resolve()),
+        "path": checked_path(target.path),
+        "providers": asked.providers,
         "crds": schemas,
-        "gateway": settings.gateway,
-        "max_removals": settings.max_removals,
-        "shard": None if settings.shard is None else (settings.shard.index, settings.shard.count),
+        "gateway": asked.gateway,
+        "max_removals": asked.max_removals,
+        "shard": None if shard is None else (shard.index, shard.count),
         "builtin-schemas": builtin_schemas_version(),
     }
 
 
-def named_schemas(settings: RenderSettings, schema_digest: str) -> str | None:
+def named_schemas(asked: Asked, schema_digest: str) -> str | None:
     """The digest of the schemas in force when CRDs were named (--crds, --crds-from-cluster);
     the schema pack is part of Runway's fingerprint."""
-    return schema_digest if settings.crds or settings.crds_from_cluster else None
+    return schema_digest if asked.crds or asked.crds_from_cluster else None
 
 
 def stamp_path(git_dir: Path, settings: RenderSettings) -> Path:

@@ -4,7 +4,7 @@ Three classes, each checking the rule it protects:
 - names: generated names and namespaces through admission; every admitted one renders objects
   whose names, namespaces and label values the API server accepts (core/model/names.py);
 - paths and links: real renders into real Git repositories with hostile names and links planted
-  in the tree or the sources; nothing outside the repository changes (renderer/safefs.py);
+  in the tree or the sources; nothing outside the repository changes (renderer/git/safefs.py);
 - aliases: generated nested-alias documents; refused exactly when they expand past the bound,
   and the slowest answer is reported (kubeio/sources.py);
 - ownership across roots: a render of a generated subset of team folders after generated edits
@@ -12,7 +12,7 @@ Three classes, each checking the rule it protects:
   source outside the subset that still exists (renderer/output/ownership.py);
 - push retries with a dirty work tree: another clone pushes first, the user's clone has edited,
   staged and untracked files outside rendered/; the retry leaves them (and the index entries)
-  byte for byte, and the report names the commit the remote holds (renderer/gitops.py).
+  byte for byte, and the report names the commit the remote holds (renderer/git/push.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A commit of only the paths a render touched (Repo.commit with `touched`: git compares just
+"""A commit of only the paths a render touched (renderer.git.commits.commit with `touched`: git compares just
 those paths with HEAD, and asks apart about anything staged outside the tree) is the commit
 `git add -A` of the whole tree makes: the same tree, message, index and status, over generated
 trees and changes (files edited, added, removed, whole folders gone), with and without a file a
@@ -16,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from renderer.git import commits as gitops
-from renderer.git.gitops import Repo
+from renderer.git import commits, disk
+from renderer.git.runner import Repo
+from tests.support.gitrepo import write_tree
 
 FOLDERS = st.sampled_from(["team00/a", "team00/b", "team01/a", "team01/a-b", "team01/a.b"])
 NAMES = st.sampled_from(["kustomization.yaml", "deployment-a.yaml", "service.yaml"])
@@ -61,11 +62,11 @@ def test_a_commit_of_the_touched_paths_is_the_commit_of_the_whole_tree(
     limit: int,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(gitops, "PATHSPEC_LIMIT", limit)
+    monkeypatch.setattr(commits, "PATHSPEC_LIMIT", limit)
     with tempfile.TemporaryDirectory() as folder:
         one = Path(folder) / "touched"
         repo = Repo.open_or_init(one)
-        repo.write_tree("rendered", before, {})
+        write_tree(repo, "rendered", before, {})
         (one / "README").write_text("the repository's own\n")
         _git(one, "add", "-A")
         _git(one, "commit", "-q", "--allow-empty", "-m", "before")
@@ -77,8 +78,8 @@ def test_a_commit_of_the_touched_paths_is_the_commit_of_the_whole_tree(
         results = []
         for work, touched in ((one, True), (other, False)):
             repo = Repo.open_or_init(work)
-            written = repo.write_tree("rendered", after, dict(repo.scan("rendered")))
-            made = repo.commit("rendered", 0, None, written if touched else None)
+            written = write_tree(repo, "rendered", after, dict(disk.scan(repo, "rendered")))
+            made = commits.commit(repo, "rendered", 0, None, written if touched else None)
             results.append((made is None, _state(work)))
 
         assert results[0] == results[1]

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from renderer.git import commits, disk
 from renderer.git.commits import BULK, DETAIL_LIMIT, commit_message
-from renderer.git.gitops import Repo
+from renderer.git.runner import Repo
+from tests.support.gitrepo import write_tree
 
 COUNT = 10_000
 NAMESPACES = 20
@@ -40,8 +42,8 @@ def test_a_commit_of_10000_model_deployments_summarizes_per_namespace(tmp_path: 
     repo = Repo.open_or_init(tmp_path / "gitops")
     files = tree(COUNT)
 
-    written = repo.write_tree("rendered", files, {})
-    head = repo.commit("rendered", len(written))  # as `render` commits it: git fast-import
+    written = write_tree(repo, "rendered", files, {})
+    head = commits.commit(repo, "rendered", len(written))  # as `render` commits it: git fast-import
 
     assert written == list(files)
     assert not list((repo.git_dir / "objects").glob("??/*"))  # one pack, no loose objects
@@ -58,16 +60,16 @@ def test_a_commit_of_10000_model_deployments_summarizes_per_namespace(tmp_path: 
 def test_a_small_change_writes_and_commits_only_its_files(tmp_path: Path) -> None:
     repo = Repo.open_or_init(tmp_path / "gitops")
     before = tree(300)
-    repo.write_tree("rendered", before, {})
-    repo.commit("rendered")
+    write_tree(repo, "rendered", before, {})
+    commits.commit(repo, "rendered")
     untouched = repo.work / "rendered/team01/m00001/deployment-m00001.yaml"
     stamp = untouched.stat().st_mtime_ns, untouched.stat().st_ino
     after = {k: v for k, v in before.items() if not k.startswith("team02/m00002/")}
     after["team00/m00000/deployment-m00000.yaml"] = "kind: Deployment\nname: changed\n"
     after["team00/m00300/modeldeployment.yaml"] = "kind: ModelDeployment\n"
 
-    written = repo.write_tree("rendered", after, dict(repo.scan("rendered")))
-    repo.commit("rendered")
+    written = write_tree(repo, "rendered", after, dict(disk.scan(repo, "rendered")))
+    commits.commit(repo, "rendered")
 
     assert written == [
         "team00/m00000/deployment-m00000.yaml",
@@ -86,17 +88,17 @@ def test_a_small_change_writes_and_commits_only_its_files(tmp_path: Path) -> Non
         "D team02/m00002/kustomization.yaml\n"
         "D team02/m00002/modeldeployment.yaml\n\n"  # git log adds a blank line after %B
     )
-    assert dict(repo.scan("rendered")) == dict(sorted(after.items()))
+    assert dict(disk.scan(repo, "rendered")) == dict(sorted(after.items()))
 
 
 def test_a_tree_left_staged_by_a_failed_commit_is_committed_by_the_next(tmp_path: Path) -> None:
     """What an earlier Runway left after `git commit -m <huge list>` failed: all staged."""
     repo = Repo.open_or_init(tmp_path / "gitops")
     files = tree(50)
-    repo.write_tree("rendered", files, {})
+    write_tree(repo, "rendered", files, {})
     git(repo.work, "add", "-A", "rendered")
 
-    head = repo.commit("rendered")
+    head = commits.commit(repo, "rendered")
 
     assert head is not None
     assert git(repo.work, "ls-files", "rendered").splitlines() == [f"rendered/{p}" for p in files]
@@ -104,16 +106,16 @@ def test_a_tree_left_staged_by_a_failed_commit_is_committed_by_the_next(tmp_path
         git(repo.work, "log", "--format=%s")
         == f"runway render: {len(files)} added, 0 changed, 0 removed\n"
     )
-    assert repo.commit("rendered") is None  # and nothing is left to commit
+    assert commits.commit(repo, "rendered") is None  # and nothing is left to commit
 
 
 def test_something_staged_outside_the_tree_is_not_committed(tmp_path: Path) -> None:
     repo = Repo.open_or_init(tmp_path / "gitops")
     (repo.work / "NOTES").write_text("a person's work in progress\n")
     git(repo.work, "add", "NOTES")
-    repo.write_tree("rendered", tree(2), {})
+    write_tree(repo, "rendered", tree(2), {})
 
-    repo.commit("rendered")
+    commits.commit(repo, "rendered")
 
     assert git(repo.work, "show", "--name-only", "--format=", "HEAD").splitlines() == [
         f"rendered/{p}" for p in tree(2)
@@ -143,8 +145,8 @@ def test_the_bulk_commit_is_the_commit_git_add_makes(tmp_path: Path, staged_by_h
     for step in range(3):
         heads = []
         for repo, written in ((by_add, 0), (by_import, BULK)):
-            repo.write_tree("rendered", _trees(step), dict(repo.scan("rendered")))
-            heads.append(repo.commit("rendered", written))
+            write_tree(repo, "rendered", _trees(step), dict(disk.scan(repo, "rendered")))
+            heads.append(commits.commit(repo, "rendered", written))
         assert None not in heads
         assert [git(r.work, "rev-parse", "HEAD^{tree}") for r in (by_add, by_import)] == [
             git(by_add.work, "rev-parse", "HEAD^{tree}")
@@ -155,7 +157,7 @@ def test_the_bulk_commit_is_the_commit_git_add_makes(tmp_path: Path, staged_by_h
         for repo in (by_add, by_import):
             status = git(repo.work, "status", "--porcelain")
             assert status == ("A  NOTES\n" if staged_by_hand else "?? NOTES\n")
-            assert repo.commit("rendered", BULK) is None  # nothing left to commit
+            assert commits.commit(repo, "rendered", BULK) is None  # nothing left to commit
     loose = list((by_import.git_dir / "objects").glob("??/*"))
     assert bool(loose) == staged_by_hand  # fast-import writes packs; git add loose objects
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from renderer.git.gitops import Repo
+from renderer.git import commits
+from renderer.git.runner import Repo
 
 NAMES = st.sampled_from(["a", "b", "b-c", "b.c", "b0", "kustomization.yaml", "z"])
 PATHS = st.lists(NAMES, min_size=1, max_size=3).map("/".join)
@@ -91,7 +92,7 @@ def test_the_worked_out_tree_is_write_trees(
         raw = _git(work, "diff", "--cached", "--raw", "--no-renames", "--no-abbrev", "-z")
         expected = _git(work, "write-tree").strip()
 
-        made = Repo(work)._index_tree(raw)
+        made = commits.index_tree(Repo(work), raw)
 
         if raw:
             assert made == expected

@@ -26,7 +26,8 @@ from cli.main import main
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.yamlio import dump, dump_all
-from renderer.git.gitops import Repo
+from renderer.git import locks
+from renderer.git.runner import Repo
 from renderer.output.render import render_guarded
 from renderer.output.schemapack import load_pack
 from renderer.output.strict import Schemas
@@ -105,7 +106,7 @@ def test_a_render_killed_while_git_holds_the_index_lock_is_recovered_by_the_next
     wait_for(mark, proc)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=60)
-    left = Repo(repo).git_locks()  # what every later render used to trip on
+    left = locks.git_locks(Repo(repo))  # what every later render used to trip on
     assert left == (
         [repo / ".git/index.lock"]
         if where == "add"
@@ -121,7 +122,7 @@ def test_a_render_killed_while_git_holds_the_index_lock_is_recovered_by_the_next
         0,
         "".join(f"WARNING renderer.gitops removing {p} left by a killed render\n" for p in left),
     )
-    assert Repo(repo).git_locks() == []
+    assert locks.git_locks(Repo(repo)) == []
     assert git(repo, "log", "--format=%s") == (
         "runway render: 4 added, 2 changed, 0 removed\n"  # with runway-sources.json
         "runway render: 11 added, 0 changed, 0 removed\n"
@@ -335,7 +336,7 @@ def test_a_render_killed_while_its_pool_renders_leaves_the_repository_to_the_nex
     workers = wait_until(lambda: pool_workers(render.pid), timeout=60, what="the render's pool")
     render.send_signal(signal.SIGKILL)
     render.wait(timeout=30)
-    with Repo(repo).locked():  # at once, as a render started right then asks for it
+    with locks.locked(Repo(repo)):  # at once, as a render started right then asks for it
         orphans = [w for w in workers if alive(w)]
     after = render_cli(str(src), "--repo", str(repo), "--commit")
 

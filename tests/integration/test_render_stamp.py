@@ -27,7 +27,8 @@ from core.rendering.inferencegateway import GatewayTarget
 from kubeio.shipped import bundled_config_objects
 from kubeio.yamlio import dump_all
 from renderer.flow import render as run_render
-from renderer.git.gitops import Repo
+from renderer.git import disk
+from renderer.git.runner import Repo
 from renderer.reuse.cleantree import CleanCheck
 from renderer.reuse.rendercache import RenderCache, unpacked
 from renderer.reuse.stamp import STAMP_FORMAT, Stamp, stamp_path
@@ -80,9 +81,9 @@ class Renders:
         self.done = 0
         real = renderer.flow.as_usual
 
-        def counted(*args: Any) -> RenderReport:
+        def counted(*args: Any, **kwargs: Any) -> RenderReport:
             self.done += 1
-            return real(*args)
+            return real(*args, **kwargs)
 
         monkeypatch.setattr(renderer.flow, "as_usual", counted)
 
@@ -523,7 +524,7 @@ def test_git_vouches_for_a_clean_tree_as_the_scan_finds_it_and_for_nothing_else(
     ask, _ = rendered
     repo = Repo(Path(ask.repo).resolve())
     cache = RenderCache.load(repo.git_dir / f"runway-render-cache-{cache_key(ask)}.pickle")
-    scanned = repo.scan(SUBDIR)
+    scanned = disk.scan(repo, SUBDIR)
     vouched = CleanCheck(repo, SUBDIR).tree(cache)
 
     assert vouched is not None and list(vouched) == list(scanned)
