@@ -37,7 +37,7 @@ from providers.modules import plugins
 from tests.fuzzing.cel import declared_worst_spec, lookup_rule, lookup_spec
 from tests.support.celbombs import RULE_BOUND_MS, cost_ms
 
-PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
+PLUGINS = {plugin.name: plugin for plugin in plugins()}
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMISSION_TARGET_MS = 5.0

@@ -22,7 +22,7 @@ from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
 from core.model.kinds import ModelDeployment, ModelSource, VolumePurpose, dig
 from core.model.names import check_model_deployment_annotations, check_model_deployment_names
-from core.model.plugin import ProviderPlugin
+from core.model.plugin import Provider
 from core.model.quantity import format_limit, parse_quantity, quantity_problem
 from core.model.servednames import check_served_names
 from core.selection.compatibility import Fit, compatibility
@@ -92,7 +92,7 @@ def check_spec(
 
 
 def spec_checks(
-    md: ModelDeployment, plugin: ProviderPlugin | None, registry: ProviderRegistry
+    md: ModelDeployment, plugin: Provider | None, registry: ProviderRegistry
 ) -> SpecChecks:
     """check_spec's rules that read neither the stored object nor the operation, in check
     order (`plugin`: the registry's for md's provider)."""
@@ -162,7 +162,7 @@ def _check_model(md: ModelDeployment) -> list[FieldError]:
     return []
 
 
-def _check_overrides(md: ModelDeployment, plugin: ProviderPlugin | None) -> list[FieldError]:
+def _check_overrides(md: ModelDeployment, plugin: Provider | None) -> list[FieldError]:
     if md.overrides is None:
         return []
     errors = check_global(md.overrides, OVERRIDES)
@@ -309,7 +309,7 @@ def _warnings(md: ModelDeployment, registry: ProviderRegistry) -> list[str]:
                 f'volume "{name}": the model cache is read-only, so the model is not downloaded; the claim must already hold it'
             )
     plugin = registry.plugin(md.provider_name)
-    if plugin is not None and not plugin.OVERRIDE_ROOTS and md.overrides is not None:
+    if plugin is not None and not plugin.override_roots and md.overrides is not None:
         warnings.append(f"spec.provider.overrides is ignored by provider {md.provider_name}")
     config = registry.get(md.provider_name)
     if config is not None and not config.ready:

@@ -205,17 +205,3 @@ class Provider:
     # admission then selects the vLLM engine it simulates (the engine-selected reason).
     is_test_backend: Callable[[ModelDeployment], bool] = no_test_backend
     test_backend_reason: str = ""
-
-    # The plug-in's names from when it was a module (NAME, OVERRIDE_ROOTS, ProviderPlugin), for
-    # the readers outside this change (core/admission/validation.py, core/selection/configs.py,
-    # bench/, some tests) until they read `name` and `override_roots`.
-    @property
-    def NAME(self) -> str:  # noqa: N802 - the former module constant
-        return self.name
-
-    @property
-    def OVERRIDE_ROOTS(self) -> frozenset[str]:  # noqa: N802 - the former module constant
-        return self.override_roots
-
-
-ProviderPlugin = Provider

@@ -28,7 +28,7 @@ from core.model.kinds import (
     InferenceProviderConfig,
     ModelDeployment,
 )
-from core.model.plugin import ProviderContext, ProviderPlugin
+from core.model.plugin import Provider, ProviderContext
 from core.schema.crds import inference_provider_config_spec
 from core.schema.structural import check_schema
 
@@ -119,7 +119,7 @@ class ProviderRegistry:
     # shipped ones); a registry without them checks no flags.
     flags: Mapping[str, FlagCatalog] = field(default_factory=dict)
     # The provider plug-ins by name: the providers Runway can render.
-    plugins: Mapping[str, ProviderPlugin] = field(default_factory=dict)
+    plugins: Mapping[str, Provider] = field(default_factory=dict)
     # What each provider's hooks are told (its config's annotations, its shipped facts), by name.
     contexts: Mapping[str, ProviderContext] = field(default_factory=dict)
     # Answers that depend on these configs and a few values alone, built on first use and
@@ -135,7 +135,7 @@ class ProviderRegistry:
         cls,
         objects: Iterable[Mapping[str, Any]],
         *,
-        plugins: Iterable[ProviderPlugin],
+        plugins: Iterable[Provider],
         flags: Mapping[str, FlagCatalog] | None = None,
         facts: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> ProviderRegistry:
@@ -171,7 +171,7 @@ class ProviderRegistry:
                 for i, rule in enumerate(config.rules)
                 if rule.compile_error is not None
             )
-        by_name = {plugin.NAME: plugin for plugin in plugins}
+        by_name = {plugin.name: plugin for plugin in plugins}
         known = dict(facts or {})
         contexts = {
             name: ProviderContext(
@@ -219,7 +219,7 @@ class ProviderRegistry:
             self.answers.clear()
         self.answers[key] = answer
 
-    def plugin(self, name: str) -> ProviderPlugin | None:
+    def plugin(self, name: str) -> Provider | None:
         """The plug-in that renders provider `name`, or None when Runway has none."""
         return self.plugins.get(name)
 

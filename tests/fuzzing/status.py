@@ -56,7 +56,7 @@ def _each(strategy: st.SearchStrategy[Any], count: int, check: Callable[[Any], N
 
 
 def replica_counts(examples: int, report: Report) -> None:
-    by_name = {p.NAME: p for p in plugins()}
+    by_name = {p.name: p for p in plugins()}
     dynamo = ModelDeployment(
         model_deployment(
             "m", "ns", provider="dynamo", engine="vllm", resources={"gpu": {"count": 1}}

@@ -24,7 +24,7 @@ from tests.cluster.build import module_dir
 from tests.support.cluster import Cluster, _get, binaries_dir, free_port, terminate
 from tests.support.wait import wait_until
 
-PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
+PLUGINS = {plugin.name: plugin for plugin in plugins()}
 PINS = bundled_versions()
 IMAGE = f"rayproject/ray-llm:{PINS.pin('ray')}-py311-cu128"
 Gpus = tuple[tuple[str, str], ...]

@@ -126,7 +126,7 @@ def launched_catalogs(md: ModelDeployment) -> set[str]:
     (the mocker's for the Dynamo test backend) and, on Dynamo, the frontend's."""
     if md.provider_name == "dynamo" and dynamo.is_test_backend(md):
         return {"dynamo-mocker", "dynamo-frontend"}
-    plugin = {p.NAME: p for p in plugins()}[md.provider_name]
+    plugin = {p.name: p for p in plugins()}[md.provider_name]
     engine = plugin.flag_catalog(md.engine_type)
     extra = {"dynamo-frontend"} if md.provider_name == "dynamo" else set()
     return ({engine} if engine else set()) | extra

@@ -13,14 +13,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from controller.kinds import MODEL_DEPLOYMENTS
 from controller.metrics import Metrics
 from controller.observe import Observer, ObserveSettings
 from core.admission.pipeline import admit
-from kubeio.backoff import Backoff
 from tests.support.builders import model_deployment, shipped_registry
 from tests.support.healthapi import Refusals, health_api
 from tests.support.wait import wait_until
@@ -97,29 +94,3 @@ def test_a_refused_model_is_retried_later_and_later(worker: tuple[Observer, Refu
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     # at least the backoff: 0.5, 1, 2 s (the queue never hands a key out before it is due)
     assert [gap >= FIRST * 2**i for i, gap in enumerate(gaps)] == [True, True, True]
-
-
-@given(st.lists(st.sampled_from(["fail", "ok"]), max_size=30))
-def test_backoff_doubles_per_failure_up_to_the_most_and_a_success_forgets(
-    outcomes: list[str],
-) -> None:
-    backoff = Backoff(0.5, 4.0)
-    key = ("ns", "m")
-    streak = 0
-    for outcome in outcomes:
-        if outcome == "ok":
-            backoff.succeed(key)
-            streak = 0
-            continue
-        streak += 1
-        assert backoff.fail(key)[1] == min(0.5 * 2 ** (streak - 1), 4.0)
-    assert backoff.count(key) == streak
-
-
-@settings(max_examples=50)
-@given(st.integers(1, 10_000))
-def test_backoff_never_overflows(failures: int) -> None:
-    backoff = Backoff(0.5, 300.0)
-    for _ in range(failures):
-        delay = backoff.fail(("ns", "m"))[1]
-    assert delay == min(0.5 * 2.0 ** min(failures - 1, 64), 300.0)

@@ -62,3 +62,24 @@ def _is_sleep(node: ast.Call) -> bool:
         and isinstance(node.func.value, ast.Name)
         and node.func.value.id == "time"
     )
+
+
+# tests/unit/ folders that are not a package of the product: the shipped manifests and chart,
+# the development tools, and the project's own rules (layering, packaging, pins, this file).
+NOT_PACKAGES = {"deploy", "tools", "project"}
+
+
+def test_the_unit_tier_mirrors_the_packages() -> None:
+    """A unit test lives under tests/unit/<package>/<sub-package>/, as the code it tests: no
+    test module at tests/unit's root, and each folder a package of the product (or one of
+    NOT_PACKAGES)."""
+    unit = TESTS / "unit"
+    loose = sorted(p.name for p in unit.glob("test_*.py"))
+    strays = []
+    for folder in sorted(p for p in unit.rglob("*") if p.is_dir() and p.name != "__pycache__"):
+        relative = folder.relative_to(unit)
+        if relative.parts[0] in NOT_PACKAGES:
+            continue
+        if not (ROOT / relative / "__init__.py").is_file():
+            strays.append(str(relative))
+    assert (loose, strays) == ([], [])

@@ -23,7 +23,7 @@ from tests.support.stored import stored
 # metav1.Condition's reason pattern (k8s.io/apimachinery/pkg/apis/meta/v1 types.go)
 REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 ANY_TEXT = st.text(max_size=40) | st.text(min_size=1000, max_size=5000)
-PLUGINS = {p.NAME: p for p in plugins()}
+PLUGINS = {p.name: p for p in plugins()}
 
 
 def assert_bounded(status: dict[str, Any]) -> None:

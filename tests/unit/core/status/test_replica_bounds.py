@@ -19,7 +19,7 @@ from tests.support.builders import model_deployment
 from tests.support.statusschema import schema_errors
 
 INT32_MAX = 2**31 - 1  # the status schema's replicas: format int32
-PLUGINS = {p.NAME: p for p in plugins()}
+PLUGINS = {p.name: p for p in plugins()}
 INT64 = st.integers(-(2**63), 2**63 - 1)
 NOW = "2026-12-07T04:00:00Z"
 BIG = st.one_of(INT64, st.sampled_from([INT32_MAX, INT32_MAX + 1, 2**63 - 1, -(2**63), 0]))

@@ -16,7 +16,7 @@ from core.model.plugin import Workload
 from providers.modules import plugins
 from tests.support.builders import disaggregated, model_deployment
 
-PLUGINS = {p.NAME: p for p in plugins()}
+PLUGINS = {p.name: p for p in plugins()}
 
 
 def md(provider: str, **spec: Any) -> ModelDeployment:

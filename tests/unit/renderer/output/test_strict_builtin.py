@@ -21,7 +21,7 @@ from renderer.output.builtin import (
 )
 from tests.support.builders import model_deployment, shipped_registry
 
-PLUGINS = {plugin.NAME: plugin for plugin in plugins()}
+PLUGINS = {plugin.name: plugin for plugin in plugins()}
 
 PLACES = (("spec",), ("metadata",), ("spec", "template", "spec"), ("spec", "selector"), ())
 
