@@ -21,7 +21,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from core.fields.errors import FieldError, Reason, shown
 from core.fields.paths import FieldPath
@@ -48,6 +48,7 @@ _VERSION = re.compile(
 )
 # One --set-json key: dot-separated names, no list index, escape or separator Helm would read.
 _VALUES_PATH = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,21 +273,48 @@ def _installation(data: Any, at: FieldPath, errors: list[FieldError]) -> dict[st
         return {}
     description = _text(found, "description", at, errors)
     default_namespace = _text(found, "defaultNamespace", at, errors, check=_namespace)
-    raw_repos = _list(found, "helmRepos", at, MAX_REPOS, errors)
-    repos = [_repo(r, at.child("helmRepos").index(i), errors) for i, r in enumerate(raw_repos)]
-    raw_charts = _list(found, "helmCharts", at, MAX_CHARTS, errors)
-    charts = [_chart(c, at.child("helmCharts").index(i), errors) for i, c in enumerate(raw_charts)]
-    raw_steps = _list(found, "steps", at, MAX_STEPS, errors)
-    steps = [_step(s, at.child("steps").index(i), errors) for i, s in enumerate(raw_steps)]
+    raw_repos, repos = _items(
+        found, "helmRepos", at, errors, most=MAX_REPOS, known=_REPO, read=_repo
+    )
+    raw_charts, charts = _items(
+        found, "helmCharts", at, errors, most=MAX_CHARTS, known=_CHART, read=_chart
+    )
+    _, steps = _items(found, "steps", at, errors, most=MAX_STEPS, known=_STEP, read=_step)
     _unique(raw_repos, at.child("helmRepos"), errors)
     _unique(raw_charts, at.child("helmCharts"), errors)
     return {
         "description": description,
         "default_namespace": default_namespace,
-        "repos": tuple(r for r in repos if r is not None),
-        "charts": tuple(c for c in charts if c is not None),
-        "steps": tuple(s for s in steps if s is not None),
+        "repos": repos,
+        "charts": charts,
+        "steps": steps,
     }
+
+
+def _items(
+    data: Mapping[str, Any],
+    name: str,
+    at: FieldPath,
+    errors: list[FieldError],
+    *,
+    most: int,
+    known: frozenset[str],
+    read: Callable[[Mapping[str, Any], FieldPath, list[FieldError]], _T],
+) -> tuple[list[Any], tuple[_T, ...]]:
+    """The list `name` as given, and each of its items that is an object with only `known`
+    fields that `read` takes without a new error (an item with any error is left out)."""
+    raw = _list(data, name, at, most, errors)
+    kept: list[_T] = []
+    for i, item in enumerate(raw):
+        where = at.child(name).index(i)
+        found = _fields(item, where, known, errors)
+        if found is None:
+            continue
+        before = len(errors)
+        value = read(found, where, errors)
+        if len(errors) == before:
+            kept.append(value)
+    return raw, tuple(kept)
 
 
 def _unique(items: list[Any], at: FieldPath, errors: list[FieldError]) -> None:
@@ -341,21 +369,13 @@ def _chart_ref(value: str) -> str | None:
     return None
 
 
-def _repo(data: Any, at: FieldPath, errors: list[FieldError]) -> HelmRepo | None:
-    found = _fields(data, at, _REPO, errors)
-    if found is None:
-        return None
-    before = len(errors)
+def _repo(found: Mapping[str, Any], at: FieldPath, errors: list[FieldError]) -> HelmRepo:
     name = _text(found, "name", at, errors, required=True, check=_repo_name)
     url = _text(found, "url", at, errors, required=True, check=_url)
-    return HelmRepo(name, url) if len(errors) == before else None
+    return HelmRepo(name, url)
 
 
-def _chart(data: Any, at: FieldPath, errors: list[FieldError]) -> HelmChart | None:
-    found = _fields(data, at, _CHART, errors)
-    if found is None:
-        return None
-    before = len(errors)
+def _chart(found: Mapping[str, Any], at: FieldPath, errors: list[FieldError]) -> HelmChart:
     release = _text(found, "name", at, errors, required=True, check=_release)
     chart = _text(found, "chart", at, errors, required=True, most=MAX_SHORT, check=_chart_ref)
     version = _text(found, "version", at, errors, most=MAX_SHORT, check=_version)
@@ -371,8 +391,6 @@ def _chart(data: Any, at: FieldPath, errors: list[FieldError]) -> HelmChart | No
         "skip_crds": _flag(found, "skipCrds", at, errors),
         "pre_install_missing_crds": _flag(found, "preInstallMissingCrds", at, errors),
     }
-    if len(errors) != before:
-        return None
     return HelmChart(
         release,
         chart,
@@ -385,15 +403,11 @@ def _chart(data: Any, at: FieldPath, errors: list[FieldError]) -> HelmChart | No
     )
 
 
-def _step(data: Any, at: FieldPath, errors: list[FieldError]) -> InstallStep | None:
-    found = _fields(data, at, _STEP, errors)
-    if found is None:
-        return None
-    before = len(errors)
+def _step(found: Mapping[str, Any], at: FieldPath, errors: list[FieldError]) -> InstallStep:
     title = _text(found, "title", at, errors, required=True, most=MAX_SHORT)
     description = _text(found, "description", at, errors, required=True)
     command = _text(found, "command", at, errors)
-    return InstallStep(title, description, command) if len(errors) == before else None
+    return InstallStep(title, description, command)
 
 
 def _set_json(values: Any, at: FieldPath, errors: list[FieldError]) -> tuple[tuple[str, str], ...]:
