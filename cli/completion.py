@@ -169,6 +169,10 @@ BASH_REPLY = (
 )
 
 
+# zsh: the same, with its own completers.
+ZSH_REPLY = '        if [[ "$values" == @files ]]; then _files; else compadd -- ${=values}; fi'
+
+
 def bash_script(commands: Sequence[Command]) -> str:
     driver = [
         "_runway() {",
@@ -202,7 +206,7 @@ def zsh_script(commands: Sequence[Command]) -> str:
         '    local cur="${words[CURRENT]}" prev="${words[CURRENT-1]}" where values commands',
         '    where="$(_runway_where "${(@)words[1,CURRENT-1]}")"',
         '    if values="$(_runway_values "$where" "$prev")"; then',
-        '        if [[ "$values" == @files ]]; then _files; else compadd -- ${=values}; fi',
+        ZSH_REPLY,
         "        return",
         "    fi",
         '    commands="$(_runway_commands "$where")"',
@@ -211,7 +215,7 @@ def zsh_script(commands: Sequence[Command]) -> str:
         '    elif [[ -n "$commands" ]]; then',
         "        compadd -- ${=commands}",
         '    elif values="$(_runway_arguments "$where")"; then',
-        '        if [[ "$values" == @files ]]; then _files; else compadd -- ${=values}; fi',
+        ZSH_REPLY,
         "    fi",
         "}",
         'if [ "$funcstack[1]" = "_runway" ]; then _runway "$@"; else compdef _runway runway; fi',
