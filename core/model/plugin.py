@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Self
 
 from core.fields.errors import FieldError
 from core.fields.paths import FieldPath
@@ -150,11 +150,65 @@ def no_owned_flags(catalog: str) -> Mapping[str, str]:
 
 
 @dataclass(frozen=True, slots=True)
+class Overrides:
+    """Layer 2 of spec.provider.overrides: the roots the provider accepts and its check of them
+    (providers/<name>/overrides.py)."""
+
+    roots: frozenset[str]
+    check: Callable[[Mapping[str, Any], FieldPath], list[FieldError]]
+
+
+@dataclass(frozen=True, slots=True)
+class Pods:
+    """Where the serving pods are: the labels every serving pod of a ModelDeployment carries
+    once its operator has created it, the port its model server listens on, and the pods the
+    operator creates from the rendered objects (not the Deployments Runway renders)."""
+
+    selector: Callable[[ModelDeployment], dict[str, str]]
+    port: Callable[[ModelDeployment], int]
+    operator_pods: Callable[[Sequence[Mapping[str, Any]]], list[PodGroup]] = no_operator_pods
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """What the provider's upstream objects are (the kinds it renders, which the status
+    controller watches) and how their status reads (its status hook)."""
+
+    kinds: tuple[UpstreamKind, ...]
+    workload_status: Callable[[ModelDeployment, Mapping[str, Mapping[str, Any]]], Workload]
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """The provider's own admission rules, the name its engine answers to when the operator
+    decides it, and the configuration its pool's picker runs; each defaults to having none."""
+
+    admission_checks: Callable[
+        [ModelDeployment, ProviderContext, ModelDeployment | None],
+        tuple[list[FieldError], list[str]],
+    ] = no_admission_checks
+    served_as: Callable[[ModelDeployment, ProviderContext], str | None] = spec_served_name
+    picker_config: Callable[[ModelDeployment, str | None, ProviderContext], str | None] = (
+        configured_picker
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Flags:
+    """The flag catalog of the entry point the pods run for an engine, and the flags Runway
+    sets itself under a catalog; the default: no flags from the spec."""
+
+    catalog: Callable[[str], str | None] = no_flag_catalog
+    owned: Callable[[str], Mapping[str, str]] = no_owned_flags
+
+
+@dataclass(frozen=True, slots=True)
 class Provider:
     """A provider package as the core sees it: the one value its __init__ builds (PROVIDER),
     stating its name, the roots of spec.provider.overrides it accepts, the upstream kinds it
     renders and its status hook reads, and its hooks. A hook the provider does not name takes
-    the default beside it, so a package names only what it has."""
+    the default beside it, so a package names only what it has. A package builds it with
+    Provider.of from its hooks grouped by role."""
 
     name: str
     override_roots: frozenset[str]
@@ -205,3 +259,44 @@ class Provider:
     # admission then selects the vLLM engine it simulates (the engine-selected reason).
     is_test_backend: Callable[[ModelDeployment], bool] = no_test_backend
     test_backend_reason: str = ""
+
+    @classmethod
+    def of(
+        cls,
+        name: str,
+        overrides: Overrides,
+        render: Callable[[ModelDeployment, Versions, ProviderContext], list[dict[str, Any]]],
+        pods: Pods,
+        watched: Watched,
+        *,
+        rules: Rules = Rules(),
+        flags: Flags = Flags(),
+        invariants: Callable[
+            [ModelDeployment, Sequence[Mapping[str, Any]], ProviderContext], list[str]
+        ] = no_invariants,
+        serving_containers: Callable[[Mapping[str, Any]], list[Server]] = no_serving_containers,
+        is_test_backend: Callable[[ModelDeployment], bool] = no_test_backend,
+        test_backend_reason: str = "",
+    ) -> Self:
+        """The provider `name` from its hooks grouped by role, each role declared in the module
+        that implements it (overrides.py, pods.py, status.py, rules.py, flags.py)."""
+        return cls(
+            name=name,
+            override_roots=overrides.roots,
+            check_overrides=overrides.check,
+            render=render,
+            pool_selector=pods.selector,
+            model_port=pods.port,
+            workload_status=watched.workload_status,
+            kinds=watched.kinds,
+            operator_pods=pods.operator_pods,
+            serving_containers=serving_containers,
+            admission_checks=rules.admission_checks,
+            served_as=rules.served_as,
+            picker_config=rules.picker_config,
+            invariants=invariants,
+            flag_catalog=flags.catalog,
+            owned_flags=flags.owned,
+            is_test_backend=is_test_backend,
+            test_backend_reason=test_backend_reason,
+        )

@@ -1,12 +1,12 @@
 """The serving pods whose template Runway renders itself, and the default every provider whose
 pods carry the template's labels uses: the pool selects airunway.ai/model-deployment, and the
-server listens on the HTTP port (8000). Each provider names its rule in its Provider
-value; an operator that labels its pods itself says so in its package."""
+server listens on the HTTP port (8000): TEMPLATE_PODS, the Pods value a provider names for
+them. An operator that labels its pods itself says so in its package."""
 
 from __future__ import annotations
 
 from core.model.kinds import ModelDeployment
-from core.model.plugin import UpstreamKind
+from core.model.plugin import Pods, UpstreamKind
 from core.rendering.common import HTTP_PORT, LABEL_MODEL_DEPLOYMENT
 
 # The kind of the serving Deployments Runway renders itself (core/rendering/common.py
@@ -22,3 +22,8 @@ def template_selector(md: ModelDeployment) -> dict[str, str]:
 def template_port(md: ModelDeployment) -> int:
     """The port the model server in Runway's own pod templates listens on."""
     return HTTP_PORT
+
+
+# Pods whose template Runway renders (Direct vLLM's and llm-d's Deployments), or whose operator
+# keeps the template's labels and port.
+TEMPLATE_PODS = Pods(template_selector, template_port)
