@@ -17,7 +17,7 @@ from core.checks.credentials import credential_kind
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
 from core.model.kinds import Engine, ModelDeployment
-from core.model.plugin import Provider
+from core.model.plugin import Flags, Provider
 from core.schema.suggest import MAX_SUGGESTIONS, close_matches
 
 ARGS = FieldPath.root("spec", "engine", "args")
@@ -152,6 +152,9 @@ def vllm_server_catalog(engine: str) -> str | None:
 
 def vllm_server_owned(catalog: str) -> Mapping[str, str]:
     return VLLM_SERVER_OWNED if catalog == VLLM_SERVER_CATALOG else {}
+
+
+VLLM_SERVER_FLAGS = Flags(vllm_server_catalog, vllm_server_owned)
 
 
 def user_flags(

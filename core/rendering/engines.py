@@ -1,6 +1,7 @@
 """The vLLM OpenAI server's container, built once for every provider whose pods Runway renders
 with vLLM in them (today llm-d's decode and prefill pods and Direct vLLM's): image, flags,
-ports, resources, probes, environment and mounts.
+ports, resources, probes, environment and mounts; and the Deployment and Service that run it
+with the model's volumes.
 
 Probes: vLLM answers /health once its engine is up, so the same three probes guard every such
 container. A startup probe gives the model up to ten minutes to load (60 x 10 s) before the
@@ -23,9 +24,12 @@ from core.rendering.common import (
     HTTP_PORT,
     cache_env,
     container_resources,
+    deployment_and_service,
     env,
     gpu_type,
     http_port,
+    pod_volumes,
+    spec_overrides,
     vllm_args,
 )
 
@@ -84,3 +88,50 @@ def vllm_container(
     if mounts:
         container["volumeMounts"] = [dict(m) for m in mounts]
     return container
+
+
+def vllm_deployment(
+    md: ModelDeployment,
+    name: str,
+    pins: Versions,
+    *,
+    gpus: int,
+    memory: str | None,
+    replicas: int,
+    port: int = HTTP_PORT,
+    port_name: str = "http",
+    host: bool = False,
+    extra_args: Sequence[str] = (),
+    extra_env: Sequence[Mapping[str, Any]] = (),
+    component: str = "server",
+    init_containers: Sequence[Mapping[str, Any]] = (),
+    labels: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """The Deployment `name` (with `replicas` pods of `component`) running `md`'s vLLM server
+    (vllm_container: `gpus`, `memory`, `port`, `host` and the extras) with the model's volumes
+    and the provider's accepted `spec` overrides, and its Service; `init_containers` and
+    `labels` go on the pods (see deployment_and_service)."""
+    volumes, mounts = pod_volumes(md, gpus=gpus)
+    container = vllm_container(
+        md,
+        pins,
+        gpus=gpus,
+        memory=memory,
+        mounts=mounts,
+        port=port,
+        port_name=port_name,
+        host=host,
+        extra_args=extra_args,
+        extra_env=extra_env,
+    )
+    return deployment_and_service(
+        md,
+        name,
+        container,
+        replicas=replicas,
+        volumes=volumes,
+        component=component,
+        spec_overrides=spec_overrides(md),
+        init_containers=init_containers,
+        labels=labels,
+    )

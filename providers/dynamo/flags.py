@@ -20,6 +20,7 @@ from core.checks.flags import (
     VLLM_ENGINE_OWNED,
 )
 from core.model.kinds import Engine
+from core.model.plugin import Flags
 
 ENGINES = (Engine.VLLM, Engine.SGLANG, Engine.TRTLLM)
 OWNED: Mapping[str, Mapping[str, str]] = {
@@ -56,3 +57,6 @@ def flag_catalog(engine: str) -> str | None:
 
 def owned_flags(catalog: str) -> Mapping[str, str]:
     return OWNED.get(catalog, {})
+
+
+FLAGS = Flags(flag_catalog, owned_flags)

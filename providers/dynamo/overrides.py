@@ -8,6 +8,7 @@ from typing import Any
 from core.checks.overrides import check_accepted, object_roots
 from core.fields.errors import FieldError
 from core.fields.paths import FieldPath
+from core.model.plugin import Overrides
 
 NAME = "dynamo"
 # `spec` is merged into the DynamoGraphDeployment spec. The other roots are Runway's own
@@ -42,3 +43,6 @@ OVERRIDE_ROOTS = frozenset(_SHAPE["properties"])
 def check_overrides(overrides: Mapping[str, Any], at: FieldPath) -> list[FieldError]:
     """Layer 2: accepted roots, then strict decoding of routerMode, frontend and epp."""
     return check_accepted(overrides, NAME, _SHAPE, at)
+
+
+OVERRIDES = Overrides(OVERRIDE_ROOTS, check_overrides)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from core.fields.errors import FieldError, Reason
 from core.model.kinds import Engine, ModelDeployment, dig
-from core.model.plugin import ProviderContext
+from core.model.plugin import ProviderContext, Rules
 from providers.dynamo.render import is_test_backend
 
 
@@ -33,3 +33,6 @@ def admission_checks(
             "a standalone Frontend, with no endpoint picker and no gateway objects"
         )
     return errors, warnings
+
+
+RULES = Rules(admission_checks)

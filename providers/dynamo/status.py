@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.model.kinds import ModelDeployment, dig
-from core.model.plugin import Workload
+from core.model.plugin import UpstreamKind, Watched, Workload
 from core.status.workloads import (
     DEPLOYING,
     FAILED,
@@ -59,3 +59,9 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
     return Workload(
         phase, reason, message, desired, ready, available, service, FRONTEND_PORT if service else 0
     )
+
+
+WATCHED = Watched(
+    (UpstreamKind("nvidia.com", "v1alpha1", "dynamographdeployments", "DynamoGraphDeployment"),),
+    workload_status,
+)

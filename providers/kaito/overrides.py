@@ -8,6 +8,7 @@ from typing import Any
 from core.checks.overrides import check_accepted, object_roots
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
+from core.model.plugin import Overrides
 
 NAME = "kaito"
 _SHAPE = object_roots("resource", "inference")
@@ -28,3 +29,6 @@ def check_overrides(overrides: Mapping[str, Any], at: FieldPath) -> list[FieldEr
             )
         )
     return errors
+
+
+OVERRIDES = Overrides(OVERRIDE_ROOTS, check_overrides)

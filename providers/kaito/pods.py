@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.model.kinds import ModelDeployment, dig
-from core.model.plugin import PodGroup
+from core.model.plugin import PodGroup, Pods
 from core.rendering.invariants import ref
 
 WORKSPACE_LABEL = "kaito.sh/workspace"
@@ -33,3 +33,6 @@ def operator_pods(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
             where = f"{ref(obj)} pods (KAITO labels them {WORKSPACE_LABEL})"
             groups.append(PodGroup(where, labels, PORT, ref(obj), "KAITO's inference port"))
     return groups
+
+
+PODS = Pods(pool_selector, model_port, operator_pods)

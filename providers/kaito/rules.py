@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from core.fields.errors import FieldError, Reason, shown
 from core.model.kinds import Engine, ModelDeployment, ModelSource, dig
-from core.model.plugin import ProviderContext
+from core.model.plugin import ProviderContext, Rules
 from core.schema.suggest import close_matches
 
 PREFIX = "kaito.airunway.ai/"
@@ -390,3 +390,6 @@ def admission_checks(
         for field in dropped
     )
     return errors, warnings
+
+
+RULES = Rules(admission_checks, served_as)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.model.kinds import ModelDeployment, dig
-from core.model.plugin import Workload
+from core.model.plugin import UpstreamKind, Watched, Workload
 from core.status.workloads import (
     DEPLOYING,
     FAILED,
@@ -53,3 +53,8 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
             DEPLOYING, "InferenceNotReady", detail or f"{ref}: nodes ready, inference starting"
         )
     return at(PENDING, "WaitingForNodes", f"{ref} is {state or 'waiting for its nodes'}")
+
+
+WATCHED = Watched(
+    (UpstreamKind("kaito.sh", "v1beta1", "workspaces", "Workspace"),), workload_status
+)

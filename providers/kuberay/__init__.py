@@ -6,20 +6,10 @@ engine answers to the name the spec gives it (Runway passes it to vLLM), and no 
 Ray Serve LLM takes engine kwargs, not command-line flags.
 """
 
-from core.model.plugin import Provider, UpstreamKind
-from providers.kuberay.overrides import NAME, OVERRIDE_ROOTS, check_overrides
-from providers.kuberay.pods import model_port, operator_pods, pool_selector
+from core.model.plugin import Provider
+from providers.kuberay.overrides import NAME, OVERRIDES
+from providers.kuberay.pods import PODS
 from providers.kuberay.render import render
-from providers.kuberay.status import workload_status
+from providers.kuberay.status import WATCHED
 
-PROVIDER = Provider(
-    name=NAME,
-    override_roots=OVERRIDE_ROOTS,
-    check_overrides=check_overrides,
-    render=render,
-    pool_selector=pool_selector,
-    model_port=model_port,
-    workload_status=workload_status,
-    kinds=(UpstreamKind("ray.io", "v1", "rayservices", "RayService"),),
-    operator_pods=operator_pods,
-)
+PROVIDER = Provider.of(NAME, OVERRIDES, render, PODS, WATCHED)

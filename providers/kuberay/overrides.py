@@ -7,6 +7,7 @@ from typing import Any
 
 from core.fields.errors import FieldError
 from core.fields.paths import FieldPath
+from core.model.plugin import Overrides
 
 NAME = "kuberay"
 # KubeRay consumes no overrides. An empty OVERRIDE_ROOTS means exactly that: whatever passes
@@ -18,3 +19,6 @@ OVERRIDE_ROOTS: frozenset[str] = frozenset()
 def check_overrides(overrides: Mapping[str, Any], at: FieldPath) -> list[FieldError]:
     """Layer 2: nothing to check; the overrides are not used."""
     return []
+
+
+OVERRIDES = Overrides(OVERRIDE_ROOTS, check_overrides)

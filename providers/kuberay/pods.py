@@ -10,13 +10,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.model.kinds import dig
-from core.model.plugin import PodGroup
+from core.model.plugin import PodGroup, Pods
 from core.rendering.invariants import ref
 from core.rendering.pods import template_port, template_selector
 
 HEAD_LABELS = {"ray.io/node-type": "head", "ray.io/is-ray-node": "yes"}
-pool_selector = template_selector
-model_port = template_port
 
 
 def _model_ids(service: Mapping[str, Any]) -> list[str]:
@@ -51,3 +49,6 @@ def operator_pods(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
             at = f"{ref(obj)} spec.serveConfigV2 model_id"
             groups.append(PodGroup(where, labels, serves=serves, serves_at=at))
     return groups
+
+
+PODS = Pods(template_selector, template_port, operator_pods)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.model.kinds import ModelDeployment
-from core.model.plugin import Workload
+from core.model.plugin import UpstreamKind, Watched, Workload
 from core.status.workloads import (
     DEPLOYING,
     FAILED,
@@ -69,3 +69,6 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
     return Workload(
         DEPLOYING, "ApplicationsDeploying", f"{ref}: {states}", desired, ready, available, *endpoint
     )
+
+
+WATCHED = Watched((UpstreamKind("ray.io", "v1", "rayservices", "RayService"),), workload_status)

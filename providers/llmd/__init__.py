@@ -8,26 +8,22 @@ owns the server's host and port besides the engine flags it derives from the spe
 renders the Deployments itself, so the pods carry the template labels and the pool selects them.
 """
 
-from core.checks.flags import vllm_server_catalog, vllm_server_owned
+from core.checks.flags import VLLM_SERVER_FLAGS
 from core.model.plugin import Provider
-from core.rendering.pods import DEPLOYMENTS, template_port, template_selector
+from core.rendering.pods import TEMPLATE_PODS
 from providers.llmd.invariants import invariants
-from providers.llmd.overrides import NAME, OVERRIDE_ROOTS, check_overrides
-from providers.llmd.pods import picker_config
+from providers.llmd.overrides import NAME, OVERRIDES
+from providers.llmd.pods import RULES
 from providers.llmd.render import render
-from providers.llmd.status import workload_status
+from providers.llmd.status import WATCHED
 
-PROVIDER = Provider(
-    name=NAME,
-    override_roots=OVERRIDE_ROOTS,
-    check_overrides=check_overrides,
-    render=render,
-    pool_selector=template_selector,
-    model_port=template_port,
-    workload_status=workload_status,
-    kinds=(DEPLOYMENTS,),
-    picker_config=picker_config,
+PROVIDER = Provider.of(
+    NAME,
+    OVERRIDES,
+    render,
+    TEMPLATE_PODS,
+    WATCHED,
+    rules=RULES,
+    flags=VLLM_SERVER_FLAGS,
     invariants=invariants,
-    flag_catalog=vllm_server_catalog,
-    owned_flags=vllm_server_owned,
 )

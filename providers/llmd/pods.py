@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from core.model.kinds import ModelDeployment
-from core.model.plugin import ProviderContext
+from core.model.plugin import ProviderContext, Rules
 
 PD_PROFILE_HANDLER = "pd-profile-handler"
 
@@ -81,3 +81,6 @@ def sidecar_flag_problems(args: Sequence[str], facts: PDFacts, where: str) -> li
             supported = ", ".join(facts.connectors)
             problems.append(f"{where} {arg!r}: the sidecar supports {supported}")
     return problems
+
+
+RULES = Rules(picker_config=picker_config)

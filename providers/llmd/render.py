@@ -20,16 +20,8 @@ from core.model.kinds import ModelDeployment, dig
 from core.model.names import ROLE_SUFFIXES, child_name
 from core.model.plugin import ProviderContext
 from core.model.versions import Versions
-from core.rendering.common import (
-    HTTP_PORT,
-    deployment_and_service,
-    http_port,
-    managed_claims,
-    nixl_kv_transfer,
-    pod_volumes,
-    spec_overrides,
-)
-from core.rendering.engines import vllm_container
+from core.rendering.common import HTTP_PORT, http_port, managed_claims, nixl_kv_transfer
+from core.rendering.engines import vllm_deployment
 from providers.llmd.pods import PDFacts, pd_facts
 
 
@@ -110,28 +102,21 @@ def _pair(
     facts: PDFacts,
 ) -> list[dict[str, Any]]:
     behind_sidecar = role == "decode"
-    volumes, mounts = pod_volumes(md, gpus=gpus)
     own = {e.get("name") for e in md.spec.get("env") or ()}
+    # A user's own VLLM_NIXL_SIDE_CHANNEL_HOST wins.
     nixl = [nixl_host_env()] if role is not None and NIXL_HOST_KEY not in own else []
-    container = vllm_container(  # a user's own VLLM_NIXL_SIDE_CHANNEL_HOST wins
+    return vllm_deployment(
         md,
+        name,
         pins,
         gpus=gpus,
         memory=memory,
-        mounts=mounts,
+        replicas=replicas,
         port=DECODE_VLLM_PORT if behind_sidecar else HTTP_PORT,
         port_name="vllm" if behind_sidecar else "http",
         extra_args=nixl_kv_transfer() if role is not None else (),
         extra_env=nixl,
-    )
-    return deployment_and_service(
-        md,
-        name,
-        container,
-        replicas=replicas,
-        volumes=volumes,
         component=role or "server",
-        spec_overrides=spec_overrides(md),
         init_containers=[routing_sidecar(pins, facts)] if behind_sidecar else (),
         labels={facts.role_label: facts.roles[role]} if role is not None else None,
     )

@@ -9,8 +9,9 @@ from typing import Any
 
 from core.model.kinds import ModelDeployment
 from core.model.names import ROLE_SUFFIXES, child_name
-from core.model.plugin import Workload
+from core.model.plugin import Watched, Workload
 from core.rendering.common import HTTP_PORT
+from core.rendering.pods import DEPLOYMENTS
 from core.status.workloads import combine, deployment_workload
 
 
@@ -18,3 +19,6 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
     names = [child_name(md.name, r) for r in ROLE_SUFFIXES] if md.is_disaggregated else [md.name]
     parts = [deployment_workload(observed.get(f"Deployment/{n}"), f"Deployment/{n}") for n in names]
     return combine(parts, service=names[0], port=HTTP_PORT)
+
+
+WATCHED = Watched((DEPLOYMENTS,), workload_status)

@@ -9,22 +9,11 @@ renders the Deployment itself, so the pods carry the template labels (the pool s
 airunway.ai/model-deployment) and the server listens on --port 8000.
 """
 
-from core.checks.flags import vllm_server_catalog, vllm_server_owned
+from core.checks.flags import VLLM_SERVER_FLAGS
 from core.model.plugin import Provider
-from core.rendering.pods import DEPLOYMENTS, template_port, template_selector
-from providers.vllm.overrides import NAME, OVERRIDE_ROOTS, check_overrides
+from core.rendering.pods import TEMPLATE_PODS
+from providers.vllm.overrides import NAME, OVERRIDES
 from providers.vllm.render import render
-from providers.vllm.status import workload_status
+from providers.vllm.status import WATCHED
 
-PROVIDER = Provider(
-    name=NAME,
-    override_roots=OVERRIDE_ROOTS,
-    check_overrides=check_overrides,
-    render=render,
-    pool_selector=template_selector,
-    model_port=template_port,
-    workload_status=workload_status,
-    kinds=(DEPLOYMENTS,),
-    flag_catalog=vllm_server_catalog,
-    owned_flags=vllm_server_owned,
-)
+PROVIDER = Provider.of(NAME, OVERRIDES, render, TEMPLATE_PODS, WATCHED, flags=VLLM_SERVER_FLAGS)

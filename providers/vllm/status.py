@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.model.kinds import ModelDeployment
-from core.model.plugin import Workload
+from core.model.plugin import Watched, Workload
 from core.rendering.common import HTTP_PORT
+from core.rendering.pods import DEPLOYMENTS
 from core.status.workloads import combine, deployment_workload
 
 
@@ -16,3 +17,6 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
     ref = f"Deployment/{md.name}"
     part = deployment_workload(observed.get(ref), ref)
     return combine([part], service=md.name, port=HTTP_PORT)
+
+
+WATCHED = Watched((DEPLOYMENTS,), workload_status)

@@ -21,8 +21,8 @@ from tests.support.builders import model_deployment
 TOY_INIT = f'''
 """A toy provider: one ConfigMap naming the model."""
 
-from core.model.plugin import Provider, UpstreamKind, Workload
-from core.rendering.pods import template_port, template_selector
+from core.model.plugin import Overrides, Provider, UpstreamKind, Watched, Workload
+from core.rendering.pods import TEMPLATE_PODS
 
 
 def render(md, pins, context):
@@ -36,15 +36,16 @@ def render(md, pins, context):
     ]
 
 
-{EXPORT} = Provider(
-    name="toy",
-    override_roots=frozenset(),
-    check_overrides=lambda overrides, at: [],
-    render=render,
-    pool_selector=template_selector,
-    model_port=template_port,
-    workload_status=lambda md, observed: Workload("Running", "Toy", "always running"),
-    kinds=(UpstreamKind("", "v1", "configmaps", "ConfigMap"),),
+def workload_status(md, observed):
+    return Workload("Running", "Toy", "always running")
+
+
+{EXPORT} = Provider.of(
+    "toy",
+    Overrides(frozenset(), lambda overrides, at: []),
+    render,
+    TEMPLATE_PODS,
+    Watched((UpstreamKind("", "v1", "configmaps", "ConfigMap"),), workload_status),
 )
 '''
 TOY_CONFIG = """
