@@ -16,14 +16,9 @@ from typing import Any
 import kubernetes
 
 from core.model.kinds import (
-    EMP_GROUP,
-    EXTERNAL_MODEL_PROVIDER,
-    EXTERNAL_MODEL_PROVIDER_PLURAL,
-    GROUP,
-    INFERENCE_PROVIDER_CONFIG,
-    INFERENCE_PROVIDER_CONFIG_PLURAL,
-    MODEL_DEPLOYMENT,
-    MODEL_DEPLOYMENT_PLURAL,
+    EXTERNAL_MODEL_PROVIDERS,
+    INFERENCE_PROVIDER_CONFIGS,
+    MODEL_DEPLOYMENTS,
     VERSION,
     dig,
 )
@@ -39,15 +34,12 @@ def list_objects(api: kubernetes.client.ApiClient) -> list[dict[str, Any]]:
     InferenceProviderConfigs (whose capabilities say which name a provider's engine serves)."""
     custom = kubernetes.client.CustomObjectsApi(api)
     objects: list[dict[str, Any]] = []
-    for group, plural, kind in (
-        (GROUP, MODEL_DEPLOYMENT_PLURAL, MODEL_DEPLOYMENT),
-        (EMP_GROUP, EXTERNAL_MODEL_PROVIDER_PLURAL, EXTERNAL_MODEL_PROVIDER),
-        (GROUP, INFERENCE_PROVIDER_CONFIG_PLURAL, INFERENCE_PROVIDER_CONFIG),
-    ):
+    for resource in (MODEL_DEPLOYMENTS, EXTERNAL_MODEL_PROVIDERS, INFERENCE_PROVIDER_CONFIGS):
+        group, plural, kind = resource.group, resource.plural, resource.kind
         try:
             listed: Any = custom.list_cluster_custom_object(group, VERSION, plural)
         except kubernetes.client.ApiException as err:
-            if err.status == 404 and kind != EXTERNAL_MODEL_PROVIDER:
+            if err.status == 404 and resource is not EXTERNAL_MODEL_PROVIDERS:
                 # The gateway part installs without the runtime part: no such CRD, no objects.
                 log.info("gateway-sync: no %s CRD in this cluster", kind)
                 continue
@@ -115,10 +107,10 @@ def write_statuses(
             continue
         try:
             custom.patch_namespaced_custom_object_status(
-                EMP_GROUP,
+                EXTERNAL_MODEL_PROVIDERS.group,
                 VERSION,
                 owner.namespace,
-                EXTERNAL_MODEL_PROVIDER_PLURAL,
+                EXTERNAL_MODEL_PROVIDERS.plural,
                 owner.name,
                 {"status": dict(new[owner])},
             )

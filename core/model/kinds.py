@@ -8,6 +8,7 @@ the structural check has already rejected.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -23,6 +24,24 @@ EXTERNAL_MODEL_PROVIDER = "ExternalModelProvider"
 MODEL_DEPLOYMENT_PLURAL = "modeldeployments"
 INFERENCE_PROVIDER_CONFIG_PLURAL = "inferenceproviderconfigs"
 EXTERNAL_MODEL_PROVIDER_PLURAL = "externalmodelproviders"
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One of Runway's own kinds as the API server serves it (all at VERSION)."""
+
+    group: str
+    plural: str
+    kind: str
+
+
+MODEL_DEPLOYMENTS = Resource(GROUP, MODEL_DEPLOYMENT_PLURAL, MODEL_DEPLOYMENT)
+INFERENCE_PROVIDER_CONFIGS = Resource(
+    GROUP, INFERENCE_PROVIDER_CONFIG_PLURAL, INFERENCE_PROVIDER_CONFIG
+)
+EXTERNAL_MODEL_PROVIDERS = Resource(
+    EMP_GROUP, EXTERNAL_MODEL_PROVIDER_PLURAL, EXTERNAL_MODEL_PROVIDER
+)
 DEFAULT_GPU_TYPE = "nvidia.com/gpu"
 
 # Where the selection is stamped (status would be dropped at admission; see DESIGN.md).

@@ -10,15 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from core.model.kinds import (
-    EMP_GROUP,
-    EXTERNAL_MODEL_PROVIDER,
-    EXTERNAL_MODEL_PROVIDER_PLURAL,
-    GROUP,
-    INFERENCE_PROVIDER_CONFIG,
-    INFERENCE_PROVIDER_CONFIG_PLURAL,
-    MODEL_DEPLOYMENT,
-    MODEL_DEPLOYMENT_PLURAL,
+    EXTERNAL_MODEL_PROVIDERS,
+    INFERENCE_PROVIDER_CONFIGS,
+    MODEL_DEPLOYMENTS,
     VERSION,
+    Resource,
 )
 from core.model.names import ANNOTATIONS_MAX
 from core.schema.structural import MAX_KEY_LENGTH
@@ -464,9 +460,7 @@ def external_model_provider_status() -> Schema:
 
 
 def _crd(
-    group: str,
-    kind: str,
-    plural: str,
+    resource: Resource,
     *,
     scope: str,
     spec: Schema,
@@ -474,6 +468,7 @@ def _crd(
     columns: list[dict[str, str]],
     short_names: tuple[str, ...] = (),
 ) -> dict[str, Any]:
+    group, plural, kind = resource.group, resource.plural, resource.kind
     names: dict[str, Any] = {
         "kind": kind,
         "listKind": f"{kind}List",
@@ -515,9 +510,7 @@ def custom_resource_definitions() -> list[dict[str, Any]]:
     """The three CRDs Runway ships, in install order."""
     return [
         _crd(
-            GROUP,
-            MODEL_DEPLOYMENT,
-            MODEL_DEPLOYMENT_PLURAL,
+            MODEL_DEPLOYMENTS,
             scope="Namespaced",
             spec=model_deployment_spec(),
             status=model_deployment_status(),
@@ -529,18 +522,14 @@ def custom_resource_definitions() -> list[dict[str, Any]]:
             ],
         ),
         _crd(
-            GROUP,
-            INFERENCE_PROVIDER_CONFIG,
-            INFERENCE_PROVIDER_CONFIG_PLURAL,
+            INFERENCE_PROVIDER_CONFIGS,
             scope="Cluster",
             spec=inference_provider_config_spec(),
             status=inference_provider_config_status(),
             columns=[{"name": "Ready", "type": "boolean", "jsonPath": ".status.ready"}],
         ),
         _crd(
-            EMP_GROUP,
-            EXTERNAL_MODEL_PROVIDER,
-            EXTERNAL_MODEL_PROVIDER_PLURAL,
+            EXTERNAL_MODEL_PROVIDERS,
             scope="Namespaced",
             spec=external_model_provider_spec(),
             status=external_model_provider_status(),
