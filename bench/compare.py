@@ -44,16 +44,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     here = Path(__file__).resolve().parent.parent
     base = _checkout(here, args.base)
     benches = [b for b in BENCHES if not args.only or b[0] in args.only]
+    # The older tree runs on this tree's test cluster (make cluster builds it once).
+    cache = os.environ.get("RUNWAY_CLUSTER_CACHE", str(here / ".cache" / "cluster"))
+    failed = 0
     for bench in benches:
         runs: dict[str, list[list[str]]] = {"base": [], "this": []}
-        for _ in range(args.rounds):
-            for name, tree in (("base", base), ("this", here)):
-                runs[name].append(_run(bench, tree))
+        try:
+            for _ in range(args.rounds):
+                for name, tree in (("base", base), ("this", here)):
+                    runs[name].append(_run(bench, tree, cache))
+        except BenchFailed as err:
+            print(f"== python -m {' '.join(bench)}: {err}")
+            failed += 1
+            continue
         print(f"== python -m {' '.join(bench)} (base {args.base}, {args.rounds} rounds each)")
         for line in _rows(runs["base"], runs["this"]):
             print(line)
         sys.stdout.flush()
-    return 0
+    return 1 if failed else 0
 
 
 def _checkout(here: Path, rev: str) -> Path:
@@ -72,9 +80,13 @@ def _checkout(here: Path, rev: str) -> Path:
     return target
 
 
-def _run(bench: Sequence[str], tree: Path) -> list[str]:
+class BenchFailed(Exception):
+    """A bench exited with an error in one of the trees."""
+
+
+def _run(bench: Sequence[str], tree: Path, cache: str) -> list[str]:
     """The lines a bench prints when the project's code is `tree`'s."""
-    env = {**os.environ, "PYTHONPATH": str(tree)}
+    env = {**os.environ, "PYTHONPATH": str(tree), "RUNWAY_CLUSTER_CACHE": cache}
     done = subprocess.run(
         [sys.executable, "-m", *bench],
         cwd=tree,
@@ -86,7 +98,7 @@ def _run(bench: Sequence[str], tree: Path) -> list[str]:
     )
     if done.returncode != 0:
         tail = "\n".join(done.stderr.strip().splitlines()[-5:])
-        raise SystemExit(f"bench.compare: {' '.join(bench)} failed in {tree}:\n{tail}")
+        raise BenchFailed(f"failed in {tree}:\n{tail}")
     return [line.rstrip() for line in done.stdout.splitlines() if line.strip()]
 
 

@@ -39,14 +39,13 @@ from renderer.reuse.stamp import (
     stamped_settings,
     tree_if_clean,
 )
-from renderer.reuse.store import Store
+from renderer.reuse.store import Store, cache_name
 from renderer.settings import (
     Asked,
     ClusterCrds,
     RenderReport,
     RenderSettings,
     Target,
-    cache_name,
     checked_path,
 )
 

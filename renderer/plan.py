@@ -46,8 +46,8 @@ from renderer.reuse.digests import (
 from renderer.reuse.parsecache import ParsedSources
 from renderer.reuse.stamp import Source, Stamp, named_schemas, stamp_frame, stamp_inputs
 from renderer.reuse.stamp import stamped_settings as stamped_of
-from renderer.reuse.store import Store
-from renderer.settings import Asked, ClusterCrds, Target, cache_name, checked_path
+from renderer.reuse.store import Store, cache_name
+from renderer.settings import Asked, ClusterCrds, Target, checked_path
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,6 @@ from renderer.output.folders import Result
 from renderer.output.ownership import DEFAULT_MAX_REMOVALS, Removals
 from renderer.output.shard import Shard
 from renderer.output.tree import Tree
-from renderer.reuse.digests import digest
 
 if TYPE_CHECKING:
     from core.rendering.inferencegateway import GatewayTarget
@@ -106,18 +105,6 @@ class RenderReport:
     def schema_sources(self) -> dict[str, str]:
         """`apiVersion Kind` -> where its schema came from, for every kind the results checked."""
         return dict(sorted({k: v for r in self.results for k, v in r.schemas}.items()))
-
-
-def cache_key(settings: RenderSettings) -> str:
-    """The render cache's name: one per output folder, and per shard of it."""
-    return cache_name(settings.path, settings.shard)
-
-
-def cache_name(path: str, shard: Shard | None) -> str:
-    """cache_key of the output folder `path` (as --path gave it) and `shard`."""
-    if shard is None:
-        return digest(path)[:12]
-    return digest(path, f"{shard.index}/{shard.count}")[:12]
 
 
 def checked_path(value: str) -> str:

@@ -42,8 +42,8 @@ from renderer.output.ownership import Removals
 from renderer.reuse.digests import builtin_schemas_version, digest
 from renderer.reuse.parsecache import file_key
 from renderer.reuse.rendercache import Shared
-from renderer.reuse.store import NextPickle, Store
-from renderer.settings import Asked, RenderSettings, Target, cache_key, checked_path
+from renderer.reuse.store import NextPickle, Store, cache_key
+from renderer.settings import Asked, RenderSettings, Target, checked_path
 
 STAMP_FORMAT = 5
 ROW_FIELDS = 8

@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kubeio.files import atomic_write
+from renderer.output.shard import Shard
+from renderer.reuse.digests import digest
+from renderer.settings import RenderSettings
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -107,3 +110,15 @@ class Store:
         value = build()
         self.save(path, value, best_effort=True)
         return value
+
+
+def cache_key(settings: RenderSettings) -> str:
+    """The render cache's name: one per output folder, and per shard of it."""
+    return cache_name(settings.path, settings.shard)
+
+
+def cache_name(path: str, shard: Shard | None) -> str:
+    """cache_key of the output folder `path` (as --path gave it) and `shard`."""
+    if shard is None:
+        return digest(path)[:12]
+    return digest(path, f"{shard.index}/{shard.count}")[:12]

@@ -32,7 +32,8 @@ from renderer.git.runner import Repo
 from renderer.reuse.cleantree import CleanCheck
 from renderer.reuse.rendercache import RenderCache, unpacked
 from renderer.reuse.stamp import STAMP_FORMAT, Stamp, stamp_path
-from renderer.settings import RenderReport, RenderSettings, cache_key
+from renderer.reuse.store import cache_key
+from renderer.settings import RenderReport, RenderSettings
 from tests.support.builders import model_deployment
 from tests.support.gitserver import start_git_server
 from tests.support.hostile_render import laughs
