@@ -100,7 +100,7 @@ def begin(planned: Plan, cache: RenderCache | None, clean: DiskTree | None = Non
 def render(planned: Plan, cache: RenderCache | None, clean: DiskTree | None = None) -> Rendition:
     """The render in memory, nothing written (--check)."""
     rendering = begin(planned, cache, clean)
-    return finish(rendering, [result for chunk in rendering.begun.chunks for result in chunk])
+    return finish(rendering, rendering.begun.gathered())
 
 
 def finish(

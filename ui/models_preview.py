@@ -35,7 +35,7 @@ from kubeio.registry import build_registry
 from kubeio.shipped import bundled_versions
 from kubeio.yamlio import dump, load_all
 from renderer.output.folders import HYDRATED_FILE
-from renderer.output.render import render_guarded
+from renderer.output.render import RenderContext, render_guarded
 from renderer.output.strict import Schemas
 
 RENDER_PATH = "rendered"  # `runway render --path`'s default: where the preview's files go
@@ -134,14 +134,8 @@ def _rendered(
 ) -> tuple[str | None, tuple[str, ...], tuple[RenderedFile, ...]]:
     if isinstance(gateway, str):
         return gateway, (), ()
-    result = render_guarded(
-        obj,
-        previous=None,
-        registry=checker.registry,
-        schemas=checker.schemas,
-        pins=checker.pins,
-        gateway=gateway,
-    )
+    context = RenderContext(checker.registry, checker.schemas, checker.pins, gateway)
+    result = render_guarded(obj, previous=None, context=context)
     folder = f"{RENDER_PATH}/{result.key}"
     if result.error is None:
         origins = dict(result.schemas)

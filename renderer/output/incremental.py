@@ -71,33 +71,9 @@ class Begun:
     digests: Mapping[int, str]
     ownership: Ownership
 
-
-def render_incremental(
-    objects: Sequence[Mapping[str, Any]],
-    *,
-    current: Mapping[str, str],
-    cache: RenderCache | None,
-    shared: str,
-    context: Callable[[], RenderContext],
-    digests: Mapping[int, str] | None = None,
-    stats: Mapping[str, Stat] | None = None,
-    ownership: Ownership | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> Rendered:
-    """The tree a render of every object would give, rendering only the ModelDeployments whose
-    key or folder changed: begin, then finish with every chunk rendered."""
-    begun = begin(
-        objects,
-        current=current,
-        cache=cache,
-        shared=shared,
-        context=context,
-        digests=digests,
-        stats=stats,
-        ownership=ownership,
-        progress=progress,
-    )
-    return finish(begun, [result for chunk in begun.chunks for result in chunk])
+    def gathered(self) -> list[Result]:
+        """The Results of every chunk not taken yet, rendering them now (in order)."""
+        return [result for chunk in self.chunks for result in chunk]
 
 
 def begin(
@@ -119,7 +95,8 @@ def begin(
     is not read). `ownership` decides what happens to folders no source defines now
     (renderer.output.ownership); without it they are removed, as by a render of every source
     there is. `progress` is told (rendered so far, to render) as the stale ModelDeployments
-    render, which they do as the chunks are taken."""
+    render, which they do as the chunks are taken. The render of every object is
+    finish(begun, begun.gathered())."""
     digests = digests or {}
     ownership = ownership or Ownership()
     if ownership.refused:  # the folders two sources define: neither is rendered

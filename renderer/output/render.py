@@ -75,19 +75,13 @@ class RenderContext:
 
 
 def render_one(
-    obj: Mapping[str, Any],
-    *,
-    previous: Mapping[str, Any] | None,
-    registry: ProviderRegistry,
-    schemas: Schemas,
-    pins: Versions,
-    gateway: GatewayTarget | None = None,
-    strings: Strings | None = None,
+    obj: Mapping[str, Any], *, previous: Mapping[str, Any] | None, context: RenderContext
 ) -> Result:
-    """One ModelDeployment's Result (see the module's text); `strings`: kubeio.yamlio's memo of
-    string texts, shared by the objects of one render."""
+    """One ModelDeployment's Result (see the module's text), rendered with `context` (whose
+    `strings` is shared by the objects of one render)."""
     key = folder_of(obj)
-    strings = strings if strings is not None else Strings()
+    registry, schemas, pins = context.registry, context.schemas, context.pins
+    gateway, strings = context.gateway, context.strings
     admission = admit_object(_source_view(obj), old=previous, registry=registry, kind=MD)
     if not admission.allowed:
         return Result(
@@ -175,14 +169,7 @@ def _is_settled(
 
 
 def render_guarded(
-    obj: Mapping[str, Any],
-    *,
-    previous: Mapping[str, Any] | None,
-    registry: ProviderRegistry,
-    schemas: Schemas,
-    pins: Versions,
-    gateway: GatewayTarget | None = None,
-    strings: Strings | None = None,
+    obj: Mapping[str, Any], *, previous: Mapping[str, Any] | None, context: RenderContext
 ) -> Result:
     """render_one, where any exception at all becomes this object's one-line error (the
     traceback goes to the debug log): one bad object never takes down the others."""
@@ -190,15 +177,7 @@ def render_guarded(
     return per_object(
         key,
         "rendered",
-        lambda: render_one(
-            obj,
-            previous=previous,
-            registry=registry,
-            schemas=schemas,
-            pins=pins,
-            gateway=gateway,
-            strings=strings,
-        ),
+        lambda: render_one(obj, previous=previous, context=context),
         lambda error: Result(key, error=error),
         log,
     )
@@ -307,12 +286,4 @@ def _render_range(bounds: tuple[int, int]) -> list[Result]:
 def _render_in(
     context: RenderContext, obj: Mapping[str, Any], previous: Mapping[str, Mapping[str, Any]]
 ) -> Result:
-    return render_guarded(
-        obj,
-        previous=previous.get(folder_of(obj)),
-        registry=context.registry,
-        schemas=context.schemas,
-        pins=context.pins,
-        gateway=context.gateway,
-        strings=context.strings,
-    )
+    return render_guarded(obj, previous=previous.get(folder_of(obj)), context=context)

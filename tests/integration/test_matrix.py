@@ -22,7 +22,7 @@ from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_flag_catalogs, bundled_versions
 from renderer.output.folders import HYDRATED_FILE
-from renderer.output.render import render_one
+from renderer.output.render import RenderContext, render_one
 from renderer.output.schemapack import load_pack
 from renderer.output.strict import Schemas
 from tests.support.builders import shipped_registry
@@ -65,9 +65,7 @@ def test_every_admitted_case_renders_strictly_and_fits_together(
     admission = admit(obj, registry=SHIPPED)
     assert admission.errors == (), ident
 
-    result = render_one(
-        obj, previous=None, registry=SHIPPED, schemas=schemas, pins=PINS, gateway=TARGET
-    )
+    result = render_one(obj, previous=None, context=RenderContext(SHIPPED, schemas, PINS, TARGET))
 
     assert result.error is None, result.error
     objects = [
@@ -117,7 +115,7 @@ def test_kaito_workspaces_are_what_that_kaito_admits_and_the_route_matches_its_n
     assert admission.errors == (), case.ident
 
     result = render_one(
-        case.obj, previous=None, registry=registry, schemas=schemas, pins=PINS, gateway=TARGET
+        case.obj, previous=None, context=RenderContext(registry, schemas, PINS, TARGET)
     )
 
     assert result.error is None, result.error

@@ -17,7 +17,7 @@ from core.rendering.inferencegateway import GatewayTarget
 from kubeio.shipped import bundled_versions
 from kubeio.sources import parse_documents
 from renderer.output.folders import HYDRATED_FILE, kustomization
-from renderer.output.render import render_one
+from renderer.output.render import RenderContext, render_one
 from renderer.output.schemapack import load_pack
 from renderer.output.strict import Schemas
 from tests.support.builders import shipped_registry
@@ -67,13 +67,9 @@ def _expected_files(obj: Mapping[str, Any]) -> dict[str, Any]:
 def test_rendered_files_have_no_anchors_and_parse_to_the_rendered_objects(
     ident: str, obj: dict[str, Any], schemas: Schemas
 ) -> None:
-    result = render_one(
-        obj, previous=None, registry=SHIPPED, schemas=schemas, pins=PINS, gateway=TARGET
-    )
+    result = render_one(obj, previous=None, context=RenderContext(SHIPPED, schemas, PINS, TARGET))
     assert result.error is None, (ident, result.error)
-    again = render_one(
-        obj, previous=None, registry=SHIPPED, schemas=schemas, pins=PINS, gateway=TARGET
-    )
+    again = render_one(obj, previous=None, context=RenderContext(SHIPPED, schemas, PINS, TARGET))
 
     assert {n: ("&id" in t, "*id" in t) for n, t in result.files.items()} == {
         n: (False, False) for n in result.files

@@ -24,7 +24,7 @@ from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import parse_documents
 from kubeio.yamlio import dump_all
 from renderer.output.folders import HYDRATED_FILE, Result, folder_of
-from renderer.output.incremental import Rendered, render_incremental
+from renderer.output.incremental import Begun, Rendered, begin, finish
 from renderer.output.render import POOL_MINIMUM, RenderContext, render_external_guarded, render_many
 from renderer.output.schemapack import load_pack
 from renderer.output.strict import Schemas
@@ -127,6 +127,11 @@ def _given(context: RenderContext) -> RenderContext:
     return context
 
 
+def _finished(begun: Begun) -> Rendered:
+    """The render begun, with every stale ModelDeployment rendered."""
+    return finish(begun, begun.gathered())
+
+
 def _unused() -> RenderContext:
     """The context of a render that must render nothing."""
     raise AssertionError("nothing should have been rendered")
@@ -167,15 +172,23 @@ def test_incremental_render_equals_full_render_after_any_edits(
         )
         shared = inputs_digest({"configs": repr(config_objects), "gateway": repr(gateway)})
 
-        incremental = render_incremental(
-            objects, current=current, cache=cache, shared=shared, context=partial(_given, context)
+        incremental = _finished(
+            begin(
+                objects,
+                current=current,
+                cache=cache,
+                shared=shared,
+                context=partial(_given, context),
+            )
         )
         full_results, full_files = _full(objects, current, context)
 
         assert dict(incremental.files) == full_files
         assert _report(incremental.results) == _report(full_results)
-        again: Rendered = render_incremental(
-            objects, current=full_files, cache=incremental.cache, shared=shared, context=_unused
+        again: Rendered = _finished(
+            begin(
+                objects, current=full_files, cache=incremental.cache, shared=shared, context=_unused
+            )
         )
         assert (again.rendered, dict(again.files)) == (0, full_files)
         assert _report(again.results) == _report(full_results)
@@ -185,23 +198,25 @@ def test_incremental_render_equals_full_render_after_any_edits(
 def test_an_unchanged_tree_renders_nothing_and_one_change_renders_one(schemas: Schemas) -> None:
     objects = [_deployment(n, "team1", ("vllm", 1, 1, False, False, False)) for n in NAMES]
     context = RenderContext(build_registry(SHIPPED, flags={}), schemas, bundled_versions())
-    first = render_incremental(
-        objects, current={}, cache=RenderCache(), shared="s", context=lambda: context
+    first = _finished(
+        begin(objects, current={}, cache=RenderCache(), shared="s", context=lambda: context)
     )
     objects[2] = _deployment("c", "team1", ("vllm", 1, 3, False, False, False))
 
-    unchanged = render_incremental(
-        objects[:2] + objects[3:],
-        current=first.files,
-        cache=first.cache,
-        shared="s",
-        context=lambda: context,
+    unchanged = _finished(
+        begin(
+            objects[:2] + objects[3:],
+            current=first.files,
+            cache=first.cache,
+            shared="s",
+            context=lambda: context,
+        )
     )
-    changed = render_incremental(
-        objects, current=first.files, cache=first.cache, shared="s", context=lambda: context
+    changed = _finished(
+        begin(objects, current=first.files, cache=first.cache, shared="s", context=lambda: context)
     )
-    new_inputs = render_incremental(
-        objects, current=first.files, cache=first.cache, shared="t", context=lambda: context
+    new_inputs = _finished(
+        begin(objects, current=first.files, cache=first.cache, shared="t", context=lambda: context)
     )
 
     assert (first.rendered, unchanged.rendered, changed.rendered) == (5, 0, 1)

@@ -28,7 +28,7 @@ from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.yamlio import dump, dump_all
 from renderer.git import locks
 from renderer.git.runner import Repo
-from renderer.output.render import render_guarded
+from renderer.output.render import RenderContext, render_guarded
 from renderer.output.schemapack import load_pack
 from renderer.output.strict import Schemas
 from tests.support.builders import model_deployment
@@ -212,17 +212,17 @@ def test_any_exception_while_rendering_one_object_fails_only_that_object(
         return original(obj, **kwargs)
 
     monkeypatch.setattr(renderer.output.render, "render_one", flaky)
-    context: dict[str, Any] = {
-        "registry": build_registry(bundled_config_objects(), flags={}),
-        "schemas": Schemas.from_pack(load_pack()),
-        "pins": bundled_versions(),
-    }
+    context = RenderContext(
+        build_registry(bundled_config_objects(), flags={}),
+        Schemas.from_pack(load_pack()),
+        bundled_versions(),
+    )
 
     results = [
         render_guarded(
             model_deployment(n, "ns", gpu=1, provider="vllm", engine="vllm"),
             previous=None,
-            **context,
+            context=context,
         )
         for n in ("bad", "good")
     ]

@@ -39,7 +39,7 @@ from kubeio.registry import build_registry
 from kubeio.shipped import bundled_versions
 from kubeio.sources import parse_documents
 from renderer.output.folders import HYDRATED_FILE
-from renderer.output.render import render_one
+from renderer.output.render import RenderContext, render_one
 from renderer.output.strict import Schemas
 from ui import applying, branches
 from ui.context import cluster, portal, schemas, viewer
@@ -97,7 +97,7 @@ def manifest_bundle(form: Mapping[str, str]) -> Bundle:
         raise OutputError("manifest: holds one ModelDeployment")
     obj = docs[0].obj
     registry, schemas, pins = _rendering()
-    result = render_one(obj, previous=None, registry=registry, schemas=schemas, pins=pins)
+    result = render_one(obj, previous=None, context=RenderContext(registry, schemas, pins))
     if result.error is not None:
         raise OutputError(f"{result.key}: {result.error}")
     order = [

@@ -18,7 +18,7 @@ from core.admission.pipeline import admit
 from core.checks.credentials import HINT, find_credentials, redact
 from core.fields.errors import Reason
 from kubeio.shipped import bundled_versions
-from renderer.output.render import render_one
+from renderer.output.render import RenderContext, render_one
 from renderer.output.schemapack import load_pack
 from renderer.output.strict import Schemas
 from tests.support.builders import model_deployment, shipped_registry
@@ -69,7 +69,7 @@ def test_a_credential_anywhere_is_denied_and_never_repeated(
             client.post(path, data=json.dumps(review(obj)), content_type="application/json")
             for path in ("/mutate", "/validate")
         ]
-    rendered = render_one(obj, previous=None, registry=REGISTRY, schemas=schemas, pins=PINS)
+    rendered = render_one(obj, previous=None, context=RenderContext(REGISTRY, schemas, PINS))
 
     validated = answers[1].get_json()["response"]
     assert (validated["allowed"], rendered.files) == (False, {})
