@@ -78,7 +78,7 @@ class Reconciler:
         if plugin is None:
             return None
         observed = self._parts.cache.owned_by(md.namespace, md.name)
-        workload = plugin.workload_status(md, observed)
+        workload = plugin.watched.workload_status(md, observed)
         prober = self._parts.prober
         if prober is not None:
             key = (md.namespace, md.name)

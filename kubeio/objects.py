@@ -18,7 +18,7 @@ def upstream_kinds() -> tuple[UpstreamKind, ...]:
     kind): apps/v1 Deployments, the kinds each provider declares (what its status hook reads)
     and the gateway's (core status gateway_state), each once. The status controller watches
     them; the portal's Deployments page shows them."""
-    kinds = [DEPLOYMENTS, *(k for p in plugins() for k in p.kinds), *GATEWAY_KINDS]
+    kinds = [DEPLOYMENTS, *(k for p in plugins() for k in p.watched.kinds), *GATEWAY_KINDS]
     return tuple(dict.fromkeys(kinds))
 
 

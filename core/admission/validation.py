@@ -76,7 +76,7 @@ def check_spec(
     plugin = registry.plugin(md.provider_name)
     checks = checked if checked is not None else spec_checks(md, plugin, registry)
     own_errors, own_warnings = (
-        plugin.admission_checks(
+        plugin.rules.admission_checks(
             md, registry.context(md.provider_name), ModelDeployment(old) if old else None
         )
         if plugin is not None
@@ -167,7 +167,7 @@ def _check_overrides(md: ModelDeployment, plugin: Provider | None) -> list[Field
         return []
     errors = check_global(md.overrides, OVERRIDES)
     if isinstance(md.overrides, Mapping) and plugin is not None:
-        errors += plugin.check_overrides(without_blocked(md.overrides), OVERRIDES)
+        errors += plugin.overrides.check(without_blocked(md.overrides), OVERRIDES)
     return errors
 
 
@@ -309,7 +309,7 @@ def _warnings(md: ModelDeployment, registry: ProviderRegistry) -> list[str]:
                 f'volume "{name}": the model cache is read-only, so the model is not downloaded; the claim must already hold it'
             )
     plugin = registry.plugin(md.provider_name)
-    if plugin is not None and not plugin.override_roots and md.overrides is not None:
+    if plugin is not None and not plugin.overrides.roots and md.overrides is not None:
         warnings.append(f"spec.provider.overrides is ignored by provider {md.provider_name}")
     config = registry.get(md.provider_name)
     if config is not None and not config.ready:

@@ -189,11 +189,11 @@ def check_engine_flags(
     """(errors, warnings) for the user's flags: a Runway-owned flag is refused; an unknown one
     is refused when the default image runs, and only warned about when spec.engine.image names
     another image (the catalog describes the pinned engine, not that image)."""
-    name = plugin.flag_catalog(md.engine_type)
+    name = plugin.flags.catalog(md.engine_type)
     catalog = catalogs.get(name) if name else None
     if catalog is None:
         return [], []
-    owned = plugin.owned_flags(catalog.name)
+    owned = plugin.flags.owned(catalog.name)
     # Refused when the default image runs; only warned about when spec.engine.image names
     # another image (the catalog describes the pinned engine, not that image).
     warn = bool(md.image_override and md.image_override != catalog.image)

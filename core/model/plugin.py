@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Self, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 from core.fields.errors import FieldError
 from core.fields.paths import FieldPath
@@ -221,89 +221,34 @@ class Flags:
 @dataclass(frozen=True, slots=True)
 class Provider:
     """A provider package as the core sees it: the one value its __init__ builds (PROVIDER),
-    stating its name, the roots of spec.provider.overrides it accepts, the upstream kinds it
-    renders and its status hook reads, and its hooks. A hook the provider does not name takes
-    the default beside it, so a package names only what it has. A package builds it with
-    Provider.of from its hooks grouped by role."""
+    its hooks grouped by role, each role declared in the module that implements it
+    (overrides.py, pods.py, status.py, rules.py, flags.py). A role or hook the provider does not
+    name takes the default beside it, so a package names only what it has."""
 
     name: str
-    override_roots: frozenset[str]
-    # Layer 2 of spec.provider.overrides.
-    check_overrides: CheckOverrides
+    # Layer 2 of spec.provider.overrides: the roots it accepts and its check of them.
+    overrides: Overrides
     # The upstream objects for a hydrated, valid ModelDeployment (primary first): the provider's
     # container builders at work.
     render: Render
-    # Labels every serving pod of `md` carries once its operator has created it, and the port
-    # the model server in those pods listens on.
-    pool_selector: PoolSelector
-    model_port: ModelPort
-    # The workload's state from the upstream objects as the cluster holds them (`observed`: by
-    # `Kind/name`, in `md`'s namespace, status included; a missing key: not created).
-    workload_status: WorkloadStatus
-    # The upstream kinds it renders and its status hook reads (the status controller watches
-    # them: kubeio.objects.upstream_kinds).
-    kinds: tuple[UpstreamKind, ...] = ()
-    # The serving pods the operator creates from the rendered objects (not Deployments Runway
-    # renders, whose templates say their labels): where the core's invariants look for them.
-    operator_pods: OperatorPods = no_operator_pods
+    # Where the serving pods are: their labels, the port their model server listens on, the
+    # pods the operator creates (the core's invariants look for them there).
+    pods: Pods
+    # The upstream kinds it renders (the status controller watches them:
+    # kubeio.objects.upstream_kinds) and the workload's state read from them.
+    watched: Watched
+    # Its own admission rules, the name its engine answers to when the operator decides it,
+    # and the configuration its pool's picker runs.
+    rules: Rules = Rules()
+    # The flag catalog of the entry point its pods run, and the flags Runway owns there.
+    flags: Flags = Flags()
+    # Broken invariants of the provider's own wiring among the rendered objects, as messages.
+    invariants: Invariants = no_invariants
     # The serving containers in one rendered object of the provider's own kinds (the core finds
     # those of the Deployments Runway renders): where the core's GPU and served-name invariants
     # look.
     serving_containers: ServingContainers = no_serving_containers
-    # (errors, warnings) of the provider's own admission rules for a hydrated object (`old`:
-    # the stored object, on an update), as its operator's own webhook would answer.
-    admission_checks: AdmissionChecks = no_admission_checks
-    # The name the model server answers to when the operator, not the spec, decides it.
-    served_as: ServedAs = spec_served_name
-    # The EndpointPickerConfig the picker of `md`'s pool runs; `configured` is the configData
-    # of its InferenceProviderConfig (None: the picker's built-in default).
-    picker_config: PickerConfig = configured_picker
-    # Broken invariants of the provider's own wiring among the rendered objects, as messages.
-    invariants: Invariants = no_invariants
-    # The flag catalog of the entry point the pods run for an engine, if any, and {flag: why}
-    # for the flags Runway sets itself when the pods run a catalog.
-    flag_catalog: FlagCatalogOf = no_flag_catalog
-    owned_flags: OwnedFlags = no_owned_flags
     # The provider's test backend runs instead of an engine (no GPU, no gateway), and why
     # admission then selects the vLLM engine it simulates (the engine-selected reason).
     is_test_backend: IsTestBackend = no_test_backend
     test_backend_reason: str = ""
-
-    @classmethod
-    def of(
-        cls,
-        name: str,
-        overrides: Overrides,
-        render: Render,
-        pods: Pods,
-        watched: Watched,
-        *,
-        rules: Rules = Rules(),
-        flags: Flags = Flags(),
-        invariants: Invariants = no_invariants,
-        serving_containers: ServingContainers = no_serving_containers,
-        is_test_backend: IsTestBackend = no_test_backend,
-        test_backend_reason: str = "",
-    ) -> Self:
-        """The provider `name` from its hooks grouped by role, each role declared in the module
-        that implements it (overrides.py, pods.py, status.py, rules.py, flags.py)."""
-        return cls(
-            name=name,
-            override_roots=overrides.roots,
-            check_overrides=overrides.check,
-            render=render,
-            pool_selector=pods.selector,
-            model_port=pods.port,
-            workload_status=watched.workload_status,
-            kinds=watched.kinds,
-            operator_pods=pods.operator_pods,
-            serving_containers=serving_containers,
-            admission_checks=rules.admission_checks,
-            served_as=rules.served_as,
-            picker_config=rules.picker_config,
-            invariants=invariants,
-            flag_catalog=flags.catalog,
-            owned_flags=flags.owned,
-            is_test_backend=is_test_backend,
-            test_backend_reason=test_backend_reason,
-        )

@@ -34,9 +34,9 @@ def render_model(
             capabilities,
             gateway,
             pins,
-            port=plugin.model_port(md),
-            selector=plugin.pool_selector(md),
-            picker_config=plugin.picker_config(
+            port=plugin.pods.port(md),
+            selector=plugin.pods.selector(md),
+            picker_config=plugin.rules.picker_config(
                 md, configured_picker_config(capabilities), registry.context(md.provider_name)
             ),
             served_as=registry.served_as(md),

@@ -42,7 +42,7 @@ def check_invariants(
     """Every broken invariant among `objects` (rendered for `md` by its provider), as messages."""
     plugin = registry.plugin(md.provider_name)
     servers = _servers(objects, plugin)
-    operated = plugin.operator_pods(objects) if plugin is not None else []
+    operated = plugin.pods.operator_pods(objects) if plugin is not None else []
     problems = _ports(objects, servers, operated) + _selector(objects, servers, operated)
     problems += _claims(md, objects) + _gpus(servers) + _route_name(objects, servers, operated)
     if plugin is None:

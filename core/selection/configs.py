@@ -230,7 +230,7 @@ class ProviderRegistry:
     def served_as(self, md: ModelDeployment) -> str | None:
         """The name `md`'s model server answers to when its operator decides it, else None."""
         plugin = self.plugins.get(md.provider_name)
-        return plugin.served_as(md, self.context(md.provider_name)) if plugin else None
+        return plugin.rules.served_as(md, self.context(md.provider_name)) if plugin else None
 
     def runs_test_backend(self, md: ModelDeployment) -> bool:
         """`md`'s provider runs its test backend instead of an engine (no GPU, no gateway)."""

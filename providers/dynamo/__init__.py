@@ -15,7 +15,7 @@ from providers.dynamo.render import is_test_backend, render
 from providers.dynamo.rules import RULES
 from providers.dynamo.status import WATCHED
 
-PROVIDER = Provider.of(
+PROVIDER = Provider(
     NAME,
     OVERRIDES,
     render,

@@ -12,4 +12,4 @@ from providers.kaito.render import render
 from providers.kaito.rules import RULES
 from providers.kaito.status import WATCHED
 
-PROVIDER = Provider.of(NAME, OVERRIDES, render, PODS, WATCHED, rules=RULES)
+PROVIDER = Provider(NAME, OVERRIDES, render, PODS, WATCHED, rules=RULES)

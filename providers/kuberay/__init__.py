@@ -12,4 +12,4 @@ from providers.kuberay.pods import PODS
 from providers.kuberay.render import render
 from providers.kuberay.status import WATCHED
 
-PROVIDER = Provider.of(NAME, OVERRIDES, render, PODS, WATCHED)
+PROVIDER = Provider(NAME, OVERRIDES, render, PODS, WATCHED)

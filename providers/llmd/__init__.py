@@ -17,7 +17,7 @@ from providers.llmd.pods import RULES
 from providers.llmd.render import render
 from providers.llmd.status import WATCHED
 
-PROVIDER = Provider.of(
+PROVIDER = Provider(
     NAME,
     OVERRIDES,
     render,

@@ -16,4 +16,4 @@ from providers.vllm.overrides import NAME, OVERRIDES
 from providers.vllm.render import render
 from providers.vllm.status import WATCHED
 
-PROVIDER = Provider.of(NAME, OVERRIDES, render, TEMPLATE_PODS, WATCHED, flags=VLLM_SERVER_FLAGS)
+PROVIDER = Provider(NAME, OVERRIDES, render, TEMPLATE_PODS, WATCHED, flags=VLLM_SERVER_FLAGS)

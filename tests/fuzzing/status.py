@@ -74,7 +74,9 @@ def replica_counts(examples: int, report: Report) -> None:
                 },
             }
         }
-        workload = by_name["dynamo"].workload_status(dynamo, {"DynamoGraphDeployment/m": graph})
+        workload = by_name["dynamo"].watched.workload_status(
+            dynamo, {"DynamoGraphDeployment/m": graph}
+        )
         errors = schema_errors(model_deployment_status(dynamo, workload, gateway=None, now=NOW))
         if errors:
             report.failures.append(f"replica counts {services[:2]}: {errors[0]}")

@@ -127,7 +127,7 @@ def launched_catalogs(md: ModelDeployment) -> set[str]:
     if md.provider_name == "dynamo" and dynamo.is_test_backend(md):
         return {"dynamo-mocker", "dynamo-frontend"}
     plugin = {p.name: p for p in plugins()}[md.provider_name]
-    engine = plugin.flag_catalog(md.engine_type)
+    engine = plugin.flags.catalog(md.engine_type)
     extra = {"dynamo-frontend"} if md.provider_name == "dynamo" else set()
     return ({engine} if engine else set()) | extra
 

@@ -44,9 +44,11 @@ ROOMS = ("core", "providers", "kubeio", *EDGES, *FRONTS)
 PLUGINS = plugins()
 PROVIDERS = tuple(p.name for p in PLUGINS)
 CORE_KINDS = (DEPLOYMENTS, *GATEWAY_KINDS)
-UPSTREAM_KINDS = sorted({k.kind for p in PLUGINS for k in p.kinds} - {k.kind for k in CORE_KINDS})
+UPSTREAM_KINDS = sorted(
+    {k.kind for p in PLUGINS for k in p.watched.kinds} - {k.kind for k in CORE_KINDS}
+)
 UPSTREAM_GROUPS = sorted(
-    {k.group for p in PLUGINS for k in p.kinds} - {k.group for k in CORE_KINDS}
+    {k.group for p in PLUGINS for k in p.watched.kinds} - {k.group for k in CORE_KINDS}
 )
 # A provider named like an engine (Direct vLLM's "vllm" and core.model.kinds.Engine.VLLM): the
 # word is the engine's everywhere (flags, images, the container's name), so it counts as the

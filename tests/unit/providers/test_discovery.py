@@ -40,7 +40,7 @@ def workload_status(md, observed):
     return Workload("Running", "Toy", "always running")
 
 
-{EXPORT} = Provider.of(
+{EXPORT} = Provider(
     "toy",
     Overrides(frozenset(), lambda overrides, at: []),
     render,

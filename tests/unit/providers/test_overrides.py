@@ -18,7 +18,7 @@ AT = FieldPath.root("spec", "provider", "overrides")
 
 
 def layer2(module: Any, overrides: dict[str, Any]) -> list[tuple[str, Reason, str]]:
-    return [(e.path, e.reason, e.detail) for e in module.check_overrides(overrides, AT)]
+    return [(e.path, e.reason, e.detail) for e in module.overrides.check(overrides, AT)]
 
 
 def test_dynamo_accepts_spec_and_its_transformer_keys() -> None:

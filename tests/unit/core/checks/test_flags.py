@@ -146,12 +146,12 @@ def test_catalog_parse_reads_what_make_flags_writes() -> None:
 def test_each_provider_engine_maps_to_the_catalog_of_its_entry_point(
     provider: str, engine: str, catalog: str | None
 ) -> None:
-    assert PLUGINS[provider].flag_catalog(engine) == catalog
+    assert PLUGINS[provider].flags.catalog(engine) == catalog
 
 
 def test_every_owned_flag_is_a_flag_of_its_engine() -> None:
     owned = {
-        (plugin.name, name): plugin.owned_flags(name) for plugin in plugins() for name in CATALOGS
+        (plugin.name, name): plugin.flags.owned(name) for plugin in plugins() for name in CATALOGS
     }
     assert {at for at, flags in owned.items() if flags} == {
         ("dynamo", "dynamo-sglang"),

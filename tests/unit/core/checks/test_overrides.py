@@ -158,7 +158,7 @@ def test_kuberay_accepts_and_ignores_what_passes_layer1_with_a_warning(
 
     verdict = check_spec(obj, registry=shipped)
 
-    assert KUBERAY.check_overrides({"anything": 1}, AT) == []
+    assert KUBERAY.overrides.check({"anything": 1}, AT) == []
     assert verdict.errors == ()
     assert verdict.warnings == ("spec.provider.overrides is ignored by provider kuberay",)
 

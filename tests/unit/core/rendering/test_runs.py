@@ -69,7 +69,7 @@ def test_dynamo_workers_get_only_flags_their_engine_parses(
 ) -> None:
     obj = model_deployment(gpu=gpus, provider="dynamo", engine={"type": engine, **switches})
     _, (graph,) = render(obj, shipped)
-    catalog = CATALOGS[str(DYNAMO.flag_catalog(engine))]
+    catalog = CATALOGS[str(DYNAMO.flags.catalog(engine))]
 
     assert unknown_flags(worker_args(graph), catalog) == []
 

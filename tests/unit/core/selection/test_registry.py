@@ -34,7 +34,7 @@ def test_every_provider_package_exports_its_provider_value_beside_its_config(nam
     assert provider is PLUGINS[name]
     assert isinstance(provider, Provider)
     assert name == provider.name
-    assert isinstance(provider.override_roots, frozenset)
+    assert isinstance(provider.overrides.roots, frozenset)
 
 
 def test_shipped_configs_load_without_problems(shipped: ProviderRegistry) -> None:

@@ -81,7 +81,7 @@ def test_hostile_upstream_conditions_through_every_provider_mapping_stay_bounded
         for kind in ("Deployment", "DynamoGraphDeployment", "Workspace", "RayService")
     }
 
-    workload = PLUGINS[provider].workload_status(md, observed)
+    workload = PLUGINS[provider].watched.workload_status(md, observed)
     status = model_deployment_status(md, workload, gateway=None, now="t")
 
     assert_bounded(status)

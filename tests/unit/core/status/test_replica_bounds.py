@@ -63,7 +63,7 @@ def test_any_dynamo_services_give_a_status_the_schema_accepts(
         },
     }
     model = md("dynamo", resources={"gpu": {"count": 1}})
-    workload = PLUGINS["dynamo"].workload_status(model, {"DynamoGraphDeployment/m": graph})
+    workload = PLUGINS["dynamo"].watched.workload_status(model, {"DynamoGraphDeployment/m": graph})
     status = model_deployment_status(model, workload, gateway=None, now=NOW)
 
     assert schema_errors(status) == []
@@ -89,7 +89,7 @@ def test_any_kuberay_worker_groups_give_a_status_the_schema_accepts(
         },
     }
     model = md("kuberay")
-    workload = PLUGINS["kuberay"].workload_status(model, {"RayService/m": service})
+    workload = PLUGINS["kuberay"].watched.workload_status(model, {"RayService/m": service})
     status = model_deployment_status(model, workload, gateway=None, now=NOW)
 
     assert schema_errors(status) == []
@@ -109,7 +109,7 @@ def test_the_reported_case_two_services_at_int32_max() -> None:
         },
     }
     model = md("dynamo", resources={"gpu": {"count": 1}})
-    workload = PLUGINS["dynamo"].workload_status(model, {"DynamoGraphDeployment/m": graph})
+    workload = PLUGINS["dynamo"].watched.workload_status(model, {"DynamoGraphDeployment/m": graph})
     status = model_deployment_status(model, workload, gateway=None, now=NOW)
 
     assert (status["phase"], status["replicas"]) == (

@@ -164,7 +164,9 @@ def deployment(
 )
 def test_direct_vllm_reads_its_deployment(obj: dict[str, Any] | None, expected: Workload) -> None:
     observed = {} if obj is None else {"Deployment/m": obj}
-    got = PLUGINS["vllm"].workload_status(md("vllm", resources={"gpu": {"count": 1}}), observed)
+    got = PLUGINS["vllm"].watched.workload_status(
+        md("vllm", resources={"gpu": {"count": 1}}), observed
+    )
     assert got == expected
 
 
@@ -177,7 +179,7 @@ def test_llmd_disaggregated_is_the_worst_of_its_roles_with_counts_summed() -> No
         "Deployment/m-prefill": deployment(replicas=1, ready=0, available=0, updated=1),
     }
 
-    assert PLUGINS["llmd"].workload_status(split, observed) == Workload(
+    assert PLUGINS["llmd"].watched.workload_status(split, observed) == Workload(
         "Deploying",
         "DeploymentInProgress",
         "Deployment/m-prefill: 0 of 1 replicas available, 1 updated",
@@ -188,9 +190,9 @@ def test_llmd_disaggregated_is_the_worst_of_its_roles_with_counts_summed() -> No
         8000,
     )
     observed["Deployment/m-prefill"] = deployment(replicas=1, ready=1, available=1, updated=1)
-    assert PLUGINS["llmd"].workload_status(split, observed).phase == "Running"
+    assert PLUGINS["llmd"].watched.workload_status(split, observed).phase == "Running"
     del observed["Deployment/m-prefill"]
-    assert PLUGINS["llmd"].workload_status(split, observed) == Workload(
+    assert PLUGINS["llmd"].watched.workload_status(split, observed) == Workload(
         "Pending",
         "NotCreated",
         "Deployment/m-prefill does not exist yet",
@@ -239,7 +241,7 @@ def graph(state: str | None, **status: Any) -> dict[str, Any]:
     ],
 )
 def test_dynamo_reads_the_graphs_state(state: str | None, phase: str, reason: str) -> None:
-    got = PLUGINS["dynamo"].workload_status(
+    got = PLUGINS["dynamo"].watched.workload_status(
         md("dynamo", resources={"gpu": {"count": 1}}), {"DynamoGraphDeployment/m": graph(state)}
     )
 
@@ -255,9 +257,9 @@ def test_dynamo_behind_a_gateway_has_no_frontend_service_and_a_stale_generation_
     stale["metadata"]["generation"] = 2
     stale["status"]["conditions"] = [{"type": "Ready", "status": "False", "message": "rolling"}]
 
-    assert PLUGINS["dynamo"].workload_status(gated, {"DynamoGraphDeployment/m": stale}) == Workload(
-        "Deploying", "RolloutPending", "rolling", 3, 2, 2, "", 0
-    )
+    assert PLUGINS["dynamo"].watched.workload_status(
+        gated, {"DynamoGraphDeployment/m": stale}
+    ) == Workload("Deploying", "RolloutPending", "rolling", 3, 2, 2, "", 0)
 
 
 def workspace(state: str | None, *conditions: tuple[str, str, str]) -> dict[str, Any]:
@@ -300,7 +302,7 @@ def test_kaito_reads_the_workspaces_state_and_conditions(
     obj: dict[str, Any], expected: tuple[str, str, str, int]
 ) -> None:
     phase, reason, message, up = expected
-    got = PLUGINS["kaito"].workload_status(md("kaito"), {"Workspace/m": obj})
+    got = PLUGINS["kaito"].watched.workload_status(md("kaito"), {"Workspace/m": obj})
 
     assert got == Workload(phase, reason, message, 1, up, up, "m", 80)
 
@@ -357,14 +359,16 @@ def test_kuberay_reads_the_rayservice_and_its_applications(
     obj: dict[str, Any], expected: tuple[str, str, str, int]
 ) -> None:
     phase, reason, message, up = expected
-    got = PLUGINS["kuberay"].workload_status(md("kuberay"), {"RayService/m": obj})
+    got = PLUGINS["kuberay"].watched.workload_status(md("kuberay"), {"RayService/m": obj})
 
     assert got == Workload(phase, reason, message, 2, up, up, "m-serve-svc", 8000)
 
 
 @pytest.mark.parametrize("provider", sorted(PLUGINS))
 def test_every_provider_reports_a_missing_primary_object_as_not_created(provider: str) -> None:
-    got = PLUGINS[provider].workload_status(md(provider, resources={"gpu": {"count": 1}}), {})
+    got = PLUGINS[provider].watched.workload_status(
+        md(provider, resources={"gpu": {"count": 1}}), {}
+    )
 
     assert (got.phase, got.reason, got.created) == ("Pending", "NotCreated", False)
 
@@ -374,7 +378,7 @@ def test_a_rollout_whose_new_pod_cannot_start_is_deploying_while_the_old_one_ser
     stuck = deployment(replicas=1, ready=1, available=1, updated=1)
     stuck["status"]["replicas"] = 2  # the old pod and the unschedulable new one
 
-    got = PLUGINS["vllm"].workload_status(
+    got = PLUGINS["vllm"].watched.workload_status(
         md("vllm", resources={"gpu": {"count": 1}}), {"Deployment/m": stuck}
     )
 
@@ -432,7 +436,7 @@ def test_a_malformed_upstream_status_maps_to_a_phase_and_never_raises(
         for name in ("m", "m-decode", "m-prefill")
     }
 
-    got = PLUGINS[provider].workload_status(model, observed)
+    got = PLUGINS[provider].watched.workload_status(model, observed)
 
     assert got.phase in ("Pending", "Deploying", "Running", "Failed")
     assert isinstance(got.message, str) and isinstance(got.reason, str)
