@@ -19,7 +19,6 @@ from core.model.kinds import (
     EXTERNAL_MODEL_PROVIDERS,
     INFERENCE_PROVIDER_CONFIGS,
     MODEL_DEPLOYMENTS,
-    VERSION,
     dig,
 )
 from gateway.merge import Owner, Plan, owner_of
@@ -35,9 +34,9 @@ def list_objects(api: kubernetes.client.ApiClient) -> list[dict[str, Any]]:
     custom = kubernetes.client.CustomObjectsApi(api)
     objects: list[dict[str, Any]] = []
     for resource in (MODEL_DEPLOYMENTS, EXTERNAL_MODEL_PROVIDERS, INFERENCE_PROVIDER_CONFIGS):
-        group, plural, kind = resource.group, resource.plural, resource.kind
+        group, version, plural, kind = resource
         try:
-            listed: Any = custom.list_cluster_custom_object(group, VERSION, plural)
+            listed: Any = custom.list_cluster_custom_object(group, version, plural)
         except kubernetes.client.ApiException as err:
             if err.status == 404 and resource is not EXTERNAL_MODEL_PROVIDERS:
                 # The gateway part installs without the runtime part: no such CRD, no objects.
@@ -108,7 +107,7 @@ def write_statuses(
         try:
             custom.patch_namespaced_custom_object_status(
                 EXTERNAL_MODEL_PROVIDERS.group,
-                VERSION,
+                EXTERNAL_MODEL_PROVIDERS.version,
                 owner.namespace,
                 EXTERNAL_MODEL_PROVIDERS.plural,
                 owner.name,

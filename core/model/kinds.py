@@ -8,9 +8,8 @@ the structural check has already rejected.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 GROUP = "airunway.ai"
 VERSION = "v1alpha1"
@@ -26,21 +25,22 @@ INFERENCE_PROVIDER_CONFIG_PLURAL = "inferenceproviderconfigs"
 EXTERNAL_MODEL_PROVIDER_PLURAL = "externalmodelproviders"
 
 
-@dataclass(frozen=True, slots=True)
-class Resource:
-    """One of Runway's own kinds as the API server serves it (all at VERSION)."""
+class ApiKind(NamedTuple):
+    """A kind as the API server's custom-object calls name it: Runway's own three below, and
+    the upstream kinds a provider renders (core.model.plugin.UpstreamKind)."""
 
     group: str
+    version: str
     plural: str
     kind: str
 
 
-MODEL_DEPLOYMENTS = Resource(GROUP, MODEL_DEPLOYMENT_PLURAL, MODEL_DEPLOYMENT)
-INFERENCE_PROVIDER_CONFIGS = Resource(
-    GROUP, INFERENCE_PROVIDER_CONFIG_PLURAL, INFERENCE_PROVIDER_CONFIG
+MODEL_DEPLOYMENTS = ApiKind(GROUP, VERSION, MODEL_DEPLOYMENT_PLURAL, MODEL_DEPLOYMENT)
+INFERENCE_PROVIDER_CONFIGS = ApiKind(
+    GROUP, VERSION, INFERENCE_PROVIDER_CONFIG_PLURAL, INFERENCE_PROVIDER_CONFIG
 )
-EXTERNAL_MODEL_PROVIDERS = Resource(
-    EMP_GROUP, EXTERNAL_MODEL_PROVIDER_PLURAL, EXTERNAL_MODEL_PROVIDER
+EXTERNAL_MODEL_PROVIDERS = ApiKind(
+    EMP_GROUP, VERSION, EXTERNAL_MODEL_PROVIDER_PLURAL, EXTERNAL_MODEL_PROVIDER
 )
 DEFAULT_GPU_TYPE = "nvidia.com/gpu"
 

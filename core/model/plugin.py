@@ -9,22 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeAlias
+from typing import Any, TypeAlias
 
 from core.fields.errors import FieldError
 from core.fields.paths import FieldPath
-from core.model.kinds import ModelDeployment, dig
+from core.model.kinds import ApiKind, ModelDeployment, dig
 from core.model.versions import Versions
 
-
-class UpstreamKind(NamedTuple):
-    """A kind of object a provider renders and the status controller watches, as the API
-    server's custom-object calls name it."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
+# A kind of object a provider renders and the status controller watches.
+UpstreamKind = ApiKind
 
 
 @dataclass(frozen=True, slots=True)

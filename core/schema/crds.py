@@ -14,7 +14,7 @@ from core.model.kinds import (
     INFERENCE_PROVIDER_CONFIGS,
     MODEL_DEPLOYMENTS,
     VERSION,
-    Resource,
+    ApiKind,
 )
 from core.model.names import ANNOTATIONS_MAX
 from core.schema.structural import MAX_KEY_LENGTH
@@ -460,7 +460,7 @@ def external_model_provider_status() -> Schema:
 
 
 def _crd(
-    resource: Resource,
+    resource: ApiKind,
     *,
     scope: str,
     spec: Schema,

@@ -22,13 +22,9 @@ from flask import Blueprint, render_template, request
 from core.admission.configs import requested_by
 from core.fields.errors import SourceError
 from core.model.kinds import (
-    EMP_GROUP,
     EXTERNAL_MODEL_PROVIDER,
-    EXTERNAL_MODEL_PROVIDER_PLURAL,
-    GROUP,
-    MODEL_DEPLOYMENT,
-    MODEL_DEPLOYMENT_PLURAL,
-    VERSION,
+    EXTERNAL_MODEL_PROVIDERS,
+    MODEL_DEPLOYMENTS,
     dig,
 )
 from gateway.merge import owner_of
@@ -87,19 +83,16 @@ def objects() -> Objects:
 # What the merge weighs, cluster-wide: the tenants' objects read as the signed-in user, the
 # InferenceProviderConfigs (cluster facts: which name a provider's engine serves) with the
 # portal's own client, as the Providers page reads them.
-AS_USER = (
-    (GROUP, MODEL_DEPLOYMENT_PLURAL, MODEL_DEPLOYMENT),
-    (EMP_GROUP, EXTERNAL_MODEL_PROVIDER_PLURAL, EXTERNAL_MODEL_PROVIDER),
-)
+AS_USER = (MODEL_DEPLOYMENTS, EXTERNAL_MODEL_PROVIDERS)
 
 
 def _cluster_objects() -> Objects:
     user = kubernetes.client.CustomObjectsApi(cluster().as_user(viewer()))
     found: list[Mapping[str, Any]] = []
     try:
-        for group, plural, kind in AS_USER:
+        for group, version, plural, kind in AS_USER:
             listed: Any = user.list_cluster_custom_object(
-                group, VERSION, plural, _request_timeout=TIMEOUT
+                group, version, plural, _request_timeout=TIMEOUT
             )
             found += [{**item, "kind": kind} for item in listed["items"]]
     except Exception as err:
