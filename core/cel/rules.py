@@ -35,6 +35,7 @@ from core.cel.checked import (
 from core.cel.cost import INPUT_ENTRY_LIMIT, INPUT_STRING_LIMIT, Size, estimate, schema_size
 from core.cel.regex import check_pattern
 from core.fields.paths import FieldPath
+from core.model.jsonvalue import nodes
 from core.model.numbers import INT64_MAX, INT64_MIN
 from core.schema.crds import model_deployment_spec
 
@@ -382,18 +383,14 @@ def input_problem(spec: Mapping[str, Any]) -> str | None:
 
 def _is_plain(value: Any) -> bool:
     """The fast path: one pass without paths over JSON-shaped data within the limits."""
-    stack = [value]
-    while stack:
-        node = stack.pop()
+    for node in nodes(value):
         kind = type(node)
         if kind is dict:
             if len(node) > INPUT_ENTRY_LIMIT or not all(type(k) is str for k in node):
                 return False
-            stack.extend(node.values())
         elif kind is list:
             if len(node) > INPUT_ENTRY_LIMIT:
                 return False
-            stack.extend(node)
         elif kind is str:
             if len(node) > INPUT_STRING_LIMIT or "\x00" in node:
                 return False  # the runtime reads a string up to its first NUL (see _encodes)

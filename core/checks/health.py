@@ -24,12 +24,16 @@ _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")  # a DNS label, at mos
 
 @dataclass(frozen=True, slots=True)
 class CRDCheck:
+    """A CRD the provider's operator needs: its name, and the version it must serve ("": any)."""
+
     name: str
     version: str
 
 
 @dataclass(frozen=True, slots=True)
 class PodCheck:
+    """Operator pods that must be running: where, and the label selectors that find them."""
+
     namespace: str  # "" : every namespace
     selectors: tuple[str, ...]
 

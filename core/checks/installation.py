@@ -53,12 +53,16 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True, slots=True)
 class HelmRepo:
+    """A Helm repository a chart is installed from: the name charts refer to it by, its URL."""
+
     name: str
     url: str
 
 
 @dataclass(frozen=True, slots=True)
 class HelmChart:
+    """One chart of an installation, as `helm install` and the GitOps objects take it."""
+
     release: str  # AI Runway's `name`
     chart: str
     version: str  # "" : not given

@@ -23,6 +23,9 @@ class Reason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class FieldError:
+    """What is wrong with one field: where (a Kubernetes-style field path), the kind of
+    problem, and the detail a user reads."""
+
     path: str
     reason: Reason
     detail: str

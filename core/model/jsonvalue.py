@@ -1,7 +1,8 @@
-"""Copying decoded JSON/YAML values (dicts, lists, scalars) quickly."""
+"""Decoded JSON/YAML values (dicts, lists, scalars): copied and walked quickly."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -16,3 +17,19 @@ def json_copy(value: Any) -> Any:
     if type(value) is list:
         return [json_copy(v) for v in value]
     return value
+
+
+def nodes(value: Any) -> Iterator[Any]:
+    """Every value within a decoded JSON value, `value` first, each container before what it
+    holds: what a container holds is taken only once the caller has looked at it, so a check
+    that stops at a container reads nothing inside. Only plain dicts and lists are walked into
+    (a subclass is a node the caller judges). No recursion: any depth."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        yield node
+        kind = type(node)
+        if kind is dict:
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)

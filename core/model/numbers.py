@@ -12,6 +12,7 @@ from typing import Any
 
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
+from core.model.jsonvalue import nodes
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -54,22 +55,21 @@ def _problem(node: Any) -> str | None:
 
 
 def _has_bad_number(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        node = stack.pop()
+    for node in nodes(value):
         kind = type(node)
-        if kind is dict:
-            stack.extend(node.values())
-        elif kind is list:
-            stack.extend(node)
-        elif kind is int:
+        if kind is int:
             if not INT64_MIN <= node <= INT64_MAX:
                 return True
         elif kind is float:
             if not math.isfinite(node):
                 return True
-        elif isinstance(node, dict | list) or (
-            isinstance(node, int | float) and _problem(node) is not None
+        elif (
+            kind is not dict
+            and kind is not list
+            and (
+                isinstance(node, dict | list)
+                or (isinstance(node, int | float) and _problem(node) is not None)
+            )
         ):
             return True  # subclasses (rare): the slow walk decides
     return False
