@@ -1,7 +1,7 @@
 """The stages of a render after its plan (renderer.plan), each a function of typed values:
 
 - begin(plan, cache, clean) -> Rendering: the render stage, against the tree on disk now; it
-  renders only the ModelDeployments whose inputs changed (renderer.output.incremental), as a
+  renders only the ModelDeployments whose inputs changed (renderer.reuse.incremental), as a
   generator of rendered folders; render(...) -> Rendition takes them all in memory (--check);
 - write(rendering) -> (Rendition, Written): the write stage takes that generator, writing
   each folder as it is rendered, then the rest of the tree (only files whose bytes change,
@@ -24,13 +24,13 @@ from core.fields.errors import RunwayError
 from renderer.git import commits
 from renderer.git.disk import DiskTree, scan, tree_writer, write_tree
 from renderer.git.writer import TreeWriter
-from renderer.output import incremental
 from renderer.output.folders import Result
-from renderer.output.incremental import Begun, Rendered
 from renderer.output.ownership import another_file, claims, read_record
 from renderer.output.tree import Tree
 from renderer.plan import Plan
+from renderer.reuse import incremental
 from renderer.reuse.delta import widened
+from renderer.reuse.incremental import Begun, Rendered
 from renderer.reuse.rendercache import RenderCache
 from renderer.reuse.stamp import Stamp
 from renderer.settings import RenderReport
@@ -60,7 +60,7 @@ def load_cache(planned: Plan) -> RenderCache | None:
 
 @dataclass(frozen=True, slots=True)
 class Rendering:
-    """A render begun (renderer.output.incremental.begin): its rendered folders come as the
+    """A render begun (renderer.reuse.incremental.begin): its rendered folders come as the
     generator `begun.chunks` yields them, against the tree on disk now (`current`; `whole`
     when a shard renders against its part of it)."""
 

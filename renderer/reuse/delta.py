@@ -27,9 +27,9 @@ from pathlib import Path
 
 from core.model.kinds import INFERENCE_PROVIDER_CONFIG
 from kubeio.sources import Document, expand_lists
-from renderer.output.incremental import Rendered
 from renderer.output.ownership import Removals, output_key
 from renderer.output.shard import Namespaces, Part
+from renderer.reuse.incremental import Rendered
 from renderer.reuse.parsecache import SourceFile
 from renderer.reuse.rendercache import RenderCache
 from renderer.reuse.stamp import Source, Stamp

@@ -1,7 +1,7 @@
 """The render stamp: a render that would change nothing is answered without rendering.
 
 After a render that committed (or found nothing to commit) and whose every ModelDeployment the
-next render would reuse as it is (renderer.output.incremental, Rendered.stable), the stamp records, in
+next render would reuse as it is (renderer.reuse.incremental, Rendered.stable), the stamp records, in
 .git (never committed):
 - Runway's fingerprint, and `inputs`: the digest of everything else the render read besides the
   tree: the settings that shape the output, the working directory, and the path and bytes of

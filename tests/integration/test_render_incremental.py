@@ -24,12 +24,12 @@ from kubeio.shipped import bundled_config_objects, bundled_versions
 from kubeio.sources import parse_documents
 from kubeio.yamlio import dump_all
 from renderer.output.folders import HYDRATED_FILE, Result, folder_of
-from renderer.output.incremental import Begun, Rendered, begin, finish
 from renderer.output.render import POOL_MINIMUM, RenderContext, render_external_guarded, render_many
 from renderer.output.schemapack import load_pack
 from renderer.output.strict import Schemas
 from renderer.output.tree import namespace_files, tree_folders
 from renderer.reuse.digests import inputs_digest
+from renderer.reuse.incremental import Begun, Rendered, begin, finish
 from renderer.reuse.rendercache import Entry, RenderCache
 from tests.support.builders import model_deployment
 
