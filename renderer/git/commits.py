@@ -51,7 +51,7 @@ def commit(
     `written` >= BULK files, the commit is made by `git fast-import` (see _fast_import);
     `texts` (path in `subdir` -> text) may hold what files were just written with, so they
     are not read back. `touched` (paths in `subdir`): what this render wrote and removed,
-    when git found `subdir` clean before (renderer.cleantree); only they are staged, by
+    when git found `subdir` clean before (renderer.reuse.cleantree); only they are staged, by
     `git update-index`, instead of `git add` looking at every file (10,000 ModelDeployments,
     one changed: 0.11 s -> 0.01 s)."""
     if written >= BULK:

@@ -30,7 +30,7 @@ SCRATCH = "runway-tmp"  # in .git: the folder a TreeWriter writes each file in f
 PID_MAX = 1 << 22  # Linux's largest process id (PID_MAX_LIMIT)
 ASCII_SPACE = " \t\n\r\f\v"  # what bytes.strip() takes away; str.strip() takes more
 # How long a render waits for the lock when the render holding it was killed: its pool's workers
-# die with it (renderer.render) and let go of the lock they inherited a moment later.
+# die with it (renderer.output.render) and let go of the lock they inherited a moment later.
 KILLED_RENDER_WAIT = 10.0
 log = logging.getLogger(LOG_NAME)
 

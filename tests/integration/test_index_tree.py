@@ -1,5 +1,5 @@
 """The tree a commit is made of, worked out from HEAD's trees and the staged changes
-(renderer.gittrees), is the tree `git write-tree` writes of the index: over generated trees and
+(renderer.git.gittrees), is the tree `git write-tree` writes of the index: over generated trees and
 changes (files edited, added, removed, whole folders gone, a file turned into a folder and back),
 in real repositories."""
 
