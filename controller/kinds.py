@@ -16,7 +16,7 @@ from core.model.kinds import (
     VERSION,
 )
 from core.rendering.common import LABEL_MANAGED_BY, MANAGED_BY
-from kubeio.objects import upstream_kinds
+from kubeio.upstream import upstream_kinds
 from kubeio.watch import Watched
 
 

@@ -20,10 +20,11 @@ from typing import Any
 
 from core.admission.configs import requested_by
 from core.admission.entry import admit_object
-from core.admission.verdict import DEFAULT_NAMESPACE, EMP, MD
+from core.admission.verdict import EMP, MD
 from core.fields.errors import FieldError, Reason
 from core.model.destinations import NO_DESTINATIONS, Destinations
 from core.model.kinds import (
+    DEFAULT_NAMESPACE,
     EXTERNAL_MODEL_PROVIDER,
     MODEL_DEPLOYMENT,
     ExternalModelProvider,

@@ -16,8 +16,8 @@ from typing import Any, TextIO
 
 from core.admission.entry import admit_object
 from core.admission.hydrate import Hydration
-from core.admission.verdict import DEFAULT_NAMESPACE, MD, Step, name_of
-from core.model.kinds import Choice, ModelDeployment
+from core.admission.verdict import MD, Step, name_of
+from core.model.kinds import DEFAULT_NAMESPACE, Choice, ModelDeployment
 from core.selection.choice import CandidateTrace, Decision, rank_providers, trace_warnings
 from core.selection.compatibility import Fit, compatibility
 from core.selection.configs import ProviderRegistry

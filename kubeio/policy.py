@@ -31,9 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from core.admission.verdict import DEFAULT_NAMESPACE
 from core.fields.errors import SourceError
-from core.model.kinds import EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
+from core.model.kinds import DEFAULT_NAMESPACE, EXTERNAL_MODEL_PROVIDER, MODEL_DEPLOYMENT
 from kubeio.sources import STDIN, Document
 from kubeio.yamlio import load_all
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from core.admission.verdict import NOT_RUNWAYS
 from core.fields.errors import SourceError
 from core.fields.paths import FieldPath
 from core.model.kinds import (
@@ -24,6 +23,7 @@ from core.model.kinds import (
     GROUP,
     INFERENCE_PROVIDER_CONFIG,
     MODEL_DEPLOYMENT,
+    NOT_RUNWAYS,
     VERSION,
 )
 from kubeio.yamlio import load_all

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.admission.verdict import DEFAULT_NAMESPACE, MD, kind_of
+from core.admission.verdict import MD, kind_of
 from core.fields.errors import SourceError
-from core.model.kinds import INFERENCE_PROVIDER_CONFIG, ModelDeployment
+from core.model.kinds import DEFAULT_NAMESPACE, INFERENCE_PROVIDER_CONFIG, ModelDeployment
 from kubeio.objects import object_key
 from kubeio.shipped import bundled_facts
 from kubeio.sources import Document, read_documents, yaml_files

@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from core.admission.verdict import DEFAULT_NAMESPACE
-from core.model.kinds import MODEL_DEPLOYMENT, ModelDeployment
+from core.model.kinds import DEFAULT_NAMESPACE, MODEL_DEPLOYMENT, ModelDeployment
 from kubeio.sources import Document, parse_stream, split_stream
 from kubeio.yamlio import dump, dump_all, load_all
 from ui.models_catalog import Sources, defining

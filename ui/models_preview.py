@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.admission.entry import admit_object
-from core.admission.verdict import DEFAULT_NAMESPACE, Verdict
-from core.model.kinds import ModelDeployment
+from core.admission.verdict import Verdict
+from core.model.kinds import DEFAULT_NAMESPACE, ModelDeployment
 from core.model.versions import Versions
 from core.rendering.assemble import render_model
 from core.rendering.inferencegateway import GatewayTarget, parse_gateway

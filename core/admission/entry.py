@@ -15,8 +15,9 @@ from typing import Any
 from core.admission.configs import check_external_provider, check_provider_config
 from core.admission.hydrate import hydrate_shared
 from core.admission.pipeline import admit
-from core.admission.verdict import EMP, IPC, MD, NOT_RUNWAYS, Kind, Step, Verdict, kind_of
+from core.admission.verdict import EMP, IPC, MD, Kind, Step, Verdict, kind_of
 from core.model.destinations import NO_DESTINATIONS, Destinations
+from core.model.kinds import NOT_RUNWAYS
 from core.selection.configs import ProviderRegistry
 
 

@@ -19,6 +19,7 @@ from core.admission.pipeline import Admission, json_patch
 from core.admission.validation import Operation
 from core.fields.errors import FieldError
 from core.model.kinds import (
+    DEFAULT_NAMESPACE,
     EMP_GROUP,
     EXTERNAL_MODEL_PROVIDER,
     GROUP,
@@ -37,8 +38,6 @@ IPC: Kind = (GROUP, INFERENCE_PROVIDER_CONFIG)
 EMP: Kind = (EMP_GROUP, EXTERNAL_MODEL_PROVIDER)
 NAMESPACED = (MD, EMP)
 # The namespace the API server gives a namespaced object written without one.
-DEFAULT_NAMESPACE = "default"
-NOT_RUNWAYS = "not a kind of Runway's API groups"  # why an object of another group is skipped
 
 
 class Step(StrEnum):

@@ -43,6 +43,10 @@ EXTERNAL_MODEL_PROVIDERS = ApiKind(
     EMP_GROUP, VERSION, EXTERNAL_MODEL_PROVIDER_PLURAL, EXTERNAL_MODEL_PROVIDER
 )
 DEFAULT_GPU_TYPE = "nvidia.com/gpu"
+# The namespace the API server gives an object without one, and why an object of another API
+# group is skipped (admission, validate and the render say the same).
+DEFAULT_NAMESPACE = "default"
+NOT_RUNWAYS = "not a kind of Runway's API groups"
 
 # Where the selection is stamped (status would be dropped at admission; see DESIGN.md).
 ANNOTATION_ENGINE_SELECTION = "airunway.ai/engine-selection"

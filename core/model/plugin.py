@@ -228,7 +228,7 @@ class Provider:
     # pods the operator creates (the core's invariants look for them there).
     pods: Pods
     # The upstream kinds it renders (the status controller watches them:
-    # kubeio.objects.upstream_kinds) and the workload's state read from them.
+    # kubeio.upstream.upstream_kinds) and the workload's state read from them.
     watched: Watched
     # Its own admission rules, the name its engine answers to when the operator decides it,
     # and the configuration its pool's picker runs.

@@ -10,8 +10,8 @@ from flask import Blueprint, render_template
 
 from core.model.kinds import EMP_GROUP, GROUP
 from kubeio.client import api_failure
-from kubeio.objects import upstream_kinds
 from kubeio.shipped import bundled_versions, runway_version
+from kubeio.upstream import upstream_kinds
 from ui.cluster import TIMEOUT
 from ui.context import NavItem, portal
 

@@ -33,7 +33,7 @@ from core.model.kinds import GROUP, MODEL_DEPLOYMENT_PLURAL, VERSION
 from core.rendering.common import ANNOTATION_RENDERED_FROM, LABEL_MODEL_DEPLOYMENT
 from core.status.modeldeployment import PHASES
 from kubeio.client import api_failure, error_message
-from kubeio.objects import upstream_kinds
+from kubeio.upstream import upstream_kinds
 from ui.cluster import TIMEOUT
 from ui.context import NavItem, cluster, portal, viewer
 
@@ -44,7 +44,7 @@ MAX_ITEMS = 500  # ModelDeployments listed at most per request
 MAX_PENDING = 10  # pending pods whose events are read per detail
 MAX_EVENTS = 20  # events shown per pending pod
 FAILURES = (kubernetes.client.ApiException, urllib3.exceptions.HTTPError, OSError)
-# Services and claims are read through the core API, beside kubeio.objects.upstream_kinds().
+# Services and claims are read through the core API, beside kubeio.upstream.upstream_kinds().
 FLUX_NAME = "kustomize.toolkit.fluxcd.io/name"
 FLUX_NAMESPACE = "kustomize.toolkit.fluxcd.io/namespace"
 ARGO_TRACKING = "argocd.argoproj.io/tracking-id"
