@@ -7,7 +7,8 @@
 * how the target KAITO is installed, set once by the platform team as annotations on the
   `kaito` InferenceProviderConfig (SETTINGS below; absent means KAITO's chart default).
 
-Line numbers are KAITO v0.10.0's api/v1beta1/workspace_validation.go unless said otherwise.
+Line numbers are those of KAITO's api/v1beta1/workspace_validation.go at KAITO_VERSION unless said
+otherwise; messages name that version as the facts record it (`kaito`, the tag they were read at).
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ class Preset:
 def _facts(context: ProviderContext) -> Mapping[str, Any]:
     facts = context.facts.get("presets")
     return facts if isinstance(facts, Mapping) else {}
+
+
+def kaito_at(context: ProviderContext) -> str:
+    """'KAITO <tag>': the KAITO release the facts were read at, as messages cite it."""
+    tag = _facts(context).get("kaito")
+    return f"KAITO {tag}" if tag else "KAITO at KAITO_VERSION"
 
 
 def install(context: ProviderContext) -> tuple[Install, list[FieldError]]:
@@ -167,7 +174,7 @@ def check(
     settings, errors = install(context)
     warnings: list[str] = []
     errors += _instance_type_errors(md, context, settings)
-    errors += _replicas(md)
+    errors += _replicas(md, context)
     if md.engine_type != Engine.LLAMACPP and md.model_id:  # no id: the core says so
         preset_errors, preset_warnings = _preset_checks(md, context, settings)
         errors += preset_errors
@@ -188,7 +195,7 @@ def _instance_type_errors(
             detail = (
                 "must be empty: the target KAITO runs without node auto-provisioning "
                 f"({NAP}: false on the kaito InferenceProviderConfig), and KAITO then refuses "
-                "any instanceType (KAITO v0.10.0 workspace_validation.go:141-145)"
+                f"any instanceType ({kaito_at(context)} workspace_validation.go:141-145)"
             )
             return [FieldError(INSTANCE_TYPE_AT, Reason.FORBIDDEN, detail)]
         return []
@@ -197,7 +204,7 @@ def _instance_type_errors(
     if chosen is None:
         detail = (
             "KAITO with node auto-provisioning (its default) requires resource.instanceType "
-            "(KAITO v0.10.0 workspace_validation.go:146-150): set it here, or once for every "
+            f"({kaito_at(context)} workspace_validation.go:146-150): set it here, or once for every "
             f"model as the annotation {annotation} on the kaito InferenceProviderConfig (or set "
             f'{NAP}: "false" there when KAITO runs on your own nodes)'
         )
@@ -211,20 +218,20 @@ def _instance_type_errors(
     at = INSTANCE_TYPE_AT if given else PROVIDER_AT
     source = "" if given else f" (annotation {annotation} on the kaito InferenceProviderConfig)"
     detail = (
-        f"instance type {shown(chosen)!r}{source} is not one KAITO v0.10.0 provisions on "
+        f"instance type {shown(chosen)!r}{source} is not one {kaito_at(context)} provisions on "
         f"{settings.cloud} (pkg/sku; workspace_validation.go:483-489){hint}"
     )
     return [FieldError(at, Reason.INVALID, detail)]
 
 
-def _replicas(md: ModelDeployment) -> list[FieldError]:
+def _replicas(md: ModelDeployment, context: ProviderContext) -> list[FieldError]:
     replicas = dig(md.spec, "scaling", "replicas")
     if replicas is None or replicas == 1:
         return []
     detail = (
         "must be 1 for kaito: a Workspace runs one inference instance, and its resource.count "
         "is the number of GPU nodes that instance spans, not a replica count, and cannot "
-        "change once created (KAITO v0.10.0 api/v1beta1/workspace_types.go:28, "
+        f"change once created ({kaito_at(context)} api/v1beta1/workspace_types.go:28, "
         "workspace_validation.go:551-553); run more instances as more ModelDeployments"
     )
     return [FieldError("spec.scaling.replicas", Reason.INVALID, detail)]
@@ -238,14 +245,14 @@ def _preset_checks(
     facts = _facts(context)
     name = md.model_id.lower()
     if name in (facts.get("deprecated") or ()):
-        detail = f"KAITO v0.10.0 no longer supports the deprecated preset {shown(name)!r} (workspace_validation.go:399)"
+        detail = f"{kaito_at(context)} no longer supports the deprecated preset {shown(name)!r} (workspace_validation.go:399)"
         return [FieldError("spec.model.id", Reason.INVALID, detail)], []
     preset = resolve_preset(md.model_id, context)
     if preset is None:
         near = close_matches(name, facts.get("presets") or (), n=3)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
         detail = (
-            f"{shown(md.model_id)!r} is no KAITO v0.10.0 preset and no Hugging Face id "
+            f"{shown(md.model_id)!r} is no {kaito_at(context)} preset and no Hugging Face id "
             f"(<org>/<repo>), so KAITO refuses it (workspace_validation.go:603-605){hint}"
         )
         return [FieldError("spec.model.id", Reason.INVALID, detail)], []
@@ -260,19 +267,19 @@ def _preset_checks(
         warnings.append(
             f"spec.secrets.huggingFaceToken is not passed to kaito: preset {preset.name} ships "
             "its weights in its image, and KAITO refuses a modelAccessSecret for it "
-            "(KAITO v0.10.0 workspace_validation.go:637-638)"
+            f"({kaito_at(context)} workspace_validation.go:637-638)"
         )
     if md.served_name and md.served_name != preset.served:
         warnings.append(
             f"spec.model.servedName is not passed to kaito: preset {preset.name} serves under "
-            f"{preset.served!r} (KAITO v0.10.0 pkg/model/interface.go:334)"
+            f"{preset.served!r} ({kaito_at(context)} pkg/model/interface.go:334)"
         )
     if not settings.auto_provisioning and md.gpu_count > 0:
         selector = md.spec.get("nodeSelector") or {}
         if "nvidia.com/gpu.product" not in selector:
             warnings.append(
                 "kaito without node auto-provisioning refuses a preset Workspace whose "
-                "matching nodes mix GPU products, counts or memory (KAITO v0.10.0 "
+                f"matching nodes mix GPU products, counts or memory ({kaito_at(context)} "
                 "workspace_validation.go:454-462): set spec.nodeSelector "
                 "nvidia.com/gpu.product to the one product the model runs on"
             )
@@ -312,7 +319,10 @@ def _immutable(
 ) -> list[FieldError]:
     """What KAITO refuses to change in a Workspace (validateUpdate), at the field that would."""
     errors = []
-    why = "KAITO refuses to change it in an existing Workspace (KAITO v0.10.0 workspace_validation.go:{}); delete and recreate the ModelDeployment to change it"
+    why = (
+        f"KAITO refuses to change it in an existing Workspace ({kaito_at(context)} "
+        "workspace_validation.go:{}); delete and recreate the ModelDeployment to change it"
+    )
     if workspace_selector(md) != workspace_selector(old):
         at = (
             "spec.resources.gpu.count"
@@ -365,7 +375,7 @@ def llamacpp_errors(md: ModelDeployment) -> list[FieldError]:
 
 
 # Two of Runway's own rules at the pin
-# (KAITO v0.10.0): api/v1beta1/workspace_types.go:54-102 gives a preset Workspace only
+# (KAITO at KAITO_VERSION): api/v1beta1/workspace_types.go:54-102 gives a preset Workspace only
 # `preset.name` and `presetOptions` (plus a ConfigMap name in `inference.config`), so
 # spec.engine.args, extraArgs and contextLength reach no vLLM process; and the llama.cpp
 # template (render.py _inference) runs LocalAI on one GGUF file, which a model.id must name.
@@ -386,7 +396,7 @@ def admission_checks(
     ]
     warnings.extend(
         f"{field} is ignored by kaito: a preset Workspace has no field for engine settings"
-        " (KAITO v0.10.0 api/v1beta1/workspace_types.go:54-102)"
+        f" ({kaito_at(context)} api/v1beta1/workspace_types.go:54-102)"
         for field in dropped
     )
     return errors, warnings

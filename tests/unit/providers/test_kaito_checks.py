@@ -492,3 +492,27 @@ def test_the_kaito_facts_are_at_the_pin_and_hold_together() -> None:
     assert PRESETS["install"] == {"nodeAutoProvisioning": True, "cloudProvider": "azure"}
     downloads = sorted(n for n, p in PRESETS["presets"].items() if p["downloadAtRuntime"])
     assert (len(PRESETS["presets"]), len(downloads)) == (29, 11)
+
+
+def test_messages_name_the_kaito_release_the_facts_were_read_at() -> None:
+    shipped = SHIPPED.context("kaito")
+    facts = {**shipped.facts, "presets": {**shipped.facts["presets"], "kaito": "v9.8.7"}}
+    context = type(shipped)(shipped.name, shipped.settings, facts)
+    md = ModelDeployment(
+        model_deployment(model_id="phi-4", gpu=1, provider="kaito", scaling={"replicas": 2})
+    )
+
+    assert kaito_checks(md, context, None) == (
+        [
+            FieldError(
+                "spec.scaling.replicas",
+                Reason.INVALID,
+                "must be 1 for kaito: a Workspace runs one inference instance, and its"
+                " resource.count is the number of GPU nodes that instance spans, not a replica"
+                " count, and cannot change once created (KAITO v9.8.7"
+                " api/v1beta1/workspace_types.go:28, workspace_validation.go:551-553); run more"
+                " instances as more ModelDeployments",
+            )
+        ],
+        [],
+    )
