@@ -15,23 +15,40 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
-from urllib.parse import urlsplit
 
 from core.fields.errors import FieldError, Reason, shown
 from core.model.kinds import Engine, ModelDeployment, ModelSource, dig
 from core.model.plugin import ProviderContext, Rules
 from core.schema.suggest import close_matches
+from providers.kaito import aikit
 
 PREFIX = "kaito.airunway.ai/"
 NAP = PREFIX + "node-auto-provisioning"  # "true" | "false"
 CLOUD = PREFIX + "cloud-provider"  # azure | aws | arc: the chart's cloudProviderName
 INSTANCE_TYPE = PREFIX + "instance-type"  # for Workspaces that request GPUs
 CPU_INSTANCE_TYPE = PREFIX + "cpu-instance-type"  # for llama.cpp Workspaces without GPUs
-SETTINGS = (NAP, CLOUD, INSTANCE_TYPE, CPU_INSTANCE_TYPE)
+# How a Hugging Face GGUF runs: "direct" (the default: aikit's runner image downloads it when the
+# pod starts) or "built" (an image built in the cluster, providers/kaito/build.py). Set on the kaito
+# InferenceProviderConfig for every model, or on one ModelDeployment's metadata.annotations.
+GGUF_MODE = PREFIX + "gguf-mode"
+SETTINGS = (NAP, CLOUD, INSTANCE_TYPE, CPU_INSTANCE_TYPE, GGUF_MODE)
 INSTANCE_TYPE_AT = "spec.provider.overrides.resource.instanceType"
 PROVIDER_AT = "spec.provider.name"
-_GGUF = ".gguf"
+STORAGE_AT = "spec.model.storage.volumes"
+
+
+class GgufMode(StrEnum):
+    DIRECT = "direct"
+    BUILT = "built"
+
+
+def gguf_mode(md: ModelDeployment, context: ProviderContext) -> GgufMode | None:
+    """The model's annotation, else the config's, else direct; None when the one that applies
+    is neither."""
+    given = md.annotations.get(GGUF_MODE) or context.settings.get(GGUF_MODE) or GgufMode.DIRECT
+    return GgufMode(given) if given in tuple(GgufMode) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,22 +137,11 @@ def resolve_preset(model_id: str, context: ProviderContext) -> Preset | None:
     return None
 
 
-def gguf_file_name(md: ModelDeployment) -> str | None:
-    """The name LocalAI serves a llama.cpp model under: the file name of the one GGUF it
-    downloads (LocalAI's startup InstallModels saves a URL's file under its own name, and a
-    model without a YAML config answers to that file name). None for custom images."""
-    if md.model_source == ModelSource.CUSTOM:
-        return None
-    url = (md.engine.get("args") or {}).get("ggufUrl")
-    path = urlsplit(str(url)).path if url else md.model_id
-    name = path.rstrip("/").rsplit("/", 1)[-1]
-    return name or None
-
-
 def served_as(md: ModelDeployment, context: ProviderContext) -> str | None:
-    """The name KAITO's pods answer to: the preset's (vLLM), or the GGUF file's (llama.cpp)."""
+    """The name KAITO's pods answer to: the preset's (vLLM), or for llama.cpp the pre-made
+    image's (aikit's catalog) or the GGUF file's without .gguf (providers/kaito/aikit.py)."""
     if md.engine_type == Engine.LLAMACPP:
-        return gguf_file_name(md)
+        return aikit.served_as(md, context)
     preset = resolve_preset(md.model_id, context) if md.model_id else None
     return preset.served if preset is not None else None
 
@@ -356,22 +362,66 @@ def _immutable(
     return errors
 
 
-def llamacpp_errors(md: ModelDeployment) -> list[FieldError]:
-    """A llama.cpp model.id must name a .gguf file unless engine.args.ggufUrl is given."""
-    args = md.engine.get("args") or {}
-    if (
-        md.model_source == ModelSource.HUGGINGFACE
-        and not args.get("ggufUrl")
-        and md.model_id
-        and not md.model_id.lower().endswith(_GGUF)
-    ):
-        detail = (
-            f"kaito's llama.cpp template loads one GGUF file (huggingface://<repo>/<file>.gguf)"
-            f" and {shown(md.model_id)!r} names no .gguf file: give the file's path in the repository"
-            " or set spec.engine.args.ggufUrl"
+def llamacpp_errors(
+    md: ModelDeployment, context: ProviderContext
+) -> tuple[list[FieldError], list[str]]:
+    """(errors, warnings) of a llama.cpp model: the GGUF it names, the build mode, the image."""
+    errors = aikit.gguf_errors(md, context)
+    if md.model_source != ModelSource.CUSTOM and gguf_mode(md, context) is None:
+        where = (
+            GGUF_MODE
+            if GGUF_MODE in md.annotations
+            else f"kaito InferenceProviderConfig {GGUF_MODE}"
         )
-        return [FieldError("spec.model.id", Reason.INVALID, detail)]
-    return []
+        detail = f"{where} must be {' or '.join(GgufMode)}"
+        at = f"metadata.annotations[{GGUF_MODE}]" if GGUF_MODE in md.annotations else PROVIDER_AT
+        errors.append(FieldError(at, Reason.INVALID, detail))
+    image_errors, warnings = aikit.image_checks(md, context)
+    if (
+        gguf_mode(md, context) == GgufMode.BUILT
+        and md.image_override
+        and md.model_source != ModelSource.CUSTOM
+    ):
+        warnings.append(
+            "spec.engine.image is not used: in built mode the Workspace runs the image built "
+            "from the GGUF in the cluster"
+        )
+    return errors + image_errors + _storage_errors(md, context), warnings
+
+
+def _storage_errors(md: ModelDeployment, context: ProviderContext) -> list[FieldError]:
+    """A claim mounted where an aikit image keeps its model hides it: pre-made and built images
+    hold their GGUF in /models (aikit pkg/aikit2llb/inference/download.go handleHTTP)."""
+    models_dir = str((aikit.facts(context).get("runner") or {}).get("modelsDir") or "/models")
+    own_model = md.model_source == ModelSource.CUSTOM or gguf_mode(md, context) == GgufMode.BUILT
+    if not own_model:
+        return []
+    return [
+        FieldError(
+            f"{STORAGE_AT}[{i}].mountPath",
+            Reason.INVALID,
+            f"{models_dir} holds the model of the aikit image this Workspace runs ({aikit.aikit_at(context)} "
+            "pkg/aikit2llb/inference/download.go handleHTTP): a claim mounted there hides it; "
+            "mount it elsewhere",
+        )
+        for i, volume in enumerate(md.volumes)
+        if str(volume.get("mountPath") or "").rstrip("/") == models_dir
+    ]
+
+
+def _preset_storage(md: ModelDeployment, context: ProviderContext) -> list[FieldError]:
+    """A preset Workspace has no field for a volume: KAITO's InferenceSpec takes a preset, a
+    template, a config and adapters only, and KAITO builds the preset's pods itself."""
+    if not md.volumes:
+        return []
+    detail = (
+        f"kaito cannot mount a claim into a preset Workspace: {kaito_at(context)} "
+        "api/v1beta1/workspace_types.go:87-106 (InferenceSpec) gives a preset only its name, "
+        "presetOptions, a config ConfigMap and adapters, and KAITO builds the preset's pods "
+        "itself (pkg/workspace/inference); use engine llamacpp (a template Workspace mounts it) "
+        "or another provider for the model cache"
+    )
+    return [FieldError(STORAGE_AT, Reason.FORBIDDEN, detail)]
 
 
 # Two of Runway's own rules at the pin
@@ -388,7 +438,9 @@ def admission_checks(
     llama.cpp model.id that names no .gguf file, and engine settings a preset drops."""
     errors, warnings = check(md, context, old)
     if md.engine_type == Engine.LLAMACPP:
-        return errors + llamacpp_errors(md), warnings
+        more, cautions = llamacpp_errors(md, context)
+        return errors + more, warnings + cautions
+    errors += _preset_storage(md, context)
     dropped = [
         f"spec.engine.{key}"
         for key in ("args", "extraArgs", "contextLength")
