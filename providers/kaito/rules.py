@@ -386,6 +386,14 @@ def llamacpp_errors(
             "spec.engine.image is not used: in built mode the Workspace runs the image built "
             "from the GGUF in the cluster"
         )
+    if md.model_source != ModelSource.CUSTOM and dig(md.spec, "secrets", "huggingFaceToken"):
+        warnings.append(
+            "spec.secrets.huggingFaceToken does not reach the GGUF download: "
+            f"{aikit.aikit_at(context)}'s runner fetches an https URL with curl and no token "
+            "(pkg/aikit2llb/inference/runner.go generateLlamaCppDownload), and the build fetches "
+            "it as a BuildKit HTTP source without one (download.go handleHTTP): a gated file "
+            "cannot be downloaded"
+        )
     return errors + image_errors + _storage_errors(md, context), warnings
 
 
