@@ -133,12 +133,9 @@ def gguf_errors(md: ModelDeployment, context: ProviderContext) -> list[FieldErro
         )
         return [FieldError(GGUF_URL_AT, Reason.INVALID, detail)]
     detail = (
-        f"{shown(md.model_id)!r} names no GGUF file: give <org>/<repo>/<file>.gguf (Runway passes "
-        f"{at}'s runner that file's https://huggingface.co/<org>/<repo>/resolve/main/<file>.gguf). "
-        "A bare <org>/<repo> makes the runner download every *.gguf in the repository and serve "
-        "whichever it finds first (runner.go generateLlamaCppDownload), and "
-        "huggingface://<org>/<repo>/<file> reaches `hf download` as a three-part repository id, "
-        "which it refuses; or set spec.engine.args.ggufUrl"
+        f"{shown(md.model_id)!r} names no GGUF file: give <org>/<repo>/<file>.gguf or set "
+        f"spec.engine.args.ggufUrl ({at}'s runner cannot fetch huggingface://<org>/<repo>/<file> "
+        "and serves any *.gguf of a bare repo: runner.go generateLlamaCppDownload)"
     )
     return [FieldError("spec.model.id", Reason.INVALID, detail)]
 

@@ -41,10 +41,10 @@ def test_llamacpp_model_id_naming_a_repository_is_refused() -> None:
             FieldError(
                 "spec.model.id",
                 Reason.INVALID,
-                "kaito's llama.cpp template loads one GGUF file"
-                " (huggingface://<repo>/<file>.gguf) and"
-                " 'bartowski/Llama-3.2-1B-Instruct-GGUF' names no .gguf file: give the file's"
-                " path in the repository or set spec.engine.args.ggufUrl",
+                "'bartowski/Llama-3.2-1B-Instruct-GGUF' names no GGUF file: give"
+                " <org>/<repo>/<file>.gguf or set spec.engine.args.ggufUrl (aikit v0.21.0's runner"
+                " cannot fetch huggingface://<org>/<repo>/<file> and serves any *.gguf of a bare"
+                " repo: runner.go generateLlamaCppDownload)",
             )
         ],
         [],
