@@ -45,7 +45,7 @@ def pushed_to() -> str:
     return f"{REGISTRY_NAME}.{REGISTRY_NAMESPACE}.svc.cluster.local:{REGISTRY_PORT}"
 
 
-def image_tag(md: ModelDeployment, source: Gguf, tag: str) -> str:
+def image_tag(source: Gguf, tag: str) -> str:
     """<aikit tag>-<12 hex of the GGUF's URL>: another GGUF or aikit is another image and Job."""
     digest = hashlib.sha256(f"{tag}\n{source.ref}".encode()).hexdigest()[:12]
     return f"{tag}-{digest}"
@@ -57,7 +57,7 @@ def repository(md: ModelDeployment) -> str:
 
 def built_image(md: ModelDeployment, source: Gguf, tag: str) -> str:
     """The image the Workspace runs: as the kubelet pulls it (the NodePort on localhost)."""
-    return f"localhost:{REGISTRY_NODE_PORT}/{repository(md)}:{image_tag(md, source, tag)}"
+    return f"localhost:{REGISTRY_NODE_PORT}/{repository(md)}:{image_tag(source, tag)}"
 
 
 def aikitfile(md: ModelDeployment, source: Gguf, context: ProviderContext, tag: str) -> str:
@@ -78,7 +78,7 @@ def build_objects(
     md: ModelDeployment, source: Gguf, context: ProviderContext, tag: str
 ) -> list[dict[str, Any]]:
     """The ConfigMap holding the aikitfile and the BuildKit Job pushing the image (wave -1)."""
-    name = f"{md.name}-{image_tag(md, source, tag).rsplit('-', 1)[-1]}{BUILD_SUFFIX}"
+    name = f"{md.name}-{image_tag(source, tag).rsplit('-', 1)[-1]}{BUILD_SUFFIX}"
     config_meta = object_meta(md, name)
     config_meta["annotations"][SYNC_WAVE] = "-1"
     config_map = {
@@ -105,7 +105,7 @@ def _job_spec(
 ) -> dict[str, Any]:
     image = f"docker.io/moby/buildkit:{facts(context).get('buildkit')}-rootless"
     user = {"runAsUser": 1000, "runAsGroup": 1000}
-    output = f"type=image,name={pushed_to()}/{repository(md)}:{image_tag(md, source, tag)}"
+    output = f"type=image,name={pushed_to()}/{repository(md)}:{image_tag(source, tag)}"
     build = {
         "name": "buildkit",
         "image": image,
@@ -167,7 +167,7 @@ def wait_for_image(md: ModelDeployment, source: Gguf, tag: str) -> dict[str, Any
     """An init container that waits until the registry lists the built tag (the order under
     Flux and kubectl, which apply a folder at once)."""
     url = f"http://{pushed_to()}/v2/{repository(md)}/tags/list"
-    wanted = image_tag(md, source, tag)
+    wanted = image_tag(source, tag)
     return {
         "name": "wait-for-image",
         "image": REGISTRY_IMAGE,
