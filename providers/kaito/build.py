@@ -22,6 +22,7 @@ import json
 from typing import Any
 
 from core.model.kinds import ModelDeployment
+from core.model.names import LABEL_MAX
 from core.model.plugin import ProviderContext
 from core.rendering.common import object_meta
 from providers.kaito.aikit import Gguf, facts, frontend_image
@@ -60,6 +61,13 @@ def built_image(md: ModelDeployment, source: Gguf, tag: str) -> str:
     return f"localhost:{REGISTRY_NODE_PORT}/{repository(md)}:{image_tag(source, tag)}"
 
 
+def job_name(md: ModelDeployment, source: Gguf, tag: str) -> str:
+    """<name>-<12 hex>-aikit-build, at most 63 characters: a Job's name is the value of its
+    pods' job-name label (the model's name cut to fit)."""
+    suffix = f"-{image_tag(source, tag).rsplit('-', 1)[-1]}{BUILD_SUFFIX}"
+    return md.name[: LABEL_MAX - len(suffix)].rstrip("-") + suffix
+
+
 def aikitfile(md: ModelDeployment, source: Gguf, context: ProviderContext, tag: str) -> str:
     """The aikitfile (aikit pkg/aikit/config/inference_specs.go InferenceConfig at the pin): one
     model from the GGUF's URL, CUDA when the model has GPUs, and a LocalAI config naming it as
@@ -78,7 +86,7 @@ def build_objects(
     md: ModelDeployment, source: Gguf, context: ProviderContext, tag: str
 ) -> list[dict[str, Any]]:
     """The ConfigMap holding the aikitfile and the BuildKit Job pushing the image (wave -1)."""
-    name = f"{md.name}-{image_tag(source, tag).rsplit('-', 1)[-1]}{BUILD_SUFFIX}"
+    name = job_name(md, source, tag)
     config_meta = object_meta(md, name)
     config_meta["annotations"][SYNC_WAVE] = "-1"
     config_map = {

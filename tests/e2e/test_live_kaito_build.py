@@ -29,6 +29,8 @@ from tests.support.wait import wait_until
 
 TIMEOUT = 120
 WAVE = "argocd.argoproj.io/sync-wave"
+BUILT = {"kaito.airunway.ai/gguf-mode": "built"}
+GGUF = "bartowski/Llama-3.2-1B-Instruct-GGUF/Llama-3.2-1B-Instruct-Q4_K_M.gguf"
 
 
 def get(cluster: Cluster, *what: str) -> dict[str, Any]:
@@ -37,8 +39,10 @@ def get(cluster: Cluster, *what: str) -> dict[str, Any]:
 
 
 def rendered_objects(tmp_path: Path, namespace: str) -> list[dict[str, Any]]:
-    doc = yaml.safe_load((EXAMPLES / "llamacpp-built.yaml").read_text())
-    doc["metadata"]["namespace"] = namespace
+    doc = yaml.safe_load((EXAMPLES / "cpu-llamacpp.yaml").read_text())
+    doc["metadata"] = {"name": "llama-gguf-built", "namespace": namespace, "annotations": BUILT}
+    doc["spec"]["model"] = {"id": GGUF}  # a Hugging Face GGUF, built in the cluster
+    del doc["spec"]["image"]
     (tmp_path / "sources").mkdir()
     (tmp_path / "sources" / "md.yaml").write_text(dump(doc))
     argv = ["render", str(tmp_path / "sources"), "--repo", str(tmp_path / "repo")]

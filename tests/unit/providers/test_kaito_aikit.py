@@ -401,6 +401,15 @@ def test_another_gguf_is_another_job() -> None:
     assert first == "m-e78b36919471-aikit-build" and second != first
 
 
+def test_the_job_name_fits_a_label_value_whatever_the_models_name() -> None:
+    obj = llamacpp(annotations=BUILT)
+    obj["metadata"]["name"] = "a" * 37 + "-" + "b" * 10
+
+    (job,) = [o for o in rendered(obj) if o["kind"] == "Job"]
+
+    assert job["metadata"]["name"] == "a" * 37 + "-e78b36919471-aikit-build"
+
+
 def test_the_mode_comes_from_the_model_else_the_config() -> None:
     config = SHIPPED.configs["kaito"]
     assert "kaito.airunway.ai/gguf-mode" not in config.annotations  # direct is the default

@@ -170,11 +170,12 @@ def test_kaito_llamacpp_is_a_template_serving_the_gguf(shipped: ProviderRegistry
 
     assert container["image"] == "ghcr.io/kaito-project/aikit/runners/llama-cpp-cuda:v0.21.0"
     assert container["args"] == [
-        "https://huggingface.co/unsloth/gemma-3-1b-it-GGUF/resolve/main/gemma-3-1b-it-Q4_K_M.gguf",
+        "https://huggingface.co/bartowski/Qwen2.5-7B-Instruct-GGUF/resolve/main/"
+        "Qwen2.5-7B-Instruct-Q4_K_M.gguf",
         "--address=:5000",
     ]
     assert workspace["inference"]["template"]["metadata"]["labels"] == {
-        "airunway.ai/model-deployment": "gemma-gguf"
+        "airunway.ai/model-deployment": "qwen-gguf"
     }
 
 
