@@ -5,6 +5,7 @@ events."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,7 +13,14 @@ from core.model.kinds import ModelDeployment, dig
 from core.model.plugin import ProviderContext, Server
 from core.rendering.common import NIXL_CONNECTOR, claim_name
 from core.rendering.invariants import flag_value, kv_connector, ref
-from providers.dynamo.render import KV_EVENTS, SGLANG_TRANSFER_BACKEND, is_test_backend, kv_routed
+from providers.dynamo.render import (
+    KV_EVENTS,
+    SGLANG_TRANSFER_BACKEND,
+    TRTLLM_DISAGG,
+    TRTLLM_OVERRIDES,
+    is_test_backend,
+    kv_routed,
+)
 
 KIND = "DynamoGraphDeployment"
 
@@ -79,12 +87,36 @@ def _worker_problems(
                 )
         if engine == "vllm" and kv_connector(args) != NIXL_CONNECTOR:
             problems.append(f"{where} --kv-transfer-config names no {NIXL_CONNECTOR}")
+        if engine == "trtllm":
+            problems += _trtllm_disagg(str(role), args, where)
     if kv_routed(md) and engine in KV_EVENTS and KV_EVENTS[engine][0] not in args:
         problems.append(
             f"{where} has no {KV_EVENTS[engine][0]}: the worker publishes no KV events, so "
             "the KV router routes blind"
         )
     return problems
+
+
+def _trtllm_disagg(role: str, args: Sequence[str], where: str) -> list[str]:
+    """A disaggregated TRT-LLM worker's engine arguments carry what its role needs (render.py
+    TRTLLM_DISAGG): without a cache transceiver the KV cache is never handed over."""
+    raw = flag_value(args, (TRTLLM_OVERRIDES,))
+    try:
+        given = json.loads(raw) if raw is not None else {}
+    except ValueError:
+        given = None
+    if not isinstance(given, dict):
+        return [f"{where} {TRTLLM_OVERRIDES} is not a JSON object"]
+    needed = TRTLLM_DISAGG.get(role, {})
+    missing = sorted(
+        k for k, v in needed.items() if k not in given or (v is True and given[k] is not True)
+    )
+    if not missing:
+        return []
+    return [
+        f"{where} {TRTLLM_OVERRIDES} lacks {', '.join(missing)}: a {role} TRT-LLM worker needs "
+        f"{json.dumps(dict(needed), sort_keys=True)}"
+    ]
 
 
 def _claims(md: ModelDeployment, objects: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -140,7 +140,7 @@ def test_layer2_sees_only_what_layer1_let_through() -> None:
 def test_messages_never_echo_override_values(shipped: ProviderRegistry) -> None:
     secret = "hf_s3cr3tT0k3nValue"
     overrides = {"routerMode": secret, "epp": {"image": 7, "token": secret}, "env": secret}
-    obj = model_deployment(gpu=1, provider="dynamo", overrides=overrides)
+    obj = model_deployment(gpu=1, provider="dynamo", overrides=overrides, gateway={"enabled": True})
 
     errors = check_spec(obj, registry=shipped).errors
 
