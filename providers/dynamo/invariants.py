@@ -26,7 +26,8 @@ KIND = "DynamoGraphDeployment"
 
 
 def serving_containers(obj: Mapping[str, Any]) -> list[Server]:
-    """The worker services' main containers of a graph, with the GPUs each service asks for."""
+    """The worker services' main containers of a graph, with the GPUs each service asks for
+    and the nodes (pods) one of its replicas spans."""
     out: list[Server] = []
     if obj.get("kind") != KIND:
         return out
@@ -35,9 +36,10 @@ def serving_containers(obj: Mapping[str, Any]) -> list[Server]:
             container = dig(service, "extraPodSpec", "mainContainer") or {}
             path = f"spec.services.{key}.extraPodSpec.mainContainer"
             gpus = int(dig(service, "resources", "limits", "gpu") or 0)
-            out.append(
-                Server(obj, path, container, {}, gpus, f"spec.services.{key}.resources.limits.gpu")
-            )
+            at = f"spec.services.{key}.resources.limits.gpu"
+            # a multinode service: each replica spans nodeCount pods of `gpus` GPUs each
+            nodes = int(dig(service, "multinode", "nodeCount") or 1)
+            out.append(Server(obj, path, container, {}, gpus, at, nodes=nodes))
     return out
 
 

@@ -179,6 +179,14 @@ def _worker(
     }
     if role is not None:
         worker["subComponentType"] = role
+    if md.pipeline_parallel > 1:
+        # One replica across P pods of `gpus` GPUs each, with --tensor-parallel-size gpus and
+        # --pipeline-parallel-size P (spec.engine.args, user_args): the operator injects the
+        # multi-node launch exactly when TP x PP exceeds the GPUs of one container
+        # (deploy/operator/internal/dynamo/backend_vllm.go needsTensorParallelMultinodeLaunch;
+        # SGLang's --nnodes/--node-rank, backend_sglang.go getMultinodeFlags; TRT-LLM's mpirun
+        # over nodes x GPUs per node, backend_trtllm.go setupLeaderContainer).
+        worker["multinode"] = {"nodeCount": md.pipeline_parallel}
     envs = [dict(e) for e in md.spec.get("env") or ()] + hf_home_env(md)
     if envs:
         worker["envs"] = envs
@@ -356,6 +364,13 @@ def _mocker_args(md: ModelDeployment) -> list[str]:
     args = flag("model-path", md.model_id) + flag("model-name", md.served_name or md.model_id)
     args += flag("speedup-ratio", "1000.0") + flag("num-gpu-blocks-override", "4096")
     return args + flag("block-size", "16") + flag("max-num-seqs", "64")
+
+
+def worker_names(md: ModelDeployment) -> list[str]:
+    """The worker services Runway renders for `md`, by the names its engine gives them."""
+    names = WORKERS.get(md.engine_type or "vllm", WORKERS["vllm"])
+    roles: tuple[str | None, ...] = ("prefill", "decode") if md.is_disaggregated else (None,)
+    return [names[role] for role in roles]
 
 
 def behind_gateway(md: ModelDeployment) -> bool:

@@ -454,15 +454,16 @@ def test_every_flag_runway_emits_is_catalogued_across_the_matrix(shipped: Provid
             assert name in launched_catalogs(md), ident
             assert unknown_flags(args, CATALOGS[name]) == [], ident
             checked[name] = checked.get(name, 0) + 1
-    # containers started with flags, by entry point, across the 34 matrix cases that have any:
+    # containers started with flags, by entry point, across the 40 matrix cases that have any:
     # the old 44 engine containers, the 3 mocker workers (aggregated; prefill and decode) and
     # the frontend sidecar of each Dynamo worker service behind a gateway; TRT-LLM's
-    # disaggregated cases add 8 workers and 4 sidecars
+    # disaggregated cases add 8 workers and 4 sidecars, and the multi-node cases (each Dynamo
+    # engine aggregated and disaggregated) 3 workers per engine
     assert checked == {
         "vllm": 16,
-        "dynamo-vllm": 12,
-        "dynamo-sglang": 12,
-        "dynamo-trtllm": 12,
+        "dynamo-vllm": 15,
+        "dynamo-sglang": 15,
+        "dynamo-trtllm": 15,
         "dynamo-mocker": 3,
         "dynamo-frontend": 18,
     }
