@@ -31,7 +31,7 @@ def test_every_launch_of_every_case_is_collected(
 
     assert collections.Counter(j["entry"] for j in launched) == {
         "vllm": 20,
-        "dynamo-vllm": 20,
+        "dynamo-vllm": 21,
         "dynamo-sglang": 17,
         "dynamo-trtllm": 17,
         "dynamo-mocker": 4,
