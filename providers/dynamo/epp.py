@@ -13,14 +13,14 @@ from core.model.versions import Versions
 from core.rendering.common import flag
 
 # The KV block each engine runs, as (its spec.engine.args key, the size when it is absent):
-# - vLLM: --block-size; absent, dynamo.vllm 1.1.1 leaves it to vLLM at run time
+# - vLLM: --block-size; absent, dynamo.vllm <DYNAMO_VERSION> leaves it to vLLM at run time
 #   (dynamo/vllm/args.py:232-234), where the CUDA platform's default is 16 (vllm/platforms/cuda.py
 #   check_and_update_config). Behind a gateway Runway passes --block-size 16 so the picker's size
 #   and the engine's cannot drift apart;
-# - SGLang: --page-size, which dynamo.sglang 1.1.1 registers as the KV block size
+# - SGLang: --page-size, which dynamo.sglang <DYNAMO_VERSION> registers as the KV block size
 #   (dynamo/sglang/register.py:58); 16 is what Dynamo's own SGLang deploy examples pass, and
 #   Runway passes it behind a gateway (SGLang's own default page is one token);
-# - TRT-LLM: dynamo.trtllm 1.1.1's --kv-block-size (dynamo/trtllm/backend_args.py:78-84, default
+# - TRT-LLM: dynamo.trtllm <DYNAMO_VERSION>'s --kv-block-size (dynamo/trtllm/backend_args.py:78-84, default
 #   32), the size its KV events report; TensorRT-LLM's own tokens_per_block default is 32 too.
 #   Runway passes no flag for it.
 BLOCK: Mapping[str, tuple[str, int, bool]] = {

@@ -26,7 +26,7 @@ from providers.dynamo.epp import block_flag, epp
 
 _RUNTIME = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
 # The worker services, named per engine as Dynamo <DYNAMO_VERSION> names them: its planner finds
-# the prefill and decode workers by these names (ai-dynamo 1.1.1
+# the prefill and decode workers by these names (ai-dynamo <DYNAMO_VERSION>
 # dynamo/planner/config/backend_components.py: VllmPrefillWorker/VllmDecodeWorker, SGLang's short
 # prefill/decode, TRTLLMPrefillWorker/TRTLLMDecodeWorker), and its deploy examples name an
 # aggregated SGLang worker `decode` and a TRT-LLM one `TRTLLMWorker`. vLLM's aggregated worker
@@ -260,7 +260,7 @@ def _args(md: ModelDeployment, role: str | None, gpus: int) -> list[str]:
     return args + user_args(md)
 
 
-# TRT-LLM's disaggregated workers: dynamo.trtllm 1.1.1 takes the role as --disaggregation-mode
+# TRT-LLM's disaggregated workers: dynamo.trtllm <DYNAMO_VERSION> takes the role as --disaggregation-mode
 # (dynamo/trtllm/backend_args.py:173-179) and TensorRT-LLM's own LLM arguments through
 # --override-engine-args, a JSON object merged over the ones it derives
 # (dynamo/trtllm/workers/llm_worker.py:291-301). Both roles need a KV cache transceiver to hand
