@@ -484,3 +484,26 @@ def test_a_trtllm_disaggregated_worker_without_the_transceiver_breaks_an_invaria
             -1
         ]
     ) == {"max_batch_size": 8}
+
+
+def test_valid_sizing_passes_layer2_and_the_mocker_keeps_a_sized_frontend(
+    shipped: ProviderRegistry,
+) -> None:
+    sizing = {"replicas": 2, "resources": {"cpu": "500m", "memory": "1Gi"}}
+    obj = model_deployment(annotations={"airunway.ai/dynamo-test-backend": "mocker"})
+    obj["spec"]["provider"] = {"name": "dynamo"}
+    md = admitted(obj, shipped)
+    md = ModelDeployment(
+        {
+            **md.obj,
+            "spec": {**md.spec, "provider": {"name": "dynamo", "overrides": {"frontend": sizing}}},
+        }
+    )
+
+    frontend = graph_of(md, shipped)["spec"]["services"]["Frontend"]
+
+    assert DYNAMO.overrides.check({"frontend": sizing, "epp": {"replicas": 32}}, AT) == []
+    assert (frontend["replicas"], frontend["resources"]) == (
+        2,
+        {"requests": {"cpu": "500m", "memory": "1Gi"}},
+    )
