@@ -24,6 +24,7 @@ from typing import Any
 from core.model.kinds import ModelDeployment
 from core.model.names import LABEL_MAX
 from core.model.plugin import ProviderContext
+from core.model.versions import Versions
 from core.rendering.common import object_meta
 from providers.kaito.aikit import Gguf, facts, frontend_image
 
@@ -34,12 +35,16 @@ REGISTRY_PORT = 5000
 # HTTP without configuration (AI Runway's backend/src/services/registry.ts does the same); BuildKit
 # pushes to the Service by its cluster name.
 REGISTRY_NODE_PORT = 30500
-# distribution's registry image (docker.io/library/registry); not yet a pin in versions.env.
-REGISTRY_IMAGE = "docker.io/library/registry:2.8.3"
 REGISTRY_SIZE = "50Gi"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 AIKITFILE = "aikitfile.yaml"
 BUILD_SUFFIX = "-aikit-build"
+
+
+def registry_image(pins: Versions) -> str:
+    """distribution's registry image at REGISTRY_VERSION (it also holds the sh and wget the
+    Workspace's init container waits with)."""
+    return f"docker.io/library/registry:{pins.pin('registry')}"
 
 
 def pushed_to() -> str:
@@ -171,14 +176,14 @@ def _job_spec(
     }
 
 
-def wait_for_image(md: ModelDeployment, source: Gguf, tag: str) -> dict[str, Any]:
+def wait_for_image(md: ModelDeployment, source: Gguf, tag: str, image: str) -> dict[str, Any]:
     """An init container that waits until the registry lists the built tag (the order under
     Flux and kubectl, which apply a folder at once)."""
     url = f"http://{pushed_to()}/v2/{repository(md)}/tags/list"
     wanted = image_tag(source, tag)
     return {
         "name": "wait-for-image",
-        "image": REGISTRY_IMAGE,
+        "image": image,
         "command": [
             "sh",
             "-c",
@@ -188,7 +193,7 @@ def wait_for_image(md: ModelDeployment, source: Gguf, tag: str) -> dict[str, Any
     }
 
 
-def registry_objects() -> list[dict[str, Any]]:
+def registry_objects(pins: Versions) -> list[dict[str, Any]]:
     """The in-cluster registry, once per cluster: a PVC for its storage, a Deployment of one
     registry (Recreate: the claim is ReadWriteOnce) and a NodePort Service."""
     meta = {
@@ -209,7 +214,7 @@ def registry_objects() -> list[dict[str, Any]]:
     }
     container = {
         "name": "registry",
-        "image": REGISTRY_IMAGE,
+        "image": registry_image(pins),
         "ports": [{"containerPort": REGISTRY_PORT, "protocol": "TCP"}],
         "env": [{"name": "REGISTRY_STORAGE_DELETE_ENABLED", "value": "true"}],
         "volumeMounts": [{"name": "storage", "mountPath": "/var/lib/registry"}],

@@ -22,7 +22,13 @@ from core.rendering.common import (
     pod_labels,
 )
 from providers.kaito.aikit import Gguf, facts, gguf, premade, runner_image
-from providers.kaito.build import SYNC_WAVE, build_objects, built_image, wait_for_image
+from providers.kaito.build import (
+    SYNC_WAVE,
+    build_objects,
+    built_image,
+    registry_image,
+    wait_for_image,
+)
 from providers.kaito.overrides import OVERRIDE_ROOTS
 from providers.kaito.pods import PORT as KAITO_PORT
 from providers.kaito.rules import (
@@ -64,7 +70,7 @@ def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> lis
         "kind": "Workspace",
         "metadata": meta,
         "resource": resource,
-        "inference": _inference(md, context, tag, source if built else None),
+        "inference": _inference(md, context, pins, source if built else None),
     }
     overrides = md.overrides if isinstance(md.overrides, Mapping) else {}
     accepted = {k: v for k, v in overrides.items() if k in OVERRIDE_ROOTS}
@@ -73,7 +79,7 @@ def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> lis
 
 
 def _inference(
-    md: ModelDeployment, context: ProviderContext, tag: str, built: Gguf | None
+    md: ModelDeployment, context: ProviderContext, pins: Versions, built: Gguf | None
 ) -> dict[str, Any]:
     if md.engine_type != Engine.LLAMACPP:  # KAITO manages the vLLM image and its flags
         preset: dict[str, Any] = {"name": md.model_id}
@@ -81,6 +87,7 @@ def _inference(
         if secret:  # only presets that download at runtime take it; the key is HF_TOKEN
             preset["presetOptions"] = {"modelAccessSecret": secret}
         return {"preset": preset}
+    tag = pins.pin("aikit")
     image, args = _image_and_args(md, context, tag, built)
     resources = md.spec.get("resources") or {}
     volumes, mounts = _volumes(
@@ -108,7 +115,7 @@ def _inference(
             container["resources"] = {"requests": requests}
     spec: dict[str, Any] = {"containers": [container], **placement(md)}
     if built is not None:
-        spec["initContainers"] = [wait_for_image(md, built, tag)]
+        spec["initContainers"] = [wait_for_image(md, built, tag, registry_image(pins))]
     if volumes:
         spec["volumes"] = volumes
     return {"template": {"metadata": {"labels": pod_labels(md)}, "spec": spec}}

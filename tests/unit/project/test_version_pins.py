@@ -51,6 +51,7 @@ USES: list[tuple[str, re.Pattern[str], Callable[[str], str]]] = [
         re.compile(r"ghcr\.io/kaito-project/aikit/(?:aikit|runners/[a-z0-9-]+):(v[\w.+-]+)"),
         same,
     ),
+    ("REGISTRY_VERSION", re.compile(r"docker\.io/library/registry:([\w.+-]+)"), same),
     ("KUBERAY_VERSION", re.compile(r"kuberay/kuberay-operator --version ([\w.+-]+)"), same),
     ("DYNAMO_VERSION", re.compile(r"dynamo-platform --version ([\w.+-]+)"), same),
     ("RAY_VERSION", re.compile(r"rayproject/ray-llm:([0-9][\w.]*?)-py"), same),
@@ -219,6 +220,7 @@ def test_versions_parse_every_pin() -> None:
         "LLMD_VERSION",
         "OAUTH2_PROXY_VERSION",
         "RAY_VERSION",
+        "REGISTRY_VERSION",
     ]
     assert all(versions.as_env().values())
 

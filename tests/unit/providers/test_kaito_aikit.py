@@ -460,7 +460,7 @@ def test_the_registry_is_shipped_once_and_passes_the_strict_check() -> None:
     shipped = list(yaml.safe_load_all((ROOT / "providers/kaito/registry.yaml").read_text()))
     schemas = BuiltinSchemas(bundled_versions().kubernetes)
 
-    assert shipped == registry_objects()
+    assert shipped == registry_objects(bundled_versions())
     assert [schemas.check(o) for o in shipped] == [[], [], []]
     assert [(o["kind"], o["metadata"]["namespace"]) for o in shipped] == [
         ("PersistentVolumeClaim", "runway-system"),
