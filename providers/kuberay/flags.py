@@ -20,7 +20,7 @@ from core.model.plugin import Flags
 CATALOG = "kuberay"
 EXECUTOR = (
     "Ray Serve LLM sets it: ray on GPUs, mp on CPUs, and refuses any other value on GPUs "
-    "(Ray <RAY_VERSION> ray/llm/_internal/serve/engines/vllm/vllm_models.py:107-121)"
+    "(the pinned Ray's ray/llm/_internal/serve/engines/vllm/vllm_models.py:107-121)"
 )
 SERVE_PORT = (
     "Ray Serve's HTTP proxy serves the model on port 8000 (the RayService's serve port); vLLM's "

@@ -10,7 +10,7 @@ from core.model.plugin import ProviderContext, Rules
 EXTRA_ARGS = FieldPath.root("spec", "engine", "extraArgs")
 VOLUMES = FieldPath.root("spec", "model", "storage", "volumes")
 NO_COMMAND_LINE = (
-    "Ray Serve LLM starts vLLM from engine_kwargs, not a command line (Ray <RAY_VERSION> "
+    "Ray Serve LLM starts vLLM from engine_kwargs, not a command line (the pinned Ray's "
     "ray/llm/_internal/serve/engines/vllm/vllm_models.py:146-191), so these would be dropped: "
     "set them in spec.engine.args, which become engine_kwargs"
 )
