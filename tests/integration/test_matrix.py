@@ -26,7 +26,14 @@ from renderer.output.render import RenderContext, render_one
 from renderer.output.schemapack import load_pack
 from renderer.output.strict import Schemas
 from tests.support.builders import shipped_registry
-from tests.support.matrix import KaitoCase, cases, engine_args, kaito_cases, launched_catalogs
+from tests.support.matrix import (
+    KaitoCase,
+    cases,
+    engine_args,
+    kaito_cases,
+    launched_catalogs,
+    multinode_cases,
+)
 
 PINS = bundled_versions()
 CATALOGS = bundled_flag_catalogs()
@@ -58,7 +65,21 @@ def test_the_matrix_covers_every_declared_combination() -> None:
     assert "kaito-llamacpp-aggregated-cpu-gw-pvc" in ids
 
 
-@pytest.mark.parametrize(("ident", "obj"), CASES, ids=[ident for ident, _ in CASES])
+MULTINODE = multinode_cases(SHIPPED)
+
+
+def test_the_multinode_cases_cover_every_provider_that_offers_it() -> None:
+    ids = [ident for ident, _ in MULTINODE]
+    assert len(ids) == len(set(ids))
+    assert {
+        "kuberay-vllm-aggregated-gpu-gw-pvc-pp2",
+        "kuberay-vllm-disaggregated-gpu-gw-pvc-pp2",
+    } <= set(ids)
+
+
+@pytest.mark.parametrize(
+    ("ident", "obj"), CASES + MULTINODE, ids=[ident for ident, _ in CASES + MULTINODE]
+)
 def test_every_admitted_case_renders_strictly_and_fits_together(
     ident: str, obj: dict[str, Any], schemas: Schemas
 ) -> None:

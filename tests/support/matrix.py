@@ -45,6 +45,30 @@ def cases(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+# The nodes one replica spans in the multi-node cases (spec.engine.args pipeline-parallel-size).
+NODES = "2"
+
+
+def multinode_cases(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
+    """(id, ModelDeployment) for a replica across nodes, for every provider that offers it
+    (its plug-in's MultiNode role value) and every GPU engine and serving mode it declares, with
+    the gateway and storage on: the shape the most objects are rendered for."""
+    offered = {p.name for p in plugins() if p.multinode.offered}
+    out = []
+    for config in registry.configs.values():
+        if config.name not in offered:
+            continue
+        for engine, capability in sorted(config.engines.items()):
+            if not capability.gpu:
+                continue
+            for mode in sorted(capability.serving_modes):
+                obj = _deployment(config.name, engine, mode, "gpu", True, True)
+                obj["spec"]["engine"]["args"] = {"pipeline-parallel-size": NODES}
+                obj["metadata"]["name"] += "-pp"
+                out.append((f"{config.name}-{engine}-{mode}-gpu-gw-pvc-pp{NODES}", obj))
+    return out
+
+
 def _mocker(mode: str) -> dict[str, Any]:
     """AI Runway's mocker deployment: no engine (admission chooses vllm) and no GPUs; the
     disaggregated one with a storage volume, so its workers mount a claim."""

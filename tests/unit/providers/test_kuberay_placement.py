@@ -15,8 +15,11 @@ from core.rendering.assemble import render_model
 from core.rendering.inferencegateway import GatewayTarget
 from core.rendering.invariants import check_invariants
 from kubeio.registry import build_registry
-from kubeio.shipped import bundled_versions
+from kubeio.shipped import bundled_flag_catalogs, bundled_versions
 from tests.support.builders import model_deployment
+from tests.support.matrix import cases, multinode_cases
+from tests.support.paths import EXAMPLES
+from tests.support.rayservices import kuberay_cases
 
 SHIPPED = build_registry()
 PINS = bundled_versions()
@@ -381,3 +384,23 @@ def test_a_claim_that_is_neither_rendered_nor_declared_is_named() -> None:
         "claim m-cache, which is neither rendered (PersistentVolumeClaim) nor declared "
         "pre-existing",
     ]
+
+
+def test_every_engine_kwarg_runway_writes_is_one_ray_serve_llm_accepts() -> None:
+    """The kuberay catalog is the split Ray makes (FrontendArgs + AsyncEngineArgs fields), so a
+    kwarg Runway writes that it lacks is one Ray would refuse as an unknown engine argument."""
+    catalog = bundled_flag_catalogs()["kuberay"]
+    docs = [doc for _, doc in kuberay_cases(EXAMPLES)]
+    matrix = cases(SHIPPED) + multinode_cases(SHIPPED)
+    docs += [doc for _, doc in matrix if doc["spec"]["provider"]["name"] == "kuberay"]
+    written = set()
+    for doc in docs:
+        _, objects = rendered(doc)
+        for obj in (o for o in objects if o["kind"] == "RayService"):
+            for app in serve(obj)["applications"]:
+                args = app["args"]
+                for config in args.get("llm_configs") or [v for v in args.values()]:
+                    written |= {"--" + k.replace("_", "-") for k in config["engine_kwargs"]}
+
+    assert sorted(f for f in written if not catalog.knows(f)) == []
+    assert {"--tensor-parallel-size", "--pipeline-parallel-size", "--kv-transfer-config"} <= written
