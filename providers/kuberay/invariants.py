@@ -134,20 +134,18 @@ def _templates(service: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, A
 def _mounts(
     md: ModelDeployment, service: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]
 ) -> list[str]:
-    declared = {claim_name(md, v) for v in md.volumes if v.get("size") is None}
-    rendered = {
+    """Each claim the Ray pods mount, once with every template that mounts it, unless it is
+    rendered or declared pre-existing; and each Ray container that lacks a storage volume."""
+    known = {claim_name(md, v) for v in md.volumes if v.get("size") is None} | {
         str(dig(o, "metadata", "name")) for o in objects if o.get("kind") == "PersistentVolumeClaim"
     }
+    mounting: dict[str, list[str]] = {}
     problems: list[str] = []
     for at, template in _templates(service):
-        volumes = dig(template, "spec", "volumes") or ()
-        for i, volume in enumerate(volumes):
+        for volume in dig(template, "spec", "volumes") or ():
             claim = dig(volume, "persistentVolumeClaim", "claimName")
-            if claim is not None and claim not in rendered | declared:
-                problems.append(
-                    f"{ref(service)} {at}.spec.volumes[{i}] mounts claim {claim}, which is "
-                    "neither rendered (PersistentVolumeClaim) nor declared pre-existing"
-                )
+            if claim is not None:
+                mounting.setdefault(str(claim), []).append(at)
         containers = dig(template, "spec", "containers") or [{}]
         mounted = {m.get("name") for m in containers[0].get("volumeMounts") or ()}
         missing = [str(v["name"]) for v in md.volumes if v["name"] not in mounted]
@@ -156,4 +154,10 @@ def _mounts(
                 f"{ref(service)} {at}.spec.containers[0].volumeMounts lacks "
                 f"{', '.join(missing)} of spec.model.storage.volumes"
             )
+    problems += [
+        f"{ref(service)} mounts claim {claim} ({', '.join(where)}), which is neither rendered "
+        "(PersistentVolumeClaim) nor declared pre-existing"
+        for claim, where in sorted(mounting.items())
+        if claim not in known
+    ]
     return problems

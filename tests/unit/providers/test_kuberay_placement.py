@@ -378,11 +378,9 @@ def test_a_claim_that_is_neither_rendered_nor_declared_is_named() -> None:
     without_claim = copy.deepcopy(objects[:1])
 
     assert check_invariants(md, without_claim, SHIPPED) == [
-        "RayService/m spec.rayClusterConfig.headGroupSpec.template.spec.volumes[0] mounts claim "
-        "m-cache, which is neither rendered (PersistentVolumeClaim) nor declared pre-existing",
-        "RayService/m spec.rayClusterConfig.workerGroupSpecs[0].template.spec.volumes[0] mounts "
-        "claim m-cache, which is neither rendered (PersistentVolumeClaim) nor declared "
-        "pre-existing",
+        "RayService/m mounts claim m-cache (spec.rayClusterConfig.headGroupSpec.template, "
+        "spec.rayClusterConfig.workerGroupSpecs[0].template), which is neither rendered "
+        "(PersistentVolumeClaim) nor declared pre-existing"
     ]
 
 
