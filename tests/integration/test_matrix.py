@@ -32,7 +32,6 @@ from tests.support.matrix import (
     engine_args,
     kaito_cases,
     launched_catalogs,
-    multinode_cases,
 )
 
 PINS = bundled_versions()
@@ -52,9 +51,23 @@ CASES = cases(SHIPPED)
 
 def test_the_matrix_covers_every_declared_combination() -> None:
     ids = [ident for ident, _ in CASES]
-    # what the shipped configs declare (2x2 per engine mode), and the two Dynamo mocker cases
-    assert len(ids) == len(set(ids)) == 54
-    assert ids[-2:] == ["dynamo-vllm-aggregated-mocker", "dynamo-vllm-disaggregated-mocker"]
+    # what the shipped configs declare (2x2 per engine mode), the two Dynamo mocker cases, and
+    # a replica across two nodes per GPU engine and mode of each provider offering multi-node
+    multinode = [i for i in ids if i.endswith("-pp2")]
+    assert len(ids) == len(set(ids)) == 58 + len(multinode)
+    assert ids[58 - 2 : 58] == [
+        "dynamo-vllm-aggregated-mocker",
+        "dynamo-vllm-disaggregated-mocker",
+    ]
+    assert {i for i in multinode if i.startswith("dynamo-")} == {
+        f"dynamo-{engine}-{mode}-gpu-pp2"
+        for engine in ("vllm", "sglang", "trtllm")
+        for mode in ("aggregated", "disaggregated")
+    }
+    assert {i for i in multinode if i.startswith("kuberay-")} == {
+        "kuberay-vllm-aggregated-gpu-pp2",
+        "kuberay-vllm-disaggregated-gpu-pp2",
+    }
     providers = {ident.split("-", 1)[0] for ident in ids}
     assert providers == {"dynamo", "kaito", "kuberay", "llmd", "vllm"}
     assert {i for i in ids if "disaggregated" in i and "gw" in i and "pvc" in i} >= {
@@ -65,21 +78,7 @@ def test_the_matrix_covers_every_declared_combination() -> None:
     assert "kaito-llamacpp-aggregated-cpu-gw-pvc" in ids
 
 
-MULTINODE = multinode_cases(SHIPPED)
-
-
-def test_the_multinode_cases_cover_every_provider_that_offers_it() -> None:
-    ids = [ident for ident, _ in MULTINODE]
-    assert len(ids) == len(set(ids))
-    assert {
-        "kuberay-vllm-aggregated-gpu-gw-pvc-pp2",
-        "kuberay-vllm-disaggregated-gpu-gw-pvc-pp2",
-    } <= set(ids)
-
-
-@pytest.mark.parametrize(
-    ("ident", "obj"), CASES + MULTINODE, ids=[ident for ident, _ in CASES + MULTINODE]
-)
+@pytest.mark.parametrize(("ident", "obj"), CASES, ids=[ident for ident, _ in CASES])
 def test_every_admitted_case_renders_strictly_and_fits_together(
     ident: str, obj: dict[str, Any], schemas: Schemas
 ) -> None:

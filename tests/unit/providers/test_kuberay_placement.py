@@ -17,7 +17,7 @@ from core.rendering.invariants import check_invariants
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_flag_catalogs, bundled_versions
 from tests.support.builders import model_deployment
-from tests.support.matrix import cases, multinode_cases
+from tests.support.matrix import cases
 from tests.support.paths import EXAMPLES
 from tests.support.rayservices import kuberay_cases
 
@@ -389,7 +389,7 @@ def test_every_engine_kwarg_runway_writes_is_one_ray_serve_llm_accepts() -> None
     kwarg Runway writes that it lacks is one Ray would refuse as an unknown engine argument."""
     catalog = bundled_flag_catalogs()["kuberay"]
     docs = [doc for _, doc in kuberay_cases(EXAMPLES)]
-    matrix = cases(SHIPPED) + multinode_cases(SHIPPED)
+    matrix = cases(SHIPPED)
     docs += [doc for _, doc in matrix if doc["spec"]["provider"]["name"] == "kuberay"]
     written = set()
     for doc in docs:
