@@ -238,11 +238,9 @@ def test_the_mocker_places_no_replica_across_nodes(shipped: ProviderRegistry) ->
 
 
 def test_frontend_sizing_renders_into_the_frontend_service(shipped: ProviderRegistry) -> None:
-    md = admitted(model_deployment(gpu=1, provider="dynamo", engine="sglang"), shipped)
     overrides = {"frontend": {"replicas": 3, "resources": {"cpu": "6"}}, "routerMode": "kv"}
-    md = ModelDeployment(
-        {**md.obj, "spec": {**md.spec, "provider": {"name": "dynamo", "overrides": overrides}}}
-    )
+    obj = model_deployment(gpu=1, provider="dynamo", engine="sglang", overrides=overrides)
+    md = admitted(obj, shipped)  # the global sizing rule leaves the Frontend's own keys alone
 
     assert graph_of(md, shipped)["spec"]["services"]["Frontend"] == {
         "componentType": "frontend",
@@ -256,21 +254,32 @@ def test_frontend_sizing_renders_into_the_frontend_service(shipped: ProviderRegi
 
 
 def test_epp_replicas_render_into_the_picker(shipped: ProviderRegistry) -> None:
-    md = admitted(
-        model_deployment(gpu=1, provider="dynamo", engine="vllm", gateway={"enabled": True}),
-        shipped,
+    obj = model_deployment(
+        gpu=1,
+        provider="dynamo",
+        engine="vllm",
+        gateway={"enabled": True},
+        overrides={"epp": {"replicas": 2}},
     )
-    md = ModelDeployment(
-        {
-            **md.obj,
-            "spec": {
-                **md.spec,
-                "provider": {"name": "dynamo", "overrides": {"epp": {"replicas": 2}}},
-            },
-        }
-    )
+    md = admitted(obj, shipped)
 
     assert graph_of(md, shipped)["spec"]["services"]["Epp"]["replicas"] == 2
+
+
+def test_sizing_keys_deeper_under_the_sized_roots_are_still_refused(
+    shipped: ProviderRegistry,
+) -> None:
+    overrides = {"frontend": {"resources": {"replicas": 2}}}
+    obj = model_deployment(gpu=1, provider="dynamo", engine="vllm", overrides=overrides)
+
+    assert errors_of(obj, shipped) == [
+        (
+            "spec.provider.overrides.frontend.resources.replicas",
+            Reason.FORBIDDEN,
+            '"replicas" may not be set through overrides: it would bypass the admission limits; '
+            "use spec.scaling and spec.resources instead",
+        )
+    ]
 
 
 def test_frontend_and_epp_sizing_are_typed_and_bounded() -> None:
