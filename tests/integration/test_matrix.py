@@ -26,7 +26,13 @@ from renderer.output.render import RenderContext, render_one
 from renderer.output.schemapack import load_pack
 from renderer.output.strict import Schemas
 from tests.support.builders import shipped_registry
-from tests.support.matrix import KaitoCase, cases, engine_args, kaito_cases, launched_catalogs
+from tests.support.matrix import (
+    KaitoCase,
+    cases,
+    engine_args,
+    kaito_cases,
+    launched_catalogs,
+)
 
 PINS = bundled_versions()
 CATALOGS = bundled_flag_catalogs()
@@ -58,6 +64,10 @@ def test_the_matrix_covers_every_declared_combination() -> None:
         f"dynamo-{engine}-{mode}-gpu-pp2"
         for engine in ("vllm", "sglang", "trtllm")
         for mode in ("aggregated", "disaggregated")
+    }
+    assert {i for i in multinode if i.startswith("kuberay-")} == {
+        "kuberay-vllm-aggregated-gpu-pp2",
+        "kuberay-vllm-disaggregated-gpu-pp2",
     }
     providers = {ident.split("-", 1)[0] for ident in ids}
     assert providers == {"dynamo", "kaito", "kuberay", "llmd", "vllm"}
