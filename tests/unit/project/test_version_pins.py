@@ -75,6 +75,8 @@ USES: list[tuple[str, re.Pattern[str], Callable[[str], str]]] = [
         same,
     ),
     ("KWOK_VERSION", re.compile(r"sigs\.k8s\.io/kwok (v[\w.+-]+)"), same),
+    ("LWS_VERSION", re.compile(r"sigs\.k8s\.io/lws (v[\w.+-]+)"), same),
+    ("LWS_VERSION", re.compile(r"registry\.k8s\.io/lws/lws:(v[\w.+-]+)"), same),
     ("KUSTOMIZE_VERSION", re.compile(r"sigs\.k8s\.io/kustomize/kustomize/v5 (v[\w.+-]+)"), same),
     ("HELM_VERSION", re.compile(r"helm\.sh/helm/v4 (v[\w.+-]+)"), same),
     ("OAUTH2_PROXY_VERSION", re.compile(r"oauth2-proxy/oauth2-proxy:(v[\w.+-]+)"), same),

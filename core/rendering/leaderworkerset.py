@@ -1,0 +1,270 @@
+"""A multi-node vLLM replica as a LeaderWorkerSet group, for every provider whose vLLM pods Runway
+renders itself (llm-d's and Direct vLLM's): one replica spans P pods, P =
+spec.engine.args["pipeline-parallel-size"], each with spec.resources.gpu.count GPUs.
+
+LeaderWorkerSet is a shared upstream here, as Deployment is: no provider's kind. Facts at
+LWS_VERSION (sigs.k8s.io/lws, tag v0.9.0):
+  - the controller labels every leader pod leaderworkerset.sigs.k8s.io/worker-index "0" and
+    selects leaders by it itself (pkg/controllers/leaderworkerset_controller.go:416-419); the pod
+    webhook gives workers their own index (pkg/webhooks/pod_webhook.go:135-140), so the Service
+    and the InferencePool select leaders only with that label;
+  - the pod webhook sets LWS_LEADER_ADDRESS on every container of the group
+    (pkg/utils/pod/pod_utils.go:132-146): the leader's stable DNS name, which the workers join;
+  - startupPolicy LeaderCreated (the CRD's default, written out: no drift) starts the workers
+    with the leader; LeaderReady would wait for a leader whose vLLM cannot serve before its
+    workers have joined;
+  - restartPolicy RecreateGroupOnPodRestart (the CRD's default, written out): a Ray cluster that
+    lost a node does not heal, so the whole group restarts, as LWS's own vLLM example sets
+    (docs/examples/vllm/GPU/lws.yaml).
+The launch is vLLM's own multi-node recipe (examples/online_serving/multi-node-serving.sh, run by
+LWS's vLLM example): a Ray head on the leader, `ray start --address=<leader>:6379 --block` on each
+worker, and on the leader `vllm serve` with --tensor-parallel-size (GPUs per pod),
+--pipeline-parallel-size P and --distributed-executor-backend ray; vLLM waits for the Ray
+placement group of TP x PP GPUs before it loads the model (vllm/v1/executor/ray_utils.py
+_wait_until_pg_ready), so the leader needs no wait of its own. Every pod of the group gets the
+model cache (spec.model.storage) and the cache variables: each Ray worker loads its own stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from core.fields.errors import FieldError, Reason
+from core.model.kinds import ModelDeployment, dig
+from core.model.plugin import PodGroup, Pods, Server, UpstreamKind, Workload
+from core.model.versions import Versions
+from core.rendering.common import (
+    HTTP_PORT,
+    LABEL_MODEL_DEPLOYMENT,
+    cache_env,
+    container_resources,
+    env,
+    gpu_type,
+    object_meta,
+    placement,
+    pod_annotations,
+    pod_labels,
+    pod_volumes,
+)
+from core.rendering.engines import SERVING_CONTAINER, vllm_container
+from core.rendering.pods import template_port, template_selector
+from core.status.workloads import (
+    DEPLOYING,
+    PENDING,
+    RUNNING,
+    count,
+    is_true,
+    mapping_at,
+    not_created,
+)
+
+LEADERWORKERSETS = UpstreamKind(
+    "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet"
+)
+WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+LEADER_LABELS = {WORKER_INDEX: "0"}
+LEADER_ADDRESS = "LWS_LEADER_ADDRESS"
+RAY_PORT = 6379  # the Ray head's port in vLLM's multi-node-serving.sh
+WORKER_CONTAINER = "ray-worker"
+# The leader runs a Ray head, then execs vLLM with the container's args ("$@"; "vllm" is $0).
+LEADER_COMMAND = ("/bin/sh", "-c", f'ray start --head --port={RAY_PORT} && exec vllm serve "$@"')
+RAY_EXECUTOR = ("--distributed-executor-backend", "ray")
+EXECUTOR_KEY = "distributed-executor-backend"
+_TEMPLATE = "spec.leaderWorkerTemplate.leaderTemplate"
+
+
+def is_multinode(md: ModelDeployment) -> bool:
+    return md.pipeline_parallel > 1
+
+
+def leader_selector(md: ModelDeployment) -> dict[str, str]:
+    """The labels the pool selects: the template's, and, for a multi-node model, the leader's
+    worker index (a worker pod serves nothing)."""
+    return template_selector(md) | (LEADER_LABELS if is_multinode(md) else {})
+
+
+def leader_pods(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
+    """The leader pods the LWS controller creates from each rendered LeaderWorkerSet: the
+    leader template's labels and the worker index it adds."""
+    return [
+        PodGroup(
+            f"LeaderWorkerSet/{dig(o, 'metadata', 'name')} {_TEMPLATE}.metadata.labels "
+            f"(and {WORKER_INDEX}: 0, the LWS controller's)",
+            {**(dig(o, *_TEMPLATE.split("."), "metadata", "labels") or {}), **LEADER_LABELS},
+        )
+        for o in objects
+        if o.get("kind") == LEADERWORKERSETS.kind
+    ]
+
+
+# The pods of a provider whose vLLM pods Runway renders as Deployments or LeaderWorkerSets.
+VLLM_PODS = Pods(leader_selector, template_port, leader_pods)
+
+
+def serving_containers(obj: Mapping[str, Any]) -> list[Server]:
+    """The leader's vLLM container of a rendered LeaderWorkerSet; one replica of it spans the
+    group's `size` pods."""
+    if obj.get("kind") != LEADERWORKERSETS.kind:
+        return []
+    template = dig(obj, *_TEMPLATE.split(".")) or {}
+    nodes = int(dig(obj, "spec", "leaderWorkerTemplate", "size") or 1)
+    labels = {**(dig(template, "metadata", "labels") or {}), **LEADER_LABELS}
+    return [
+        Server(obj, f"{_TEMPLATE}.spec.containers[{i}]", c, labels, nodes=nodes)
+        for i, c in enumerate(dig(template, "spec", "containers") or ())
+        if c.get("name") == SERVING_CONTAINER
+    ]
+
+
+def multinode_checks(md: ModelDeployment) -> list[FieldError]:
+    """What a LeaderWorkerSet replica cannot honour: Deployment overrides (the pods are not a
+    Deployment's) and another executor than Ray (vLLM's multi-node recipe runs on Ray)."""
+    if not is_multinode(md):
+        return []
+    errors = []
+    if dig(md.spec, "provider", "overrides", "spec") is not None:
+        errors.append(
+            FieldError(
+                "spec.provider.overrides.spec",
+                Reason.UNSUPPORTED,
+                f"a replica across {md.pipeline_parallel} nodes (pipeline-parallel-size) is a "
+                "LeaderWorkerSet group, not a Deployment: the Deployment overrides do not apply",
+            )
+        )
+    executor = md.engine_args.get(EXECUTOR_KEY)
+    if executor is not None and str(executor) != "ray":
+        errors.append(
+            FieldError(
+                f"spec.engine.args.{EXECUTOR_KEY}",
+                Reason.UNSUPPORTED,
+                f"{executor!s} cannot span nodes here: a replica across {md.pipeline_parallel} "
+                "nodes runs vLLM's multi-node recipe on Ray (examples/online_serving/"
+                "multi-node-serving.sh); leave it out or set ray",
+            )
+        )
+    return errors
+
+
+def worker_container(
+    md: ModelDeployment,
+    pins: Versions,
+    *,
+    gpus: int,
+    memory: str | None,
+    mounts: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """A worker of the group: a Ray node joining the leader's head, with the leader's image,
+    GPUs, environment and mounts (it loads its own pipeline stage)."""
+    container: dict[str, Any] = {
+        "name": WORKER_CONTAINER,
+        "image": md.image_override or f"vllm/vllm-openai:{pins.vllm}",
+        "command": ["ray"],
+        "args": ["start", f"--address=$({LEADER_ADDRESS}):{RAY_PORT}", "--block"],
+        "resources": container_resources(
+            gpus=gpus,
+            gpu_type=gpu_type(md),
+            memory=memory,
+            cpu=md.spec.get("resources", {}).get("cpu"),
+        ),
+    }
+    variables = env(md, extra=cache_env(md))
+    if variables:
+        container["env"] = variables
+    if mounts:
+        container["volumeMounts"] = [dict(m) for m in mounts]
+    return container
+
+
+def leaderworkerset_and_service(
+    md: ModelDeployment,
+    name: str,
+    pins: Versions,
+    *,
+    gpus: int,
+    memory: str | None,
+    replicas: int,
+    component: str = "server",
+) -> list[dict[str, Any]]:
+    """The LeaderWorkerSet `name` (`replicas` groups of md.pipeline_parallel pods) running
+    `md`'s vLLM across each group, and the Service of its leaders."""
+    volumes, mounts = pod_volumes(md, gpus=gpus)
+    executor = () if EXECUTOR_KEY in md.engine_args else RAY_EXECUTOR  # the user's own: ray
+    leader = vllm_container(
+        md, pins, gpus=gpus, memory=memory, mounts=mounts, host=True, extra_args=executor
+    )
+    leader["command"] = [*LEADER_COMMAND, "vllm"]
+    worker = worker_container(md, pins, gpus=gpus, memory=memory, mounts=mounts)
+    selector = {LABEL_MODEL_DEPLOYMENT: md.name, "app.kubernetes.io/component": component}
+    spec = {
+        "replicas": replicas,
+        "startupPolicy": "LeaderCreated",
+        "leaderWorkerTemplate": {
+            "size": md.pipeline_parallel,
+            "restartPolicy": "RecreateGroupOnPodRestart",
+            "leaderTemplate": _template(md, selector, leader, volumes),
+            "workerTemplate": _template(md, selector, worker, volumes),
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": object_meta(md, name),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector | LEADER_LABELS,
+            "ports": [{"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+    lws = {
+        "apiVersion": f"{LEADERWORKERSETS.group}/{LEADERWORKERSETS.version}",
+        "kind": LEADERWORKERSETS.kind,
+        "metadata": object_meta(md, name),
+        "spec": spec,
+    }
+    return [lws, service]
+
+
+def _template(
+    md: ModelDeployment,
+    selector: Mapping[str, str],
+    container: Mapping[str, Any],
+    volumes: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    pod_spec: dict[str, Any] = {"containers": [dict(container)], **placement(md)}
+    if volumes:
+        pod_spec["volumes"] = [dict(v) for v in volumes]
+    template: dict[str, Any] = {
+        "metadata": {"labels": pod_labels(md, **selector)},
+        "spec": pod_spec,
+    }
+    if pod_annotations(md):
+        template["metadata"]["annotations"] = pod_annotations(md)
+    return template
+
+
+def leaderworkerset_workload(lws: Mapping[str, Any] | None, ref: str) -> Workload:
+    """A LeaderWorkerSet as a Workload, by its own status (api/leaderworkerset/v1
+    LeaderWorkerSetStatus at the pin: a replica is a group, ready when its leader and every
+    worker are): Deploying until the controller has observed the current generation and every
+    group is updated and ready with Available true; Pending when it wants none."""
+    if lws is None:
+        return not_created(ref)
+    replicas = dig(lws, "spec", "replicas")
+    desired = 1 if replicas is None else count(replicas)  # absent: the CRD's default
+    status = mapping_at(lws, "status")
+    ready, updated = count(status.get("readyReplicas")), count(status.get("updatedReplicas"))
+
+    def at(phase: str, reason: str, message: str) -> Workload:
+        return Workload(phase, reason, message, desired, ready, ready)
+
+    generation = dig(lws, "metadata", "generation")
+    observed = status.get("observedGeneration")
+    if isinstance(generation, int) and (not isinstance(observed, int) or observed < generation):
+        return at(DEPLOYING, "RolloutPending", f"{ref}: the rollout has not started")
+    if desired == 0:
+        return at(PENDING, "ScaledToZero", f"{ref} wants 0 replicas")
+    if updated >= desired and ready >= desired and is_true(lws, "Available"):
+        return at(RUNNING, "LeaderWorkerSetReady", f"{ref}: all {desired} groups are ready")
+    message = f"{ref}: {ready} of {desired} groups ready, {updated} updated"
+    return at(DEPLOYING, "LeaderWorkerSetInProgress", message)
