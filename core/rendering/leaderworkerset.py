@@ -15,7 +15,13 @@ LWS_VERSION (sigs.k8s.io/lws, tag v0.9.0):
     workers have joined;
   - restartPolicy RecreateGroupOnPodRestart (the CRD's default, written out): a Ray cluster that
     lost a node does not heal, so the whole group restarts, as LWS's own vLLM example sets
-    (docs/examples/vllm/GPU/lws.yaml).
+    (docs/examples/vllm/GPU/lws.yaml);
+  - networkConfig.subdomainPolicy UniquePerReplica: with the webhook's default, Shared, the
+    controller creates a headless Service named after the LeaderWorkerSet
+    (pkg/controllers/leaderworkerset_controller.go:213-216), the name of the Service Runway
+    renders for the leaders; UniquePerReplica gives each group its own headless Service named
+    after its leader pod (pkg/controllers/pod_controller.go:116-117), which LWS_LEADER_ADDRESS
+    names (the webhook sets the leader's subdomain to its own name, pod_webhook.go:110-113).
 The launch is vLLM's own multi-node recipe (examples/online_serving/multi-node-serving.sh, run by
 LWS's vLLM example): a Ray head on the leader, `ray start --address=<leader>:6379 --block` on each
 worker, and on the leader `vllm serve` with --tensor-parallel-size (GPUs per pod),
@@ -32,7 +38,7 @@ from typing import Any
 
 from core.fields.errors import FieldError, Reason
 from core.model.kinds import ModelDeployment, dig
-from core.model.plugin import PodGroup, Pods, Server, UpstreamKind, Workload
+from core.model.plugin import PodGroup, Pods, Server, UpstreamKind
 from core.model.versions import Versions
 from core.rendering.common import (
     HTTP_PORT,
@@ -49,15 +55,6 @@ from core.rendering.common import (
 )
 from core.rendering.engines import SERVING_CONTAINER, vllm_container
 from core.rendering.pods import template_port, template_selector
-from core.status.workloads import (
-    DEPLOYING,
-    PENDING,
-    RUNNING,
-    count,
-    is_true,
-    mapping_at,
-    not_created,
-)
 
 LEADERWORKERSETS = UpstreamKind(
     "leaderworkerset.x-k8s.io", "v1", "leaderworkersets", "LeaderWorkerSet"
@@ -72,6 +69,11 @@ LEADER_COMMAND = ("/bin/sh", "-c", f'ray start --head --port={RAY_PORT} && exec 
 RAY_EXECUTOR = ("--distributed-executor-backend", "ray")
 EXECUTOR_KEY = "distributed-executor-backend"
 _TEMPLATE = "spec.leaderWorkerTemplate.leaderTemplate"
+# The LWS webhook's defaults (pkg/webhooks/leaderworkerset_webhook.go:61-70), written out: no drift.
+ROLLOUT = {
+    "type": "RollingUpdate",
+    "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0, "partition": 0},
+}
 
 
 def is_multinode(md: ModelDeployment) -> bool:
@@ -199,6 +201,8 @@ def leaderworkerset_and_service(
     spec = {
         "replicas": replicas,
         "startupPolicy": "LeaderCreated",
+        "networkConfig": {"subdomainPolicy": "UniquePerReplica"},
+        "rolloutStrategy": dict(ROLLOUT),
         "leaderWorkerTemplate": {
             "size": md.pipeline_parallel,
             "restartPolicy": "RecreateGroupOnPodRestart",
@@ -241,30 +245,3 @@ def _template(
     if pod_annotations(md):
         template["metadata"]["annotations"] = pod_annotations(md)
     return template
-
-
-def leaderworkerset_workload(lws: Mapping[str, Any] | None, ref: str) -> Workload:
-    """A LeaderWorkerSet as a Workload, by its own status (api/leaderworkerset/v1
-    LeaderWorkerSetStatus at the pin: a replica is a group, ready when its leader and every
-    worker are): Deploying until the controller has observed the current generation and every
-    group is updated and ready with Available true; Pending when it wants none."""
-    if lws is None:
-        return not_created(ref)
-    replicas = dig(lws, "spec", "replicas")
-    desired = 1 if replicas is None else count(replicas)  # absent: the CRD's default
-    status = mapping_at(lws, "status")
-    ready, updated = count(status.get("readyReplicas")), count(status.get("updatedReplicas"))
-
-    def at(phase: str, reason: str, message: str) -> Workload:
-        return Workload(phase, reason, message, desired, ready, ready)
-
-    generation = dig(lws, "metadata", "generation")
-    observed = status.get("observedGeneration")
-    if isinstance(generation, int) and (not isinstance(observed, int) or observed < generation):
-        return at(DEPLOYING, "RolloutPending", f"{ref}: the rollout has not started")
-    if desired == 0:
-        return at(PENDING, "ScaledToZero", f"{ref} wants 0 replicas")
-    if updated >= desired and ready >= desired and is_true(lws, "Available"):
-        return at(RUNNING, "LeaderWorkerSetReady", f"{ref}: all {desired} groups are ready")
-    message = f"{ref}: {ready} of {desired} groups ready, {updated} updated"
-    return at(DEPLOYING, "LeaderWorkerSetInProgress", message)

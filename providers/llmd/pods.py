@@ -103,7 +103,7 @@ def admission_checks(
                 "disaggregated decode pod pairs its routing sidecar and NIXL side channel with "
                 "one vLLM in the pod (llm-d-inference-scheduler cmd/pd-sidecar), and llm-d's own "
                 "multi-node P/D (guides/wide-ep-lws) runs data and expert parallel ranks, not "
-                "pipeline stages; use servingMode aggregated, or tensor parallel on one node",
+                "pipeline stages; use spec.serving.mode aggregated, or tensor parallel on one node",
             )
         )
     return errors, []

@@ -1,6 +1,6 @@
 """llm-d: the Deployments Runway renders (one, or decode and prefill), or the LeaderWorkerSet of
 an aggregated model across nodes, read by their own status (core/status/workloads.py,
-core/rendering/leaderworkerset.py) and combined (the worst phase; replica counts summed). The
+core/status/leaderworkerset.py) and combined (the worst phase; replica counts summed). The
 Service named after the model (aggregated) or its decode pods serves it on the http port."""
 
 from __future__ import annotations
@@ -12,12 +12,9 @@ from core.model.kinds import ModelDeployment
 from core.model.names import ROLE_SUFFIXES, child_name
 from core.model.plugin import Watched, Workload
 from core.rendering.common import HTTP_PORT
-from core.rendering.leaderworkerset import (
-    LEADERWORKERSETS,
-    is_multinode,
-    leaderworkerset_workload,
-)
+from core.rendering.leaderworkerset import LEADERWORKERSETS, is_multinode
 from core.rendering.pods import DEPLOYMENTS
+from core.status.leaderworkerset import leaderworkerset_workload
 from core.status.workloads import combine, deployment_workload
 
 
@@ -31,4 +28,6 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
     return combine(parts, service=names[0], port=HTTP_PORT)
 
 
-WATCHED = Watched((DEPLOYMENTS, LEADERWORKERSETS), workload_status)
+# LeaderWorkerSets are watched as Deployments are, a kind the core renders for several providers
+# (kubeio/upstream.py upstream_kinds), not as a provider's own.
+WATCHED = Watched((DEPLOYMENTS,), workload_status)

@@ -1,5 +1,5 @@
 """Direct vLLM: the Deployment Runway renders, or the LeaderWorkerSet of a model across nodes,
-read by its own status (core/status/workloads.py, core/rendering/leaderworkerset.py); the
+read by its own status (core/status/workloads.py, core/status/leaderworkerset.py); the
 Service of the same name serves the model on its http port."""
 
 from __future__ import annotations
@@ -10,12 +10,9 @@ from typing import Any
 from core.model.kinds import ModelDeployment
 from core.model.plugin import Watched, Workload
 from core.rendering.common import HTTP_PORT
-from core.rendering.leaderworkerset import (
-    LEADERWORKERSETS,
-    is_multinode,
-    leaderworkerset_workload,
-)
+from core.rendering.leaderworkerset import LEADERWORKERSETS, is_multinode
 from core.rendering.pods import DEPLOYMENTS
+from core.status.leaderworkerset import leaderworkerset_workload
 from core.status.workloads import combine, deployment_workload
 
 
@@ -29,4 +26,6 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
     return combine([part], service=md.name, port=HTTP_PORT)
 
 
-WATCHED = Watched((DEPLOYMENTS, LEADERWORKERSETS), workload_status)
+# LeaderWorkerSets are watched as Deployments are, a kind the core renders for several providers
+# (kubeio/upstream.py upstream_kinds), not as a provider's own.
+WATCHED = Watched((DEPLOYMENTS,), workload_status)

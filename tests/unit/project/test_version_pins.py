@@ -213,6 +213,7 @@ def test_versions_parse_every_pin() -> None:
         "KUSTOMIZE_VERSION",
         "KWOK_VERSION",
         "LLMD_VERSION",
+        "LWS_VERSION",
         "OAUTH2_PROXY_VERSION",
         "RAY_VERSION",
     ]
