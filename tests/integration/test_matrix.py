@@ -45,8 +45,9 @@ CASES = cases(SHIPPED)
 
 def test_the_matrix_covers_every_declared_combination() -> None:
     ids = [ident for ident, _ in CASES]
-    # what the shipped configs declare (2x2 per engine mode), and the two Dynamo mocker cases
-    assert len(ids) == len(set(ids)) == 54
+    # what the shipped configs declare (2x2 per engine mode), a replica across two nodes for each
+    # provider that offers it (gateway on and off), and the two Dynamo mocker cases
+    assert len(ids) == len(set(ids)) == 58
     assert ids[-2:] == ["dynamo-vllm-aggregated-mocker", "dynamo-vllm-disaggregated-mocker"]
     providers = {ident.split("-", 1)[0] for ident in ids}
     assert providers == {"dynamo", "kaito", "kuberay", "llmd", "vllm"}
@@ -56,6 +57,12 @@ def test_the_matrix_covers_every_declared_combination() -> None:
         "llmd-vllm-disaggregated-gpu-gw-pvc",
     }
     assert "kaito-llamacpp-aggregated-cpu-gw-pvc" in ids
+    assert [i for i in ids if "-pp2" in i] == [
+        "llmd-vllm-aggregated-gpu-pp2",
+        "llmd-vllm-aggregated-gpu-pp2-gw",
+        "vllm-vllm-aggregated-gpu-pp2",
+        "vllm-vllm-aggregated-gpu-pp2-gw",
+    ]
 
 
 @pytest.mark.parametrize(("ident", "obj"), CASES, ids=[ident for ident, _ in CASES])

@@ -37,11 +37,36 @@ def cases(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
                 out.append(
                     (ident, _deployment(config.name, engine, mode, device, gateway, storage))
                 )
+    out += multinode_cases(registry)
     if "dynamo" in registry.configs:
         out += [
             ("dynamo-vllm-aggregated-mocker", _mocker("aggregated")),
             ("dynamo-vllm-disaggregated-mocker", _mocker("disaggregated")),
         ]
+    return out
+
+
+MULTINODE_NODES = "2"  # pipeline-parallel-size: the pods one replica spans
+
+
+def multinode_cases(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
+    """A replica across nodes for every provider that offers it (its plug-in's MultiNode), with
+    each engine it declares on GPUs aggregated, behind the gateway or not, with the model cache:
+    pipeline-parallel-size 2 on 2 GPUs per node."""
+    offered = {p.name for p in plugins() if p.multinode.offered}
+    out = []
+    for config in registry.configs.values():
+        if config.name not in offered:
+            continue
+        for engine, capability in sorted(config.engines.items()):
+            if not capability.gpu or "aggregated" not in capability.serving_modes:
+                continue
+            for gateway in (False, True):
+                obj = _deployment(config.name, engine, "aggregated", "gpu", gateway, True)
+                obj["metadata"]["name"] = f"{config.name}-{engine}-multinode"
+                obj["spec"]["engine"]["args"] = {"pipeline-parallel-size": MULTINODE_NODES}
+                ident = f"{config.name}-{engine}-aggregated-gpu-pp2" + ("-gw" if gateway else "")
+                out.append((ident, obj))
     return out
 
 
@@ -105,6 +130,8 @@ def engine_args(objects: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
         if obj["kind"] == "Deployment":
             containers = obj["spec"]["template"]["spec"]["containers"]
             out += [("vllm", c["args"]) for c in containers if c["name"] == "vllm"]
+        elif obj["kind"] == "LeaderWorkerSet":
+            out += leader_engine_args(obj)
         elif obj["kind"] == "DynamoGraphDeployment":
             for service in obj["spec"]["services"].values():
                 main = service.get("extraPodSpec", {}).get("mainContainer", {})
@@ -113,6 +140,13 @@ def engine_args(objects: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
                     if argv:
                         out.append(_module_args(argv))
     return out
+
+
+def leader_engine_args(lws: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The leader's vLLM server of a multi-node LeaderWorkerSet (its workers run `ray start`,
+    no engine flags)."""
+    template = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+    return [("vllm", c["args"]) for c in template["spec"]["containers"] if c["name"] == "vllm"]
 
 
 def _module_args(argv: list[str]) -> tuple[str, list[str]]:

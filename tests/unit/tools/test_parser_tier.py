@@ -30,7 +30,7 @@ def test_every_launch_of_every_case_is_collected(
     launched = [j for j in found if j["case"] != "control"]
 
     assert collections.Counter(j["entry"] for j in launched) == {
-        "vllm": 20,
+        "vllm": 26,  # 20, the 4 multi-node matrix leaders and the 2 multi-node examples
         "dynamo-vllm": 17,
         "dynamo-sglang": 14,
         "dynamo-trtllm": 6,

@@ -448,9 +448,10 @@ def test_every_flag_runway_emits_is_catalogued_across_the_matrix(shipped: Provid
             checked[name] = checked.get(name, 0) + 1
     # containers started with flags, by entry point, across the 34 matrix cases that have any:
     # the old 44 engine containers, the 3 mocker workers (aggregated; prefill and decode) and
-    # the frontend sidecar of each Dynamo worker service behind a gateway
+    # the frontend sidecar of each Dynamo worker service behind a gateway; the leaders of the 4
+    # multi-node (LeaderWorkerSet) cases
     assert checked == {
-        "vllm": 16,
+        "vllm": 20,
         "dynamo-vllm": 12,
         "dynamo-sglang": 12,
         "dynamo-trtllm": 4,
