@@ -41,19 +41,15 @@ from core.model.kinds import ModelDeployment, dig
 from core.model.plugin import PodGroup, Pods, Server, UpstreamKind
 from core.model.versions import Versions
 from core.rendering.common import (
-    HTTP_PORT,
     LABEL_MODEL_DEPLOYMENT,
-    cache_env,
-    container_resources,
-    env,
-    gpu_type,
+    deployment_and_service,
     object_meta,
     placement,
     pod_annotations,
     pod_labels,
     pod_volumes,
 )
-from core.rendering.engines import SERVING_CONTAINER, vllm_container
+from core.rendering.engines import SERVING_CONTAINER, vllm_container, vllm_pod_container
 from core.rendering.pods import template_port, template_selector
 
 LEADERWORKERSETS = UpstreamKind(
@@ -158,23 +154,11 @@ def worker_container(
 ) -> dict[str, Any]:
     """A worker of the group: a Ray node joining the leader's head, with the leader's image,
     GPUs, environment and mounts (it loads its own pipeline stage)."""
-    container: dict[str, Any] = {
-        "name": WORKER_CONTAINER,
-        "image": md.image_override or f"vllm/vllm-openai:{pins.vllm}",
-        "command": ["ray"],
-        "args": ["start", f"--address=$({LEADER_ADDRESS}):{RAY_PORT}", "--block"],
-        "resources": container_resources(
-            gpus=gpus,
-            gpu_type=gpu_type(md),
-            memory=memory,
-            cpu=md.spec.get("resources", {}).get("cpu"),
-        ),
-    }
-    variables = env(md, extra=cache_env(md))
-    if variables:
-        container["env"] = variables
-    if mounts:
-        container["volumeMounts"] = [dict(m) for m in mounts]
+    container = vllm_pod_container(
+        md, pins, WORKER_CONTAINER, gpus=gpus, memory=memory, mounts=mounts
+    )
+    container["command"] = ["ray"]
+    container["args"] = ["start", f"--address=$({LEADER_ADDRESS}):{RAY_PORT}", "--block"]
     return container
 
 
@@ -210,16 +194,9 @@ def leaderworkerset_and_service(
             "workerTemplate": _template(md, selector, worker, volumes),
         },
     }
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": object_meta(md, name),
-        "spec": {
-            "type": "ClusterIP",
-            "selector": selector | LEADER_LABELS,
-            "ports": [{"name": "http", "port": HTTP_PORT, "targetPort": "http", "protocol": "TCP"}],
-        },
-    }
+    # The Service deployment_and_service gives a Deployment of these pods, selecting leaders.
+    _, service = deployment_and_service(md, name, leader, replicas=replicas, component=component)
+    service["spec"]["selector"] = selector | LEADER_LABELS
     lws = {
         "apiVersion": f"{LEADERWORKERSETS.group}/{LEADERWORKERSETS.version}",
         "kind": LEADERWORKERSETS.kind,

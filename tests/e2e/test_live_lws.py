@@ -27,11 +27,11 @@ from tests.support.cluster import Cluster
 from tests.support.kuberay import get_json
 from tests.support.live import GPU
 from tests.support.lws import (
+    BINARY,
     NAMESPACE_LABEL,
-    Controller,
     install_watched_crds,
-    remove_webhooks,
     start_controller,
+    stop_controller,
     unavailable_reason,
 )
 from tests.support.status import controller
@@ -45,17 +45,18 @@ LWS_LABELS = "leaderworkerset.sigs.k8s.io"
 @pytest.fixture(scope="module")
 def lws_controller(
     live_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Controller]:
+) -> Iterator[Cluster]:
+    """The live cluster with the LWS controller running (stopped, its webhooks removed, after
+    this module)."""
     reason = unavailable_reason()
     if reason is not None:
         pytest.fail(f"LeaderWorkerSet live tier: {reason}", pytrace=False)
     install_watched_crds(live_cluster)
-    started = start_controller(live_cluster, tmp_path_factory.mktemp("lws-live"))
+    start_controller(live_cluster, tmp_path_factory.mktemp("lws-live"))
     try:
-        yield started
+        yield live_cluster
     finally:
-        remove_webhooks(live_cluster)
-        assert started.stop() in (0, -15), started.log_tail()
+        assert stop_controller(live_cluster) in (0, -15), live_cluster.log_tail(BINARY)
 
 
 def model(provider: str, namespace: str) -> dict[str, Any]:
@@ -80,8 +81,9 @@ def ready(pod: dict[str, Any]) -> bool:
 
 @pytest.mark.parametrize("provider", ["vllm", "llmd"])
 def test_a_model_across_nodes_rolls_out_as_a_leaderworkerset_and_reads_running(
-    live_cluster: Cluster, lws_controller: Controller, tmp_path: Path, provider: str
+    lws_controller: Cluster, tmp_path: Path, provider: str
 ) -> None:
+    live_cluster = lws_controller
     namespace = f"lws-{uuid.uuid4().hex[:8]}"
     live_cluster.kubectl("create", "namespace", namespace)
     live_cluster.kubectl("label", "namespace", namespace, f"{NAMESPACE_LABEL}=true")
@@ -98,7 +100,7 @@ def test_a_model_across_nodes_rolls_out_as_a_leaderworkerset_and_reads_running(
     try:
 
         def rolled_out() -> dict[str, Any] | None:
-            lws_controller.running()
+            live_cluster.alive(BINARY)
             live_cluster.alive("kube-scheduler")
             pods = get_json(live_cluster, "pods", "-n", namespace)["items"]
             status = get_json(live_cluster, f"modeldeployment.airunway.ai/{name}", "-n", namespace)

@@ -21,18 +21,15 @@ installs it from the module at the pin, as the KubeRay tier does RayJob's.
 from __future__ import annotations
 
 import base64
-import json
-import os
 import shutil
-import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from kubeio.shipped import bundled_versions
 from kubeio.yamlio import dump, dump_all
 from tests.cluster.build import LWS_MODULE, module_dir
-from tests.support.cluster import Cluster, _get, binaries_dir, free_port, terminate
+from tests.support.cluster import Cluster, _get, binaries_dir, free_port, spawn, terminate
+from tests.support.kuberay import _established
 from tests.support.wait import wait_until
 
 BINARY = "lws-controller"
@@ -54,29 +51,6 @@ VALIDATING = (
 )  # fmt: skip
 
 
-@dataclass
-class Controller:
-    process: subprocess.Popen[bytes]
-    log_path: Path
-    logs: list[IO[bytes]] = field(default_factory=list)
-
-    def running(self) -> bool:
-        """True while it runs; raises with its log tail once it has exited."""
-        code = self.process.poll()
-        if code is not None:
-            raise RuntimeError(f"{BINARY} exited with {code}:\n{self.log_tail()}")
-        return True
-
-    def log_tail(self, limit: int = 4000) -> str:
-        return self.log_path.read_text(errors="replace")[-limit:]
-
-    def stop(self) -> int:
-        code = terminate(self.process)
-        for log in self.logs:
-            log.close()
-        return code
-
-
 def unavailable_reason() -> str | None:
     """Why the tier cannot run here, or None (a missing binary: `make cluster` was not run)."""
     if (binaries_dir() / BINARY).exists():
@@ -92,13 +66,6 @@ def install_watched_crds(cluster: Cluster) -> None:
         cluster.apply_manifests((source / name).read_text())
     name = "disaggregatedsets.disaggregatedset.x-k8s.io"
     wait_until(lambda: _established(cluster, name), timeout=60, what=f"{name} CRD")
-
-
-def _established(cluster: Cluster, name: str) -> bool:
-    # Polled: `kubectl wait` errors while a fresh CRD has no conditions yet.
-    crd = json.loads(cluster.kubectl("get", "crd", name, "-o", "json").stdout)
-    conditions = crd.get("status", {}).get("conditions") or []
-    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 
 def _config(workdir: Path, webhook: int, probe: int) -> Path:
@@ -162,36 +129,35 @@ def webhook_configurations(cluster: Cluster, port: int) -> list[dict[str, Any]]:
     ]
 
 
-def start_controller(cluster: Cluster, workdir: Path) -> Controller:
-    """The controller, started, answering its readiness probe, its webhooks registered."""
+def start_controller(cluster: Cluster, workdir: Path) -> None:
+    """The controller, started as one of the cluster's processes (BINARY: `cluster.alive`,
+    its log in the cluster's folder), answering its readiness probe, its webhooks registered."""
     webhook, probe = free_port(), free_port()
     config = _config(workdir, webhook, probe)
     certs = workdir / "webhook-certs"
     shutil.copyfile(cluster.pki / "serving-cert.pem", certs / "tls.crt")
     shutil.copyfile(cluster.pki / "serving-key.pem", certs / "tls.key")
-    log = (workdir / f"{BINARY}.log").open("wb")
-    process = subprocess.Popen(
-        [str(binaries_dir() / BINARY), f"--config={config}", "--zap-devel=false"],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=workdir,
-        env=dict(os.environ) | {"KUBECONFIG": str(cluster.kubeconfig)},
-        start_new_session=True,
+    spawn(
+        cluster,
+        BINARY,
+        [
+            str(binaries_dir() / BINARY),
+            f"--config={config}",
+            f"--kubeconfig={cluster.kubeconfig}",
+            "--zap-devel=false",
+        ],
     )
-    controller = Controller(process, workdir / f"{BINARY}.log", [log])
-    try:
-        wait_until(
-            lambda: controller.running() and _get(f"http://127.0.0.1:{probe}/readyz"),
-            timeout=START_TIMEOUT,
-            what=f"{BINARY} /readyz",
-        )
-        cluster.apply_manifests(dump_all(webhook_configurations(cluster, webhook)))
-    except BaseException:
-        controller.stop()
-        raise
-    return controller
+    wait_until(
+        lambda: cluster.alive(BINARY) and _get(f"http://127.0.0.1:{probe}/readyz"),
+        timeout=START_TIMEOUT,
+        what=f"{BINARY} /readyz",
+    )
+    cluster.apply_manifests(dump_all(webhook_configurations(cluster, webhook)))
 
 
-def remove_webhooks(cluster: Cluster) -> None:
+def stop_controller(cluster: Cluster) -> int:
+    """Remove the webhooks (no pod of another test may wait on them), then stop the controller;
+    its exit status."""
     for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
         cluster.kubectl("delete", kind, WEBHOOKS, "--ignore-not-found", check=False)
+    return terminate(cluster.processes[cluster.names.index(BINARY)])

@@ -31,6 +31,8 @@ EXPECTED_SELECTION = {
     "llama-8b-trt": ("trtllm", True, "dynamo", False),
     "mistral-llmd": ("vllm", True, "llmd", True),
     "phi-direct": ("vllm", True, "vllm", True),
+    "llama-70b-multinode": ("vllm", True, "vllm", True),
+    "qwen-32b-multinode": ("vllm", True, "llmd", True),
     "qwen-32b-kv": ("vllm", True, "dynamo", True),
     "phi-kaito": ("vllm", True, "kaito", True),
     "qwen-mocker": ("vllm", False, "dynamo", True),
