@@ -65,6 +65,9 @@ LEADER_COMMAND = ("/bin/sh", "-c", f'ray start --head --port={RAY_PORT} && exec 
 RAY_EXECUTOR = ("--distributed-executor-backend", "ray")
 EXECUTOR_KEY = "distributed-executor-backend"
 _TEMPLATE = "spec.leaderWorkerTemplate.leaderTemplate"
+# Access modes that a group's pods on several nodes cannot share (Kubernetes' PersistentVolume
+# access modes: ReadWriteOnce is one node's, ReadWriteOncePod one pod's).
+ONE_WRITER = {"ReadWriteOnce": "node", "ReadWriteOncePod": "pod"}
 # The LWS webhook's defaults (pkg/webhooks/leaderworkerset_webhook.go:61-70), written out: no drift.
 ROLLOUT = {
     "type": "RollingUpdate",
@@ -117,7 +120,9 @@ def serving_containers(obj: Mapping[str, Any]) -> list[Server]:
 
 def multinode_checks(md: ModelDeployment) -> list[FieldError]:
     """What a LeaderWorkerSet replica cannot honour: Deployment overrides (the pods are not a
-    Deployment's) and another executor than Ray (vLLM's multi-node recipe runs on Ray)."""
+    Deployment's), a claim Runway creates that only one node or pod may mount (every pod of the
+    group mounts the model cache), and another executor than Ray (vLLM's multi-node recipe runs
+    on Ray)."""
     if not is_multinode(md):
         return []
     errors = []
@@ -130,6 +135,17 @@ def multinode_checks(md: ModelDeployment) -> list[FieldError]:
                 "LeaderWorkerSet group, not a Deployment: the Deployment overrides do not apply",
             )
         )
+    errors += [
+        FieldError(
+            f"spec.model.storage.volumes[{i}].accessMode",
+            Reason.UNSUPPORTED,
+            f"{volume['accessMode']} lets one {ONE_WRITER[volume['accessMode']]} mount the claim, "
+            f"but every pod of a replica across {md.pipeline_parallel} nodes mounts it: use "
+            "ReadWriteMany (the default) or ReadOnlyMany",
+        )
+        for i, volume in enumerate(md.volumes)
+        if volume.get("accessMode") in ONE_WRITER
+    ]
     executor = md.engine_args.get(EXECUTOR_KEY)
     if executor is not None and str(executor) != "ray":
         errors.append(

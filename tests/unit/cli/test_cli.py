@@ -246,7 +246,7 @@ def test_validate_exits_zero_when_everything_is_allowed(capsys: pytest.CaptureFi
     code, out, _ = run(capsys, "validate", *sorted(map(str, EXAMPLES.glob("*.yaml"))))
 
     assert code == Exit.OK
-    assert out.splitlines()[-1] == "12 allowed, 0 denied"
+    assert out.splitlines()[-1] == "14 allowed, 0 denied"
 
 
 def test_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:

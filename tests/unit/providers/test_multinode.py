@@ -260,6 +260,32 @@ def test_what_a_group_cannot_honour_is_refused(
     assert errors(obj, shipped) == expected
 
 
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [
+        ("ReadWriteOnce", ["spec.model.storage.volumes[0].accessMode: Unsupported value: "
+                           "ReadWriteOnce lets one node mount the claim, but every pod of a "
+                           "replica across 2 nodes mounts it: use ReadWriteMany (the default) "
+                           "or ReadOnlyMany"]),
+        ("ReadWriteOncePod", ["spec.model.storage.volumes[0].accessMode: Unsupported value: "
+                              "ReadWriteOncePod lets one pod mount the claim, but every pod of a "
+                              "replica across 2 nodes mounts it: use ReadWriteMany (the default) "
+                              "or ReadOnlyMany"]),
+        ("ReadWriteMany", []),
+    ],
+)  # fmt: skip
+def test_a_model_cache_one_node_may_mount_is_refused_across_nodes(
+    shipped: ProviderRegistry, mode: str, expected: list[str]
+) -> None:
+    volume = {"name": "cache", "size": "100Gi", "purpose": "modelCache", "accessMode": mode}
+    obj = multinode("vllm", model={"id": "org/model", "storage": {"volumes": [volume]}})
+    one_node = multinode(
+        "vllm", nodes="1", model={"id": "org/model", "storage": {"volumes": [volume]}}
+    )
+
+    assert (errors(obj, shipped), errors(one_node, shipped)) == (expected, [])
+
+
 def test_the_same_overrides_on_one_node_are_admitted(shipped: ProviderRegistry) -> None:
     obj = multinode("llmd", nodes="1")
     obj["spec"]["provider"]["overrides"] = {"spec": {"minReadySeconds": 5}}
