@@ -74,6 +74,14 @@ def model(provider: str, namespace: str) -> dict[str, Any]:
     }
 
 
+def served_by(cluster: Cluster, namespace: str, service: str) -> list[str]:
+    """The pods the Service's EndpointSlices list, by name."""
+    slices = get_json(
+        cluster, "endpointslices", "-n", namespace, "-l", f"kubernetes.io/service-name={service}"
+    )["items"]
+    return sorted(e["targetRef"]["name"] for s in slices for e in s.get("endpoints") or ())
+
+
 def ready(pod: dict[str, Any]) -> bool:
     conditions = pod.get("status", {}).get("conditions") or []
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
@@ -106,23 +114,20 @@ def test_a_model_across_nodes_rolls_out_as_a_leaderworkerset_and_reads_running(
             status = get_json(live_cluster, f"modeldeployment.airunway.ai/{name}", "-n", namespace)
             phase = (status.get("status") or {}).get("phase")
             done = len(pods) == NODES * GROUPS and all(ready(p) for p in pods)
-            return {"pods": pods, "model": status} if done and phase == "Running" else None
+            # The EndpointSlice controller catches up with the Ready pods a moment later.
+            reached = served_by(live_cluster, namespace, name)
+            finished = done and phase == "Running" and len(reached) >= GROUPS
+            return {"pods": pods, "model": status, "reached": reached} if finished else None
 
         seen = wait_until(
-            rolled_out, timeout=ROLLOUT_TIMEOUT, what="the group's pods Ready, the model Running"
+            rolled_out,
+            timeout=ROLLOUT_TIMEOUT,
+            what="the group's pods Ready, the model Running, the Service reaching them",
         )
         assert seen is not None
         sets = get_json(live_cluster, "statefulsets", "-n", namespace)["items"]
         lws = get_json(live_cluster, f"leaderworkerset/{name}", "-n", namespace)
         services = get_json(live_cluster, "services", "-n", namespace)["items"]
-        endpoints = get_json(
-            live_cluster,
-            "endpointslices",
-            "-n",
-            namespace,
-            "-l",
-            f"kubernetes.io/service-name={name}",
-        )["items"]
     finally:
         stop.set()
         api.close()
@@ -172,12 +177,7 @@ def test_a_model_across_nodes_rolls_out_as_a_leaderworkerset_and_reads_running(
     assert sorted(
         (s["metadata"]["name"], s["spec"].get("clusterIP") == "None") for s in services
     ) == sorted([(name, False), *((f"{name}-{g}", True) for g in range(GROUPS))])
-    assert sorted(
-        ref["name"]
-        for slice_ in endpoints
-        for e in slice_.get("endpoints") or ()
-        for ref in [e["targetRef"]]
-    ) == [f"{name}-{g}" for g in range(GROUPS)]
+    assert seen["reached"] == [f"{name}-{g}" for g in range(GROUPS)]
     assert (lws["status"]["readyReplicas"], lws["status"]["replicas"]) == (GROUPS, GROUPS)
     assert (status["phase"], status["replicas"]["desired"], status["replicas"]["ready"]) == (
         "Running",
