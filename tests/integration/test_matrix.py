@@ -45,10 +45,20 @@ CASES = cases(SHIPPED)
 
 def test_the_matrix_covers_every_declared_combination() -> None:
     ids = [ident for ident, _ in CASES]
-    # what the shipped configs declare (2x2 per engine mode), a replica across two nodes for each
-    # provider that offers it (gateway on and off), and the two Dynamo mocker cases
-    assert len(ids) == len(set(ids)) == 58
-    assert ids[-2:] == ["dynamo-vllm-aggregated-mocker", "dynamo-vllm-disaggregated-mocker"]
+    # what the shipped configs declare (2x2 per engine mode), the two Dynamo mocker cases, and
+    # a replica across two nodes per GPU engine and mode of each provider offering multi-node
+    # (llm-d's disaggregated refused), and per GPU engine aggregated with the gateway and cache
+    multinode = [i for i in ids if "-pp2" in i]
+    assert len(ids) == len(set(ids)) == 58 + len(multinode)
+    assert ids[58 - 2 : 58] == [
+        "dynamo-vllm-aggregated-mocker",
+        "dynamo-vllm-disaggregated-mocker",
+    ]
+    assert {i for i in multinode if i.startswith("dynamo-") and i.endswith("-pp2")} == {
+        f"dynamo-{engine}-{mode}-gpu-pp2"
+        for engine in ("vllm", "sglang", "trtllm")
+        for mode in ("aggregated", "disaggregated")
+    }
     providers = {ident.split("-", 1)[0] for ident in ids}
     assert providers == {"dynamo", "kaito", "kuberay", "llmd", "vllm"}
     assert {i for i in ids if "disaggregated" in i and "gw" in i and "pvc" in i} >= {
@@ -57,12 +67,19 @@ def test_the_matrix_covers_every_declared_combination() -> None:
         "llmd-vllm-disaggregated-gpu-gw-pvc",
     }
     assert "kaito-llamacpp-aggregated-cpu-gw-pvc" in ids
-    assert [i for i in ids if "-pp2" in i] == [
+    assert [i for i in multinode if not i.startswith("dynamo-")] == [
         "llmd-vllm-aggregated-gpu-pp2",
-        "llmd-vllm-aggregated-gpu-pp2-gw",
         "vllm-vllm-aggregated-gpu-pp2",
-        "vllm-vllm-aggregated-gpu-pp2-gw",
+        "llmd-vllm-aggregated-gpu-pp2-gw-pvc",
+        "vllm-vllm-aggregated-gpu-pp2-gw-pvc",
     ]
+    assert [i for i in multinode if i.endswith("-pp2-gw-pvc")] == [
+        f"{provider}-{engine}-aggregated-gpu-pp2-gw-pvc"
+        for provider, engine in (
+            ("dynamo", "sglang"), ("dynamo", "trtllm"), ("dynamo", "vllm"),
+            ("llmd", "vllm"), ("vllm", "vllm"),
+        )
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(("ident", "obj"), CASES, ids=[ident for ident, _ in CASES])

@@ -1,6 +1,7 @@
 """The render matrix: every provider x engine x serving mode x GPU/CPU x gateway on/off x
-storage on/off that the shipped provider configs declare, as ModelDeployments, and the Dynamo
-mocker test backend (an annotation, not a declared engine) aggregated and disaggregated."""
+storage on/off that the shipped provider configs declare, as ModelDeployments, the Dynamo
+mocker test backend (an annotation, not a declared engine) aggregated and disaggregated, and a
+replica across two nodes for every GPU engine and mode of each provider offering multi-node."""
 
 from __future__ import annotations
 
@@ -37,36 +38,52 @@ def cases(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
                 out.append(
                     (ident, _deployment(config.name, engine, mode, device, gateway, storage))
                 )
-    out += multinode_cases(registry)
     if "dynamo" in registry.configs:
         out += [
             ("dynamo-vllm-aggregated-mocker", _mocker("aggregated")),
             ("dynamo-vllm-disaggregated-mocker", _mocker("disaggregated")),
         ]
-    return out
+    return out + _multinode(registry) + multinode_cases(registry)
 
 
-MULTINODE_NODES = "2"  # pipeline-parallel-size: the pods one replica spans
-
-
-def multinode_cases(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
-    """A replica across nodes for every provider that offers it (its plug-in's MultiNode), with
-    each engine it declares on GPUs aggregated, behind the gateway or not, with the model cache:
-    pipeline-parallel-size 2 on 2 GPUs per node."""
+def _multinode(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
+    """A replica across two nodes (spec.engine.args.pipeline-parallel-size: "2") for every GPU
+    engine and serving mode of every provider whose plug-in offers multi-node."""
     offered = {p.name for p in plugins() if p.multinode.offered}
     out = []
     for config in registry.configs.values():
         if config.name not in offered:
             continue
         for engine, capability in sorted(config.engines.items()):
-            if not capability.gpu or "aggregated" not in capability.serving_modes:
-                continue
-            for gateway in (False, True):
-                obj = _deployment(config.name, engine, "aggregated", "gpu", gateway, True)
-                obj["metadata"]["name"] = f"{config.name}-{engine}-multinode"
-                obj["spec"]["engine"]["args"] = {"pipeline-parallel-size": MULTINODE_NODES}
-                ident = f"{config.name}-{engine}-aggregated-gpu-pp2" + ("-gw" if gateway else "")
-                out.append((ident, obj))
+            for mode in sorted(capability.serving_modes) if capability.gpu else ():
+                if (config.name, mode) in MULTINODE_REFUSED:
+                    continue
+                obj = _deployment(config.name, engine, mode, "gpu", False, False)
+                obj["metadata"]["name"] += "-pp2"
+                obj["spec"]["engine"]["args"] = {"pipeline-parallel-size": "2"}
+                out.append((f"{config.name}-{engine}-{mode}-gpu-pp2", obj))
+    return out
+
+
+# Offered providers' serving modes that admission refuses across nodes, with the reason there:
+# llm-d's disaggregated pods (providers/llmd/pods.py admission_checks).
+MULTINODE_REFUSED = {("llmd", "disaggregated")}
+
+
+def multinode_cases(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
+    """A replica across two nodes behind the gateway with the model cache, for every GPU engine
+    of every provider that offers multi-node, aggregated (beside _multinode's bare cases)."""
+    offered = {p.name for p in plugins() if p.multinode.offered}
+    out = []
+    for config in registry.configs.values():
+        if config.name not in offered:
+            continue
+        for engine, capability in sorted(config.engines.items()):
+            if capability.gpu and "aggregated" in capability.serving_modes:
+                obj = _deployment(config.name, engine, "aggregated", "gpu", True, True)
+                obj["metadata"]["name"] += "-pp2"
+                obj["spec"]["engine"]["args"] = {"pipeline-parallel-size": "2"}
+                out.append((f"{config.name}-{engine}-aggregated-gpu-pp2-gw-pvc", obj))
     return out
 
 

@@ -30,12 +30,14 @@ def test_every_launch_of_every_case_is_collected(
     launched = [j for j in found if j["case"] != "control"]
 
     assert collections.Counter(j["entry"] for j in launched) == {
-        "vllm": 26,  # 20, the 4 multi-node matrix leaders and the 2 multi-node examples
-        "dynamo-vllm": 17,
-        "dynamo-sglang": 14,
-        "dynamo-trtllm": 6,
+        # the multi-node matrix cases (4 LeaderWorkerSet leaders, a Dynamo worker and sidecar per
+        # engine behind the gateway) and the 2 llm-d and Direct vLLM multi-node examples
+        "vllm": 26,
+        "dynamo-vllm": 22,
+        "dynamo-sglang": 18,
+        "dynamo-trtllm": 18,
         "dynamo-mocker": 4,
-        "dynamo-frontend": 14,
+        "dynamo-frontend": 21,
         "kuberay": 12,
     }
     matrix = {f"matrix/{ident}" for ident, _ in cases(shipped_registry())}
