@@ -71,19 +71,13 @@ MULTINODE_REFUSED = {("llmd", "disaggregated")}
 
 
 def multinode_cases(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
-    """A replica across two nodes behind the gateway with the model cache, for every GPU engine
-    of every provider that offers multi-node, aggregated (beside _multinode's bare cases)."""
-    offered = {p.name for p in plugins() if p.multinode.offered}
+    """Each aggregated case of _multinode again, behind the gateway with the model cache."""
     out = []
-    for config in registry.configs.values():
-        if config.name not in offered:
-            continue
-        for engine, capability in sorted(config.engines.items()):
-            if capability.gpu and "aggregated" in capability.serving_modes:
-                obj = _deployment(config.name, engine, "aggregated", "gpu", True, True)
-                obj["metadata"]["name"] += "-pp2"
-                obj["spec"]["engine"]["args"] = {"pipeline-parallel-size": "2"}
-                out.append((f"{config.name}-{engine}-aggregated-gpu-pp2-gw-pvc", obj))
+    for ident, obj in _multinode(registry):
+        if "-aggregated-" in ident:
+            spec = {**obj["spec"], "gateway": {"enabled": True}}
+            spec["model"] = {**spec["model"], "storage": {"volumes": [dict(v) for v in STORAGE]}}
+            out.append((f"{ident}-gw-pvc", {**obj, "spec": spec}))
     return out
 
 
