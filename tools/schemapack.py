@@ -7,9 +7,9 @@ subresources, printer columns), plus where it came from. Versions come from
 core/model/versions.env only.
 
 Two kinds of input:
-  * upstreams served by the Go module proxy (Gateway API, GAIE, KubeRay, Istio, and the Flux
-    and Argo CD kinds that install a provider's operator) are downloaded with `go mod download`,
-    as `make cluster` does;
+  * upstreams served by the Go module proxy (Gateway API, GAIE, KubeRay, LeaderWorkerSet, Istio,
+    and the Flux and Argo CD kinds that install a provider's operator) are downloaded with
+    `go mod download`, as `make cluster` does;
   * KAITO and Dynamo are served by no registry this project can reach: their CRD files are read
     from the directory given with --upstream-crds (laid out <upstream>/<folder>/<file>), and the
     upstream tag or commit each was taken from is recorded from the table below.
@@ -160,6 +160,15 @@ MODULE_SOURCES = (
         KUBERAY,
         "config/crd/bases/ray.io_rayclusters.yaml",
         "rayclusters.ray.io",
+    ),
+    # llm-d and Direct vLLM place a multi-node replica as a LeaderWorkerSet group
+    # (core/rendering/leaderworkerset.py).
+    ModuleSource(
+        "LeaderWorkerSet",
+        "LWS_VERSION",
+        "sigs.k8s.io/lws",
+        "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+        "leaderworkersets.leaderworkerset.x-k8s.io",
     ),
     ModuleSource(
         "Istio",

@@ -69,18 +69,42 @@ def vllm_container(
         if port_name == "http" and port == HTTP_PORT
         else [{"name": port_name, "containerPort": port, "protocol": "TCP"}]
     )
+    container = vllm_pod_container(
+        md, pins, SERVING_CONTAINER, gpus=gpus, memory=memory, mounts=mounts, extra_env=extra_env
+    )
+    container["args"] = [
+        *listen,
+        "--port",
+        str(port),
+        *vllm_args(md, gpus=gpus, skip=skip),
+        *extra_args,
+    ]
+    container["ports"] = ports
+    return container | vllm_probes(port_name)
+
+
+def vllm_pod_container(
+    md: ModelDeployment,
+    pins: Versions,
+    name: str,
+    *,
+    gpus: int,
+    memory: str | None,
+    mounts: Sequence[Mapping[str, Any]],
+    extra_env: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """A container `name` of a pod that runs `md`'s vLLM (the server, or a multi-node worker):
+    spec.engine.image or the pinned vLLM image, `gpus` and the spec's memory and CPU, the env of
+    spec.env, the cache variables and `extra_env`, and `mounts`."""
     container: dict[str, Any] = {
-        "name": SERVING_CONTAINER,
+        "name": name,
         "image": md.image_override or f"vllm/vllm-openai:{pins.vllm}",
-        "args": [*listen, "--port", str(port), *vllm_args(md, gpus=gpus, skip=skip), *extra_args],
-        "ports": ports,
         "resources": container_resources(
             gpus=gpus,
             gpu_type=gpu_type(md),
             memory=memory,
             cpu=md.spec.get("resources", {}).get("cpu"),
         ),
-        **vllm_probes(port_name),
     }
     variables = env(md, extra=[*cache_env(md), *extra_env])
     if variables:  # an empty list is dropped by the API server (omitempty): no drift

@@ -6,11 +6,13 @@ engine answers to the name the spec gives it. The pods run the vLLM OpenAI serve
 vLLM image, whose catalog is `vllm` (providers/vllm/catalogs/vllm.json, `make flags`); Runway
 owns the server's host and port besides the engine flags it derives from the spec. Runway
 renders the Deployments itself, so the pods carry the template labels and the pool selects them.
+An aggregated replica across nodes (pipeline-parallel-size > 1) is a LeaderWorkerSet group
+(core/rendering/leaderworkerset.py): the pool and the Service select its leaders.
 """
 
 from core.checks.flags import VLLM_SERVER_FLAGS
-from core.model.plugin import Provider
-from core.rendering.pods import TEMPLATE_PODS
+from core.model.plugin import MultiNode, Provider
+from core.rendering.leaderworkerset import VLLM_PODS, serving_containers
 from providers.llmd.invariants import invariants
 from providers.llmd.overrides import NAME, OVERRIDES
 from providers.llmd.pods import RULES
@@ -21,9 +23,11 @@ PROVIDER = Provider(
     NAME,
     OVERRIDES,
     render,
-    TEMPLATE_PODS,
+    VLLM_PODS,
     WATCHED,
     rules=RULES,
     flags=VLLM_SERVER_FLAGS,
     invariants=invariants,
+    serving_containers=serving_containers,
+    multinode=MultiNode(offered=True),
 )

@@ -18,8 +18,10 @@ from typing import Any
 
 import yaml
 
-from core.model.kinds import ModelDeployment
+from core.fields.errors import FieldError, Reason
+from core.model.kinds import PIPELINE_PARALLEL, ModelDeployment
 from core.model.plugin import ProviderContext, Rules
+from core.rendering.leaderworkerset import multinode_checks
 
 PD_PROFILE_HANDLER = "pd-profile-handler"
 
@@ -83,4 +85,28 @@ def sidecar_flag_problems(args: Sequence[str], facts: PDFacts, where: str) -> li
     return problems
 
 
-RULES = Rules(picker_config=picker_config)
+def admission_checks(
+    md: ModelDeployment, context: ProviderContext, old: ModelDeployment | None
+) -> tuple[list[FieldError], list[str]]:
+    """A replica across nodes is a LeaderWorkerSet group (core/rendering/leaderworkerset.py
+    multinode_checks), for the aggregated shape only: a disaggregated model's decode pod pairs
+    its routing sidecar (cmd/pd-sidecar) and NIXL side channel with one vLLM in the same pod,
+    and llm-d's own multi-node P/D (guides/wide-ep-lws) spreads data and expert parallel ranks
+    over the group, not Ray pipeline stages."""
+    errors = multinode_checks(md)
+    if md.is_disaggregated and md.pipeline_parallel > 1:
+        errors.append(
+            FieldError(
+                f"spec.engine.args.{PIPELINE_PARALLEL}",
+                Reason.UNSUPPORTED,
+                "llm-d places a replica across nodes for aggregated serving only: a "
+                "disaggregated decode pod pairs its routing sidecar and NIXL side channel with "
+                "one vLLM in the pod (llm-d-inference-scheduler cmd/pd-sidecar), and llm-d's own "
+                "multi-node P/D (guides/wide-ep-lws) runs data and expert parallel ranks, not "
+                "pipeline stages; use spec.serving.mode aggregated, or tensor parallel on one node",
+            )
+        )
+    return errors, []
+
+
+RULES = Rules(admission_checks, picker_config=picker_config)

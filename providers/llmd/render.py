@@ -22,16 +22,23 @@ from core.model.plugin import ProviderContext
 from core.model.versions import Versions
 from core.rendering.common import HTTP_PORT, http_port, managed_claims, nixl_kv_transfer
 from core.rendering.engines import vllm_deployment
+from core.rendering.leaderworkerset import is_multinode, leaderworkerset_and_service
 from providers.llmd.pods import PDFacts, pd_facts
 
 
 def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> list[dict[str, Any]]:
-    """One Deployment and Service (aggregated), or decode (primary) and prefill pairs, then a
-    PersistentVolumeClaim per volume with a size."""
+    """One Deployment and Service (aggregated; a LeaderWorkerSet and the Service of its leaders
+    across nodes), or decode (primary) and prefill pairs, then a PersistentVolumeClaim per volume
+    with a size. A disaggregated model across nodes is refused at admission (providers/llmd/
+    pods.py multinode_checks)."""
     facts = pd_facts(context)
     if not md.is_disaggregated:
         memory = md.spec.get("resources", {}).get("memory")
         replicas = int(md.spec.get("scaling", {}).get("replicas", 1))
+        if is_multinode(md):
+            return leaderworkerset_and_service(
+                md, md.name, pins, gpus=md.gpu_count, memory=memory, replicas=replicas
+            ) + managed_claims(md)
         return _pair(
             md,
             md.name,

@@ -6,14 +6,27 @@ engine answers to the name the spec gives it. The pods run the vLLM OpenAI serve
 vLLM image, whose catalog is `vllm` (providers/vllm/catalogs/vllm.json, `make flags`); Runway
 owns the server's host and port besides the engine flags it derives from the spec. Runway
 renders the Deployment itself, so the pods carry the template labels (the pool selects
-airunway.ai/model-deployment) and the server listens on --port 8000.
+airunway.ai/model-deployment) and the server listens on --port 8000. A replica across nodes
+(pipeline-parallel-size > 1) is a LeaderWorkerSet group (core/rendering/leaderworkerset.py):
+the pool and the Service select its leaders.
 """
 
 from core.checks.flags import VLLM_SERVER_FLAGS
-from core.model.plugin import Provider
-from core.rendering.pods import TEMPLATE_PODS
+from core.model.plugin import MultiNode, Provider
+from core.rendering.leaderworkerset import VLLM_PODS, serving_containers
 from providers.vllm.overrides import NAME, OVERRIDES
 from providers.vllm.render import render
+from providers.vllm.rules import RULES
 from providers.vllm.status import WATCHED
 
-PROVIDER = Provider(NAME, OVERRIDES, render, TEMPLATE_PODS, WATCHED, flags=VLLM_SERVER_FLAGS)
+PROVIDER = Provider(
+    NAME,
+    OVERRIDES,
+    render,
+    VLLM_PODS,
+    WATCHED,
+    rules=RULES,
+    flags=VLLM_SERVER_FLAGS,
+    serving_containers=serving_containers,
+    multinode=MultiNode(offered=True),
+)

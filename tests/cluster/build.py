@@ -3,8 +3,8 @@
 Everything lands in the cache directory (default `.cache/cluster`, or $RUNWAY_CLUSTER_CACHE):
   bin/kube-apiserver, bin/kube-controller-manager, bin/kube-scheduler
                                         from tests/cluster/kubernetes/go.mod, stamped with the pin
-  bin/etcd, bin/kuberay-operator, bin/helm
-                                        from tests/cluster/{etcd,kuberay,helm}/go.mod
+  bin/etcd, bin/kuberay-operator, bin/lws-controller, bin/helm
+                                        from tests/cluster/{etcd,kuberay,lws,helm}/go.mod
   bin/kwok, kwok/stages.yaml            KWOK's fake nodes and pod lifecycles (tests/cluster/kwok.py)
   bin/argocd, bin/kustomize, ...        a slim Argo CD (tests/cluster/argocd.py)
   bin/source-controller, ...            Flux (tests/cluster/flux.py)
@@ -65,6 +65,7 @@ KUBERNETES_MODULE = "k8s.io/kubernetes"
 VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 KUBERNETES_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 HELM_MODULE = "helm.sh/helm/v4"
+LWS_MODULE = "sigs.k8s.io/lws"
 
 
 def kubernetes_ldflags(version: str) -> tuple[str, ...]:
@@ -94,6 +95,14 @@ def binaries(versions: Versions) -> tuple[Binary, ...]:
         Binary("etcd", HERE / "etcd", "."),
         # The KubeRay operator (its go.mod has a `tool` line for the pinned ray-operator module).
         Binary("kuberay-operator", HERE / "kuberay", "github.com/ray-project/kuberay/ray-operator"),
+        # The LeaderWorkerSet controller (a `tool` line for sigs.k8s.io/lws/cmd at LWS_VERSION),
+        # stamped as LWS's Makefile stamps its manager (pkg/version.GitVersion).
+        Binary(
+            "lws-controller",
+            HERE / "lws",
+            LWS_MODULE + "/cmd",
+            (f"-X {LWS_MODULE}/pkg/version.GitVersion={versions.as_env()['LWS_VERSION']}",),
+        ),
         # Helm, for the chart tests (tests/e2e/test_helm.py); stamped as its Makefile does.
         Binary(
             "helm",
@@ -224,6 +233,7 @@ def build_binaries(cache: Path, versions: Versions) -> None:
     go = go_version()
     check_pin(KUBERNETES, KUBERNETES_MODULE, "KUBERNETES_VERSION", versions.kubernetes)
     check_pin(HERE / "helm", HELM_MODULE, "HELM_VERSION", versions.as_env()["HELM_VERSION"])
+    check_pin(HERE / "lws", LWS_MODULE, "LWS_VERSION", versions.as_env()["LWS_VERSION"])
     for binary in binaries(versions):
         build_binary(binary, cache / "bin", go)
 

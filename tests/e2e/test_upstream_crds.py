@@ -194,7 +194,7 @@ def test_the_cluster_serves_exactly_the_schemas_of_the_pack(cluster: Cluster) ->
         != normalized(pack.by_kind[(api, kind)])
     )
 
-    assert len(pack.by_kind) == 21  # 13 CRDs, each served version
+    assert len(pack.by_kind) == 22  # 14 CRDs, each served version
     assert differing == []
 
 

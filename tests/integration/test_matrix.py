@@ -52,15 +52,16 @@ CASES = cases(SHIPPED)
 def test_the_matrix_covers_every_declared_combination() -> None:
     ids = [ident for ident, _ in CASES]
     # what the shipped configs declare (2x2 per engine mode, less KAITO presets with storage,
-    # which KAITO cannot mount), the two Dynamo mocker cases, and a replica across two nodes per
-    # GPU engine and mode of each provider offering multi-node
-    multinode = [i for i in ids if i.endswith("-pp2")]
+    # which KAITO cannot mount), the two Dynamo mocker cases, a replica across two nodes per GPU
+    # engine and mode of each provider offering multi-node (llm-d's disaggregated refused), and
+    # per GPU engine aggregated again with the gateway and the cache
+    multinode = [i for i in ids if "-pp2" in i]
     assert len(ids) == len(set(ids)) == 56 + len(multinode)
     assert ids[56 - 2 : 56] == [
         "dynamo-vllm-aggregated-mocker",
         "dynamo-vllm-disaggregated-mocker",
     ]
-    assert {i for i in multinode if i.startswith("dynamo-")} == {
+    assert {i for i in multinode if i.startswith("dynamo-") and i.endswith("-pp2")} == {
         f"dynamo-{engine}-{mode}-gpu-pp2"
         for engine in ("vllm", "sglang", "trtllm")
         for mode in ("aggregated", "disaggregated")
@@ -77,6 +78,19 @@ def test_the_matrix_covers_every_declared_combination() -> None:
         "llmd-vllm-disaggregated-gpu-gw-pvc",
     }
     assert "kaito-llamacpp-aggregated-cpu-gw-pvc" in ids
+    assert [i for i in multinode if not i.startswith("dynamo-")] == [
+        "llmd-vllm-aggregated-gpu-pp2",
+        "vllm-vllm-aggregated-gpu-pp2",
+        "llmd-vllm-aggregated-gpu-pp2-gw-pvc",
+        "vllm-vllm-aggregated-gpu-pp2-gw-pvc",
+    ]
+    assert [i for i in multinode if i.endswith("-pp2-gw-pvc")] == [
+        f"{provider}-{engine}-aggregated-gpu-pp2-gw-pvc"
+        for provider, engine in (
+            ("dynamo", "sglang"), ("dynamo", "trtllm"), ("dynamo", "vllm"),
+            ("llmd", "vllm"), ("vllm", "vllm"),
+        )
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(("ident", "obj"), CASES, ids=[ident for ident, _ in CASES])

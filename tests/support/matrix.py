@@ -48,7 +48,7 @@ def cases(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
             ("dynamo-vllm-aggregated-mocker", _mocker("aggregated")),
             ("dynamo-vllm-disaggregated-mocker", _mocker("disaggregated")),
         ]
-    return out + _multinode(registry)
+    return out + _multinode(registry) + multinode_cases(registry)
 
 
 def _multinode(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
@@ -61,10 +61,28 @@ def _multinode(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
             continue
         for engine, capability in sorted(config.engines.items()):
             for mode in sorted(capability.serving_modes) if capability.gpu else ():
+                if (config.name, mode) in MULTINODE_REFUSED:
+                    continue
                 obj = _deployment(config.name, engine, mode, "gpu", False, False)
                 obj["metadata"]["name"] += "-pp2"
                 obj["spec"]["engine"]["args"] = {"pipeline-parallel-size": "2"}
                 out.append((f"{config.name}-{engine}-{mode}-gpu-pp2", obj))
+    return out
+
+
+# Offered providers' serving modes that admission refuses across nodes, with the reason there:
+# llm-d's disaggregated pods (providers/llmd/pods.py admission_checks).
+MULTINODE_REFUSED = {("llmd", "disaggregated")}
+
+
+def multinode_cases(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
+    """Each aggregated case of _multinode again, behind the gateway with the model cache."""
+    out = []
+    for ident, obj in _multinode(registry):
+        if "-aggregated-" in ident:
+            spec = {**obj["spec"], "gateway": {"enabled": True}}
+            spec["model"] = {**spec["model"], "storage": {"volumes": [dict(v) for v in STORAGE]}}
+            out.append((f"{ident}-gw-pvc", {**obj, "spec": spec}))
     return out
 
 
@@ -127,6 +145,8 @@ def engine_args(objects: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
         if obj["kind"] == "Deployment":
             containers = obj["spec"]["template"]["spec"]["containers"]
             out += [("vllm", c["args"]) for c in containers if c["name"] == "vllm"]
+        elif obj["kind"] == "LeaderWorkerSet":
+            out += leader_engine_args(obj)
         elif obj["kind"] == "DynamoGraphDeployment":
             for service in obj["spec"]["services"].values():
                 main = service.get("extraPodSpec", {}).get("mainContainer", {})
@@ -135,6 +155,13 @@ def engine_args(objects: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
                     if argv:
                         out.append(_module_args(argv))
     return out
+
+
+def leader_engine_args(lws: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The leader's vLLM server of a multi-node LeaderWorkerSet (its workers run `ray start`,
+    no engine flags)."""
+    template = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+    return [("vllm", c["args"]) for c in template["spec"]["containers"] if c["name"] == "vllm"]
 
 
 def _module_args(argv: list[str]) -> tuple[str, list[str]]:

@@ -67,6 +67,7 @@ READS = (
     "dynamographdeployments.nvidia.com",
     "workspaces.kaito.sh",
     "rayservices.ray.io",
+    "leaderworkersets.leaderworkerset.x-k8s.io",
     "inferencepools.inference.networking.k8s.io",
     "httproutes.gateway.networking.k8s.io",
     "services",

@@ -32,6 +32,8 @@ EXPECTED_SELECTION = {
     "llama-8b-trt": ("trtllm", True, "dynamo", False),
     "mistral-llmd": ("vllm", True, "llmd", True),
     "phi-direct": ("vllm", True, "vllm", True),
+    "llama-70b-multinode": ("vllm", True, "vllm", True),
+    "qwen-32b-multinode": ("vllm", True, "llmd", True),
     "qwen-32b-kv": ("vllm", True, "dynamo", True),
     "llama-70b-2node": ("vllm", True, "dynamo", True),
     "phi-kaito": ("vllm", True, "kaito", True),
@@ -246,7 +248,11 @@ def test_validate_exits_zero_when_everything_is_allowed(capsys: pytest.CaptureFi
     code, out, _ = run(capsys, "validate", *sorted(map(str, EXAMPLES.glob("*.yaml"))))
 
     assert code == Exit.OK
+<<<<<<< HEAD
     assert out.splitlines()[-1] == "14 allowed, 0 denied"
+=======
+    assert out.splitlines()[-1] == "15 allowed, 0 denied"
+>>>>>>> i43-lws
 
 
 def test_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:

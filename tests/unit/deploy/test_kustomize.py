@@ -266,6 +266,7 @@ def test_status_controller_writes_only_status_and_its_lease() -> None:
         ("gateway.networking.k8s.io", "httproutes", ["create"]),
         ("inference.networking.k8s.io", "inferencepools", ["create"]),
         ("kaito.sh", "workspaces", ["create"]),
+        ("leaderworkerset.x-k8s.io", "leaderworkersets", ["create"]),
         ("nvidia.com", "dynamographdeployments", ["create"]),
         ("ray.io", "rayservices", ["create"]),
     ]

@@ -138,6 +138,7 @@ def test_the_ui_holds_no_right_on_a_tenant_object() -> None:
         ("gateway.networking.k8s.io", "httproutes"),
         ("inference.networking.k8s.io", "inferencepools"),
         ("kaito.sh", "workspaces"),
+        ("leaderworkerset.x-k8s.io", "leaderworkersets"),
         ("nvidia.com", "dynamographdeployments"),
         ("ray.io", "rayservices"),
     ]

@@ -30,13 +30,15 @@ def test_every_launch_of_every_case_is_collected(
     launched = [j for j in found if j["case"] != "control"]
 
     assert collections.Counter(j["entry"] for j in launched) == {
-        "vllm": 20,
-        "dynamo-vllm": 21,
-        "dynamo-sglang": 17,
-        "dynamo-trtllm": 17,
+        # the multi-node matrix cases (4 LeaderWorkerSet leaders, a Dynamo worker and sidecar per
+        # engine behind the gateway) and the 2 llm-d and Direct vLLM multi-node examples
+        "vllm": 26,
+        "dynamo-vllm": 22,
+        "dynamo-sglang": 18,
+        "dynamo-trtllm": 18,
         "dynamo-mocker": 4,
-        "dynamo-frontend": 18,
-        "kuberay": 17,
+        "dynamo-frontend": 21,
+        "kuberay": 18,
     }
     matrix = {f"matrix/{ident}" for ident, _ in cases(shipped_registry())}
     assert matrix <= {j["case"] for j in launched} | set(empty)

@@ -458,14 +458,16 @@ def test_every_flag_runway_emits_is_catalogued_across_the_matrix(shipped: Provid
     # the old 44 engine containers, the 3 mocker workers (aggregated; prefill and decode) and
     # the frontend sidecar of each Dynamo worker service behind a gateway; TRT-LLM's
     # disaggregated cases add 8 workers and 4 sidecars, and the multi-node cases (each Dynamo
-    # engine aggregated and disaggregated) 3 workers per engine
+    # engine aggregated and disaggregated) 3 workers per engine; the multi-node cases behind the
+    # gateway with the cache add a worker and a sidecar per Dynamo engine, and the 4 llm-d and
+    # Direct vLLM multi-node cases a LeaderWorkerSet leader each
     assert checked == {
-        "vllm": 16,
-        "dynamo-vllm": 15,
-        "dynamo-sglang": 15,
-        "dynamo-trtllm": 15,
+        "vllm": 20,
+        "dynamo-vllm": 16,
+        "dynamo-sglang": 16,
+        "dynamo-trtllm": 16,
         "dynamo-mocker": 3,
-        "dynamo-frontend": 18,
+        "dynamo-frontend": 21,
     }
 
 

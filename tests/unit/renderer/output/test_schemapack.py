@@ -105,6 +105,8 @@ def test_the_pack_holds_every_upstream_kind_runway_renders() -> None:
          "InferenceObjective", "Namespaced", [("v1alpha2", True, True, status)]),
         ("inferencepools.inference.networking.k8s.io.json", "inference.networking.k8s.io", "InferencePool",
          "Namespaced", [("v1", True, True, status)]),
+        ("leaderworkersets.leaderworkerset.x-k8s.io.json", "leaderworkerset.x-k8s.io", "LeaderWorkerSet",
+         "Namespaced", [("v1", True, True, ["scale", "status"])]),
         ("rayclusters.ray.io.json", "ray.io", "RayCluster", "Namespaced",
          [("v1", True, True, status), ("v1alpha1", True, False, status)]),
         ("rayservices.ray.io.json", "ray.io", "RayService", "Namespaced",
@@ -136,6 +138,7 @@ def test_the_pack_agrees_with_the_version_pins_kind_by_kind() -> None:
         "HTTPRoute": ("Gateway API", "GATEWAY_API_VERSION", True, pins["GATEWAY_API_VERSION"]),
         "InferenceObjective": ("Gateway API Inference Extension", "GAIE_VERSION", True, pins["GAIE_VERSION"]),
         "InferencePool": ("Gateway API Inference Extension", "GAIE_VERSION", True, pins["GAIE_VERSION"]),
+        "LeaderWorkerSet": ("LeaderWorkerSet", "LWS_VERSION", True, pins["LWS_VERSION"]),
         "RayCluster": ("KubeRay", "KUBERAY_VERSION", True, f"v{pins['KUBERAY_VERSION']}"),
         "RayService": ("KubeRay", "KUBERAY_VERSION", True, f"v{pins['KUBERAY_VERSION']}"),
         "ReferenceGrant": ("Gateway API", "GATEWAY_API_VERSION", True, pins["GATEWAY_API_VERSION"]),
@@ -235,8 +238,8 @@ def test_make_schemas_twice_gives_the_same_bytes(
     assert contents(first) == contents(second) == contents(PACK)
     size = sum(len(b) for b in contents(PACK).values())
     assert capsys.readouterr().out.splitlines() == [
-        f"schemas: 13 CRDs, {size} bytes in {first}",
-        f"schemas: 13 CRDs, {size} bytes in {second}",
+        f"schemas: 14 CRDs, {size} bytes in {first}",
+        f"schemas: 14 CRDs, {size} bytes in {second}",
     ]
 
 
@@ -272,13 +275,18 @@ def test_every_example_renders_strictly_against_the_shipped_pack(shipped: Provid
     )
 
     assert {r.key: r.error for r in results} == {r.key: None for r in results}
+<<<<<<< HEAD
     assert len(results) == len(objects) == 28
+=======
+    assert len(results) == len(objects) == 30
+>>>>>>> i43-lws
     assert sorted(
         k for k in schemas.used_sources() if k.split()[0] not in BUILTIN_API_VERSIONS
     ) == [
         "gateway.networking.k8s.io/v1 HTTPRoute",
         "inference.networking.k8s.io/v1 InferencePool",
         "kaito.sh/v1beta1 Workspace",
+        "leaderworkerset.x-k8s.io/v1 LeaderWorkerSet",
         "networking.istio.io/v1 DestinationRule",
         "nvidia.com/v1alpha1 DynamoGraphDeployment",
         "ray.io/v1 RayService",
