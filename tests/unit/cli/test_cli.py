@@ -248,11 +248,7 @@ def test_validate_exits_zero_when_everything_is_allowed(capsys: pytest.CaptureFi
     code, out, _ = run(capsys, "validate", *sorted(map(str, EXAMPLES.glob("*.yaml"))))
 
     assert code == Exit.OK
-<<<<<<< HEAD
-    assert out.splitlines()[-1] == "14 allowed, 0 denied"
-=======
-    assert out.splitlines()[-1] == "15 allowed, 0 denied"
->>>>>>> i43-lws
+    assert out.splitlines()[-1] == "16 allowed, 0 denied"
 
 
 def test_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
