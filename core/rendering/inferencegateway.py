@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.model.kinds import ModelDeployment, dig
+from core.model.kinds import DEFAULT_NAMESPACE, ModelDeployment, dig
 from core.model.names import PICKER_SUFFIX, child_name
 from core.model.plugin import UpstreamKind
 from core.model.servednames import served_name
@@ -237,6 +237,7 @@ def _picker(
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": md.namespace}],
         },
+        *_metrics_auth(md, labels),
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -283,6 +284,68 @@ def _picker(
                     }
                 ],
             },
+        },
+    ]
+
+
+def metrics_auth_name(md: ModelDeployment) -> str:
+    """The cluster-scoped name of a picker's metrics-auth ClusterRole and ClusterRoleBinding:
+    `<namespace>.<name>-epp`. GAIE's chart joins release and namespace with a dash
+    (config/charts/epplib/templates/_helpers.tpl:22-26), which two tenants can make collide
+    (`a-b` in `c`, `a` in `b-c`); neither a namespace (an RFC 1123 label) nor a
+    ModelDeployment name (a DNS-1035 label) holds a dot, so this name is one picker's alone and
+    no tenant's model can take over another's binding."""
+    return f"{md.namespace or DEFAULT_NAMESPACE}.{child_name(md.name, PICKER_SUFFIX)}"
+
+
+def _metrics_auth(md: ModelDeployment, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """What the picker needs to guard its /metrics: GAIE <GAIE_VERSION> defaults
+    MetricsEndpointAuth to true (pkg/epp/server/options.go:116), and the picker then puts
+    controller-runtime's WithAuthenticationAndAuthorization filter on its metrics server
+    (cmd/epp/runner/runner.go:276-279), which asks the API server with a TokenReview and a
+    SubjectAccessReview for every scrape. Both are cluster-scoped creates, so only a
+    ClusterRole can grant them; its chart grants exactly these two
+    (config/charts/epplib/templates/_rbac.yaml:3-38). The chart's third rule (get on the
+    nonResourceURL /metrics) is what a scraper needs, not the picker, and is not granted here:
+    the scraper's own identity needs it. Nothing else cluster-wide is ever rendered for a
+    model, so a tenant's render grants no cluster right beyond these two creates."""
+    name = metrics_auth_name(md)
+    meta = object_meta(md, name, labels=labels)
+    meta.pop("namespace", None)
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": meta,
+            "rules": [
+                {
+                    "apiGroups": ["authentication.k8s.io"],
+                    "resources": ["tokenreviews"],
+                    "verbs": ["create"],
+                },
+                {
+                    "apiGroups": ["authorization.k8s.io"],
+                    "resources": ["subjectaccessreviews"],
+                    "verbs": ["create"],
+                },
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": meta,
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": name,
+            },
+            "subjects": [
+                {
+                    "kind": "ServiceAccount",
+                    "name": child_name(md.name, PICKER_SUFFIX),
+                    "namespace": md.namespace,
+                }
+            ],
         },
     ]
 
