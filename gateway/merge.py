@@ -232,7 +232,7 @@ def _deployment_claim(
     service = _service_url(md, registry, pins)
     if service is None:
         reason = (
-            f"provider {md.provider_name} renders no Service of its own; "
+            f"provider {md.provider_name} serves no Service this model can be reached at; "
             "set spec.gateway.enabled to route it through the Gateway"
         )
         return [_Claim(name, owner, None)], [Skipped(owner, reason, name)]
@@ -242,16 +242,23 @@ def _deployment_claim(
 
 def _service_url(md: ModelDeployment, registry: ProviderRegistry, pins: Versions) -> str | None:
     """The in-cluster URL of the Service the provider renders (the one named after the
-    ModelDeployment first), or None when the provider renders none (its operator makes it)."""
-    rendered = registry.plugins[md.provider_name].render(
-        md, pins, registry.context(md.provider_name)
-    )
+    ModelDeployment first), else of the Service its operator creates for the model (the
+    plug-in's pods.operator_service: KAITO's Workspace Service, KubeRay's serve Service,
+    Dynamo's Frontend), or None when there is neither."""
+    plugin = registry.plugins[md.provider_name]
+    rendered = plugin.render(md, pins, registry.context(md.provider_name))
     services = [o for o in rendered if o["kind"] == "Service"]
-    if not services:
-        return None
-    service = min(services, key=lambda s: (s["metadata"]["name"] != md.name, s["metadata"]["name"]))
-    port = service["spec"]["ports"][0]["port"]
-    return f"http://{service['metadata']['name']}.{md.namespace}.svc.cluster.local:{port}/v1"
+    if services:
+        service = min(
+            services, key=lambda s: (s["metadata"]["name"] != md.name, s["metadata"]["name"])
+        )
+        return _url(md, service["metadata"]["name"], service["spec"]["ports"][0]["port"])
+    made = plugin.pods.operator_service(md)
+    return None if made is None else _url(md, made.name, made.port)
+
+
+def _url(md: ModelDeployment, service: str, port: int) -> str:
+    return f"http://{service}.{md.namespace}.svc.cluster.local:{port}/v1"
 
 
 def _provider_claims(

@@ -6,10 +6,14 @@ engine answers to the name the spec gives it (Runway passes it to vLLM), and no 
 Ray Serve LLM takes engine kwargs, not command-line flags.
 """
 
+from dataclasses import replace
+
 from core.model.plugin import Provider
 from providers.kuberay.overrides import NAME, OVERRIDES
 from providers.kuberay.pods import PODS
 from providers.kuberay.render import render
-from providers.kuberay.status import WATCHED
+from providers.kuberay.status import WATCHED, operator_service
 
-PROVIDER = Provider(NAME, OVERRIDES, render, PODS, WATCHED)
+PROVIDER = Provider(
+    NAME, OVERRIDES, render, replace(PODS, operator_service=operator_service), WATCHED
+)

@@ -9,6 +9,7 @@ import pytest
 from core.admission.hydrate import hydrate
 from core.admission.pipeline import admit
 from core.model.kinds import ModelDeployment
+from core.model.plugin import ServiceEndpoint
 from core.model.servednames import LITERAL, served_name
 from core.rendering.inferencegateway import GatewayTarget, capabilities_of, render_gateway
 from core.rendering.pods import template_selector
@@ -124,22 +125,58 @@ def test_gateway_enabled_model_points_at_the_gateway(shipped: ProviderRegistry) 
     )
 
 
-def test_model_without_a_rendered_service_claims_its_name_but_is_skipped(
-    shipped: ProviderRegistry,
-) -> None:
-    result = run(shipped, [md("llama", "shared", provider="dynamo")], [emp("openai", "shared")])
-
-    assert result.models == ()
-    assert result.conflicts == (
-        Conflict("shared", (Owner(EMP, "gw", "openai"), Owner(MD, "models", "llama"))),
-    )
-    assert result.skipped == (
-        Skipped(
-            Owner(MD, "models", "llama"),
-            "provider dynamo renders no Service of its own; set spec.gateway.enabled to route it through the Gateway",
-            "shared",
+@pytest.mark.parametrize(
+    ("provider", "model_id", "served", "url"),
+    [
+        # KAITO v0.10.0 pkg/workspace/manifests/manifests.go:66-91: <name>, port 80 -> 5000; a
+        # preset serves under the preset's name (KAITO ignores servedName)
+        (
+            "kaito",
+            "phi-4-mini-instruct",
+            "phi-4-mini-instruct",
+            "http://llama.models.svc.cluster.local:80/v1",
         ),
+        # KubeRay v1.3.0 utils/util.go:292-294 <name>-serve-svc, constant.go:71 port 8000
+        (
+            "kuberay",
+            "org/model",
+            "shared",
+            "http://llama-serve-svc.models.svc.cluster.local:8000/v1",
+        ),
+        # Dynamo: graph.go GetDynamoComponentName <name>-frontend, DynamoServicePort 8000
+        ("dynamo", "org/model", "shared", "http://llama-frontend.models.svc.cluster.local:8000/v1"),
+    ],
+)
+def test_a_model_served_by_its_operators_service_is_registered_at_that_service(
+    shipped: ProviderRegistry, provider: str, model_id: str, served: str, url: str
+) -> None:
+    """Issue #43 row 9: the operator creates the Service Runway does not render; with the
+    gateway off, the sync registers the model there instead of skipping it."""
+    obj = md("llama", "shared", provider=provider, engine="vllm")
+    obj["spec"]["model"]["id"] = model_id
+
+    result = run(shipped, [obj])
+
+    assert result == Plan(models=(DesiredModel(served, Owner(MD, "models", "llama"), url, served),))
+
+
+def test_dynamo_behind_the_gateway_has_no_frontend_service(shipped: ProviderRegistry) -> None:
+    """The graph behind a gateway has no Frontend (its workers' sidecars serve the picker), so
+    the operator Service is the Gateway's to replace, never the sync's to guess."""
+    plugin = shipped.plugins["dynamo"]
+    gateway_on = ModelDeployment(
+        hydrate(
+            md("llama", "shared", provider="dynamo", gateway={"enabled": True}), registry=shipped
+        ).obj
     )
+    gateway_off = ModelDeployment(
+        hydrate(md("llama", "shared", provider="dynamo"), registry=shipped).obj
+    )
+
+    assert [plugin.pods.operator_service(m) for m in (gateway_on, gateway_off)] == [
+        None,
+        ServiceEndpoint("llama-frontend", 8000),
+    ]
 
 
 def test_invalid_objects_are_skipped_with_the_reason(shipped: ProviderRegistry) -> None:
