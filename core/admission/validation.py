@@ -16,6 +16,7 @@ from typing import Any
 from core.checks.flags import ARG_KEY, check_engine_flags
 from core.checks.immutability import check_immutable
 from core.checks.overrides import check_global, without_blocked
+from core.checks.parallel import check_pipeline_parallel
 from core.checks.references import check_secret_fields
 from core.checks.storage import check_volumes
 from core.fields.errors import FieldError, Reason
@@ -99,7 +100,8 @@ def spec_checks(
     flag_errors, flag_warnings = (
         check_engine_flags(md, registry.flags, plugin) if plugin is not None else ([], [])
     )
-    before = _check_engine_fields(md) + flag_errors + _check_model(md)
+    before = _check_engine_fields(md) + flag_errors + check_pipeline_parallel(md, plugin)
+    before += _check_model(md)
     before += _check_overrides(md, plugin)
     after = _check_compatibility(md, registry)
     after += _check_disaggregated(md, registry) if md.is_disaggregated else []

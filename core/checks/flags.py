@@ -16,7 +16,7 @@ from typing import Any
 from core.checks.credentials import credential_kind
 from core.fields.errors import FieldError, Reason
 from core.fields.paths import FieldPath
-from core.model.kinds import Engine, ModelDeployment
+from core.model.kinds import PIPELINE_PARALLEL, Engine, ModelDeployment
 from core.model.plugin import Flags, Provider
 from core.schema.suggest import MAX_SUGGESTIONS, close_matches
 
@@ -25,6 +25,7 @@ ARGS = FieldPath.root("spec", "engine", "args")
 ARG_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 EXTRA_ARGS = FieldPath.root("spec", "engine", "extraArgs")
 ENGINE = FieldPath.root("spec", "engine")
+PIPELINE_PARALLEL_AT = ARGS.key(PIPELINE_PARALLEL)
 # Unknown flags named one by one, per object; the rest are counted in one more error, so the
 # answer stays small whatever the object holds (at most 512 args and 1,024 extraArgs). The first
 # MAX_SUGGESTIONS of them get a "did you mean" (core.checks.suggest).
@@ -107,7 +108,7 @@ FlagCatalogs = Mapping[str, FlagCatalog]
 PORT_OWNED = "Runway owns the server port (8000): the Service, the probes and the InferencePool target it; it cannot be changed"
 HOST_OWNED = "Runway binds the server to 0.0.0.0 so the Service reaches it; it cannot be changed"
 TP = "set spec.resources.gpu.count (or the component's gpu.count); Runway sets the tensor-parallel size to it"
-PP = "pipeline parallelism is not offered: Runway sets tensor parallel = GPUs per pod (spec.resources.gpu.count)"
+PP = "set spec.engine.args.pipeline-parallel-size (the nodes one replica spans, where the provider places a replica across nodes); Runway writes the flag itself"
 SERVED = "set spec.model.servedName (or spec.gateway.modelName)"
 MODEL = "set spec.model.id"
 CONTEXT = "set spec.engine.contextLength"
@@ -201,6 +202,8 @@ def check_engine_flags(
     warnings: list[str] = []
     unknown = 0
     for at, flag in user_flags(md, catalog):
+        if at == PIPELINE_PARALLEL_AT:
+            continue  # the typed rule owns it (core/checks/parallel.py)
         if credential_kind(flag.lstrip("-")) is not None:
             continue  # never echoed: the credential check refuses it without naming it
         canonical = catalog.canonical(flag)

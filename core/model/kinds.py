@@ -103,6 +103,23 @@ def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+# The spec.engine.args key that asks for pipeline parallelism, and so for a replica across nodes.
+PIPELINE_PARALLEL = "pipeline-parallel-size"
+
+
+def positive_whole(value: Any) -> int | None:
+    """A positive whole number written as an integer or as its decimal digits ("2"), the way
+    spec.engine.args values come; None for anything else (0, "-1", "2.0", true, "٢")."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if isinstance(value, str) and 0 < len(value) <= 9 and value.isascii() and value.isdigit():
+        number = int(value)
+        return number if number > 0 else None
+    return None
+
+
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -185,6 +202,18 @@ class ModelDeployment(_View):
     @property
     def gpu_count(self) -> int:
         return _int(dig(self.spec, "resources", "gpu", "count"))
+
+    @property
+    def pipeline_parallel(self) -> int:
+        """The nodes (pods) one replica spans: spec.engine.args["pipeline-parallel-size"], the
+        key AI Runway's own UI writes; each of those pods gets spec.resources.gpu.count GPUs and
+        runs tensor parallel over them. 1 when absent or not a positive whole number (admission
+        refuses those: core/checks/parallel.py)."""
+        return positive_whole(self.engine_args.get(PIPELINE_PARALLEL)) or 1
+
+    @property
+    def engine_args(self) -> Mapping[str, Any]:
+        return _map(self.engine.get("args"))
 
     @property
     def needs_gpu(self) -> bool:

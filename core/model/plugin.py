@@ -49,6 +49,9 @@ class Server:
     labels: Mapping[str, str]
     gpus: int | None = None
     gpus_at: str = ""
+    # The pods one replica of this container spans (a multi-node replica: the leader's and its
+    # workers', each with `gpus`); tensor parallel x pipeline parallel covers all of them.
+    nodes: int = 1
 
     @property
     def ref(self) -> str:
@@ -230,6 +233,16 @@ class Flags:
 
 
 @dataclass(frozen=True, slots=True)
+class MultiNode:
+    """Whether the provider places one replica across several nodes (pipeline parallelism,
+    spec.engine.args["pipeline-parallel-size"] > 1), and, when it does not, why: admission
+    refuses such a model with that reason (core/checks/parallel.py)."""
+
+    offered: bool = False
+    why_not: str = "the provider places every replica on one node"
+
+
+@dataclass(frozen=True, slots=True)
 class Provider:
     """A provider package as the core sees it: the one value its __init__ builds (PROVIDER),
     its hooks grouped by role, each role declared in the module that implements it
@@ -263,3 +276,5 @@ class Provider:
     # admission then selects the vLLM engine it simulates (the engine-selected reason).
     is_test_backend: IsTestBackend = no_test_backend
     test_backend_reason: str = ""
+    # Whether it places a replica across nodes (pipeline parallelism), or why not.
+    multinode: MultiNode = MultiNode()

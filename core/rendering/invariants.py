@@ -10,7 +10,8 @@ served. Each failure names both objects and their fields:
             (each provider's pods.py states its operator's rule)
   claims    every claim a pod mounts is rendered or declared pre-existing (a volume without a
             size); a provider whose objects mount claims otherwise checks them in its hook
-  gpus      GPUs requested = tensor parallel x pipeline parallel, where the engine takes flags
+  gpus      GPUs requested per pod x the pods one replica spans = tensor parallel x pipeline
+            parallel, where the engine takes flags
   name      the model name the HTTPRoute matches = the name the engine serves
 The serving containers are those of the Deployments Runway renders plus those the provider's
 serving_containers hook finds in its own objects; the provider's invariants hook adds the
@@ -245,14 +246,15 @@ def _gpus(servers: Sequence[Server]) -> list[str]:
             continue  # CPU serving: the engine's parallelism is not GPU-bound
         tp = int(flag_value(server.args, _TP) or 1)
         pp = int(flag_value(server.args, _PP) or 1)
-        if gpus != tp * pp:
+        if gpus * server.nodes != tp * pp:
             where = (
                 f"{server.ref} {server.gpus_at}"
                 if server.gpus is not None
                 else f"{server.ref} {server.path}.resources.limits"
             )
+            across = f" on each of {server.nodes} pods" if server.nodes > 1 else ""
             problems.append(
-                f"{where} requests {gpus} GPUs but {server.ref} {server.path}.args run "
+                f"{where} requests {gpus} GPUs{across} but {server.ref} {server.path}.args run "
                 f"tensor parallel {tp} x pipeline parallel {pp} = {tp * pp}"
             )
     return problems
