@@ -2,8 +2,11 @@
 Extension): an InferencePool over the model's pods with its endpoint picker, an HTTPRoute that
 matches the model-name header, and, when asked, an Istio DestinationRule for the picker. A
 provider that manages its own pool (Dynamo) gets only the route, plus a ReferenceGrant when the
-pool lives in another namespace. Fields the API server would default are written out, so the
-live objects equal what Git holds.
+pool lives in another namespace. A model with a pool of its own (spec.gateway.poolRef) gets
+only the route, to that pool; a model with a Gateway of its own (spec.gateway.gatewayRef) attaches
+its route there instead of to the Gateway the render is given (both in the model's namespace:
+core/checks/gateway.py). Fields the API server would default are written out, so the live
+objects equal what Git holds.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from core.checks.gateway import gateway_ref, pool_ref
 from core.model.kinds import DEFAULT_NAMESPACE, ModelDeployment, dig
 from core.model.names import PICKER_SUFFIX, child_name
 from core.model.plugin import UpstreamKind
@@ -102,10 +106,14 @@ def render_gateway(
     picker_config hook), else the capabilities' configData; `served_as` the name the operator
     serves the model under, when it decides it (the provider's served_as hook)."""
     namespace = md.namespace
+    target = model_gateway(md, target)
+    own_pool = pool_ref(md)
     if capabilities.get("managesInferencePool"):
         pool = _pattern(capabilities.get("inferencePoolNamePattern") or "{name}", md)
         pool_namespace = _pattern(capabilities.get("inferencePoolNamespace") or "{namespace}", md)
         objects: list[dict[str, Any]] = []
+    elif own_pool is not None:  # the user's InferencePool and picker: the route only
+        pool, pool_namespace, objects = own_pool, namespace, []
     else:
         pool, pool_namespace = md.name, namespace
         objects = [
@@ -118,6 +126,15 @@ def render_gateway(
     if pool_namespace != namespace:
         objects.append(_grant(md, pool, pool_namespace))
     return objects
+
+
+def model_gateway(md: ModelDeployment, offered: GatewayTarget) -> GatewayTarget:
+    """The Gateway `md`'s route attaches to: its own (spec.gateway.gatewayRef, in its namespace
+    as core/checks/gateway.py holds it) or else the one the platform offers (`offered`)."""
+    ref = gateway_ref(md)
+    if ref is None:
+        return offered
+    return GatewayTarget(ref[1], ref[0], offered.istio)
 
 
 def _pattern(pattern: str, md: ModelDeployment) -> str:
