@@ -50,13 +50,16 @@ def list_objects(api: kubernetes.client.ApiClient) -> list[dict[str, Any]]:
 
 
 def _gateways(custom: kubernetes.client.CustomObjectsApi) -> list[dict[str, Any]]:
-    """Every Gateway (a model's own Gateway says its address in its status), none when the
-    cluster has no Gateway API."""
+    """Every Gateway (a model's own Gateway says its address in its status); none when the
+    cluster has no Gateway API, or when this account may not list Gateways (then a model with
+    a Gateway of its own is skipped, with the reason, and every other model is synced)."""
     group, version, plural, kind = GATEWAY
     try:
         listed: Any = custom.list_cluster_custom_object(group, version, plural)
     except kubernetes.client.ApiException as err:
-        if err.status == 404:
+        if err.status == 403:
+            log.warning("gateway-sync: may not list Gateways (kustomize/gateway/rbac.yaml)")
+        if err.status in (403, 404):
             return []
         raise
     return [{**item, "kind": kind, "apiVersion": f"{group}/{version}"} for item in listed["items"]]
