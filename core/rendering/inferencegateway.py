@@ -114,7 +114,7 @@ def render_gateway(
         objects: list[dict[str, Any]] = []
     elif own_pool is not None:  # the user's InferencePool and picker: the route only
         pool, pool_namespace, objects = own_pool, namespace, []
-    else:
+    else:  # renders_pool
         pool, pool_namespace = md.name, namespace
         objects = [
             _pool(md, port, selector),
@@ -126,6 +126,13 @@ def render_gateway(
     if pool_namespace != namespace:
         objects.append(_grant(md, pool, pool_namespace))
     return objects
+
+
+def renders_pool(md: ModelDeployment, capabilities: Mapping[str, Any]) -> bool:
+    """Whether Runway renders `md`'s InferencePool (and its picker): not when the provider's
+    operator makes the pool, nor when the user brings one (spec.gateway.poolRef). The status
+    checks the pool's acceptance only then."""
+    return not capabilities.get("managesInferencePool") and pool_ref(md) is None
 
 
 def model_gateway(md: ModelDeployment, offered: GatewayTarget) -> GatewayTarget:
