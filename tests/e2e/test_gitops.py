@@ -74,8 +74,8 @@ def live(cluster: Cluster, obj: dict[str, Any]) -> dict[str, Any]:
         cluster.kubectl(
             "get",
             f"{kind}/{obj['metadata']['name']}",
-            "-n",
-            obj["metadata"]["namespace"],
+            # a picker's metrics-auth ClusterRole and ClusterRoleBinding have no namespace
+            *(["-n", obj["metadata"]["namespace"]] if "namespace" in obj["metadata"] else []),
             "-o",
             "json",
         ).stdout
