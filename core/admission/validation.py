@@ -170,9 +170,10 @@ def _check_model(md: ModelDeployment) -> list[FieldError]:
 def _check_overrides(md: ModelDeployment, plugin: Provider | None) -> list[FieldError]:
     if md.overrides is None:
         return []
-    errors = check_global(md.overrides, OVERRIDES)
+    sized = plugin.overrides.sized if plugin is not None else frozenset()
+    errors = check_global(md.overrides, OVERRIDES, sized)
     if isinstance(md.overrides, Mapping) and plugin is not None:
-        errors += plugin.overrides.check(without_blocked(md.overrides), OVERRIDES)
+        errors += plugin.overrides.check(without_blocked(md.overrides, sized), OVERRIDES)
     return errors
 
 

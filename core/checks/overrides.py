@@ -41,8 +41,12 @@ SECURITY_KEYS = frozenset(
 SIZING_KEYS = frozenset({"replicas", "resources"})
 
 
-def check_global(overrides: Any, at: FieldPath) -> list[FieldError]:
-    """Layer 1: the shape and the recursive key blocklists, in document order."""
+def check_global(
+    overrides: Any, at: FieldPath, sized: frozenset[str] = frozenset()
+) -> list[FieldError]:
+    """Layer 1: the shape and the recursive key blocklists, in document order. `sized` are the
+    provider's roots whose own sizing keys are typed and bounded by its layer 2 (the Overrides
+    role's `sized`): a sizing key directly under one of them is left to that check."""
     if not isinstance(overrides, Mapping):
         detail = f"overrides must be a JSON object, not {type_name(overrides)}"
         return [FieldError(str(at), Reason.INVALID, detail)]
@@ -57,7 +61,7 @@ def check_global(overrides: Any, at: FieldPath) -> list[FieldError]:
                 child = path.child(str(key))
                 if key in SECURITY_KEYS:
                     errors.append(FieldError(str(child), Reason.FORBIDDEN, _security(key)))
-                elif key in SIZING_KEYS:
+                elif key in SIZING_KEYS and not _sized_root(path, at, sized):
                     errors.append(FieldError(str(child), Reason.FORBIDDEN, _sizing(key)))
                 else:
                     children.append((value, child))
@@ -78,17 +82,30 @@ def _sizing(key: str) -> str:
     )
 
 
-def without_blocked(value: Any) -> Any:
-    """A copy of overrides without the subtrees layer 1 rejected: what layer 2 gets to see."""
+def _sized_root(path: FieldPath, at: FieldPath, sized: frozenset[str]) -> bool:
+    """`path` is one of the provider's sized roots, directly under the overrides (`at`)."""
+    return any(path == at.child(root) for root in sized)
+
+
+def without_blocked(value: Any, sized: frozenset[str] = frozenset()) -> Any:
+    """A copy of overrides without the subtrees layer 1 rejected: what layer 2 gets to see
+    (the sizing keys of the provider's sized roots stay, for its typed check)."""
     if isinstance(value, Mapping):
         return {
-            k: without_blocked(v)
+            k: _kept(v, sized) if k in sized else without_blocked(v)
             for k, v in value.items()
             if k not in SECURITY_KEYS and k not in SIZING_KEYS
         }
     if isinstance(value, list):
         return [without_blocked(v) for v in value]
     return value
+
+
+def _kept(value: Any, sized: frozenset[str]) -> Any:
+    """A sized root's value: its own sizing keys kept, everything beneath them filtered."""
+    if not isinstance(value, Mapping):
+        return without_blocked(value)
+    return {k: without_blocked(v) for k, v in value.items() if k not in SECURITY_KEYS}
 
 
 def check_roots(

@@ -188,6 +188,9 @@ class Overrides:
 
     roots: frozenset[str]
     check: CheckOverrides
+    # Roots whose own `replicas`/`resources` are typed, bounded keys of this layer 2 (the global
+    # sizing rule leaves them to it: core/checks/overrides.py check_global).
+    sized: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

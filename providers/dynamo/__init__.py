@@ -8,7 +8,7 @@ never asked for one, and its picker is the provider config's.
 
 from dataclasses import replace
 
-from core.model.plugin import Provider
+from core.model.plugin import MultiNode, Provider
 from core.rendering.pods import TEMPLATE_PODS
 from providers.dynamo.flags import FLAGS
 from providers.dynamo.invariants import invariants, serving_containers
@@ -29,4 +29,7 @@ PROVIDER = Provider(
     serving_containers=serving_containers,
     is_test_backend=is_test_backend,
     test_backend_reason="auto-selected: the dynamo mocker test backend runs only vllm",
+    # Every engine: the operator turns a worker's multinode.nodeCount into a multi-node launch
+    # for vLLM, SGLang and TRT-LLM alike (render.py _worker; rules.py checks overrides agree).
+    multinode=MultiNode(offered=True),
 )

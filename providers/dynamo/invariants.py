@@ -5,6 +5,7 @@ events."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -12,13 +13,21 @@ from core.model.kinds import ModelDeployment, dig
 from core.model.plugin import ProviderContext, Server
 from core.rendering.common import NIXL_CONNECTOR, claim_name
 from core.rendering.invariants import flag_value, kv_connector, ref
-from providers.dynamo.render import KV_EVENTS, SGLANG_TRANSFER_BACKEND, is_test_backend, kv_routed
+from providers.dynamo.render import (
+    KV_EVENTS,
+    SGLANG_TRANSFER_BACKEND,
+    TRTLLM_DISAGG,
+    TRTLLM_OVERRIDES,
+    is_test_backend,
+    kv_routed,
+)
 
 KIND = "DynamoGraphDeployment"
 
 
 def serving_containers(obj: Mapping[str, Any]) -> list[Server]:
-    """The worker services' main containers of a graph, with the GPUs each service asks for."""
+    """The worker services' main containers of a graph, with the GPUs each service asks for
+    and the nodes (pods) one of its replicas spans."""
     out: list[Server] = []
     if obj.get("kind") != KIND:
         return out
@@ -27,9 +36,10 @@ def serving_containers(obj: Mapping[str, Any]) -> list[Server]:
             container = dig(service, "extraPodSpec", "mainContainer") or {}
             path = f"spec.services.{key}.extraPodSpec.mainContainer"
             gpus = int(dig(service, "resources", "limits", "gpu") or 0)
-            out.append(
-                Server(obj, path, container, {}, gpus, f"spec.services.{key}.resources.limits.gpu")
-            )
+            at = f"spec.services.{key}.resources.limits.gpu"
+            # a multinode service: each replica spans nodeCount pods of `gpus` GPUs each
+            nodes = int(dig(service, "multinode", "nodeCount") or 1)
+            out.append(Server(obj, path, container, {}, gpus, at, nodes=nodes))
     return out
 
 
@@ -79,12 +89,36 @@ def _worker_problems(
                 )
         if engine == "vllm" and kv_connector(args) != NIXL_CONNECTOR:
             problems.append(f"{where} --kv-transfer-config names no {NIXL_CONNECTOR}")
+        if engine == "trtllm":
+            problems += _trtllm_disagg(str(role), args, where)
     if kv_routed(md) and engine in KV_EVENTS and KV_EVENTS[engine][0] not in args:
         problems.append(
             f"{where} has no {KV_EVENTS[engine][0]}: the worker publishes no KV events, so "
             "the KV router routes blind"
         )
     return problems
+
+
+def _trtllm_disagg(role: str, args: Sequence[str], where: str) -> list[str]:
+    """A disaggregated TRT-LLM worker's engine arguments carry what its role needs (render.py
+    TRTLLM_DISAGG): without a cache transceiver the KV cache is never handed over."""
+    raw = flag_value(args, (TRTLLM_OVERRIDES,))
+    try:
+        given = json.loads(raw) if raw is not None else {}
+    except ValueError:
+        given = None
+    if not isinstance(given, dict):
+        return [f"{where} {TRTLLM_OVERRIDES} is not a JSON object"]
+    needed = TRTLLM_DISAGG.get(role, {})
+    missing = sorted(
+        k for k, v in needed.items() if k not in given or (v is True and given[k] is not True)
+    )
+    if not missing:
+        return []
+    return [
+        f"{where} {TRTLLM_OVERRIDES} lacks {', '.join(missing)}: a {role} TRT-LLM worker needs "
+        f"{json.dumps(dict(needed), sort_keys=True)}"
+    ]
 
 
 def _claims(md: ModelDeployment, objects: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -22,9 +22,27 @@ from core.rendering.common import (
     served_model_name,
     user_args,
 )
+from providers.dynamo.epp import block_flag, epp
 
 _RUNTIME = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
-_WORKERS = {None: "VllmWorker", "prefill": "VllmPrefillWorker", "decode": "VllmDecodeWorker"}
+# The worker services, named per engine as Dynamo <DYNAMO_VERSION> names them: its planner finds
+# the prefill and decode workers by these names (ai-dynamo <DYNAMO_VERSION>
+# dynamo/planner/config/backend_components.py: VllmPrefillWorker/VllmDecodeWorker, SGLang's short
+# prefill/decode, TRTLLMPrefillWorker/TRTLLMDecodeWorker), and its deploy examples name an
+# aggregated SGLang worker `decode` and a TRT-LLM one `TRTLLMWorker`. vLLM's aggregated worker
+# keeps `VllmWorker`, the name AI Runway renders.
+WORKERS: Mapping[str, Mapping[str | None, str]] = {
+    "vllm": {None: "VllmWorker", "prefill": "VllmPrefillWorker", "decode": "VllmDecodeWorker"},
+    "sglang": {None: "decode", "prefill": "prefill", "decode": "decode"},
+    "trtllm": {
+        None: "TRTLLMWorker",
+        "prefill": "TRTLLMPrefillWorker",
+        "decode": "TRTLLMDecodeWorker",
+    },
+}
+# The Frontend's size when spec.provider.overrides.frontend does not give it.
+_FRONTEND_REPLICAS = 1
+_FRONTEND_REQUESTS = {"cpu": "2", "memory": "4Gi"}
 
 
 # AI Runway's Dynamo test backend: `python3 -m dynamo.mocker` instead of an engine, no GPUs.
@@ -39,24 +57,18 @@ def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> lis
     image = md.image_override or f"nvcr.io/nvidia/ai-dynamo/{_RUNTIME[engine]}:{pins.pin('dynamo')}"
     overrides = md.overrides if isinstance(md.overrides, Mapping) else {}
     secret = dig(md.spec, "secrets", "huggingFaceToken")
-    frontend: dict[str, Any] = {
-        "componentType": "frontend",
-        "replicas": 1,
-        "resources": {"requests": {"cpu": "2", "memory": "4Gi"}},
-        "extraPodSpec": {"mainContainer": {"image": image}},
-        "envs": [
-            {"name": "DYN_ROUTER_MODE", "value": str(overrides.get("routerMode") or "round-robin")}
-        ],
-    }
     gateway = behind_gateway(md)
     services: dict[str, Any] = (
-        {"Epp": _epp(md, overrides, pins)} if gateway else {"Frontend": frontend}
+        {"Epp": epp(md, overrides, pins, served_model_name(md) or md.model_id)}
+        if gateway
+        else {"Frontend": _frontend(overrides, image)}
     )
+    names = WORKERS[engine]
     if md.is_disaggregated:
         for role in ("prefill", "decode"):
             part = dig(md.spec, "scaling", role) or {}
             gpus = int(dig(part, "gpu", "count") or 0)
-            services[_WORKERS[role]] = _worker(
+            services[names[role]] = _worker(
                 md,
                 image,
                 gpus=gpus,
@@ -67,13 +79,13 @@ def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> lis
     else:
         replicas = max(int(md.spec.get("scaling", {}).get("replicas", 1)), 1)
         memory = md.spec.get("resources", {}).get("memory")
-        services[_WORKERS[None]] = _worker(
+        services[names[None]] = _worker(
             md, image, gpus=md.gpu_count, replicas=replicas, memory=memory, role=None
         )
     if gateway:  # each worker serves through a frontend sidecar; Dynamo's picker routes to them
         for key, service in services.items():
             if key != "Epp":
-                service["frontendSidecar"] = _sidecar(md, pins, secret)
+                service["frontendSidecar"] = _sidecar(image, secret)
     if is_test_backend(md):
         _as_mocker(md, services, pins)
     if secret:
@@ -92,6 +104,26 @@ def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> lis
         graph = deep_merge(graph, {"spec": overrides["spec"]})
     claims = [c for c in managed_claims(md) if not _creates(md, c["metadata"]["name"])]
     return [graph, *claims]
+
+
+def _frontend(overrides: Mapping[str, Any], image: str) -> dict[str, Any]:
+    """The standalone Frontend (no gateway), on the engine's runtime image as Dynamo's own deploy
+    examples run it, sized by spec.provider.overrides.frontend (typed and bounded in
+    overrides.py) or Runway's default."""
+    own = overrides.get("frontend") or {}
+    requests = {
+        **_FRONTEND_REQUESTS,
+        **{k: str(v) for k, v in (own.get("resources") or {}).items()},
+    }
+    return {
+        "componentType": "frontend",
+        "replicas": int(own.get("replicas", _FRONTEND_REPLICAS)),
+        "resources": {"requests": requests},
+        "extraPodSpec": {"mainContainer": {"image": image}},
+        "envs": [
+            {"name": "DYN_ROUTER_MODE", "value": str(overrides.get("routerMode") or "round-robin")}
+        ],
+    }
 
 
 def _creates(md: ModelDeployment, claim: str) -> bool:
@@ -147,6 +179,14 @@ def _worker(
     }
     if role is not None:
         worker["subComponentType"] = role
+    if md.pipeline_parallel > 1:
+        # One replica across P pods of `gpus` GPUs each, with --tensor-parallel-size gpus and
+        # --pipeline-parallel-size P (spec.engine.args, user_args): the operator injects the
+        # multi-node launch exactly when TP x PP exceeds the GPUs of one container
+        # (deploy/operator/internal/dynamo/backend_vllm.go needsTensorParallelMultinodeLaunch;
+        # SGLang's --nnodes/--node-rank, backend_sglang.go getMultinodeFlags; TRT-LLM's mpirun
+        # over nodes x GPUs per node, backend_trtllm.go setupLeaderContainer).
+        worker["multinode"] = {"nodeCount": md.pipeline_parallel}
     envs = [dict(e) for e in md.spec.get("env") or ()] + hf_home_env(md)
     if envs:
         worker["envs"] = envs
@@ -211,9 +251,30 @@ def _args(md: ModelDeployment, role: str | None, gpus: int) -> list[str]:
             args += flag(SGLANG_TRANSFER_BACKEND.removeprefix("--"), "nixl")
         if engine == "vllm":
             args += nixl_kv_transfer()
+        if engine == "trtllm" and not _user_sets(md, TRTLLM_OVERRIDES):
+            args += flag(TRTLLM_OVERRIDES.removeprefix("--"), json.dumps(TRTLLM_DISAGG[role]))
     if kv_routed(md) and not _user_sets(md, KV_EVENTS[engine][0]):
         args += KV_EVENTS[engine]
+    if behind_gateway(md):  # the block size the picker hashes prompts at (epp.py BLOCK)
+        args += block_flag(md)
     return args + user_args(md)
+
+
+# TRT-LLM's disaggregated workers: dynamo.trtllm <DYNAMO_VERSION> takes the role as --disaggregation-mode
+# (dynamo/trtllm/backend_args.py:173-179) and TensorRT-LLM's own LLM arguments through
+# --override-engine-args, a JSON object merged over the ones it derives
+# (dynamo/trtllm/workers/llm_worker.py:291-301). Both roles need a KV cache transceiver to hand
+# the KV cache over, and a prefill-only worker runs without the overlap scheduler, as Dynamo's own
+# TRT-LLM disaggregated engine configs set them
+# (examples/backends/trtllm/engine_configs/qwen3/prefill.yaml and decode.yaml).
+TRTLLM_OVERRIDES = "--override-engine-args"
+TRTLLM_DISAGG: Mapping[str, Mapping[str, Any]] = {
+    "prefill": {
+        "cache_transceiver_config": {"backend": "DEFAULT"},
+        "disable_overlap_scheduler": True,
+    },
+    "decode": {"cache_transceiver_config": {"backend": "DEFAULT"}},
+}
 
 
 # How each worker publishes the KV-cache events a KV router needs, as Dynamo <DYNAMO_VERSION>'s own launch
@@ -260,67 +321,15 @@ def _user_sets(md: ModelDeployment, name: str) -> bool:
     return name.removeprefix("--") in (md.engine.get("args") or {})
 
 
-def _epp(md: ModelDeployment, overrides: Mapping[str, Any], pins: Versions) -> dict[str, Any]:
-    """Dynamo's endpoint picker: with it, the operator creates and owns the InferencePool."""
-    split = md.is_disaggregated
-    image = (overrides.get("epp") or {}).get(
-        "image"
-    ) or f"nvcr.io/nvidia/ai-dynamo/dynamo-frontend:{pins.pin('dynamo')}"
-    plugins = [
-        {"name": "disagg-profile-handler", "type": "disagg-profile-handler"},
-        _label_filter("decode-filter", "decode", allows_no_label=not split),
-        {"name": "picker", "type": "max-score-picker"},
-        {"name": "dyn-decode", "type": "dyn-decode-scorer"},
-    ]
-    profiles = [_profile("decode", "decode-filter", "dyn-decode")]
-    if split:
-        plugins += [
-            _label_filter("prefill-filter", "prefill", allows_no_label=False),
-            {"name": "dyn-prefill", "type": "dyn-prefill-scorer"},
-        ]
-        profiles.insert(0, _profile("prefill", "prefill-filter", "dyn-prefill"))
-    return {
-        "componentType": "epp",
-        "replicas": 1,
-        "extraPodSpec": {"mainContainer": {"image": image}},
-        "envs": [
-            {"name": "DYN_DECODE_FALLBACK", "value": "false" if split else "true"},
-            {"name": "DYN_ENFORCE_DISAGG", "value": "true" if split else "false"},
-        ],
-        "eppConfig": {"config": {"plugins": plugins, "schedulingProfiles": profiles}},
-    }
-
-
-def _label_filter(name: str, role: str, *, allows_no_label: bool) -> dict[str, Any]:
-    parameters = {
-        "label": "nvidia.com/dynamo-sub-component-type",
-        "validValues": [role],
-        "allowsNoLabel": allows_no_label,
-    }
-    return {"name": name, "type": "label-filter", "parameters": parameters}
-
-
-def _profile(name: str, filter_name: str, scorer: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "plugins": [
-            {"pluginRef": filter_name},
-            {"pluginRef": scorer, "weight": 1},
-            {"pluginRef": "picker"},
-        ],
-    }
-
-
-def _sidecar(md: ModelDeployment, pins: Versions, secret: str | None) -> dict[str, Any]:
+def _sidecar(image: str, secret: str | None) -> dict[str, Any]:
     """The worker's frontend behind a gateway. --router-mode direct in both serving modes: the
     endpoint picker chooses the workers (x-worker-instance-id, and x-prefill-instance-id when
     disaggregated) and direct is the mode that honours them, as Dynamo <DYNAMO_VERSION>'s GAIE guide and
-    its disaggregated GAIE recipes run it; the default (round-robin) would choose again."""
+    its disaggregated GAIE recipes run it; the default (round-robin) would choose again. It runs
+    the worker's own image (dynamo.frontend is in every Dynamo runtime image), as Dynamo's GAIE
+    examples run it, so a pod pulls one image, not a vLLM one beside an SGLang or TRT-LLM one."""
     args = ["-m", "dynamo.frontend", "--router-mode", "direct"]
-    sidecar: dict[str, Any] = {
-        "image": f"nvcr.io/nvidia/ai-dynamo/vllm-runtime:{pins.pin('dynamo')}",
-        "args": args,
-    }
+    sidecar: dict[str, Any] = {"image": image, "args": args}
     if secret:
         sidecar["envFromSecret"] = secret
     return sidecar
@@ -339,7 +348,8 @@ def _as_mocker(md: ModelDeployment, services: dict[str, Any], pins: Versions) ->
         container = service["extraPodSpec"]["mainContainer"]
         container["image"] = image
         if service["componentType"] == "frontend":
-            service["resources"] = {"requests": dict(_MOCKER_RESOURCES)}
+            if not dig(md.overrides or {}, "frontend", "resources"):
+                service["resources"] = {"requests": dict(_MOCKER_RESOURCES)}
             continue
         role = service.get("subComponentType")
         container["command"] = ["python3", "-m", "dynamo.mocker"]
@@ -354,6 +364,13 @@ def _mocker_args(md: ModelDeployment) -> list[str]:
     args = flag("model-path", md.model_id) + flag("model-name", md.served_name or md.model_id)
     args += flag("speedup-ratio", "1000.0") + flag("num-gpu-blocks-override", "4096")
     return args + flag("block-size", "16") + flag("max-num-seqs", "64")
+
+
+def worker_names(md: ModelDeployment) -> list[str]:
+    """The worker services Runway renders for `md`, by the names its engine gives them."""
+    names = WORKERS.get(md.engine_type or "vllm", WORKERS["vllm"])
+    roles: tuple[str | None, ...] = ("prefill", "decode") if md.is_disaggregated else (None,)
+    return [names[role] for role in roles]
 
 
 def behind_gateway(md: ModelDeployment) -> bool:

@@ -45,9 +45,19 @@ CASES = cases(SHIPPED)
 
 def test_the_matrix_covers_every_declared_combination() -> None:
     ids = [ident for ident, _ in CASES]
-    # what the shipped configs declare (2x2 per engine mode), and the two Dynamo mocker cases
-    assert len(ids) == len(set(ids)) == 54
-    assert ids[-2:] == ["dynamo-vllm-aggregated-mocker", "dynamo-vllm-disaggregated-mocker"]
+    # what the shipped configs declare (2x2 per engine mode), the two Dynamo mocker cases, and
+    # a replica across two nodes per GPU engine and mode of each provider offering multi-node
+    multinode = [i for i in ids if i.endswith("-pp2")]
+    assert len(ids) == len(set(ids)) == 58 + len(multinode)
+    assert ids[58 - 2 : 58] == [
+        "dynamo-vllm-aggregated-mocker",
+        "dynamo-vllm-disaggregated-mocker",
+    ]
+    assert {i for i in multinode if i.startswith("dynamo-")} == {
+        f"dynamo-{engine}-{mode}-gpu-pp2"
+        for engine in ("vllm", "sglang", "trtllm")
+        for mode in ("aggregated", "disaggregated")
+    }
     providers = {ident.split("-", 1)[0] for ident in ids}
     assert providers == {"dynamo", "kaito", "kuberay", "llmd", "vllm"}
     assert {i for i in ids if "disaggregated" in i and "gw" in i and "pvc" in i} >= {

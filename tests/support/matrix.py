@@ -1,6 +1,7 @@
 """The render matrix: every provider x engine x serving mode x GPU/CPU x gateway on/off x
-storage on/off that the shipped provider configs declare, as ModelDeployments, and the Dynamo
-mocker test backend (an annotation, not a declared engine) aggregated and disaggregated."""
+storage on/off that the shipped provider configs declare, as ModelDeployments, the Dynamo
+mocker test backend (an annotation, not a declared engine) aggregated and disaggregated, and a
+replica across two nodes for every GPU engine and mode of each provider offering multi-node."""
 
 from __future__ import annotations
 
@@ -42,6 +43,23 @@ def cases(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
             ("dynamo-vllm-aggregated-mocker", _mocker("aggregated")),
             ("dynamo-vllm-disaggregated-mocker", _mocker("disaggregated")),
         ]
+    return out + _multinode(registry)
+
+
+def _multinode(registry: ProviderRegistry) -> list[tuple[str, dict[str, Any]]]:
+    """A replica across two nodes (spec.engine.args.pipeline-parallel-size: "2") for every GPU
+    engine and serving mode of every provider whose plug-in offers multi-node."""
+    offered = {p.name for p in plugins() if p.multinode.offered}
+    out = []
+    for config in registry.configs.values():
+        if config.name not in offered:
+            continue
+        for engine, capability in sorted(config.engines.items()):
+            for mode in sorted(capability.serving_modes) if capability.gpu else ():
+                obj = _deployment(config.name, engine, mode, "gpu", False, False)
+                obj["metadata"]["name"] += "-pp2"
+                obj["spec"]["engine"]["args"] = {"pipeline-parallel-size": "2"}
+                out.append((f"{config.name}-{engine}-{mode}-gpu-pp2", obj))
     return out
 
 

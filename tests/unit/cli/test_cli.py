@@ -32,6 +32,7 @@ EXPECTED_SELECTION = {
     "mistral-llmd": ("vllm", True, "llmd", True),
     "phi-direct": ("vllm", True, "vllm", True),
     "qwen-32b-kv": ("vllm", True, "dynamo", True),
+    "llama-70b-2node": ("vllm", True, "dynamo", True),
     "phi-kaito": ("vllm", True, "kaito", True),
     "qwen-mocker": ("vllm", False, "dynamo", True),
     "rejected-epp-typo": ("vllm", False, "dynamo", True),
@@ -244,7 +245,7 @@ def test_validate_exits_zero_when_everything_is_allowed(capsys: pytest.CaptureFi
     code, out, _ = run(capsys, "validate", *sorted(map(str, EXAMPLES.glob("*.yaml"))))
 
     assert code == Exit.OK
-    assert out.splitlines()[-1] == "12 allowed, 0 denied"
+    assert out.splitlines()[-1] == "13 allowed, 0 denied"
 
 
 def test_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:

@@ -98,7 +98,7 @@ def test_dynamo_worker_args_image_and_stripped_transformer_keys(shipped: Provide
         {"name": "DYN_LOG", "value": "info"}
     ]  # the `spec` override, merged
     text = json.dumps(graph)
-    assert "routerMode" not in text and '"epp"' not in text and "dynamo-epp" not in text
+    assert "routerMode" not in text
 
 
 def test_dynamo_disaggregated_has_prefill_and_decode_workers(shipped: ProviderRegistry) -> None:
@@ -122,18 +122,23 @@ def test_dynamo_disaggregated_has_prefill_and_decode_workers(shipped: ProviderRe
 
 
 @pytest.mark.parametrize(
-    ("engine", "module", "model_flag", "context_flag"),
+    ("engine", "worker", "module", "model_flag", "context_flag"),
     [
-        ("sglang", "dynamo.sglang", "--model-path", "--context-length"),
-        ("trtllm", "dynamo.trtllm", "--model", None),
+        ("sglang", "decode", "dynamo.sglang", "--model-path", "--context-length"),
+        ("trtllm", "TRTLLMWorker", "dynamo.trtllm", "--model", None),
     ],
 )
 def test_dynamo_engine_specific_flags(
-    engine: str, module: str, model_flag: str, context_flag: str | None, shipped: ProviderRegistry
+    engine: str,
+    worker: str,
+    module: str,
+    model_flag: str,
+    context_flag: str | None,
+    shipped: ProviderRegistry,
 ) -> None:
     obj = model_deployment(engine={"type": engine, "contextLength": 8192}, gpu=1)
     (graph,) = rendered(obj, shipped)
-    main = graph["spec"]["services"]["VllmWorker"]["extraPodSpec"]["mainContainer"]
+    main = graph["spec"]["services"][worker]["extraPodSpec"]["mainContainer"]
 
     assert main["command"] == ["python3", "-m", module]
     assert main["args"][:2] == [model_flag, "org/model"]
@@ -463,6 +468,8 @@ def test_dynamo_with_the_gateway_runs_its_own_picker_and_frontend_sidecars(
     assert services["Epp"]["componentType"] == "epp"
     assert services["Epp"]["extraPodSpec"]["mainContainer"]["image"] == "registry.example.com/epp:7"
     assert services["Epp"]["envs"] == [
+        {"name": "DYN_KV_CACHE_BLOCK_SIZE", "value": "16"},
+        {"name": "DYN_MODEL_NAME", "value": "org/model"},
         {"name": "DYN_DECODE_FALLBACK", "value": "true"},
         {"name": "DYN_ENFORCE_DISAGG", "value": "false"},
     ]
@@ -491,6 +498,8 @@ def test_dynamo_disaggregated_picker_has_prefill_and_decode_profiles(
         "decode",
     ]
     assert epp["envs"] == [
+        {"name": "DYN_KV_CACHE_BLOCK_SIZE", "value": "16"},
+        {"name": "DYN_MODEL_NAME", "value": "org/model"},
         {"name": "DYN_DECODE_FALLBACK", "value": "false"},
         {"name": "DYN_ENFORCE_DISAGG", "value": "true"},
     ]

@@ -124,18 +124,18 @@ def test_explicit_provider_must_exist(shipped: ProviderRegistry) -> None:
         ),
         (
             model_deployment(
-                engine="trtllm",
-                provider="dynamo",
+                engine="vllm",
+                provider="kaito",
                 mode="disaggregated",
                 scaling={"prefill": {"gpu": {"count": 1}}, "decode": {"gpu": {"count": 1}}},
             ),
             (
                 "spec.serving.mode",
-                "provider dynamo does not offer disaggregated serving for engine trtllm",
+                "provider kaito does not offer disaggregated serving for engine vllm",
             ),
         ),
     ],
-    ids=["engine", "serving-mode", "cpu", "trtllm-disaggregated"],
+    ids=["engine", "serving-mode", "cpu", "kaito-disaggregated"],
 )
 def test_explicit_provider_must_support_engine_mode_and_placement(
     obj: dict[str, Any], expected: tuple[str, str], shipped: ProviderRegistry

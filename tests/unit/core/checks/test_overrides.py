@@ -137,10 +137,59 @@ def test_layer2_sees_only_what_layer1_let_through() -> None:
     }
 
 
+def test_a_sized_root_leaves_its_own_sizing_keys_to_layer2_and_nothing_else() -> None:
+    """A provider's sized roots (Overrides.sized) type and bound their own replicas/resources in
+    its layer 2; the global rule still refuses sizing keys anywhere else, beneath them included,
+    and security keys everywhere."""
+    overrides = {
+        "front": {
+            "replicas": 2,
+            "resources": {"cpu": "4", "replicas": 3, "hostPath": "/"},
+        },
+        "spec": {"services": {"W": {"replicas": 9}}},
+        "other": {"replicas": 1},
+    }
+    sized = frozenset({"front"})
+
+    assert [(e.path, e.reason, e.detail) for e in check_global(overrides, AT, sized)] == [
+        (
+            "spec.provider.overrides.front.resources.replicas",
+            Reason.FORBIDDEN,
+            SIZING.format("replicas"),
+        ),
+        (
+            "spec.provider.overrides.front.resources.hostPath",
+            Reason.FORBIDDEN,
+            SECURITY.format("hostPath"),
+        ),
+        (
+            "spec.provider.overrides.spec.services.W.replicas",
+            Reason.FORBIDDEN,
+            SIZING.format("replicas"),
+        ),
+        ("spec.provider.overrides.other.replicas", Reason.FORBIDDEN, SIZING.format("replicas")),
+    ]
+    assert without_blocked(overrides, sized) == {
+        "front": {"replicas": 2, "resources": {"cpu": "4"}},
+        "spec": {"services": {"W": {}}},
+        "other": {},
+    }
+
+
+def test_without_a_sized_root_its_sizing_keys_are_refused_as_before() -> None:
+    overrides = {"front": {"replicas": 2, "resources": {"cpu": "4"}}}
+
+    assert layer1(overrides) == [
+        ("spec.provider.overrides.front.replicas", Reason.FORBIDDEN, SIZING.format("replicas")),
+        ("spec.provider.overrides.front.resources", Reason.FORBIDDEN, SIZING.format("resources")),
+    ]
+    assert without_blocked(overrides) == {"front": {}}
+
+
 def test_messages_never_echo_override_values(shipped: ProviderRegistry) -> None:
     secret = "hf_s3cr3tT0k3nValue"
     overrides = {"routerMode": secret, "epp": {"image": 7, "token": secret}, "env": secret}
-    obj = model_deployment(gpu=1, provider="dynamo", overrides=overrides)
+    obj = model_deployment(gpu=1, provider="dynamo", overrides=overrides, gateway={"enabled": True})
 
     errors = check_spec(obj, registry=shipped).errors
 

@@ -21,6 +21,7 @@ from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_flag_catalogs, bundled_versions
 from providers.dynamo import PROVIDER as DYNAMO
+from providers.dynamo.render import WORKERS
 from tests.support.builders import disaggregated, model_deployment
 from tests.support.matrix import cases, engine_args, launched_catalogs
 from tests.support.paths import EXAMPLES, ROOT
@@ -41,8 +42,15 @@ def render(obj: dict[str, Any], registry: ProviderRegistry) -> tuple[ModelDeploy
     return md, render_model(md, registry, PINS, TARGET)
 
 
-def worker_args(graph: dict[str, Any], service: str = "VllmWorker") -> list[str]:
-    args: list[str] = graph["spec"]["services"][service]["extraPodSpec"]["mainContainer"]["args"]
+def worker_args(graph: dict[str, Any], role: str | None = None) -> list[str]:
+    """The args of a Dynamo graph's worker of `role` (None: the aggregated worker), whatever the
+    engine names its service (providers/dynamo/render.py WORKERS)."""
+    (worker,) = [
+        s
+        for s in graph["spec"]["services"].values()
+        if s["componentType"] == "worker" and s.get("subComponentType") == role
+    ]
+    args: list[str] = worker["extraPodSpec"]["mainContainer"]["args"]
     return args
 
 
@@ -127,8 +135,8 @@ def test_dynamo_disaggregated_workers_run_tensor_parallel_per_component(
     obj["spec"]["provider"] = {"name": "dynamo"}
     md, objects = render(obj, shipped)
 
-    assert "--tensor-parallel-size" in worker_args(objects[0], "VllmPrefillWorker")
-    assert "--tensor-parallel-size" not in worker_args(objects[0], "VllmDecodeWorker")
+    assert "--tensor-parallel-size" in worker_args(objects[0], "prefill")
+    assert "--tensor-parallel-size" not in worker_args(objects[0], "decode")
     assert check_invariants(md, objects, SHIPPED) == []
 
 
@@ -446,16 +454,18 @@ def test_every_flag_runway_emits_is_catalogued_across_the_matrix(shipped: Provid
             assert name in launched_catalogs(md), ident
             assert unknown_flags(args, CATALOGS[name]) == [], ident
             checked[name] = checked.get(name, 0) + 1
-    # containers started with flags, by entry point, across the 34 matrix cases that have any:
+    # containers started with flags, by entry point, across the 40 matrix cases that have any:
     # the old 44 engine containers, the 3 mocker workers (aggregated; prefill and decode) and
-    # the frontend sidecar of each Dynamo worker service behind a gateway
+    # the frontend sidecar of each Dynamo worker service behind a gateway; TRT-LLM's
+    # disaggregated cases add 8 workers and 4 sidecars, and the multi-node cases (each Dynamo
+    # engine aggregated and disaggregated) 3 workers per engine
     assert checked == {
         "vllm": 16,
-        "dynamo-vllm": 12,
-        "dynamo-sglang": 12,
-        "dynamo-trtllm": 4,
+        "dynamo-vllm": 15,
+        "dynamo-sglang": 15,
+        "dynamo-trtllm": 15,
         "dynamo-mocker": 3,
-        "dynamo-frontend": 14,
+        "dynamo-frontend": 18,
     }
 
 
@@ -535,7 +545,7 @@ def test_dynamo_sglang_disaggregated_workers_transfer_kv_over_nixl_unless_told(
     _, (graph, *_) = render(obj, shipped)
     catalog = CATALOGS["dynamo-sglang"]
 
-    for service in ("VllmPrefillWorker", "VllmDecodeWorker"):  # Dynamo's service names
+    for service in ("prefill", "decode"):
         args = worker_args(graph, service)
         backend = [
             a
@@ -869,8 +879,8 @@ def test_dynamo_workers_publish_kv_events_when_a_kv_router_reads_them(
     if published:
         args.remove(flag)
         assert check_invariants(md, objects, SHIPPED) == [
-            f"DynamoGraphDeployment/m spec.services.VllmWorker.extraPodSpec.mainContainer.args "
-            f"has no {flag}: the worker publishes no KV events, so the KV router routes blind"
+            f"DynamoGraphDeployment/m spec.services.{WORKERS[engine][None]}.extraPodSpec."
+            f"mainContainer.args has no {flag}: the worker publishes no KV events, so the KV router routes blind"
         ]
 
 
@@ -932,12 +942,12 @@ def test_invariant_dynamo_disaggregated_workers_run_their_role(
 ) -> None:
     md, objects = copy.deepcopy(_dynamo(engine, gateway=False, split=True))
     assert check_invariants(md, objects, SHIPPED) == []
-    container = objects[0]["spec"]["services"]["VllmPrefillWorker"]["extraPodSpec"]["mainContainer"]
+    name = WORKERS[engine]["prefill"]
+    container = objects[0]["spec"]["services"][name]["extraPodSpec"]["mainContainer"]
     container["args"] = breaks(container["args"])
 
     assert check_invariants(md, objects, SHIPPED) == [
-        f"DynamoGraphDeployment/pd spec.services.VllmPrefillWorker.extraPodSpec.mainContainer.args "
-        f"{expected}"
+        f"DynamoGraphDeployment/pd spec.services.{name}.extraPodSpec.mainContainer.args {expected}"
     ]
 
 

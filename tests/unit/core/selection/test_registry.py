@@ -63,7 +63,7 @@ def test_capabilities_follow_the_shipped_matrix(shipped: ProviderRegistry) -> No
     assert not kaito.supports("vllm", gpu=False, mode="aggregated")
     assert not kaito.supports("vllm", gpu=True, mode="disaggregated")
     assert dynamo.supports("sglang", gpu=True, mode="disaggregated")
-    assert not dynamo.supports("trtllm", gpu=True, mode="disaggregated")
+    assert dynamo.supports("trtllm", gpu=True, mode="disaggregated")
 
 
 def test_broken_configs_are_skipped_and_reported_and_the_rest_load() -> None:
