@@ -119,13 +119,14 @@ UPSTREAM_CRDS ?= ../shared/upstream-crds
 schemas: $(TEST_STAMP)
 	$(BIN)/python -m tools.schemapack --upstream-crds $(UPSTREAM_CRDS) --save-inputs .cache/schemas/inputs
 
-# The operators' facts (providers/kaito/facts/presets.json, providers/llmd/facts/pd.json) from
-# their sources at the pins; KAITO_GIT and LLMD_GIT are Git repositories of KAITO and
-# llm-d-inference-scheduler holding the pinned tags (development time only).
+# The operators' facts (providers/kaito/facts/presets.json and aikit.json, providers/llmd/facts/pd.json)
+# from their sources at the pins; KAITO_GIT, LLMD_GIT and AIKIT_GIT are Git repositories of KAITO,
+# llm-d-inference-scheduler and aikit holding the pinned tags (development time only).
 KAITO_GIT ?= ../kaito
 LLMD_GIT ?= ../llm-d-inference-scheduler
+AIKIT_GIT ?= ../aikit
 facts: $(TEST_STAMP)
-	$(BIN)/python -m tools.facts --kaito-git $(KAITO_GIT) --llmd-git $(LLMD_GIT)
+	$(BIN)/python -m tools.facts --kaito-git $(KAITO_GIT) --llmd-git $(LLMD_GIT) --aikit-git $(AIKIT_GIT)
 
 # Engine flag catalogs (providers/<name>/catalogs/*.json) from the pinned engines' own argument
 # definitions: downloads the pinned wheels from PyPI and reads them statically (no torch).

@@ -13,6 +13,16 @@ KAITO (--kaito-git, tag v<KAITO_VERSION>) -> providers/kaito/facts/presets.json:
   pkg/sku/{azure,aws,arc}_sku_handler.go           the instance types node auto-provisioning knows
   charts/kaito/workspace/values.yaml               the install's defaults
 
+aikit (--aikit-git, tag <AIKIT_VERSION>) -> providers/kaito/facts/aikit.json:
+  pkg/aikit2llb/inference/runner.go      the runner's entrypoint script: the scheme it strips, the
+                                         URL schemes it fetches with curl, what it passes to
+                                         `hf download`, and the name it serves a GGUF under
+  pkg/aikit2llb/inference/image.go       the runner image's entrypoint
+  .github/workflows/release-runners.yaml the runner images published per tag, their platforms
+  .github/workflows/release.yaml         the BuildKit frontend image published per tag
+  README.md                              the pre-made model images and the name each serves
+  go.mod                                 the BuildKit release aikit builds against
+
 llm-d-inference-scheduler (--llmd-git, tag v<LLMD_VERSION>) -> providers/llmd/facts/pd.json:
   deploy/config/pd-epp-config.yaml                 the P/D picker configuration
   pkg/plugins/filter/pd_role.go                    the role label, its values, the filter names
@@ -41,6 +51,7 @@ from core.model.versions import Versions
 ROOT = Path(__file__).resolve().parents[1]
 KAITO_OUT = ROOT / "providers" / "kaito" / "facts" / "presets.json"
 LLMD_OUT = ROOT / "providers" / "llmd" / "facts" / "pd.json"
+AIKIT_OUT = ROOT / "providers" / "kaito" / "facts" / "aikit.json"
 MODELS = "presets/workspace/models"
 SKU_FILES = {
     "azure": "pkg/sku/azure_sku_handler.go",
@@ -194,6 +205,92 @@ def kaito(git: Path, version: str) -> dict[str, Any]:
     }
 
 
+_RUNNER = "pkg/aikit2llb/inference/runner.go"
+_AIKIT_IMAGE = "pkg/aikit2llb/inference/image.go"
+_AIKIT_RUNNERS = ".github/workflows/release-runners.yaml"
+_AIKIT_RELEASE = ".github/workflows/release.yaml"
+_STRIPPED = re.compile(r'MODEL="\$\{MODEL#([a-z0-9+.-]+://)\}"')
+_FETCHED = re.compile(r'\[\[ "\$MODEL" == ([a-z]+://)\* \]\]')
+_HF_ARGS = re.compile(
+    r'HF_ARGS=\("download" "\$MODEL" "--local-dir" "([^"]+)" "--include" "([^"]+)"\)'
+)
+_SERVED_SUFFIX = re.compile(r'MODEL_NAME="\$\{GGUF_BASENAME%([^}]+)\}"')
+_RUNNER_ENTRYPOINT = re.compile(r'Entrypoint = \[\]string\{"(/[^"]+)"\}')
+_PREMADE = re.compile(
+    r"`docker run [^`]*?ghcr\.io/kaito-project/aikit/([a-z0-9.-]+:[a-z0-9.-]+)`\s*\|\s*`([^`]+)`"
+)
+
+
+def _premade(readme: str) -> dict[str, dict[str, Any]]:
+    """{image (name:tag under the registry): its served name and whether the README offers it on
+    CPU ("## CPU" table) and on NVIDIA GPUs ("### NVIDIA CUDA" table)}."""
+    out: dict[str, dict[str, Any]] = {}
+    section = ""
+    for line in readme.splitlines():
+        if line.startswith("#"):
+            section = {"## CPU": "cpu", "### NVIDIA CUDA": "gpu"}.get(line.strip(), "")
+            continue
+        match = _PREMADE.search(line)
+        if not section or match is None:
+            continue
+        entry = out.setdefault(
+            match.group(1), {"servedName": match.group(2), "cpu": False, "gpu": False}
+        )
+        if entry["servedName"] != match.group(2):
+            raise InputError(f"README.md: {match.group(1)} serves two names")
+        entry[section] = True
+    return dict(sorted(out.items()))
+
+
+def aikit(git: Path, tag: str) -> dict[str, Any]:
+    runner = _show(git, tag, _RUNNER)
+    stripped = _STRIPPED.findall(runner)
+    fetched = _FETCHED.findall(runner)
+    hf_args = _HF_ARGS.search(runner)
+    suffix = _SERVED_SUFFIX.search(runner)
+    entrypoint = _RUNNER_ENTRYPOINT.search(_show(git, tag, _AIKIT_IMAGE))
+    runners = yaml.safe_load(_show(git, tag, _AIKIT_RUNNERS))
+    release = _show(git, tag, _AIKIT_RELEASE)
+    frontend = re.search(r"images: (ghcr\.io/[\w./-]+)", release)
+    meta = runners["jobs"]["release-runners"]
+    pushed = next(
+        str(step["with"]["images"]) for step in meta["steps"] if step.get("id") == "docker_meta"
+    )
+    buildkit = re.search(
+        r"^\s*github\.com/moby/buildkit (v[\w.+-]+)", _show(git, tag, "go.mod"), re.M
+    )
+    premade = _premade(_show(git, tag, "README.md"))
+    if not (stripped and fetched and hf_args and suffix and entrypoint and frontend and buildkit):
+        raise InputError("aikit: the runner script, image config, frontend or go.mod changed shape")
+    if not premade or "/${{ matrix.runner }}" not in pushed:
+        raise InputError("aikit: no pre-made models in README.md, or runner images renamed")
+    return {
+        "aikit": tag,
+        "sources": sorted(
+            [_RUNNER, _AIKIT_IMAGE, _AIKIT_RUNNERS, _AIKIT_RELEASE, "README.md", "go.mod"]
+        ),
+        # generateRunnerScript / generateLlamaCppDownload: the model reference's handling
+        "runner": {
+            "entrypoint": entrypoint.group(1),
+            "strippedSchemes": stripped,
+            "downloadedSchemes": fetched,  # curl -o /models/<basename of the URL>
+            "huggingFace": {"localDir": hf_args.group(1), "include": hf_args.group(2)},
+            "modelsDir": hf_args.group(1),
+            "servedName": {"from": "the first GGUF file's name", "stripSuffix": suffix.group(1)},
+        },
+        "runners": {
+            "registry": pushed.split("/${{")[0],
+            "images": {
+                str(m["runner"]): {"platforms": str(m["platforms"]).split(",")}
+                for m in meta["strategy"]["matrix"]["include"]
+            },
+        },
+        "frontend": frontend.group(1),
+        "buildkit": buildkit.group(1),
+        "premade": {"registry": "ghcr.io/kaito-project/aikit", "images": premade},
+    }
+
+
 _GO_FLAG = re.compile(r'flag\.(String|Bool|Int)\(\s*"([^"]+)",\s*([^,]+),')
 _GO_STRING = re.compile(r'^\s*(\w+)\s*=\s*"([^"]*)"', re.M)
 
@@ -271,6 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--llmd-git", required=True, type=Path, help="an llm-d-inference-scheduler Git directory"
     )
+    parser.add_argument("--aikit-git", required=True, type=Path, help="an aikit Git directory")
     parser.add_argument("--check", action="store_true", help="fail when a file is out of date")
     args = parser.parse_args(argv)
     pins = Versions.parse((ROOT / "core" / "model" / "versions.env").read_text("utf-8"))
@@ -278,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         outputs = {
             KAITO_OUT: render(kaito(args.kaito_git, pins.pin("kaito"))),
             LLMD_OUT: render(llmd(args.llmd_git, pins.pin("llmd"))),
+            AIKIT_OUT: render(aikit(args.aikit_git, pins.pin("aikit"))),
         }
     except (InputError, KeyError, TypeError, yaml.YAMLError) as err:
         print(f"facts: {err}", file=sys.stderr)

@@ -93,6 +93,19 @@ def extra_pin(wheel: Path, package: str, extra: str) -> str:
     return match.group(1)
 
 
+def ray_vllm(wheel: Path) -> str:
+    """The vLLM version ray[llm] names: its pin, or the floor it requires (Ray 2.55 requires
+    `vllm[audio]>=0.18.0`, and the newest vLLM no longer has the module Ray imports)."""
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = archive.read(name).decode()
+    pattern = r"^Requires-Dist: vllm(?:\[[^\]]*\])?(?:==|>=)([\w.]+)[^;]*; extra == \"llm\"$"
+    match = re.search(pattern, metadata, re.MULTILINE)
+    if match is None:
+        raise SystemExit(f"{wheel.name}: no vllm requirement in the llm extra")
+    return match.group(1)
+
+
 # --- annotations of dataclass fields (vLLM builds most flags from them) ----------------------
 
 
@@ -269,6 +282,31 @@ def dynamo_flags(wheel: Path, engine: str) -> tuple[dict[str, dict[str, str]], l
     return flags, files
 
 
+def ray_serve_llm_flags(wheel: Path) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """The engine_kwargs Ray Serve LLM accepts: the public fields of vLLM's FrontendArgs and
+    AsyncEngineArgs (Ray splits engine_kwargs into those two and refuses anything else), each
+    spelled as its flag, with a --no- spelling for switches."""
+    engine, frontend = "vllm/engine/arg_utils.py", "vllm/entrypoints/openai/cli_args.py"
+    fields = class_fields(read(wheel, m) for m in [*members(wheel, "vllm/config/"), engine])
+    parsed = add_argument_flags(read(wheel, engine), fields)
+    declared = {
+        **class_fields([read(wheel, frontend)])["FrontendArgs"],
+        **fields["AsyncEngineArgs"],
+    }
+    flags: dict[str, dict[str, str]] = {}
+    for name, annotation in declared.items():
+        if name.startswith("_"):  # private fields (_api_process_count): not settings
+            continue
+        flag = "--" + name.replace("_", "-")
+        entry = parsed.get(flag) or field_flags({name: annotation})[flag]
+        flags[flag] = entry
+        negated = "--no-" + flag[2:]
+        if negated in parsed or (entry["type"] == "bool" and entry["value"] == "none"):
+            flags[negated] = {"value": "none", "type": "bool"}
+    sources = [f"{engine} (AsyncEngineArgs)", "vllm/config/*.py", f"{frontend} (FrontendArgs)"]
+    return flags, sources
+
+
 # The Dynamo entry points that are not an engine backend: module -> the files defining its parser.
 DYNAMO_TOOLS = {
     "mocker": ["dynamo/mocker/args.py"],
@@ -380,6 +418,20 @@ def build(work: Path) -> dict[str, dict[str, Any]]:
             flags,
             image=f"nvcr.io/nvidia/ai-dynamo/{TOOL_IMAGES[module]}:{dynamo_version}",
         )
+    ray = versions["RAY_VERSION"]
+    floor = ray_vllm(download(f"ray=={ray}", work / "ray"))
+    wheel = download(f"vllm=={floor}", work / "vllm-ray")
+    flags, sources = ray_serve_llm_flags(wheel)
+    out["kuberay"] = catalog(
+        "ray-serve-llm",
+        f"{ray} (vllm {floor})",
+        f"pip download --no-deps vllm=={floor} (the floor ray[llm]=={ray} declares); static ast"
+        " read of the AsyncEngineArgs and FrontendArgs dataclass fields",
+        [f"vllm=={floor}:{s}" for s in sources],
+        flags,
+        image=f"rayproject/ray-llm:{ray}-py311-cu128",
+        vllm_parser=True,
+    )
     return out
 
 

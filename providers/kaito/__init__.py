@@ -7,13 +7,33 @@ template always runs the user's image (there is no default to catalogue).
 
 from dataclasses import replace
 
-from core.model.plugin import Provider
+from core.model.plugin import MultiNode, Provider
 from providers.kaito.overrides import NAME, OVERRIDES
 from providers.kaito.pods import PODS
 from providers.kaito.render import render
 from providers.kaito.rules import RULES
 from providers.kaito.status import WATCHED, operator_service
 
+# KAITO places a preset across nodes itself: it spans status.targetNodeCount nodes (what the
+# preset's weights need of the instance type's GPUs) and writes pipeline-parallel-size as that
+# count; a Workspace has no field that could ask for another.
+MULTINODE = MultiNode(
+    offered=False,
+    why_not=(
+        "kaito chooses a preset's parallelism itself: it spans as many GPU nodes as the "
+        "preset's weights need on the instance type and sets pipeline-parallel-size to that "
+        "node count (KAITO at KAITO_VERSION pkg/model/interface.go:395-427 configureParallelism, "
+        "pkg/workspace/inference/preset_inferences.go:168-189), and a Workspace has no field to "
+        "ask for another (api/v1beta1/workspace_types.go:87-106); a llama.cpp template runs one "
+        "pod. Remove the key, or use a provider that offers multi-node serving"
+    ),
+)
 PROVIDER = Provider(
-    NAME, OVERRIDES, render, replace(PODS, operator_service=operator_service), WATCHED, rules=RULES
+    NAME,
+    OVERRIDES,
+    render,
+    replace(PODS, operator_service=operator_service),
+    WATCHED,
+    rules=RULES,
+    multinode=MULTINODE,
 )

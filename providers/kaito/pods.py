@@ -1,4 +1,4 @@
-"""KAITO (v0.10.0, pkg/workspace/manifests/manifests.go) labels the preset StatefulSet's pods
+"""KAITO (at KAITO_VERSION, pkg/workspace/manifests/manifests.go) labels the preset StatefulSet's pods
 with kaito.sh/workspace=<Workspace name> only; a template Workspace's pods get the template's
 labels plus that one. Presets serve on 5000 (consts.PortInferenceServer); Runway's llama.cpp
 template passes --address=:5000."""

@@ -7,30 +7,48 @@
 * how the target KAITO is installed, set once by the platform team as annotations on the
   `kaito` InferenceProviderConfig (SETTINGS below; absent means KAITO's chart default).
 
-Line numbers are KAITO v0.10.0's api/v1beta1/workspace_validation.go unless said otherwise.
+Line numbers are those of KAITO's api/v1beta1/workspace_validation.go at KAITO_VERSION unless said
+otherwise; messages name that version as the facts record it (`kaito`, the tag they were read at).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
-from urllib.parse import urlsplit
 
 from core.fields.errors import FieldError, Reason, shown
 from core.model.kinds import Engine, ModelDeployment, ModelSource, dig
 from core.model.plugin import ProviderContext, Rules
 from core.schema.suggest import close_matches
+from providers.kaito import aikit
 
 PREFIX = "kaito.airunway.ai/"
 NAP = PREFIX + "node-auto-provisioning"  # "true" | "false"
 CLOUD = PREFIX + "cloud-provider"  # azure | aws | arc: the chart's cloudProviderName
 INSTANCE_TYPE = PREFIX + "instance-type"  # for Workspaces that request GPUs
 CPU_INSTANCE_TYPE = PREFIX + "cpu-instance-type"  # for llama.cpp Workspaces without GPUs
-SETTINGS = (NAP, CLOUD, INSTANCE_TYPE, CPU_INSTANCE_TYPE)
+# How a Hugging Face GGUF runs: "direct" (the default: aikit's runner image downloads it when the
+# pod starts) or "built" (an image built in the cluster, providers/kaito/build.py). Set on the kaito
+# InferenceProviderConfig for every model, or on one ModelDeployment's metadata.annotations.
+GGUF_MODE = PREFIX + "gguf-mode"
+SETTINGS = (NAP, CLOUD, INSTANCE_TYPE, CPU_INSTANCE_TYPE, GGUF_MODE)
 INSTANCE_TYPE_AT = "spec.provider.overrides.resource.instanceType"
 PROVIDER_AT = "spec.provider.name"
-_GGUF = ".gguf"
+STORAGE_AT = "spec.model.storage.volumes"
+
+
+class GgufMode(StrEnum):
+    DIRECT = "direct"
+    BUILT = "built"
+
+
+def gguf_mode(md: ModelDeployment, context: ProviderContext) -> GgufMode | None:
+    """The model's annotation, else the config's, else direct; None when the one that applies
+    is neither."""
+    given = md.annotations.get(GGUF_MODE) or context.settings.get(GGUF_MODE) or GgufMode.DIRECT
+    return GgufMode(given) if given in tuple(GgufMode) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +76,12 @@ class Preset:
 def _facts(context: ProviderContext) -> Mapping[str, Any]:
     facts = context.facts.get("presets")
     return facts if isinstance(facts, Mapping) else {}
+
+
+def kaito_at(context: ProviderContext) -> str:
+    """'KAITO <tag>': the KAITO release the facts were read at, as messages cite it."""
+    tag = _facts(context).get("kaito")
+    return f"KAITO {tag}" if tag else "KAITO at KAITO_VERSION"
 
 
 def install(context: ProviderContext) -> tuple[Install, list[FieldError]]:
@@ -113,22 +137,11 @@ def resolve_preset(model_id: str, context: ProviderContext) -> Preset | None:
     return None
 
 
-def gguf_file_name(md: ModelDeployment) -> str | None:
-    """The name LocalAI serves a llama.cpp model under: the file name of the one GGUF it
-    downloads (LocalAI's startup InstallModels saves a URL's file under its own name, and a
-    model without a YAML config answers to that file name). None for custom images."""
-    if md.model_source == ModelSource.CUSTOM:
-        return None
-    url = (md.engine.get("args") or {}).get("ggufUrl")
-    path = urlsplit(str(url)).path if url else md.model_id
-    name = path.rstrip("/").rsplit("/", 1)[-1]
-    return name or None
-
-
 def served_as(md: ModelDeployment, context: ProviderContext) -> str | None:
-    """The name KAITO's pods answer to: the preset's (vLLM), or the GGUF file's (llama.cpp)."""
+    """The name KAITO's pods answer to: the preset's (vLLM), or for llama.cpp the pre-made
+    image's (aikit's catalog) or the GGUF file's without .gguf (providers/kaito/aikit.py)."""
     if md.engine_type == Engine.LLAMACPP:
-        return gguf_file_name(md)
+        return aikit.served_as(md, context)
     preset = resolve_preset(md.model_id, context) if md.model_id else None
     return preset.served if preset is not None else None
 
@@ -167,7 +180,7 @@ def check(
     settings, errors = install(context)
     warnings: list[str] = []
     errors += _instance_type_errors(md, context, settings)
-    errors += _replicas(md)
+    errors += _replicas(md, context)
     if md.engine_type != Engine.LLAMACPP and md.model_id:  # no id: the core says so
         preset_errors, preset_warnings = _preset_checks(md, context, settings)
         errors += preset_errors
@@ -188,7 +201,7 @@ def _instance_type_errors(
             detail = (
                 "must be empty: the target KAITO runs without node auto-provisioning "
                 f"({NAP}: false on the kaito InferenceProviderConfig), and KAITO then refuses "
-                "any instanceType (KAITO v0.10.0 workspace_validation.go:141-145)"
+                f"any instanceType ({kaito_at(context)} workspace_validation.go:141-145)"
             )
             return [FieldError(INSTANCE_TYPE_AT, Reason.FORBIDDEN, detail)]
         return []
@@ -197,7 +210,7 @@ def _instance_type_errors(
     if chosen is None:
         detail = (
             "KAITO with node auto-provisioning (its default) requires resource.instanceType "
-            "(KAITO v0.10.0 workspace_validation.go:146-150): set it here, or once for every "
+            f"({kaito_at(context)} workspace_validation.go:146-150): set it here, or once for every "
             f"model as the annotation {annotation} on the kaito InferenceProviderConfig (or set "
             f'{NAP}: "false" there when KAITO runs on your own nodes)'
         )
@@ -211,20 +224,20 @@ def _instance_type_errors(
     at = INSTANCE_TYPE_AT if given else PROVIDER_AT
     source = "" if given else f" (annotation {annotation} on the kaito InferenceProviderConfig)"
     detail = (
-        f"instance type {shown(chosen)!r}{source} is not one KAITO v0.10.0 provisions on "
+        f"instance type {shown(chosen)!r}{source} is not one {kaito_at(context)} provisions on "
         f"{settings.cloud} (pkg/sku; workspace_validation.go:483-489){hint}"
     )
     return [FieldError(at, Reason.INVALID, detail)]
 
 
-def _replicas(md: ModelDeployment) -> list[FieldError]:
+def _replicas(md: ModelDeployment, context: ProviderContext) -> list[FieldError]:
     replicas = dig(md.spec, "scaling", "replicas")
     if replicas is None or replicas == 1:
         return []
     detail = (
         "must be 1 for kaito: a Workspace runs one inference instance, and its resource.count "
         "is the number of GPU nodes that instance spans, not a replica count, and cannot "
-        "change once created (KAITO v0.10.0 api/v1beta1/workspace_types.go:28, "
+        f"change once created ({kaito_at(context)} api/v1beta1/workspace_types.go:28, "
         "workspace_validation.go:551-553); run more instances as more ModelDeployments"
     )
     return [FieldError("spec.scaling.replicas", Reason.INVALID, detail)]
@@ -238,14 +251,14 @@ def _preset_checks(
     facts = _facts(context)
     name = md.model_id.lower()
     if name in (facts.get("deprecated") or ()):
-        detail = f"KAITO v0.10.0 no longer supports the deprecated preset {shown(name)!r} (workspace_validation.go:399)"
+        detail = f"{kaito_at(context)} no longer supports the deprecated preset {shown(name)!r} (workspace_validation.go:399)"
         return [FieldError("spec.model.id", Reason.INVALID, detail)], []
     preset = resolve_preset(md.model_id, context)
     if preset is None:
         near = close_matches(name, facts.get("presets") or (), n=3)
         hint = f"; did you mean {', '.join(near)}?" if near else ""
         detail = (
-            f"{shown(md.model_id)!r} is no KAITO v0.10.0 preset and no Hugging Face id "
+            f"{shown(md.model_id)!r} is no {kaito_at(context)} preset and no Hugging Face id "
             f"(<org>/<repo>), so KAITO refuses it (workspace_validation.go:603-605){hint}"
         )
         return [FieldError("spec.model.id", Reason.INVALID, detail)], []
@@ -260,19 +273,19 @@ def _preset_checks(
         warnings.append(
             f"spec.secrets.huggingFaceToken is not passed to kaito: preset {preset.name} ships "
             "its weights in its image, and KAITO refuses a modelAccessSecret for it "
-            "(KAITO v0.10.0 workspace_validation.go:637-638)"
+            f"({kaito_at(context)} workspace_validation.go:637-638)"
         )
     if md.served_name and md.served_name != preset.served:
         warnings.append(
             f"spec.model.servedName is not passed to kaito: preset {preset.name} serves under "
-            f"{preset.served!r} (KAITO v0.10.0 pkg/model/interface.go:334)"
+            f"{preset.served!r} ({kaito_at(context)} pkg/model/interface.go:334)"
         )
     if not settings.auto_provisioning and md.gpu_count > 0:
         selector = md.spec.get("nodeSelector") or {}
         if "nvidia.com/gpu.product" not in selector:
             warnings.append(
                 "kaito without node auto-provisioning refuses a preset Workspace whose "
-                "matching nodes mix GPU products, counts or memory (KAITO v0.10.0 "
+                f"matching nodes mix GPU products, counts or memory ({kaito_at(context)} "
                 "workspace_validation.go:454-462): set spec.nodeSelector "
                 "nvidia.com/gpu.product to the one product the model runs on"
             )
@@ -312,7 +325,10 @@ def _immutable(
 ) -> list[FieldError]:
     """What KAITO refuses to change in a Workspace (validateUpdate), at the field that would."""
     errors = []
-    why = "KAITO refuses to change it in an existing Workspace (KAITO v0.10.0 workspace_validation.go:{}); delete and recreate the ModelDeployment to change it"
+    why = (
+        f"KAITO refuses to change it in an existing Workspace ({kaito_at(context)} "
+        "workspace_validation.go:{}); delete and recreate the ModelDeployment to change it"
+    )
     if workspace_selector(md) != workspace_selector(old):
         at = (
             "spec.resources.gpu.count"
@@ -346,26 +362,78 @@ def _immutable(
     return errors
 
 
-def llamacpp_errors(md: ModelDeployment) -> list[FieldError]:
-    """A llama.cpp model.id must name a .gguf file unless engine.args.ggufUrl is given."""
-    args = md.engine.get("args") or {}
-    if (
-        md.model_source == ModelSource.HUGGINGFACE
-        and not args.get("ggufUrl")
-        and md.model_id
-        and not md.model_id.lower().endswith(_GGUF)
-    ):
-        detail = (
-            f"kaito's llama.cpp template loads one GGUF file (huggingface://<repo>/<file>.gguf)"
-            f" and {shown(md.model_id)!r} names no .gguf file: give the file's path in the repository"
-            " or set spec.engine.args.ggufUrl"
+def llamacpp_errors(
+    md: ModelDeployment, context: ProviderContext
+) -> tuple[list[FieldError], list[str]]:
+    """(errors, warnings) of a llama.cpp model: the GGUF it names, the build mode, the image."""
+    errors = aikit.gguf_errors(md, context)
+    if md.model_source != ModelSource.CUSTOM and gguf_mode(md, context) is None:
+        where = (
+            GGUF_MODE
+            if GGUF_MODE in md.annotations
+            else f"kaito InferenceProviderConfig {GGUF_MODE}"
         )
-        return [FieldError("spec.model.id", Reason.INVALID, detail)]
-    return []
+        detail = f"{where} must be {' or '.join(GgufMode)}"
+        at = f"metadata.annotations[{GGUF_MODE}]" if GGUF_MODE in md.annotations else PROVIDER_AT
+        errors.append(FieldError(at, Reason.INVALID, detail))
+    image_errors, warnings = aikit.image_checks(md, context)
+    if (
+        gguf_mode(md, context) == GgufMode.BUILT
+        and md.image_override
+        and md.model_source != ModelSource.CUSTOM
+    ):
+        warnings.append(
+            "spec.engine.image is not used: in built mode the Workspace runs the image built "
+            "from the GGUF in the cluster"
+        )
+    if md.model_source != ModelSource.CUSTOM and dig(md.spec, "secrets", "huggingFaceToken"):
+        warnings.append(
+            "spec.secrets.huggingFaceToken does not reach the GGUF download: "
+            f"{aikit.aikit_at(context)}'s runner fetches an https URL with curl and no token "
+            "(pkg/aikit2llb/inference/runner.go generateLlamaCppDownload), and the build fetches "
+            "it as a BuildKit HTTP source without one (download.go handleHTTP): a gated file "
+            "cannot be downloaded"
+        )
+    return errors + image_errors + _storage_errors(md, context), warnings
+
+
+def _storage_errors(md: ModelDeployment, context: ProviderContext) -> list[FieldError]:
+    """A claim mounted where an aikit image keeps its model hides it: pre-made and built images
+    hold their GGUF in /models (aikit pkg/aikit2llb/inference/download.go handleHTTP)."""
+    models_dir = str((aikit.facts(context).get("runner") or {}).get("modelsDir") or "/models")
+    own_model = md.model_source == ModelSource.CUSTOM or gguf_mode(md, context) == GgufMode.BUILT
+    if not own_model:
+        return []
+    return [
+        FieldError(
+            f"{STORAGE_AT}[{i}].mountPath",
+            Reason.INVALID,
+            f"{models_dir} holds the model of the aikit image this Workspace runs ({aikit.aikit_at(context)} "
+            "pkg/aikit2llb/inference/download.go handleHTTP): a claim mounted there hides it; "
+            "mount it elsewhere",
+        )
+        for i, volume in enumerate(md.volumes)
+        if str(volume.get("mountPath") or "").rstrip("/") == models_dir
+    ]
+
+
+def _preset_storage(md: ModelDeployment, context: ProviderContext) -> list[FieldError]:
+    """A preset Workspace has no field for a volume: KAITO's InferenceSpec takes a preset, a
+    template, a config and adapters only, and KAITO builds the preset's pods itself."""
+    if not md.volumes:
+        return []
+    detail = (
+        f"kaito cannot mount a claim into a preset Workspace: {kaito_at(context)} "
+        "api/v1beta1/workspace_types.go:87-106 (InferenceSpec) gives a preset only its name, "
+        "presetOptions, a config ConfigMap and adapters, and KAITO builds the preset's pods "
+        "itself (pkg/workspace/inference); use engine llamacpp (a template Workspace mounts it) "
+        "or another provider for the model cache"
+    )
+    return [FieldError(STORAGE_AT, Reason.FORBIDDEN, detail)]
 
 
 # Two of Runway's own rules at the pin
-# (KAITO v0.10.0): api/v1beta1/workspace_types.go:54-102 gives a preset Workspace only
+# (KAITO at KAITO_VERSION): api/v1beta1/workspace_types.go:54-102 gives a preset Workspace only
 # `preset.name` and `presetOptions` (plus a ConfigMap name in `inference.config`), so
 # spec.engine.args, extraArgs and contextLength reach no vLLM process; and the llama.cpp
 # template (render.py _inference) runs LocalAI on one GGUF file, which a model.id must name.
@@ -378,7 +446,9 @@ def admission_checks(
     llama.cpp model.id that names no .gguf file, and engine settings a preset drops."""
     errors, warnings = check(md, context, old)
     if md.engine_type == Engine.LLAMACPP:
-        return errors + llamacpp_errors(md), warnings
+        more, cautions = llamacpp_errors(md, context)
+        return errors + more, warnings + cautions
+    errors += _preset_storage(md, context)
     dropped = [
         f"spec.engine.{key}"
         for key in ("args", "extraArgs", "contextLength")
@@ -386,7 +456,7 @@ def admission_checks(
     ]
     warnings.extend(
         f"{field} is ignored by kaito: a preset Workspace has no field for engine settings"
-        " (KAITO v0.10.0 api/v1beta1/workspace_types.go:54-102)"
+        f" ({kaito_at(context)} api/v1beta1/workspace_types.go:54-102)"
         for field in dropped
     )
     return errors, warnings

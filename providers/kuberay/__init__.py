@@ -1,19 +1,34 @@
 """KubeRay: one ray.io RayService per ModelDeployment.
 
 PROVIDER is this package as the core sees it (core/model/plugin.py): what its files offer, under
-the names the core calls. No admission rules of its own beyond layer 2 of the overrides, the
-engine answers to the name the spec gives it (Runway passes it to vLLM), and no flag catalog:
-Ray Serve LLM takes engine kwargs, not command-line flags.
+the names the core calls. The engine answers to the name the spec gives it (Runway passes it to
+Ray Serve LLM as the model_id). Ray Serve LLM takes engine kwargs, not command-line flags: the
+catalog `kuberay` lists the ones it accepts and flags.py those Runway or Ray set (flags.py);
+rules.py refuses what a RayService cannot carry. A replica spans worker pods when
+pipeline-parallel-size > 1 (render.py), and invariants.py shows each Ray Serve LLM config to the
+core's GPU invariant.
 """
 
 from dataclasses import replace
 
-from core.model.plugin import Provider
+from core.model.plugin import MultiNode, Provider
+from providers.kuberay.flags import FLAGS
+from providers.kuberay.invariants import invariants, serving_containers
 from providers.kuberay.overrides import NAME, OVERRIDES
 from providers.kuberay.pods import PODS
 from providers.kuberay.render import render
+from providers.kuberay.rules import RULES
 from providers.kuberay.status import WATCHED, operator_service
 
 PROVIDER = Provider(
-    NAME, OVERRIDES, render, replace(PODS, operator_service=operator_service), WATCHED
+    NAME,
+    OVERRIDES,
+    render,
+    replace(PODS, operator_service=operator_service),
+    WATCHED,
+    rules=RULES,
+    flags=FLAGS,
+    invariants=invariants,
+    serving_containers=serving_containers,
+    multinode=MultiNode(offered=True),
 )

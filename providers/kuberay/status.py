@@ -1,6 +1,7 @@
 """KubeRay: the RayService's own status at KubeRay <KUBERAY_VERSION> (condition Ready;
 status.activeServiceStatus.applicationStatuses.<app>.status: RUNNING, DEPLOYING, DEPLOY_FAILED,
-UNHEALTHY, ...; rayClusterStatus ready and desired worker replicas). The operator serves the
+UNHEALTHY, ...; rayClusterStatus ready and desired worker replicas, which are pods: a model
+replica across pipeline-parallel-size nodes is that many of them). The operator serves the
 model through the Service <name>-serve-svc on Ray Serve's port 8000."""
 
 from __future__ import annotations
@@ -47,9 +48,11 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
     }
     cluster = mapping_at(active, "rayClusterStatus")
     groups = list_at(service, "spec", "rayClusterConfig", "workerGroupSpecs")
-    desired = sum(count(g.get("replicas")) for g in groups if isinstance(g, Mapping))
-    ready = min(count(cluster.get("readyWorkerReplicas")), desired)
-    available = min(count(cluster.get("availableWorkerReplicas")), desired)
+    # A replica spans pipeline-parallel-size worker pods (render.py): replicas are counted whole.
+    nodes = md.pipeline_parallel
+    desired = sum(count(g.get("replicas")) for g in groups if isinstance(g, Mapping)) // nodes
+    ready = min(count(cluster.get("readyWorkerReplicas")) // nodes, desired)
+    available = min(count(cluster.get("availableWorkerReplicas")) // nodes, desired)
     serve = operator_service(md)
     endpoint = (serve.name, serve.port)
     failed = sorted(n for n, a in apps.items() if a.get("status") in _FAILED_APPS)

@@ -54,7 +54,14 @@ def _version_key(version: str) -> tuple[int, ...]:
 _VERSION_FOLDER = re.compile(r"^v([^-]*).*")
 _MAJOR_MINOR = re.compile(r"^(\d+\.\d+).*")
 BUILTIN_API_VERSIONS = frozenset(
-    {"v1", "apps/v1", "rbac.authorization.k8s.io/v1", "policy/v1", "networking.k8s.io/v1"}
+    {
+        "v1",
+        "apps/v1",
+        "batch/v1",
+        "rbac.authorization.k8s.io/v1",
+        "policy/v1",
+        "networking.k8s.io/v1",
+    }
 )
 _UNEXPECTED = re.compile(r"'([^']+)' (?:was|were) unexpected")
 

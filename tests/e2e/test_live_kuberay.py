@@ -5,6 +5,11 @@ ModelDeployment asks for, and the CPU-only head on a GPU node only if the render
 the GPU taint. The namespace's `default`
 ServiceAccount comes from the controller-manager, as in a real cluster.
 
+A ModelDeployment with spec.model.storage gets its claims too (bound to PersistentVolumes the
+test provides, as a cluster administrator would: no provisioner runs here), and a replica across
+nodes (pipeline-parallel-size) gets its worker pods on as many GPU nodes, each mounting the
+model cache like the head.
+
 KWOK starts no Ray process, so nothing here checks that Ray serves; the RayService stays
 unready (the operator waits for the serve applications on the head's dashboard).
 """
@@ -31,11 +36,11 @@ from tests.support.kuberay import (
     expected_pods,
     get_json,
     install_watched_crds,
-    rayservice,
+    rendered,
     start_operator,
     unavailable_reason,
 )
-from tests.support.live import GPU
+from tests.support.live import GPU, persistent_volume
 from tests.support.paths import EXAMPLES
 from tests.support.rayservices import kuberay_cases
 from tests.support.status import controller
@@ -59,6 +64,22 @@ def live_operator(
         yield started
     finally:
         assert started.stop() in (0, -15), started.log_tail()
+
+
+def apply_rendered(
+    cluster: Cluster, doc: dict[str, Any], namespace: str, registry: ProviderRegistry
+) -> dict[str, Any]:
+    """Apply the RayService and its claims, each claim with a PersistentVolume to bind to; the
+    RayService back."""
+    service, *claims = rendered(doc, namespace, registry)
+    for claim in claims:
+        size = claim["spec"]["resources"]["requests"]["storage"]
+        name = f"{namespace}-{claim['metadata']['name']}"
+        cluster.apply_manifests(dump(persistent_volume(name, size)))
+    for obj in [*claims, service]:
+        done = cluster.strict_apply(obj)
+        assert (done.returncode, done.stderr) == (0, "")
+    return service
 
 
 def running_pods(cluster: Cluster, namespace: str, expected: int) -> list[dict[str, Any]]:
@@ -88,9 +109,7 @@ def test_rayservice_pods_run_on_the_nodes_their_gpus_need(
 ) -> None:
     namespace = f"ray-{uuid.uuid4().hex[:8]}"
     live_cluster.kubectl("create", "namespace", namespace)
-    service = rayservice(doc, namespace, shipped)
-    done = live_cluster.strict_apply(service)
-    assert (done.returncode, done.stderr) == (0, "")
+    apply_rendered(live_cluster, doc, namespace, shipped)
     expected = expected_pods(doc)
 
     def reconciled() -> list[dict[str, Any]]:
@@ -138,7 +157,7 @@ def test_the_operators_own_rayservice_status_drives_the_model_deployment_status(
     and Flux's kstatus and Argo CD's Lua read it as not serving."""
     namespace = f"ray-status-{uuid.uuid4().hex[:8]}"
     live_cluster.kubectl("create", "namespace", namespace)
-    (case, doc), *_ = CASES
+    (case, doc), *_ = [(c, d) for c, d in CASES if c == "vllm-multi-gpu.yaml"]
     md = copy.deepcopy(doc)
     md["metadata"]["namespace"] = namespace
     name = md["metadata"]["name"]
@@ -199,3 +218,42 @@ def test_the_operators_own_rayservice_status_drives_the_model_deployment_status(
         "True",
     )
     assert "Stalled" not in conditions
+
+
+def test_a_replica_across_nodes_gets_its_worker_pods_each_with_the_model_cache(
+    live_cluster: Cluster, live_operator: Operator, shipped: ProviderRegistry
+) -> None:
+    """examples/kuberay-multinode.yaml: one replica, pipeline parallel 2 over 8-GPU nodes. The
+    operator's RayCluster has 2 workers in the GPU group; each runs on its own 8-GPU node, and
+    the head and both workers mount the model-cache claim, bound, with HF_HOME at its mount."""
+    (doc,) = [d for c, d in CASES if c == "kuberay-multinode.yaml"]
+    namespace = f"ray-mn-{uuid.uuid4().hex[:8]}"
+    live_cluster.kubectl("create", "namespace", namespace)
+    service = apply_rendered(live_cluster, doc, namespace, shipped)
+    name = service["metadata"]["name"]
+
+    def placed() -> list[dict[str, Any]]:
+        live_operator.running()
+        return running_pods(live_cluster, namespace, 3)
+
+    pods = wait_until(placed, timeout=RECONCILE_TIMEOUT, what="the head and 2 worker pods Running")
+    (cluster,) = get_json(live_cluster, "rayclusters.ray.io", "-n", namespace)["items"]
+    claims = get_json(live_cluster, "persistentvolumeclaims", "-n", namespace)["items"]
+    live_cluster.kubectl("delete", "namespace", namespace, "--wait=false")
+
+    (group,) = cluster["spec"]["workerGroupSpecs"]
+    assert (group["groupName"], group["replicas"], group["numOfHosts"]) == ("gpu-workers", 2, 1)
+    assert cluster["metadata"]["ownerReferences"][0]["name"] == name
+    cache = {"name": "model-cache", "persistentVolumeClaim": {"claimName": f"{name}-model-cache"}}
+    mount = {"name": "model-cache", "mountPath": "/model-cache"}
+    for pod in pods:
+        (ray,) = [c for c in pod["spec"]["containers"] if c["name"].startswith("ray-")]
+        assert cache in pod["spec"]["volumes"], pod["metadata"]["name"]
+        assert mount in ray["volumeMounts"], pod["metadata"]["name"]
+        assert {"name": "HF_HOME", "value": "/model-cache"} in ray["env"], pod["metadata"]["name"]
+    workers = [p for p in pods if p["metadata"]["labels"]["ray.io/node-type"] == "worker"]
+    assert sorted(requested(p) for p in workers) == [8, 8]
+    assert len({p["spec"]["nodeName"] for p in workers}) == 2  # one 8-GPU node each
+    assert [(c["metadata"]["name"], c["status"]["phase"]) for c in claims] == [
+        (f"{name}-model-cache", "Bound")
+    ]

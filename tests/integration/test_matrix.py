@@ -26,7 +26,13 @@ from renderer.output.render import RenderContext, render_one
 from renderer.output.schemapack import load_pack
 from renderer.output.strict import Schemas
 from tests.support.builders import shipped_registry
-from tests.support.matrix import KaitoCase, cases, engine_args, kaito_cases, launched_catalogs
+from tests.support.matrix import (
+    KaitoCase,
+    cases,
+    engine_args,
+    kaito_cases,
+    launched_catalogs,
+)
 
 PINS = bundled_versions()
 CATALOGS = bundled_flag_catalogs()
@@ -45,11 +51,12 @@ CASES = cases(SHIPPED)
 
 def test_the_matrix_covers_every_declared_combination() -> None:
     ids = [ident for ident, _ in CASES]
-    # what the shipped configs declare (2x2 per engine mode), the two Dynamo mocker cases, and
-    # a replica across two nodes per GPU engine and mode of each provider offering multi-node
+    # what the shipped configs declare (2x2 per engine mode, less KAITO presets with storage,
+    # which KAITO cannot mount), the two Dynamo mocker cases, and a replica across two nodes per
+    # GPU engine and mode of each provider offering multi-node
     multinode = [i for i in ids if i.endswith("-pp2")]
-    assert len(ids) == len(set(ids)) == 58 + len(multinode)
-    assert ids[58 - 2 : 58] == [
+    assert len(ids) == len(set(ids)) == 56 + len(multinode)
+    assert ids[56 - 2 : 56] == [
         "dynamo-vllm-aggregated-mocker",
         "dynamo-vllm-disaggregated-mocker",
     ]
@@ -57,6 +64,10 @@ def test_the_matrix_covers_every_declared_combination() -> None:
         f"dynamo-{engine}-{mode}-gpu-pp2"
         for engine in ("vllm", "sglang", "trtllm")
         for mode in ("aggregated", "disaggregated")
+    }
+    assert {i for i in multinode if i.startswith("kuberay-")} == {
+        "kuberay-vllm-aggregated-gpu-pp2",
+        "kuberay-vllm-disaggregated-gpu-pp2",
     }
     providers = {ident.split("-", 1)[0] for ident in ids}
     assert providers == {"dynamo", "kaito", "kuberay", "llmd", "vllm"}
@@ -112,7 +123,17 @@ def test_the_kaito_cases_cover_both_installs_and_every_kind_of_model() -> None:
     assert [c.ident for c in KAITO] == [
         f"kaito-{kind}-{install}"
         for install in ("nap", "byo")
-        for kind in ("in-image", "gated", "generated", "llamacpp-cpu", "llamacpp-gpu")
+        for kind in (
+            "in-image",
+            "gated",
+            "generated",
+            "direct-cpu",
+            "direct-gpu",
+            "built-cpu",
+            "built-gpu",
+            "premade-cpu",
+            "premade-gpu",
+        )
     ]
 
 

@@ -121,16 +121,20 @@ def start_operator(cluster: Cluster, workdir: Path) -> Operator:
     return operator
 
 
-def rayservice(doc: dict[str, Any], namespace: str, registry: ProviderRegistry) -> dict[str, Any]:
+def rendered(
+    doc: dict[str, Any], namespace: str, registry: ProviderRegistry
+) -> list[dict[str, Any]]:
+    """What the KubeRay provider renders for `doc` in `namespace`: the RayService first, then the
+    claims of its sized volumes."""
     source = doc | {"metadata": doc["metadata"] | {"namespace": namespace}}
     admission = admit(source, registry=registry)
     assert admission.errors == ()
     md = ModelDeployment(admission.obj)
-    (service,) = [
-        o
-        for o in PLUGINS[md.provider_name].render(md, PINS, ProviderContext("kuberay"))
-        if o["kind"] == "RayService"
-    ]
+    return PLUGINS[md.provider_name].render(md, PINS, ProviderContext("kuberay"))
+
+
+def rayservice(doc: dict[str, Any], namespace: str, registry: ProviderRegistry) -> dict[str, Any]:
+    (service,) = [o for o in rendered(doc, namespace, registry) if o["kind"] == "RayService"]
     return service
 
 
@@ -140,8 +144,10 @@ def get_json(cluster: Cluster, *args: str) -> dict[str, Any]:
 
 
 def expected_pods(doc: dict[str, Any]) -> list[Pod]:
-    """What the ModelDeployment asks for: one head (no GPU) and each worker group's replicas."""
+    """What the ModelDeployment asks for: one head (no GPU) and each worker group's replicas,
+    each replica spanning pipeline-parallel-size worker pods."""
     spec = doc["spec"]
+    nodes = int(((spec.get("engine") or {}).get("args") or {}).get("pipeline-parallel-size", 1))
     gpu_type = (spec.get("resources") or {}).get("gpu", {}).get("type", "nvidia.com/gpu")
 
     def gpus(count: int) -> Gpus:
@@ -151,9 +157,9 @@ def expected_pods(doc: dict[str, Any]) -> list[Pod]:
     if (spec.get("serving") or {}).get("mode") == "disaggregated":
         for role in ("prefill", "decode"):
             part = spec["scaling"][role]
-            count = int(part.get("replicas", 1))
+            count = int(part.get("replicas", 1)) * nodes
             pods += [("worker", f"{role}-workers", IMAGE, gpus(part["gpu"]["count"]))] * count
     else:
-        count = int((spec.get("scaling") or {}).get("replicas", 1))
+        count = int((spec.get("scaling") or {}).get("replicas", 1)) * nodes
         pods += [("worker", "gpu-workers", IMAGE, gpus(spec["resources"]["gpu"]["count"]))] * count
     return sorted(pods)

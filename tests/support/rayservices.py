@@ -1,5 +1,6 @@
 """The ModelDeployments whose RayServices the KubeRay checks cover: every example that selects
-KubeRay, plus the serving modes and engine settings no example covers."""
+KubeRay, plus the serving modes, engine settings and shapes (a replica across nodes, a model
+cache) no example covers."""
 
 from __future__ import annotations
 
@@ -41,12 +42,38 @@ def kuberay_cases(examples: Path) -> list[tuple[str, dict[str, Any]]]:
             ),
         ),
         (
+            "multinode-model-cache",
+            model_deployment(
+                "mn",
+                gpu=4,
+                provider="kuberay",
+                engine={"type": "vllm", "args": {"pipeline-parallel-size": "2"}},
+                scaling={"replicas": 2},
+                model={
+                    "id": "org/model",
+                    "storage": {
+                        "volumes": [{"name": "cache", "purpose": "modelCache", "size": "100Gi"}]
+                    },
+                },
+            ),
+        ),
+        (
+            "disaggregated-multinode",
+            model_deployment(
+                "pdmn",
+                provider="kuberay",
+                mode="disaggregated",
+                engine={"type": "vllm", "args": {"pipeline-parallel-size": "2"}},
+                scaling={"prefill": {"gpu": {"count": 2}}, "decode": {"gpu": {"count": 4}}},
+            ),
+        ),
+        (
             "disaggregated",
             model_deployment(
                 "pd",
                 provider="kuberay",
                 mode="disaggregated",
-                engine={"type": "vllm", "args": {"enforce-eager": ""}},
+                engine={"type": "vllm", "enforceEager": True},
                 scaling={
                     "prefill": {"gpu": {"count": 1}, "replicas": 2},
                     "decode": {"gpu": {"count": 2}, "memory": "64Gi"},

@@ -12,18 +12,16 @@ disk size), which the report prints.
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
 import time
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tools.flags import download, extra_pin
+from tools.flags import download, extra_pin, ray_vllm
 
 STAMP = ".installed.json"
 
@@ -85,19 +83,6 @@ def engine_sets(pins: Mapping[str, str], wheels: Path) -> list[EngineSet]:
             "the ray-llm image: Ray Serve LLM and the vLLM ray[llm] requires",
         ),
     ]
-
-
-def ray_vllm(wheel: Path) -> str:
-    """The vLLM version ray[llm] names: its pin, or the floor it requires (Ray 2.55 requires
-    `vllm[audio]>=0.18.0`, and the newest vLLM no longer has the module Ray imports)."""
-    with zipfile.ZipFile(wheel) as archive:
-        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
-        metadata = archive.read(name).decode()
-    pattern = r"^Requires-Dist: vllm(?:\[[^\]]*\])?(?:==|>=)([\w.]+)[^;]*; extra == \"llm\"$"
-    match = re.search(pattern, metadata, re.MULTILINE)
-    if match is None:
-        raise SystemExit(f"{wheel.name}: no vllm requirement in the llm extra")
-    return match.group(1)
 
 
 def stamp(engine: EngineSet, root: Path) -> dict[str, Any] | None:

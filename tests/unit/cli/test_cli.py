@@ -26,6 +26,7 @@ EXPECTED_SELECTION = {
     "qwen-gguf": ("llamacpp", True, "kaito", False),
     "qwen-7b": ("vllm", False, "dynamo", False),
     "llama-70b": ("vllm", True, "kuberay", False),
+    "llama-405b": ("vllm", True, "kuberay", True),
     "llama-8b-pd": ("vllm", False, "dynamo", False),
     "deepseek-sglang": ("sglang", True, "dynamo", False),
     "llama-8b-trt": ("trtllm", True, "dynamo", False),
@@ -245,7 +246,7 @@ def test_validate_exits_zero_when_everything_is_allowed(capsys: pytest.CaptureFi
     code, out, _ = run(capsys, "validate", *sorted(map(str, EXAMPLES.glob("*.yaml"))))
 
     assert code == Exit.OK
-    assert out.splitlines()[-1] == "13 allowed, 0 denied"
+    assert out.splitlines()[-1] == "14 allowed, 0 denied"
 
 
 def test_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:

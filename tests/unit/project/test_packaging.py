@@ -29,6 +29,7 @@ def test_every_package_of_the_tree_is_listed() -> None:
     assert DATA_PACKAGES == [
         "providers.dynamo.catalogs",
         "providers.kaito.facts",
+        "providers.kuberay.catalogs",
         "providers.llmd.facts",
         "providers.vllm.catalogs",
         "renderer.output.schemas",

@@ -46,6 +46,12 @@ USES: list[tuple[str, re.Pattern[str], Callable[[str], str]]] = [
     ("GATEWAY_API_VERSION", re.compile(r"gateway-api/releases/download/(v[\w.+-]+)"), same),
     ("ISTIO_VERSION", re.compile(r"docker\.io/istio/[a-z0-9]+:([\w.+-]+)"), same),
     ("KAITO_VERSION", re.compile(r"kaito/workspace --version ([\w.+-]+)"), same),
+    (
+        "AIKIT_VERSION",
+        re.compile(r"ghcr\.io/kaito-project/aikit/(?:aikit|runners/[a-z0-9-]+):(v[\w.+-]+)"),
+        same,
+    ),
+    ("REGISTRY_VERSION", re.compile(r"docker\.io/library/registry:([\w.+-]+)"), same),
     ("KUBERAY_VERSION", re.compile(r"kuberay/kuberay-operator --version ([\w.+-]+)"), same),
     ("DYNAMO_VERSION", re.compile(r"dynamo-platform --version ([\w.+-]+)"), same),
     ("RAY_VERSION", re.compile(r"rayproject/ray-llm:([0-9][\w.]*?)-py"), same),
@@ -200,6 +206,7 @@ def test_versions_parse_every_pin() -> None:
         **versions.extra,
     }
     assert sorted(versions.extra) == [
+        "AIKIT_VERSION",
         "ARGOCD_VERSION",
         "DYNAMO_VERSION",
         "FLUX_HELM_CONTROLLER_VERSION",
@@ -213,6 +220,7 @@ def test_versions_parse_every_pin() -> None:
         "LLMD_VERSION",
         "OAUTH2_PROXY_VERSION",
         "RAY_VERSION",
+        "REGISTRY_VERSION",
     ]
     assert all(versions.as_env().values())
 

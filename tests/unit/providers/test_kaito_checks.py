@@ -41,10 +41,10 @@ def test_llamacpp_model_id_naming_a_repository_is_refused() -> None:
             FieldError(
                 "spec.model.id",
                 Reason.INVALID,
-                "kaito's llama.cpp template loads one GGUF file"
-                " (huggingface://<repo>/<file>.gguf) and"
-                " 'bartowski/Llama-3.2-1B-Instruct-GGUF' names no .gguf file: give the file's"
-                " path in the repository or set spec.engine.args.ggufUrl",
+                "'bartowski/Llama-3.2-1B-Instruct-GGUF' names no GGUF file: give"
+                " <org>/<repo>/<file>.gguf or set spec.engine.args.ggufUrl (aikit v0.21.0's runner"
+                " cannot fetch huggingface://<org>/<repo>/<file> and serves any *.gguf of a bare"
+                " repo: runner.go generateLlamaCppDownload)",
             )
         ],
         [],
@@ -492,3 +492,27 @@ def test_the_kaito_facts_are_at_the_pin_and_hold_together() -> None:
     assert PRESETS["install"] == {"nodeAutoProvisioning": True, "cloudProvider": "azure"}
     downloads = sorted(n for n, p in PRESETS["presets"].items() if p["downloadAtRuntime"])
     assert (len(PRESETS["presets"]), len(downloads)) == (29, 11)
+
+
+def test_messages_name_the_kaito_release_the_facts_were_read_at() -> None:
+    shipped = SHIPPED.context("kaito")
+    facts = {**shipped.facts, "presets": {**shipped.facts["presets"], "kaito": "v9.8.7"}}
+    context = type(shipped)(shipped.name, shipped.settings, facts)
+    md = ModelDeployment(
+        model_deployment(model_id="phi-4", gpu=1, provider="kaito", scaling={"replicas": 2})
+    )
+
+    assert kaito_checks(md, context, None) == (
+        [
+            FieldError(
+                "spec.scaling.replicas",
+                Reason.INVALID,
+                "must be 1 for kaito: a Workspace runs one inference instance, and its"
+                " resource.count is the number of GPU nodes that instance spans, not a replica"
+                " count, and cannot change once created (KAITO v9.8.7"
+                " api/v1beta1/workspace_types.go:28, workspace_validation.go:551-553); run more"
+                " instances as more ModelDeployments",
+            )
+        ],
+        [],
+    )

@@ -84,13 +84,13 @@ def test_aggregated_config_has_no_kv_transfer_config(shipped: ProviderRegistry) 
     ("key", "value", "kwarg", "typed"),
     [
         ("enable-chunked-prefill", "", "enable_chunked_prefill", True),
-        ("no-enable-prefix-caching", "", "enable_prefix_caching", False),
+        ("no-enable-chunked-prefill", "", "enable_chunked_prefill", False),
         ("enable-chunked-prefill", "false", "enable_chunked_prefill", False),
         ("enable-chunked-prefill", "True", "enable_chunked_prefill", True),
         ("max-num-seqs", "64", "max_num_seqs", 64),
         ("seed", "-1", "seed", -1),
         ("gpu-memory-utilization", "0.9", "gpu_memory_utilization", 0.9),
-        ("swap-space", "1e1", "swap_space", 10.0),
+        ("cpu-offload-gb", "1e1", "cpu_offload_gb", 10.0),
         ("revision", "20240101", "revision", "20240101"),
         ("tokenizer-revision", "3", "tokenizer_revision", "3"),
         ("dtype", "bfloat16", "dtype", "bfloat16"),
@@ -125,18 +125,32 @@ def test_engine_args_are_typed_as_vllm_takes_them(
     assert type(config["engine_kwargs"][kwarg]) is type(typed)
 
 
-def test_a_bare_enforce_eager_keeps_enforce_eager_on(shipped: ProviderRegistry) -> None:
-    (app,) = serve_config(
-        aggregated({"enforce-eager": ""}, enforceEager=True, trustRemoteCode=True), shipped
-    )["applications"]
-    (config,) = app["args"]["llm_configs"]
+def test_the_switches_runway_sets_are_refused_in_engine_args(shipped: ProviderRegistry) -> None:
+    """engine_kwargs used to take any key (enforce_eager twice, a tensor-parallel size against
+    the GPUs): now Runway's switches point at their spec fields, as on every vLLM provider."""
+    obj = aggregated(
+        {"enforce-eager": "", "tensor-parallel-size": "8", "no-enable-prefix-caching": ""},
+        enforceEager=True,
+    )
 
-    assert config["engine_kwargs"] == {
-        "tensor_parallel_size": 2,
-        "enable_prefix_caching": True,
-        "trust_remote_code": True,
-        "enforce_eager": True,
-    }
+    assert [(e.path, e.reason, e.detail) for e in admit(obj, registry=shipped).errors] == [
+        (
+            "spec.engine.args[enforce-eager]",
+            "Forbidden",
+            "--enforce-eager: set spec.engine.enforceEager",
+        ),
+        (
+            "spec.engine.args[no-enable-prefix-caching]",
+            "Forbidden",
+            "--no-enable-prefix-caching: set spec.engine.enablePrefixCaching",
+        ),
+        (
+            "spec.engine.args[tensor-parallel-size]",
+            "Forbidden",
+            "--tensor-parallel-size: set spec.resources.gpu.count (or the component's "
+            "gpu.count); Runway sets the tensor-parallel size to it",
+        ),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ LLMConfig itself is not imported: its module imports boto3, and botocore's pytho
 would hold back the kubernetes client Runway runs on. The builders' argument classes
 (LLMServingArgs, PDServingArgs) need vLLM or SGLang. So the rest of what they check (one model
 id for prefill and decode, a kv_transfer_config on both, the model_loading_config) is asserted
-here directly.
+here directly; a multi-node config's placement_group_config is validated by Ray's own
+PlacementGroupConfig (ray/llm/_internal/common/placement.py, pydantic alone).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 import ray
 import yaml
 from pydantic import ValidationError
+from ray.llm._internal.common.placement import PlacementGroupConfig
 from ray.serve._private.config import DeploymentConfig
 from ray.serve.schema import ServeDeploySchema
 
@@ -40,7 +42,9 @@ LLM_CONFIG_KEYS = {"deployment_config", "engine_kwargs", "model_loading_config"}
 def serve_config(doc: dict[str, Any]) -> dict[str, Any]:
     admission = admit(doc, registry=shipped_registry())
     assert admission.errors == ()
-    (service,) = KUBERAY.render(ModelDeployment(admission.obj), PINS, ProviderContext("kuberay"))
+    service, *_claims = KUBERAY.render(
+        ModelDeployment(admission.obj), PINS, ProviderContext("kuberay")
+    )
     # The operator reads serveConfigV2 as YAML and hands the dashboard the parsed document.
     config: dict[str, Any] = yaml.safe_load(service["spec"]["serveConfigV2"])
     return config
@@ -69,8 +73,12 @@ def test_every_rendered_serve_config_passes_rays_schemas(case: str, doc: dict[st
     (app,) = config["applications"]
     configs = llm_configs(app)
     for llm in configs:
-        assert set(llm) == LLM_CONFIG_KEYS
+        # a replica across nodes also says how Ray places its vLLM workers
+        placed = "pipeline_parallel_size" in llm["engine_kwargs"]
+        assert set(llm) == LLM_CONFIG_KEYS | ({"placement_group_config"} if placed else set())
         DeploymentConfig(**llm["deployment_config"])
+        if placed:  # what VLLMEngineConfig validates it with (vllm_models.py:71-78)
+            PlacementGroupConfig(**llm["placement_group_config"])
         assert sorted(llm["model_loading_config"]) == ["model_id", "model_source"]
     assert len({c["model_loading_config"]["model_id"] for c in configs}) == 1
     if app["import_path"] == PD_BUILDER:

@@ -173,9 +173,10 @@ def test_kaito_llamacpp_is_a_template_serving_the_gguf(shipped: ProviderRegistry
     (workspace,) = rendered(example("llamacpp-gpu.yaml"), shipped)
     (container,) = workspace["inference"]["template"]["spec"]["containers"]
 
-    assert container["image"] == "ghcr.io/kaito-project/aikit/llama-cpp:latest"
+    assert container["image"] == "ghcr.io/kaito-project/aikit/runners/llama-cpp-cuda:v0.21.0"
     assert container["args"] == [
-        "huggingface://Qwen/Qwen2.5-7B-Instruct-GGUF/qwen2.5-7b-instruct-q4_k_m.gguf",
+        "https://huggingface.co/bartowski/Qwen2.5-7B-Instruct-GGUF/resolve/main/"
+        "Qwen2.5-7B-Instruct-Q4_K_M.gguf",
         "--address=:5000",
     ]
     assert workspace["inference"]["template"]["metadata"]["labels"] == {
@@ -183,13 +184,13 @@ def test_kaito_llamacpp_is_a_template_serving_the_gguf(shipped: ProviderRegistry
     }
 
 
-def test_kaito_cpu_model_from_a_custom_image_has_no_model_argument(
+def test_kaito_cpu_model_from_a_premade_image_keeps_its_config_and_no_model_argument(
     shipped: ProviderRegistry,
 ) -> None:
     (workspace,) = rendered(example("cpu-llamacpp.yaml"), shipped)
     (container,) = workspace["inference"]["template"]["spec"]["containers"]
 
-    assert container["args"] == ["--address=:5000"]
+    assert container["args"] == ["--config-file=/config.yaml", "--address=:5000"]
     assert container["resources"] == {"requests": {"cpu": "4", "memory": "8Gi"}}
     assert workspace["resource"]["labelSelector"]["matchLabels"] == {"kubernetes.io/os": "linux"}
 

@@ -265,4 +265,4 @@ def test_deeply_nested_input_is_an_error_not_a_crash(shipped: ProviderRegistry) 
 
 
 def test_every_example_file_takes_part_in_the_idempotence_test() -> None:
-    assert len(example_objects()) == len(example_files()) == 18
+    assert len(example_objects()) == len(example_files()) == 19

@@ -39,6 +39,7 @@ def test_catalogs_record_the_pinned_versions_sources_and_images() -> None:
         "dynamo-sglang",
         "dynamo-trtllm",
         "dynamo-vllm",
+        "kuberay",
         "vllm",
     ]
     vllm = CATALOGS["vllm"]
@@ -51,6 +52,19 @@ def test_catalogs_record_the_pinned_versions_sources_and_images() -> None:
         "vllm/engine/arg_utils.py",
         "vllm/config/*.py",
         "vllm/entrypoints/common/cli_args.py",
+    )
+    # KubeRay: the engine kwargs Ray Serve LLM accepts (FrontendArgs + AsyncEngineArgs fields) of
+    # the vLLM ray[llm]==RAY_VERSION declares as its floor, for the ray-llm image Runway renders.
+    ray = CATALOGS["kuberay"]
+    assert (ray.engine, ray.version, ray.image) == (
+        "ray-serve-llm",
+        f"{PINS.pin('ray')} (vllm 0.18.0)",
+        f"rayproject/ray-llm:{PINS.pin('ray')}-py311-cu128",
+    )
+    assert ray.sources == (
+        "vllm==0.18.0:vllm/engine/arg_utils.py (AsyncEngineArgs)",
+        "vllm==0.18.0:vllm/config/*.py",
+        "vllm==0.18.0:vllm/entrypoints/openai/cli_args.py (FrontendArgs)",
     )
     runtimes = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
     for engine, runtime in runtimes.items():
@@ -139,7 +153,7 @@ def test_catalog_parse_reads_what_make_flags_writes() -> None:
         ("dynamo", "trtllm", "dynamo-trtllm"),
         ("kaito", "vllm", None),
         ("kaito", "llamacpp", None),
-        ("kuberay", "vllm", None),
+        ("kuberay", "vllm", "kuberay"),
     ],
     ids=str,
 )
@@ -157,6 +171,7 @@ def test_every_owned_flag_is_a_flag_of_its_engine() -> None:
         ("dynamo", "dynamo-sglang"),
         ("dynamo", "dynamo-trtllm"),
         ("dynamo", "dynamo-vllm"),
+        ("kuberay", "kuberay"),
         ("llmd", "vllm"),
         ("vllm", "vllm"),
     }

@@ -484,7 +484,7 @@ def test_invariant_the_route_name_must_be_the_ray_serve_model_id(
 
     assert check_invariants(md, objects, SHIPPED) == [
         "HTTPRoute/m spec.rules[0].matches[0].headers[0].value is route-me but "
-        "RayService/m spec.serveConfigV2 model_id serves x"
+        "RayService/m spec.serveConfigV2 applications[0].args.llm_configs[0].args serve x"
     ]
 
 

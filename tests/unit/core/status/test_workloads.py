@@ -364,6 +364,20 @@ def test_kuberay_reads_the_rayservice_and_its_applications(
     assert got == Workload(phase, reason, message, 2, up, up, "m-serve-svc", 8000)
 
 
+@pytest.mark.parametrize(("pods_ready", "replicas_ready"), [(4, 2), (3, 1), (1, 0)])
+def test_kuberay_counts_whole_replicas_across_nodes(pods_ready: int, replicas_ready: int) -> None:
+    """Two replicas across two nodes are four worker pods; a replica is ready when all its pods
+    are (before, the pods were reported as replicas: 4 desired)."""
+    obj = rayservice({"llm": "DEPLOYING"}, False, pods_ready)
+    obj["spec"]["rayClusterConfig"]["workerGroupSpecs"] = [{"replicas": 4}]
+    engine = {"type": "vllm", "args": {"pipeline-parallel-size": "2"}}
+    model = ModelDeployment(model_deployment("m", "ns", gpu=8, provider="kuberay", engine=engine))
+
+    got = PLUGINS["kuberay"].watched.workload_status(model, {"RayService/m": obj})
+
+    assert (got.desired, got.ready, got.available) == (2, replicas_ready, replicas_ready)
+
+
 @pytest.mark.parametrize("provider", sorted(PLUGINS))
 def test_every_provider_reports_a_missing_primary_object_as_not_created(provider: str) -> None:
     got = PLUGINS[provider].watched.workload_status(

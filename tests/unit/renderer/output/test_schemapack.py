@@ -272,7 +272,7 @@ def test_every_example_renders_strictly_against_the_shipped_pack(shipped: Provid
     )
 
     assert {r.key: r.error for r in results} == {r.key: None for r in results}
-    assert len(results) == len(objects) == 26
+    assert len(results) == len(objects) == 28
     assert sorted(
         k for k in schemas.used_sources() if k.split()[0] not in BUILTIN_API_VERSIONS
     ) == [
