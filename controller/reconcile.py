@@ -24,7 +24,7 @@ from controller.queue import Queue
 from controller.watching import WATCH_FAILURES
 from core.model.kinds import GROUP, MODEL_DEPLOYMENT_PLURAL, VERSION, ModelDeployment
 from core.model.servednames import served_name
-from core.rendering.inferencegateway import capabilities_of
+from core.rendering.inferencegateway import capabilities_of, renders_pool
 from core.selection.configs import ProviderRegistry
 from core.status.modeldeployment import gateway_state, model_deployment_status
 from kubeio.backoff import Backoff
@@ -97,7 +97,7 @@ class Reconciler:
             gateway = gateway_state(
                 md,
                 observed,
-                pool_is_runways=not capabilities.get("managesInferencePool"),
+                pool_is_runways=renders_pool(md, capabilities),
                 endpoint=self._parts.gateway_url,
                 model_name=served_name(md, capabilities, registry.served_as(md)),
             )

@@ -21,7 +21,7 @@ from core.model.kinds import (
     MODEL_DEPLOYMENTS,
     dig,
 )
-from gateway.merge import Owner, Plan, owner_of
+from gateway.merge import GATEWAY, Owner, Plan, owner_of
 from gateway.status import ModelResult, invalid_status, provider_status
 from kubeio.backoff import Backoff
 
@@ -29,8 +29,9 @@ log = logging.getLogger(__name__)
 
 
 def list_objects(api: kubernetes.client.ApiClient) -> list[dict[str, Any]]:
-    """Every ModelDeployment and ExternalModelProvider in the cluster (all namespaces), and the
-    InferenceProviderConfigs (whose capabilities say which name a provider's engine serves)."""
+    """Every ModelDeployment and ExternalModelProvider in the cluster (all namespaces), the
+    InferenceProviderConfigs (whose capabilities say which name a provider's engine serves) and
+    the Gateways."""
     custom = kubernetes.client.CustomObjectsApi(api)
     objects: list[dict[str, Any]] = []
     for resource in (MODEL_DEPLOYMENTS, EXTERNAL_MODEL_PROVIDERS, INFERENCE_PROVIDER_CONFIGS):
@@ -45,7 +46,23 @@ def list_objects(api: kubernetes.client.ApiClient) -> list[dict[str, Any]]:
             raise
         # List items carry no kind of their own in every client version: set it.
         objects += [{**item, "kind": kind} for item in listed["items"]]
-    return objects
+    return objects + _gateways(custom)
+
+
+def _gateways(custom: kubernetes.client.CustomObjectsApi) -> list[dict[str, Any]]:
+    """Every Gateway (a model's own Gateway says its address in its status); none when the
+    cluster has no Gateway API, or when this account may not list Gateways (then a model with
+    a Gateway of its own is skipped, with the reason, and every other model is synced)."""
+    group, version, plural, kind = GATEWAY
+    try:
+        listed: Any = custom.list_cluster_custom_object(group, version, plural)
+    except kubernetes.client.ApiException as err:
+        if err.status == 403:
+            log.warning("gateway-sync: may not list Gateways (kustomize/gateway/rbac.yaml)")
+        if err.status in (403, 404):
+            return []
+        raise
+    return [{**item, "kind": kind, "apiVersion": f"{group}/{version}"} for item in listed["items"]]
 
 
 def statuses(

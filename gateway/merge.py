@@ -13,6 +13,7 @@ Pure: no I/O, no Secret values (a desired model carries only a reference to its 
 
 from __future__ import annotations
 
+import ipaddress
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,22 +22,26 @@ from typing import Any
 from core.admission.configs import requested_by
 from core.admission.entry import admit_object
 from core.admission.verdict import EMP, MD
+from core.checks.gateway import gateway_ref
 from core.fields.errors import FieldError, Reason
 from core.model.destinations import NO_DESTINATIONS, Destinations
 from core.model.kinds import (
     DEFAULT_NAMESPACE,
     EXTERNAL_MODEL_PROVIDER,
     MODEL_DEPLOYMENT,
+    ApiKind,
     ExternalModelProvider,
     ModelDeployment,
     dig,
 )
+from core.model.names import NameRule, name_problem
 from core.model.servednames import LITERAL, engine_model_name, is_literal, served_name
 from core.model.versions import Versions
 from core.rendering.inferencegateway import capabilities_of, is_enabled
 from core.selection.configs import ProviderRegistry
 
 ID_PREFIX = "runway:"
+GATEWAY = ApiKind("gateway.networking.k8s.io", "v1", "gateways", "Gateway")
 KIND_SHORT = {EXTERNAL_MODEL_PROVIDER: "emp", MODEL_DEPLOYMENT: "md"}
 
 
@@ -164,14 +169,19 @@ def plan(
     pins: Versions,
     gateway_url: str | None = None,
     destinations: Destinations = NO_DESTINATIONS,
+    gateways: Mapping[str, str] | None = None,
 ) -> Plan:
     """The desired model list, every ambiguous name, and what was skipped. A ModelDeployment's
-    entry points at the Service its provider renders (or at `gateway_url` when
-    spec.gateway.enabled), with no key; a provider's entries at its base URL with its Secret."""
+    entry points at the Service its provider renders or its operator creates (or, when
+    spec.gateway.enabled, at `gateway_url`, or at its own Gateway's URL in `gateways`, by
+    `namespace/name`, when it names one: gateway_url_of), with no key; a provider's entries at
+    its base URL with its Secret."""
     claims: list[_Claim] = []
     skipped: list[Skipped] = []
     for obj in deployments:
-        found, skip = _deployment_claim(obj, registry=registry, pins=pins, gateway_url=gateway_url)
+        found, skip = _deployment_claim(
+            obj, registry=registry, pins=pins, gateway_url=gateway_url, gateways=gateways or {}
+        )
         claims += found
         skipped += skip
     for obj in providers:
@@ -212,6 +222,7 @@ def _deployment_claim(
     registry: ProviderRegistry,
     pins: Versions,
     gateway_url: str | None,
+    gateways: Mapping[str, str],
 ) -> tuple[list[_Claim], list[Skipped]]:
     owner = owner_of(obj)
     source = {k: v for k, v in obj.items() if k != "status"}
@@ -224,15 +235,25 @@ def _deployment_claim(
     fixed = registry.served_as(md)
     name = served_name(md, capabilities, fixed)
     if is_enabled(md, registry):
-        if not gateway_url:
+        own = gateway_ref(md)
+        if own is not None:  # its own Gateway, in its namespace (core/checks/gateway.py)
+            key = "/".join(own)
+            url = gateways.get(key)
+            reason = (
+                f"spec.gateway.gatewayRef: its entry points at its own Gateway {key}, "
+                "which has no address yet (status.addresses)"
+            )
+        else:
+            url = gateway_url
             reason = "spec.gateway.enabled: its entry points at the Gateway; pass --gateway-url"
+        if not url:
             return [_Claim(name, owner, None)], [Skipped(owner, reason, name)]
-        model = DesiredModel(name, owner, gateway_url, name)
+        model = DesiredModel(name, owner, url, name)
         return [_Claim(name, owner, model)], []
     service = _service_url(md, registry, pins)
     if service is None:
         reason = (
-            f"provider {md.provider_name} renders no Service of its own; "
+            f"provider {md.provider_name} serves no Service this model can be reached at; "
             "set spec.gateway.enabled to route it through the Gateway"
         )
         return [_Claim(name, owner, None)], [Skipped(owner, reason, name)]
@@ -242,16 +263,77 @@ def _deployment_claim(
 
 def _service_url(md: ModelDeployment, registry: ProviderRegistry, pins: Versions) -> str | None:
     """The in-cluster URL of the Service the provider renders (the one named after the
-    ModelDeployment first), or None when the provider renders none (its operator makes it)."""
-    rendered = registry.plugins[md.provider_name].render(
-        md, pins, registry.context(md.provider_name)
-    )
+    ModelDeployment first), else of the Service its operator creates for the model (the
+    plug-in's pods.operator_service: KAITO's Workspace Service, KubeRay's serve Service,
+    Dynamo's Frontend), or None when there is neither."""
+    plugin = registry.plugins[md.provider_name]
+    rendered = plugin.render(md, pins, registry.context(md.provider_name))
     services = [o for o in rendered if o["kind"] == "Service"]
-    if not services:
+    if services:
+        service = min(
+            services, key=lambda s: (s["metadata"]["name"] != md.name, s["metadata"]["name"])
+        )
+        return _url(md, service["metadata"]["name"], service["spec"]["ports"][0]["port"])
+    made = plugin.pods.operator_service(md)
+    return None if made is None else _url(md, made.name, made.port)
+
+
+def _url(md: ModelDeployment, service: str, port: int) -> str:
+    return f"http://{service}.{md.namespace}.svc.cluster.local:{port}/v1"
+
+
+def gateway_url_of(gateway: Mapping[str, Any]) -> str | None:
+    """The base URL at which a Gateway serves its routes, from what its controller reports:
+    the first of status.addresses (Gateway API <GATEWAY_API_VERSION> apis/v1/gateway_types.go GatewayStatus,
+    written by the Gateway's controller; AI Runway reads the endpoint from there too) and the
+    port of its first HTTP listener; None while it has no address or no HTTP listener."""
+    addresses = [a for a in dig(gateway, "status", "addresses") or () if isinstance(a, Mapping)]
+    listeners = [
+        item
+        for item in dig(gateway, "spec", "listeners") or ()
+        if isinstance(item, Mapping) and item.get("protocol") == "HTTP"
+    ]
+    if not addresses or not listeners:
         return None
-    service = min(services, key=lambda s: (s["metadata"]["name"] != md.name, s["metadata"]["name"]))
-    port = service["spec"]["ports"][0]["port"]
-    return f"http://{service['metadata']['name']}.{md.namespace}.svc.cluster.local:{port}/v1"
+    host, port = _host(addresses[0].get("value")), listeners[0].get("port")
+    if host is None or not isinstance(port, int) or isinstance(port, bool):
+        return None
+    if not 1 <= port <= 65535:
+        return None
+    return f"http://{host}/v1" if port == 80 else f"http://{host}:{port}/v1"
+
+
+def _host(value: Any) -> str | None:
+    """An address as a URL's host: an IP address (IPv6 in brackets) or a DNS name; None for
+    anything else (a status is data, and a value with a path or a port in it is no address)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        return value if name_problem(value, NameRule.SUBDOMAIN) is None else None
+    return f"[{address}]" if address.version == 6 else str(address)
+
+
+def is_gateway(obj: Mapping[str, Any]) -> bool:
+    """A Gateway API Gateway (any version of gateway.networking.k8s.io)."""
+    api = obj.get("apiVersion")
+    return (
+        obj.get("kind") == GATEWAY.kind
+        and isinstance(api, str)
+        and api.partition("/")[0] == GATEWAY.group
+    )
+
+
+def gateway_urls(gateways: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """`namespace/name` -> base URL of every Gateway that has one (gateway_url_of)."""
+    found = {}
+    for gateway in gateways:
+        url = gateway_url_of(gateway)
+        if url is not None:
+            owner = owner_of(gateway)
+            found[f"{owner.namespace}/{owner.name}"] = url
+    return found
 
 
 def _provider_claims(

@@ -27,7 +27,7 @@ from core.selection.configs import ProviderRegistry
 from gateway.apikeys import ClusterSecrets, FileSecrets, SecretSource
 from gateway.cluster import list_objects, statuses, write_statuses
 from gateway.litellm import LiteLLM, LiteLLMUnavailable
-from gateway.merge import Plan, plan, split
+from gateway.merge import Plan, gateway_urls, is_gateway, plan, split
 from gateway.status import ModelResult, RegistrationOutcome
 from gateway.sync import Syncer
 from kubeio.backoff import Backoff
@@ -104,10 +104,10 @@ def read_objects(
     """The objects in files and directories (`-`: `stdin`), by the one rule of kinds every
     command follows (kubeio.sources.is_runway_kind): an unknown kind of Runway's groups is an
     error, a kind of another group is left out with a note, the one every command prints
-    (Secrets are read, as before)."""
+    (Secrets are read, as before, and Gateways: a model's own Gateway says its address)."""
     objects, notes = [], []
     for doc in read_documents(paths, stdin=stdin):
-        if doc.obj.get("kind") == "Secret" or is_runway_kind(doc):
+        if doc.obj.get("kind") == "Secret" or is_runway_kind(doc) or is_gateway(doc.obj):
             objects.append(doc.obj)
         else:
             notes.append(skip_note(doc))
@@ -124,6 +124,7 @@ def plan_objects(objects: Sequence[Mapping[str, Any]], settings: PlanSettings) -
         pins=bundled_versions(),
         gateway_url=settings.gateway_url,
         destinations=settings.destinations,
+        gateways=gateway_urls([o for o in objects if is_gateway(o)]),
     )
 
 

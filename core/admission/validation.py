@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from core.checks.flags import ARG_KEY, check_engine_flags
+from core.checks.gateway import check_gateway_refs
 from core.checks.immutability import check_immutable
 from core.checks.overrides import check_global, without_blocked
 from core.checks.parallel import check_pipeline_parallel
@@ -26,6 +27,7 @@ from core.model.names import check_model_deployment_annotations, check_model_dep
 from core.model.plugin import Provider
 from core.model.quantity import format_limit, parse_quantity, quantity_problem
 from core.model.servednames import check_served_names
+from core.rendering.inferencegateway import capabilities_of
 from core.selection.compatibility import Fit, compatibility
 from core.selection.configs import ProviderRegistry
 
@@ -109,6 +111,7 @@ def spec_checks(
     after += _check_ceilings(md)
     after += check_secret_fields(md)
     after += check_served_names(md)
+    after += check_gateway_refs(md, capabilities_of(md, registry))
     after += check_model_deployment_annotations(md)  # the API server checks them on every write
     return SpecChecks(
         tuple(before),

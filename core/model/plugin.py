@@ -63,6 +63,14 @@ class Server:
 
 
 @dataclass(frozen=True, slots=True)
+class ServiceEndpoint:
+    """A Service in the model's namespace that serves its OpenAI API, and the Service's port."""
+
+    name: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
 class Workload:
     """What a provider's upstream objects report, mapped by its status hook (status.py) into
     the terms of a ModelDeployment's status: a phase (Pending, Deploying, Running, Failed), a
@@ -99,6 +107,7 @@ PoolSelector: TypeAlias = Callable[[ModelDeployment], dict[str, str]]
 ModelPort: TypeAlias = Callable[[ModelDeployment], int]
 WorkloadStatus: TypeAlias = Callable[[ModelDeployment, Mapping[str, Mapping[str, Any]]], Workload]
 OperatorPods: TypeAlias = Callable[[Sequence[Mapping[str, Any]]], list[PodGroup]]
+OperatorService: TypeAlias = Callable[[ModelDeployment], ServiceEndpoint | None]
 ServingContainers: TypeAlias = Callable[[Mapping[str, Any]], list[Server]]
 AdmissionChecks: TypeAlias = Callable[
     [ModelDeployment, ProviderContext, ModelDeployment | None], tuple[list[FieldError], list[str]]
@@ -150,6 +159,12 @@ def no_operator_pods(objects: Sequence[Mapping[str, Any]]) -> list[PodGroup]:
     return []
 
 
+def no_operator_service(md: ModelDeployment) -> ServiceEndpoint | None:
+    """For a provider whose model Service Runway renders itself (the gateway sync finds it
+    among the rendered objects), or whose operator creates none."""
+    return None
+
+
 def no_serving_containers(obj: Mapping[str, Any]) -> list[Server]:
     """For a provider whose serving containers are in Deployments Runway renders (the core finds
     them) or in pods its operator builds from settings, not containers."""
@@ -182,11 +197,14 @@ class Overrides:
 class Pods:
     """Where the serving pods are: the labels every serving pod of a ModelDeployment carries
     once its operator has created it, the port its model server listens on, and the pods the
-    operator creates from the rendered objects (not the Deployments Runway renders)."""
+    operator creates from the rendered objects (not the Deployments Runway renders), and the
+    Service its operator creates for the model, when Runway renders none (the gateway sync
+    registers it in LiteLLM)."""
 
     selector: PoolSelector
     port: ModelPort
     operator_pods: OperatorPods = no_operator_pods
+    operator_service: OperatorService = no_operator_service
 
 
 @dataclass(frozen=True, slots=True)

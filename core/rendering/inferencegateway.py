@@ -2,8 +2,11 @@
 Extension): an InferencePool over the model's pods with its endpoint picker, an HTTPRoute that
 matches the model-name header, and, when asked, an Istio DestinationRule for the picker. A
 provider that manages its own pool (Dynamo) gets only the route, plus a ReferenceGrant when the
-pool lives in another namespace. Fields the API server would default are written out, so the
-live objects equal what Git holds.
+pool lives in another namespace. A model with a pool of its own (spec.gateway.poolRef) gets
+only the route, to that pool; a model with a Gateway of its own (spec.gateway.gatewayRef) attaches
+its route there instead of to the Gateway the render is given (both in the model's namespace:
+core/checks/gateway.py). Fields the API server would default are written out, so the live
+objects equal what Git holds.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from core.model.kinds import ModelDeployment, dig
+from core.checks.gateway import gateway_ref, pool_ref
+from core.model.kinds import DEFAULT_NAMESPACE, ModelDeployment, dig
 from core.model.names import PICKER_SUFFIX, child_name
 from core.model.plugin import UpstreamKind
 from core.model.servednames import served_name
@@ -102,11 +106,15 @@ def render_gateway(
     picker_config hook), else the capabilities' configData; `served_as` the name the operator
     serves the model under, when it decides it (the provider's served_as hook)."""
     namespace = md.namespace
+    target = model_gateway(md, target)
+    own_pool = pool_ref(md)
     if capabilities.get("managesInferencePool"):
         pool = _pattern(capabilities.get("inferencePoolNamePattern") or "{name}", md)
         pool_namespace = _pattern(capabilities.get("inferencePoolNamespace") or "{namespace}", md)
         objects: list[dict[str, Any]] = []
-    else:
+    elif own_pool is not None:  # the user's InferencePool and picker: the route only
+        pool, pool_namespace, objects = own_pool, namespace, []
+    else:  # renders_pool
         pool, pool_namespace = md.name, namespace
         objects = [
             _pool(md, port, selector),
@@ -118,6 +126,22 @@ def render_gateway(
     if pool_namespace != namespace:
         objects.append(_grant(md, pool, pool_namespace))
     return objects
+
+
+def renders_pool(md: ModelDeployment, capabilities: Mapping[str, Any]) -> bool:
+    """Whether Runway renders `md`'s InferencePool (and its picker): not when the provider's
+    operator makes the pool, nor when the user brings one (spec.gateway.poolRef). The status
+    checks the pool's acceptance only then."""
+    return not capabilities.get("managesInferencePool") and pool_ref(md) is None
+
+
+def model_gateway(md: ModelDeployment, offered: GatewayTarget) -> GatewayTarget:
+    """The Gateway `md`'s route attaches to: its own (spec.gateway.gatewayRef, in its namespace
+    as core/checks/gateway.py holds it) or else the one the platform offers (`offered`)."""
+    ref = gateway_ref(md)
+    if ref is None:
+        return offered
+    return GatewayTarget(ref[1], ref[0], offered.istio)
 
 
 def _pattern(pattern: str, md: ModelDeployment) -> str:
@@ -237,6 +261,7 @@ def _picker(
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
             "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": md.namespace}],
         },
+        *_metrics_auth(md, labels),
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -283,6 +308,68 @@ def _picker(
                     }
                 ],
             },
+        },
+    ]
+
+
+def metrics_auth_name(md: ModelDeployment) -> str:
+    """The cluster-scoped name of a picker's metrics-auth ClusterRole and ClusterRoleBinding:
+    `<namespace>.<name>-epp`. GAIE's chart joins release and namespace with a dash
+    (config/charts/epplib/templates/_helpers.tpl:22-26), which two tenants can make collide
+    (`a-b` in `c`, `a` in `b-c`); neither a namespace (an RFC 1123 label) nor a
+    ModelDeployment name (a DNS-1035 label) holds a dot, so this name is one picker's alone and
+    no tenant's model can take over another's binding."""
+    return f"{md.namespace or DEFAULT_NAMESPACE}.{child_name(md.name, PICKER_SUFFIX)}"
+
+
+def _metrics_auth(md: ModelDeployment, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """What the picker needs to guard its /metrics: GAIE <GAIE_VERSION> defaults
+    MetricsEndpointAuth to true (pkg/epp/server/options.go:116), and the picker then puts
+    controller-runtime's WithAuthenticationAndAuthorization filter on its metrics server
+    (cmd/epp/runner/runner.go:276-279), which asks the API server with a TokenReview and a
+    SubjectAccessReview for every scrape. Both are cluster-scoped creates, so only a
+    ClusterRole can grant them; its chart grants exactly these two
+    (config/charts/epplib/templates/_rbac.yaml:3-38). The chart's third rule (get on the
+    nonResourceURL /metrics) is what a scraper needs, not the picker, and is not granted here:
+    the scraper's own identity needs it. Nothing else cluster-wide is ever rendered for a
+    model, so a tenant's render grants no cluster right beyond these two creates."""
+    name = metrics_auth_name(md)
+    meta = object_meta(md, name, labels=labels)
+    meta.pop("namespace", None)
+    return [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": meta,
+            "rules": [
+                {
+                    "apiGroups": ["authentication.k8s.io"],
+                    "resources": ["tokenreviews"],
+                    "verbs": ["create"],
+                },
+                {
+                    "apiGroups": ["authorization.k8s.io"],
+                    "resources": ["subjectaccessreviews"],
+                    "verbs": ["create"],
+                },
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": meta,
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": name,
+            },
+            "subjects": [
+                {
+                    "kind": "ServiceAccount",
+                    "name": child_name(md.name, PICKER_SUFFIX),
+                    "namespace": md.namespace,
+                }
+            ],
         },
     ]
 

@@ -74,6 +74,13 @@ def _obj(props: Schema, *, required: tuple[str, ...] = (), **extra: Any) -> Sche
     return out
 
 
+def _ref() -> Schema:
+    """A reference to a namespaced object by name (the namespace defaults to the referrer's)."""
+    return _obj(
+        {"name": _str(maxLength=NAME), "namespace": _str(maxLength=LABEL)}, required=("name",)
+    )
+
+
 def _open(schema: Schema) -> Schema:
     """Keep fields the schema does not declare (status written by other controllers)."""
     return {**schema, "x-kubernetes-preserve-unknown-fields": True}
@@ -275,6 +282,10 @@ def model_deployment_spec() -> Schema:
                     "enabled": _bool(),
                     "modelName": _str(maxLength=NAME),
                     "httpRouteRef": _str(maxLength=NAME),
+                    # AI Runway #94 and #97 (open there): a Gateway and an InferencePool of the
+                    # model's own; core/checks/gateway.py keeps both in its namespace.
+                    "gatewayRef": _ref(),
+                    "poolRef": _ref(),
                 }
             ),
             "nodeSelector": _map(_str(maxLength=LABEL), entries=ENTRIES),

@@ -6,6 +6,8 @@ the names the core calls. The operator creates and owns the InferencePool
 never asked for one, and its picker is the provider config's.
 """
 
+from dataclasses import replace
+
 from core.model.plugin import MultiNode, Provider
 from core.rendering.pods import TEMPLATE_PODS
 from providers.dynamo.flags import FLAGS
@@ -13,13 +15,13 @@ from providers.dynamo.invariants import invariants, serving_containers
 from providers.dynamo.overrides import NAME, OVERRIDES
 from providers.dynamo.render import is_test_backend, render
 from providers.dynamo.rules import RULES
-from providers.dynamo.status import WATCHED
+from providers.dynamo.status import WATCHED, operator_service
 
 PROVIDER = Provider(
     NAME,
     OVERRIDES,
     render,
-    TEMPLATE_PODS,
+    replace(TEMPLATE_PODS, operator_service=operator_service),
     WATCHED,
     rules=RULES,
     flags=FLAGS,

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.model.kinds import ModelDeployment, dig
-from core.model.plugin import UpstreamKind, Watched, Workload
+from core.model.plugin import ServiceEndpoint, UpstreamKind, Watched, Workload
 from core.status.workloads import (
     DEPLOYING,
     FAILED,
@@ -21,6 +21,7 @@ from core.status.workloads import (
     not_created,
     text,
 )
+from providers.dynamo.render import behind_gateway
 
 FRONTEND_PORT = 8000
 _STATES = {
@@ -29,6 +30,15 @@ _STATES = {
     "pending": (PENDING, "Pending"),
     "failed": (FAILED, "DeploymentFailed"),
 }
+
+
+def operator_service(md: ModelDeployment) -> ServiceEndpoint | None:
+    """The Service Dynamo <DYNAMO_VERSION>'s operator creates for the graph's standalone
+    Frontend: `<graph>-<component, lower-cased>` (deploy/operator/internal/dynamo/graph.go
+    GetDynamoComponentName), so `<name>-frontend`, on the frontend's HTTP port 8000
+    (internal/consts DynamoServicePort, the container port component_frontend.go sets). Behind
+    a gateway the graph has no Frontend (the workers' sidecars serve the picker), so none."""
+    return None if behind_gateway(md) else ServiceEndpoint(f"{md.name}-frontend", FRONTEND_PORT)
 
 
 def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any]]) -> Workload:
@@ -54,11 +64,9 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
     found = condition(graph, "Ready")
     detail = text(found.get("message")) if found is not None else ""
     message = detail or f"{ref} is {state or 'without a state yet'}"
-    gateway = dig(md.spec, "gateway", "enabled") is True
-    service = "" if gateway else f"{md.name}-frontend"
-    return Workload(
-        phase, reason, message, desired, ready, available, service, FRONTEND_PORT if service else 0
-    )
+    frontend = operator_service(md)
+    service, port = (frontend.name, frontend.port) if frontend else ("", 0)
+    return Workload(phase, reason, message, desired, ready, available, service, port)
 
 
 WATCHED = Watched(

@@ -5,12 +5,14 @@ the names the core calls. No flag catalog: presets take no flags from the spec, 
 template always runs the user's image (there is no default to catalogue).
 """
 
+from dataclasses import replace
+
 from core.model.plugin import MultiNode, Provider
 from providers.kaito.overrides import NAME, OVERRIDES
 from providers.kaito.pods import PODS
 from providers.kaito.render import render
 from providers.kaito.rules import RULES
-from providers.kaito.status import WATCHED
+from providers.kaito.status import WATCHED, operator_service
 
 # KAITO places a preset across nodes itself: it spans status.targetNodeCount nodes (what the
 # preset's weights need of the instance type's GPUs) and writes pipeline-parallel-size as that
@@ -26,4 +28,12 @@ MULTINODE = MultiNode(
         "pod. Remove the key, or use a provider that offers multi-node serving"
     ),
 )
-PROVIDER = Provider(NAME, OVERRIDES, render, PODS, WATCHED, rules=RULES, multinode=MULTINODE)
+PROVIDER = Provider(
+    NAME,
+    OVERRIDES,
+    render,
+    replace(PODS, operator_service=operator_service),
+    WATCHED,
+    rules=RULES,
+    multinode=MULTINODE,
+)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.model.kinds import ModelDeployment, dig
-from core.model.plugin import UpstreamKind, Watched, Workload
+from core.model.plugin import ServiceEndpoint, UpstreamKind, Watched, Workload
 from core.status.workloads import (
     DEPLOYING,
     FAILED,
@@ -25,6 +25,15 @@ from core.status.workloads import (
 SERVICE_PORT = 80
 
 
+def operator_service(md: ModelDeployment) -> ServiceEndpoint:
+    """The Service KAITO <KAITO_VERSION> creates for every Workspace
+    (pkg/workspace/controllers/workspace_controller.go:368 calls
+    pkg/workspace/manifests/manifests.go:66-91 GenerateServiceManifest): named after the
+    Workspace, port 80 ("http") onto the inference server's 5000 (pkg/utils/consts/consts.go:68
+    PortInferenceServer), selecting the Workspace's pod of index 0."""
+    return ServiceEndpoint(md.name, SERVICE_PORT)
+
+
 def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any]]) -> Workload:
     ref = f"Workspace/{md.name}"
     workspace = observed.get(ref)
@@ -36,7 +45,8 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
 
     def at(phase: str, reason: str, message: str) -> Workload:
         up = 1 if phase == RUNNING else 0
-        return Workload(phase, reason, message, 1, up, up, md.name, SERVICE_PORT)
+        service = operator_service(md)
+        return Workload(phase, reason, message, 1, up, up, service.name, service.port)
 
     if state == "Failed" or (succeeded is not None and succeeded.get("status") == "False"):
         why = succeeded or inference or {}

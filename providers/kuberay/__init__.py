@@ -9,6 +9,8 @@ pipeline-parallel-size > 1 (render.py), and invariants.py shows each Ray Serve L
 core's GPU invariant.
 """
 
+from dataclasses import replace
+
 from core.model.plugin import MultiNode, Provider
 from providers.kuberay.flags import FLAGS
 from providers.kuberay.invariants import invariants, serving_containers
@@ -16,13 +18,13 @@ from providers.kuberay.overrides import NAME, OVERRIDES
 from providers.kuberay.pods import PODS
 from providers.kuberay.render import render
 from providers.kuberay.rules import RULES
-from providers.kuberay.status import WATCHED
+from providers.kuberay.status import WATCHED, operator_service
 
 PROVIDER = Provider(
     NAME,
     OVERRIDES,
     render,
-    PODS,
+    replace(PODS, operator_service=operator_service),
     WATCHED,
     rules=RULES,
     flags=FLAGS,

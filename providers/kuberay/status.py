@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.model.kinds import ModelDeployment
-from core.model.plugin import UpstreamKind, Watched, Workload
+from core.model.plugin import ServiceEndpoint, UpstreamKind, Watched, Workload
 from core.status.workloads import (
     DEPLOYING,
     FAILED,
@@ -25,6 +25,14 @@ from core.status.workloads import (
 
 SERVE_PORT = 8000
 _FAILED_APPS = ("DEPLOY_FAILED", "UNHEALTHY")
+
+
+def operator_service(md: ModelDeployment) -> ServiceEndpoint:
+    """The Ray Serve Service KubeRay <KUBERAY_VERSION> creates for a RayService: named
+    `<name>-serve-svc` (ray-operator/controllers/ray/utils/util.go:292-294
+    GenerateServeServiceName, called from common/service.go:205), on Ray Serve's port 8000
+    (utils/constant.go:71 DefaultServingPort, port name "serve": constant.go:77)."""
+    return ServiceEndpoint(f"{md.name}-serve-svc", SERVE_PORT)
 
 
 def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any]]) -> Workload:
@@ -45,7 +53,8 @@ def workload_status(md: ModelDeployment, observed: Mapping[str, Mapping[str, Any
     desired = sum(count(g.get("replicas")) for g in groups if isinstance(g, Mapping)) // nodes
     ready = min(count(cluster.get("readyWorkerReplicas")) // nodes, desired)
     available = min(count(cluster.get("availableWorkerReplicas")) // nodes, desired)
-    endpoint = (f"{md.name}-serve-svc", SERVE_PORT)
+    serve = operator_service(md)
+    endpoint = (serve.name, serve.port)
     failed = sorted(n for n, a in apps.items() if a.get("status") in _FAILED_APPS)
     if failed:
         name = failed[0]

@@ -344,13 +344,13 @@ def test_push_syncs_every_rendered_object_through_the_webhook_with_zero_drift(
     written = rendered_objects(gitops.rendered)
     stored = {ref(o): live(gitops, o) for o in written}
 
-    assert len(written) == 18  # 3 ModelDeployments, 5 workload objects, 9 gateway objects, 1 EMP
+    assert len(written) == 20  # 3 ModelDeployments, 5 workload objects, 11 gateway objects, 1 EMP
     # Argo CD compares Git with the live objects itself (client-side diff): a field the API
     # server defaults and Git lacks makes the object OutOfSync, and self-heal re-applies it.
     assert out_of_sync(baseline) == {}
     assert baseline["status"]["sync"]["status"] == "Synced"
     # Every object compared Synced. The last operation may be a self-heal of a few objects that
-    # the controller's cache saw late after the first sync (a busy machine), not all 18: what it
+    # the controller's cache saw late after the first sync (a busy machine), not all 20: what it
     # applied must have synced too.
     assert compared(baseline) == {ref(o): "Synced" for o in written}
     assert set(sync_result(baseline).values()) == {"Synced"}

@@ -176,7 +176,7 @@ def test_push_syncs_every_rendered_object_through_the_webhook_with_zero_drift(
     inventory = sorted(e["id"] for e in baseline["status"]["inventory"]["entries"])
     stored = {ref(o): live(gitops, o) for o in written}
 
-    assert len(written) == 18  # 3 ModelDeployments, 5 workload objects, 9 gateway objects, 1 EMP
+    assert len(written) == 20  # 3 ModelDeployments, 5 workload objects, 11 gateway objects, 1 EMP
     assert len(inventory) == len(written)
     drift = {
         name: missing_from(o, stored[ref(o)], "") for name, o in zip(stored, written, strict=True)

@@ -372,3 +372,35 @@ def _ready_within(
     except TimeoutError:
         return False
     return True
+
+
+def test_models_served_by_their_operators_services_are_registered_there(
+    cluster: Cluster, namespace: str, proxy: Proxy, tmp_path: Path
+) -> None:
+    """Issue #43 row 9: KubeRay and Dynamo render no Service; their operators create
+    `NAME-serve-svc` and `NAME-frontend` on 8000, and the sync registers each model there."""
+    ray = model_deployment(
+        "ray", namespace, model={"id": "org/model", "servedName": f"ray-{namespace}"},
+        gpu=1, provider="kuberay",
+    )  # fmt: skip
+    graph = model_deployment(
+        "graph", namespace, model={"id": "org/model", "servedName": f"graph-{namespace}"},
+        gpu=1, provider="dynamo",
+    )  # fmt: skip
+    for obj in (ray, graph):
+        create(cluster, obj)
+
+    done = sync(cluster, proxy, tmp_path)
+
+    assert [line.split()[:3] for line in done.stdout.splitlines() if namespace in line] == [
+        ["Registered", f"graph-{namespace}", f"ModelDeployment/{namespace}/graph"],
+        ["Registered", f"ray-{namespace}", f"ModelDeployment/{namespace}/ray"],
+    ]
+    entries = proxy.entries()
+    assert [
+        entries[f"runway:md:{namespace}:{name}:{name}-{namespace}"]["litellm_params"]["api_base"]
+        for name in ("graph", "ray")
+    ] == [
+        f"http://graph-frontend.{namespace}.svc.cluster.local:8000/v1",
+        f"http://ray-serve-svc.{namespace}.svc.cluster.local:8000/v1",
+    ]

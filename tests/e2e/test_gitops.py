@@ -74,8 +74,8 @@ def live(cluster: Cluster, obj: dict[str, Any]) -> dict[str, Any]:
         cluster.kubectl(
             "get",
             f"{kind}/{obj['metadata']['name']}",
-            "-n",
-            obj["metadata"]["namespace"],
+            # a picker's metrics-auth ClusterRole and ClusterRoleBinding have no namespace
+            *(["-n", obj["metadata"]["namespace"]] if "namespace" in obj["metadata"] else []),
             "-o",
             "json",
         ).stdout
@@ -103,9 +103,9 @@ def test_rendered_tree_applies_strictly_with_zero_drift(
     written = [obj for _, objects in folders(rendered) for obj in objects]
     kinds = sorted({o["kind"] for o in written})
     assert (len(written), kinds) == (
-        36,  # 12 ModelDeployments, 13 workload objects, 10 gateway objects, 1 EMP
+        38,  # 12 ModelDeployments, 13 workload objects, 12 gateway objects, 1 EMP
         [
-            "ConfigMap", "Deployment", "DestinationRule", "DynamoGraphDeployment", "ExternalModelProvider", "HTTPRoute",
+            "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "DestinationRule", "DynamoGraphDeployment", "ExternalModelProvider", "HTTPRoute",
             "InferencePool", "ModelDeployment", "RayService", "Role", "RoleBinding", "Service",
             "ServiceAccount", "Workspace",
         ],

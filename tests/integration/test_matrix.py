@@ -193,3 +193,65 @@ def test_kaito_workspaces_are_what_that_kaito_admits_and_the_route_matches_its_n
     assert [h["value"] for h in match["headers"]] == [case.served]
     md = ModelDeployment(yaml.safe_load(result.files[HYDRATED_FILE]))
     assert check_invariants(md, list(objects.values()), registry) == []
+
+
+def _own_refs(ident: str, obj: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """A gateway case with a Gateway of the model's own, and (where Runway renders the pool)
+    with a pool of its own too (spec.gateway.gatewayRef / poolRef)."""
+    found = []
+    for key, ref in (("gatewayRef", "team-gateway"), ("poolRef", "team-pool")):
+        if key == "poolRef" and ident.startswith("dynamo-"):
+            continue  # Dynamo's operator makes the pool: refused (core/checks/gateway.py)
+        case = yaml.safe_load(yaml.safe_dump(obj))
+        case["spec"]["gateway"][key] = {"name": ref}
+        found.append((f"{ident}-{key}", case))
+    return found
+
+
+OWN_REFS = [
+    own
+    for ident, obj in CASES
+    if (obj["spec"].get("gateway") or {}).get("enabled") is True and not ident.endswith("-mocker")
+    for own in _own_refs(ident, obj)
+]
+
+
+def test_the_own_refs_cover_every_gateway_case() -> None:
+    assert {i.split("-", 1)[0] for i, _ in OWN_REFS} == {
+        "dynamo",
+        "kaito",
+        "kuberay",
+        "llmd",
+        "vllm",
+    }
+    assert len([i for i, _ in OWN_REFS if i.endswith("gatewayRef")]) > len(
+        [i for i, _ in OWN_REFS if i.endswith("poolRef")]
+    )
+
+
+@pytest.mark.parametrize(("ident", "obj"), OWN_REFS, ids=[ident for ident, _ in OWN_REFS])
+def test_a_gateway_or_pool_of_the_models_own_renders_strictly_and_routes_there(
+    ident: str, obj: dict[str, Any], schemas: Schemas
+) -> None:
+    assert admit(obj, registry=SHIPPED).errors == (), ident
+
+    result = render_one(obj, previous=None, context=RenderContext(SHIPPED, schemas, PINS, TARGET))
+
+    assert result.error is None, result.error
+    objects = [
+        yaml.safe_load(text)
+        for name, text in sorted(result.files.items())
+        if name not in (HYDRATED_FILE, "kustomization.yaml")
+    ]
+    md = ModelDeployment(yaml.safe_load(result.files[HYDRATED_FILE]))
+    assert check_invariants(md, objects, SHIPPED) == []
+    (route,) = [o for o in objects if o["kind"] == "HTTPRoute"]
+    (parent,) = route["spec"]["parentRefs"]
+    (backend,) = route["spec"]["rules"][0]["backendRefs"]
+    kinds = {o["kind"] for o in objects}
+    if ident.endswith("gatewayRef"):
+        assert (parent["name"], parent["namespace"]) == ("team-gateway", md.namespace)
+    else:
+        assert (parent["name"], parent["namespace"]) == (TARGET.name, TARGET.namespace)
+        assert backend["name"] == "team-pool" and "namespace" not in backend
+        assert kinds.isdisjoint({"InferencePool", "ClusterRole", "ClusterRoleBinding"})

@@ -80,6 +80,8 @@ def test_render_writes_a_committed_kustomize_tree(
         "models/llama-70b/kustomization.yaml",
         "models/llama-70b/modeldeployment.yaml",
         "models/llama-70b/rayservice-llama-70b.yaml",
+        "models/mistral-llmd/clusterrole-models.mistral-llmd-epp.yaml",
+        "models/mistral-llmd/clusterrolebinding-models.mistral-llmd-epp.yaml",
         "models/mistral-llmd/configmap-mistral-llmd-epp.yaml",
         "models/mistral-llmd/deployment-mistral-llmd-epp.yaml",
         "models/mistral-llmd/deployment-mistral-llmd.yaml",
@@ -105,7 +107,7 @@ def test_render_writes_a_committed_kustomize_tree(
             yaml.safe_load((EXAMPLES / "vllm-multi-gpu.yaml").read_text()), registry=shipped
         ).obj
     )
-    assert commits(repo) == ["runway render: 22 added, 0 changed, 0 removed"]
+    assert commits(repo) == ["runway render: 24 added, 0 changed, 0 removed"]
     built = subprocess.run(
         [str(Path(sys.executable).parent / "kubectl"), "kustomize", str(repo / "rendered")],
         capture_output=True,
@@ -114,7 +116,7 @@ def test_render_writes_a_committed_kustomize_tree(
         timeout=60,
     )
     assert sorted(d["kind"] for d in yaml.safe_load_all(built.stdout)) == [
-        "ConfigMap", "Deployment", "Deployment", "Deployment", "HTTPRoute", "InferencePool",
+        "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "Deployment", "Deployment", "HTTPRoute", "InferencePool",
         "ModelDeployment", "ModelDeployment", "ModelDeployment", "RayService", "Role", "RoleBinding",
         "Service", "Service", "Service", "ServiceAccount",
     ]  # fmt: skip
@@ -189,6 +191,7 @@ def test_a_removed_model_deployment_is_pruned(
     assert report["changes"]["removed"] == [
         f"models/mistral-llmd/{name}.yaml"
         for name in (
+            "clusterrole-models.mistral-llmd-epp", "clusterrolebinding-models.mistral-llmd-epp",
             "configmap-mistral-llmd-epp", "deployment-mistral-llmd-epp", "deployment-mistral-llmd",
             "httproute-mistral-llmd", "inferencepool-mistral-llmd", "kustomization", "modeldeployment",
             "role-mistral-llmd-epp", "rolebinding-mistral-llmd-epp", "service-mistral-llmd-epp",
@@ -196,7 +199,7 @@ def test_a_removed_model_deployment_is_pruned(
         )
     ]  # fmt: skip
     # changed: the namespace's kustomization and the record of sources (runway-sources.json)
-    assert commits(repo)[0] == "runway render: 0 added, 2 changed, 12 removed"
+    assert commits(repo)[0] == "runway render: 0 added, 2 changed, 14 removed"
     assert "D models/mistral-llmd/modeldeployment.yaml" in git(repo, "log", "-1", "--format=%b")
 
 
@@ -235,6 +238,8 @@ def test_an_older_upstream_crd_lacking_an_emitted_field_names_the_field(
         "gateway.networking.k8s.io/v1 HTTPRoute": "schema pack httproutes.gateway.networking.k8s.io.json (Gateway API v1.5.1)",
         "inference.networking.k8s.io/v1 InferencePool": "schema pack inferencepools.inference.networking.k8s.io.json (Gateway API Inference Extension v1.5.0)",
         "ray.io/v1 RayService": f"{older}/rayservice.yaml (document 1)",
+        "rbac.authorization.k8s.io/v1 ClusterRole": kubernetes,
+        "rbac.authorization.k8s.io/v1 ClusterRoleBinding": kubernetes,
         "rbac.authorization.k8s.io/v1 Role": kubernetes,
         "rbac.authorization.k8s.io/v1 RoleBinding": kubernetes,
         "v1 ConfigMap": kubernetes,
@@ -340,7 +345,7 @@ def test_pushes_that_race_are_resolved_without_losing_history(
     assert (code_a, code_b) == (0, 0)
     assert history == [  # b renders only `other`: a's models are outside its sources, kept
         "runway render: 4 added, 2 changed, 0 removed",
-        "runway render: 22 added, 0 changed, 0 removed",
+        "runway render: 24 added, 0 changed, 0 removed",
     ]
     assert git(remote, "rev-parse", "main").strip() == git(second, "rev-parse", "HEAD").strip()
     assert report_a["commit"] is not None and report_b["commit"] is not None

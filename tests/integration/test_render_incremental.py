@@ -358,6 +358,7 @@ def test_folders_written_while_the_pool_renders_are_reported_against_the_tree_be
     report = render_into(repo)  # not --full: unchanged folders are not read before rendering
 
     gateway = [
+        *("clusterrole-team1.m002-epp", "clusterrolebinding-team1.m002-epp"),
         *("configmap-m002-epp", "deployment-m002-epp", "httproute-m002", "inferencepool-m002"),
         *("role-m002-epp", "rolebinding-m002-epp", "service-m002-epp", "serviceaccount-m002-epp"),
     ]

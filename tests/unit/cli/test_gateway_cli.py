@@ -185,3 +185,31 @@ def test_the_plan_refuses_what_validate_refuses_including_engine_flags(
             }
         ],
     }
+
+
+def test_plan_registers_a_model_at_its_own_gateway_read_from_the_sources(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Gateway among the sources is read (not skipped with a note): its reported address is
+    where the model with spec.gateway.gatewayRef is registered."""
+    model = yaml.safe_load((EXAMPLES / "gateway" / "llama.yaml").read_text())
+    model["spec"]["gateway"] = {"enabled": True, "gatewayRef": {"name": "team-gateway"}}
+    gateway = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": "team-gateway", "namespace": "models"},
+        "spec": {
+            "gatewayClassName": "istio",
+            "listeners": [{"name": "http", "protocol": "HTTP", "port": 80}],
+        },
+        "status": {"addresses": [{"type": "IPAddress", "value": "10.0.0.7"}]},
+    }
+    (tmp_path / "model.yaml").write_text(yaml.safe_dump(model))
+    (tmp_path / "gateway.yaml").write_text(yaml.safe_dump(gateway))
+
+    assert main(["gateway-plan", str(tmp_path), "--gateway-url", "http://gw.example.com"]) == 0
+
+    assert capsys.readouterr() == (
+        "model     llama-3.1-8b  ModelDeployment/models/llama-8b  -> http://10.0.0.7/v1\n",
+        "",
+    )

@@ -215,6 +215,7 @@ def test_gateway_component_installs_without_the_runtime_part() -> None:
         (["externalmodelproviders"], ["get", "list", "watch"]),
         (["externalmodelproviders/status"], ["get", "patch", "update"]),
         (["modeldeployments", "inferenceproviderconfigs"], ["get", "list", "watch"]),
+        (["gateways"], ["list"]),
         (["secrets"], ["list"]),
     ]
     (deployment,) = by_kind(objects, "Deployment")

@@ -9,11 +9,21 @@ import pytest
 from core.admission.hydrate import hydrate
 from core.admission.pipeline import admit
 from core.model.kinds import ModelDeployment
+from core.model.plugin import ServiceEndpoint
 from core.model.servednames import LITERAL, served_name
 from core.rendering.inferencegateway import GatewayTarget, capabilities_of, render_gateway
 from core.rendering.pods import template_selector
 from core.selection.configs import ProviderRegistry
-from gateway.merge import Conflict, DesiredModel, Owner, Plan, Skipped
+from gateway.merge import (
+    Conflict,
+    DesiredModel,
+    Owner,
+    Plan,
+    Skipped,
+    gateway_url_of,
+    gateway_urls,
+    plan,
+)
 from kubeio.shipped import bundled_versions
 from tests.support.builders import external_model_provider, model_deployment
 from tests.support.gatewaymodels import EMP, MD, md, provider_model, run
@@ -124,22 +134,58 @@ def test_gateway_enabled_model_points_at_the_gateway(shipped: ProviderRegistry) 
     )
 
 
-def test_model_without_a_rendered_service_claims_its_name_but_is_skipped(
-    shipped: ProviderRegistry,
-) -> None:
-    result = run(shipped, [md("llama", "shared", provider="dynamo")], [emp("openai", "shared")])
-
-    assert result.models == ()
-    assert result.conflicts == (
-        Conflict("shared", (Owner(EMP, "gw", "openai"), Owner(MD, "models", "llama"))),
-    )
-    assert result.skipped == (
-        Skipped(
-            Owner(MD, "models", "llama"),
-            "provider dynamo renders no Service of its own; set spec.gateway.enabled to route it through the Gateway",
-            "shared",
+@pytest.mark.parametrize(
+    ("provider", "model_id", "served", "url"),
+    [
+        # KAITO v0.10.0 pkg/workspace/manifests/manifests.go:66-91: <name>, port 80 -> 5000; a
+        # preset serves under the preset's name (KAITO ignores servedName)
+        (
+            "kaito",
+            "phi-4-mini-instruct",
+            "phi-4-mini-instruct",
+            "http://llama.models.svc.cluster.local:80/v1",
         ),
+        # KubeRay v1.3.0 utils/util.go:292-294 <name>-serve-svc, constant.go:71 port 8000
+        (
+            "kuberay",
+            "org/model",
+            "shared",
+            "http://llama-serve-svc.models.svc.cluster.local:8000/v1",
+        ),
+        # Dynamo: graph.go GetDynamoComponentName <name>-frontend, DynamoServicePort 8000
+        ("dynamo", "org/model", "shared", "http://llama-frontend.models.svc.cluster.local:8000/v1"),
+    ],
+)
+def test_a_model_served_by_its_operators_service_is_registered_at_that_service(
+    shipped: ProviderRegistry, provider: str, model_id: str, served: str, url: str
+) -> None:
+    """Issue #43 row 9: the operator creates the Service Runway does not render; with the
+    gateway off, the sync registers the model there instead of skipping it."""
+    obj = md("llama", "shared", provider=provider, engine="vllm")
+    obj["spec"]["model"]["id"] = model_id
+
+    result = run(shipped, [obj])
+
+    assert result == Plan(models=(DesiredModel(served, Owner(MD, "models", "llama"), url, served),))
+
+
+def test_dynamo_behind_the_gateway_has_no_frontend_service(shipped: ProviderRegistry) -> None:
+    """The graph behind a gateway has no Frontend (its workers' sidecars serve the picker), so
+    the operator Service is the Gateway's to replace, never the sync's to guess."""
+    plugin = shipped.plugins["dynamo"]
+    gateway_on = ModelDeployment(
+        hydrate(
+            md("llama", "shared", provider="dynamo", gateway={"enabled": True}), registry=shipped
+        ).obj
     )
+    gateway_off = ModelDeployment(
+        hydrate(md("llama", "shared", provider="dynamo"), registry=shipped).obj
+    )
+
+    assert [plugin.pods.operator_service(m) for m in (gateway_on, gateway_off)] == [
+        None,
+        ServiceEndpoint("llama-frontend", 8000),
+    ]
 
 
 def test_invalid_objects_are_skipped_with_the_reason(shipped: ProviderRegistry) -> None:
@@ -222,4 +268,106 @@ def test_a_model_id_that_is_not_literal_is_routed_but_never_registered(
     ]
     assert run(shipped, [obj]) == Plan(
         skipped=(Skipped(Owner(MD, "models", "wild"), f"name '*' {LITERAL}", "*"),)
+    )
+
+
+def own_gateway(addresses: list[Any], listeners: list[Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "Gateway",
+        "metadata": {"name": "team-gateway", "namespace": "models"},
+        "spec": {"gatewayClassName": "istio", "listeners": listeners},
+        "status": {"addresses": addresses},
+    }
+
+
+HTTP = {"name": "http", "protocol": "HTTP", "port": 8080}
+
+
+@pytest.mark.parametrize(
+    ("gateway", "url"),
+    [
+        (own_gateway([{"type": "IPAddress", "value": "10.0.0.7"}], [HTTP]), "http://10.0.0.7:8080/v1"),
+        (
+            own_gateway([{"type": "Hostname", "value": "gw.models.svc.cluster.local"}], [{**HTTP, "port": 80}]),
+            "http://gw.models.svc.cluster.local/v1",
+        ),
+        (own_gateway([{"value": "fd00::7"}], [{"protocol": "HTTPS", "port": 443}, HTTP]), "http://[fd00::7]:8080/v1"),
+        (own_gateway([], [HTTP]), None),  # no address yet
+        (own_gateway([{"value": "10.0.0.7"}], [{"protocol": "HTTPS", "port": 443}]), None),
+        (own_gateway([{"value": "evil.example/path?x="}], [HTTP]), None),  # no address
+        (own_gateway([{"value": "10.0.0.7:9999"}], [HTTP]), None),
+        (own_gateway([{"value": "10.0.0.7"}], [{**HTTP, "port": "80"}]), None),
+        (own_gateway([{"value": "10.0.0.7"}], [{**HTTP, "port": 70000}]), None),
+        (own_gateway([{"value": "10.0.0.7"}], [{**HTTP, "port": True}]), None),
+        ({"kind": "Gateway", "status": {"addresses": "10.0.0.7"}}, None),
+    ],
+)  # fmt: skip
+def test_a_gateways_url_is_its_reported_address_and_http_port(
+    gateway: dict[str, Any], url: str | None
+) -> None:
+    assert gateway_url_of(gateway) == url
+
+
+def test_a_model_with_its_own_gateway_is_registered_at_that_gateway(
+    shipped: ProviderRegistry,
+) -> None:
+    gateway = {"enabled": True, "gatewayRef": {"name": "team-gateway"}}
+    deployments = [
+        md("llama", "llama-8b", gateway=gateway),
+        md("phi", "phi-4", gateway={"enabled": True}),
+    ]
+    found = own_gateway([{"type": "IPAddress", "value": "10.0.0.7"}], [HTTP])
+
+    result = plan(
+        deployments, [], registry=shipped, pins=PINS, gateway_url=GATEWAY_URL,
+        gateways=gateway_urls([found]),
+    )  # fmt: skip
+
+    assert result == Plan(
+        models=(
+            DesiredModel("llama-8b", Owner(MD, "models", "llama"), "http://10.0.0.7:8080/v1", "llama-8b"),
+            DesiredModel("phi-4", Owner(MD, "models", "phi"), GATEWAY_URL, "phi-4"),
+        )
+    )  # fmt: skip
+
+
+def test_a_model_whose_own_gateway_has_no_address_is_skipped_never_sent_elsewhere(
+    shipped: ProviderRegistry,
+) -> None:
+    gateway = {"enabled": True, "gatewayRef": {"name": "team-gateway"}}
+
+    result = run(shipped, [md("llama", "llama-8b", gateway=gateway)])
+
+    assert result == Plan(
+        skipped=(
+            Skipped(
+                Owner(MD, "models", "llama"),
+                "spec.gateway.gatewayRef: its entry points at its own Gateway "
+                "models/team-gateway, which has no address yet (status.addresses)",
+                "llama-8b",
+            ),
+        )
+    )
+
+
+def test_a_model_naming_another_namespaces_gateway_is_never_registered(
+    shipped: ProviderRegistry,
+) -> None:
+    """Written past the webhook, the ref is still refused: the merge admits every object."""
+    gateway = {"enabled": True, "gatewayRef": {"name": "inference", "namespace": "gateways"}}
+    found = own_gateway([{"value": "10.0.0.9"}], [HTTP])
+    found["metadata"]["namespace"] = "gateways"
+
+    result = plan(
+        [md("llama", "llama-8b", gateway=gateway)], [], registry=shipped, pins=PINS,
+        gateway_url=GATEWAY_URL, gateways=gateway_urls([found]),
+    )  # fmt: skip
+
+    assert (result.models, [(s.owner, s.served_name) for s in result.skipped]) == (
+        (),
+        [(Owner(MD, "models", "llama"), None)],
+    )
+    assert result.skipped[0].reason.startswith(
+        "rejected, so not served: spec.gateway.gatewayRef.namespace: Forbidden: "
     )

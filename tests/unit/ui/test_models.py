@@ -186,7 +186,7 @@ def test_the_render_preview_lists_the_files_render_writes(portal: Portal, tmp_pa
         if kind not in ("ModelDeployment", "Kustomization"):
             assert check.startswith("strict check passed (")
     assert element(html, "p", "models-render-ok") == (
-        '<p class="ok" id="models-render-ok">12 files, every upstream object strictly checked.</p>'
+        '<p class="ok" id="models-render-ok">14 files, every upstream object strictly checked.</p>'
     )
 
 

@@ -38,6 +38,8 @@ from ui.settings import Mode, UiSettings
 KEY = b"k" * 32
 KINDS = [  # the hydrated object first, then render's files by name (llm-d behind the gateway)
     "ModelDeployment",
+    "ClusterRole",
+    "ClusterRoleBinding",
     "ConfigMap",
     "Deployment",
     "Deployment",

@@ -25,7 +25,9 @@ def hydrated(shipped: ProviderRegistry, **kw: Any) -> ModelDeployment:
 
 
 def kinds(objects: list[dict[str, Any]]) -> list[str]:
-    return [f"{o['kind']}/{o['metadata']['name']}@{o['metadata']['namespace']}" for o in objects]
+    return [
+        f"{o['kind']}/{o['metadata']['name']}@{o['metadata'].get('namespace', '')}" for o in objects
+    ]
 
 
 @pytest.mark.parametrize(
@@ -73,6 +75,8 @@ def test_unmanaged_pool_gets_pool_picker_and_route(shipped: ProviderRegistry) ->
         "ServiceAccount/llama-epp@models",
         "Role/llama-epp@models",
         "RoleBinding/llama-epp@models",
+        "ClusterRole/models.llama-epp@",
+        "ClusterRoleBinding/models.llama-epp@",
         "ConfigMap/llama-epp@models",
         "Deployment/llama-epp@models",
         "Service/llama-epp@models",
@@ -122,7 +126,7 @@ def test_unmanaged_pool_gets_pool_picker_and_route(shipped: ProviderRegistry) ->
             }
         ],
     }
-    picker = objects[5]["spec"]["template"]["spec"]["containers"][0]
+    picker = objects[7]["spec"]["template"]["spec"]["containers"][0]
     assert picker["image"] == f"registry.k8s.io/gateway-api-inference-extension/epp:{PINS.gaie}"
 
 
@@ -195,3 +199,83 @@ def test_a_bring_your_own_route_is_not_rendered(shipped: ProviderRegistry) -> No
         o["kind"]
         for o in render_gateway(md, {}, TARGET, PINS, port=8000, selector=template_selector(md))
     ]
+
+
+def test_picker_may_review_tokens_and_access_for_its_metrics_and_nothing_more(
+    shipped: ProviderRegistry,
+) -> None:
+    """GAIE v1.5.0 guards the picker's /metrics by default (pkg/epp/server/options.go:116); its
+    chart grants the two cluster-scoped creates that needs (epplib/templates/_rbac.yaml)."""
+    md = hydrated(shipped, gpu=1, provider="vllm", engine="vllm", gateway={"enabled": True})
+
+    objects = render_gateway(md, {}, TARGET, PINS, port=8000, selector=template_selector(md))
+    cluster = [o for o in objects if o["kind"].startswith("Cluster")]
+
+    meta = {
+        "name": "models.llama-epp",
+        "labels": {
+            "app.kubernetes.io/managed-by": "runway",
+            "airunway.ai/model-deployment": "llama",
+            "app.kubernetes.io/name": "llama-epp",
+            "app.kubernetes.io/instance": "llama",
+        },
+        "annotations": {"airunway.ai/rendered-from": "ModelDeployment/models/llama"},
+    }
+    assert cluster == [
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": meta,
+            "rules": [
+                {
+                    "apiGroups": ["authentication.k8s.io"],
+                    "resources": ["tokenreviews"],
+                    "verbs": ["create"],
+                },
+                {
+                    "apiGroups": ["authorization.k8s.io"],
+                    "resources": ["subjectaccessreviews"],
+                    "verbs": ["create"],
+                },
+            ],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": meta,
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "models.llama-epp",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "llama-epp", "namespace": "models"}],
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(("c", "a-b"), ("b-c", "a")), (("models", "llama"), ("other", "llama"))],
+    ids=["dash-joined-names-would-collide", "same-name-two-namespaces"],
+)
+def test_two_tenants_pickers_never_share_a_cluster_binding(
+    shipped: ProviderRegistry, first: tuple[str, str], second: tuple[str, str]
+) -> None:
+    def names(namespace: str, name: str) -> set[str]:
+        md = ModelDeployment(
+            hydrate(
+                model_deployment(
+                    name,
+                    namespace,
+                    gpu=1,
+                    provider="vllm",
+                    engine="vllm",
+                    gateway={"enabled": True},
+                ),
+                registry=shipped,
+            ).obj
+        )
+        objects = render_gateway(md, {}, TARGET, PINS, port=8000, selector=template_selector(md))
+        return {o["metadata"]["name"] for o in objects if o["kind"].startswith("Cluster")}
+
+    assert names(*first).isdisjoint(names(*second))
