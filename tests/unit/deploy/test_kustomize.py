@@ -302,3 +302,18 @@ def test_status_controller_writes_only_status_and_its_lease() -> None:
         "/healthz",
         "/readyz",
     )
+
+
+def test_the_status_controllers_gateway_sync_may_list_gateways_and_only_list_them() -> None:
+    """Its in-process gateway sync registers a model with spec.gateway.gatewayRef at the address
+    that Gateway's status reports (gateway/cluster.py); without the list it skips those models."""
+    objects = build("status")
+    role = next(
+        o
+        for o in by_kind(objects, "ClusterRole")
+        if o["metadata"]["name"] == "runway-status-controller"
+    )
+
+    assert [
+        (r["apiGroups"], r["verbs"]) for r in role["rules"] if "gateways" in r["resources"]
+    ] == [(["gateway.networking.k8s.io"], ["list"])]
