@@ -98,15 +98,18 @@ def test_rendered_tree_applies_strictly_with_zero_drift(
 
     assert (done.returncode, done.stderr) == (
         0,
+        "Warning: spec.engine.args.pipeline-parallel-size: each replica spans 2 nodes: the Dynamo "
+        "operator places a multinode service through Grove or LeaderWorkerSet, which the "
+        "dynamo-platform chart must have enabled (its defaults leave both off)\n"
         "Warning: spec.model.servedName is ignored when spec.model.source is custom\n",
-    )  # the webhook's warning for examples/cpu-llamacpp.yaml
+    )  # the webhook's warnings for examples/dynamo-multinode.yaml and examples/cpu-llamacpp.yaml
     written = [obj for _, objects in folders(rendered) for obj in objects]
     kinds = sorted({o["kind"] for o in written})
     assert (len(written), kinds) == (
-        38,  # 12 ModelDeployments, 13 workload objects, 12 gateway objects, 1 EMP
+        61,  # 16 ModelDeployments, 1 EMP, and their workload and gateway objects
         [
             "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Deployment", "DestinationRule", "DynamoGraphDeployment", "ExternalModelProvider", "HTTPRoute",
-            "InferencePool", "ModelDeployment", "RayService", "Role", "RoleBinding", "Service",
+            "InferencePool", "LeaderWorkerSet", "ModelDeployment", "PersistentVolumeClaim", "RayService", "Role", "RoleBinding", "Service",
             "ServiceAccount", "Workspace",
         ],
     )  # fmt: skip

@@ -242,4 +242,4 @@ def test_a_denial_is_one_log_line_and_an_allowed_admission_one_with_v(
 
 
 def test_examples_cover_every_file(webhook: Webhook) -> None:
-    assert len(examples()) == len(example_files()) == 19
+    assert len(examples()) == len(example_files()) == 21

@@ -81,4 +81,4 @@ def test_a_reader_that_reads_everything_changes_nothing() -> None:
     )
 
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout.splitlines()[-1] == "14 allowed, 0 denied"
+    assert done.stdout.splitlines()[-1] == "16 allowed, 0 denied"

@@ -46,12 +46,12 @@ def test_the_readme_main_job_renders_and_commits_every_example(tmp_path: Path) -
         ".venv/bin/runway render examples/*.yaml --repo /tmp/runway-gitops --commit --gateway gateways/inference",
     ]
     assert [(r.returncode, r.stderr) for r in runs] == [(0, ""), (0, "")]
-    assert runs[0].stdout.splitlines()[-1] == "14 allowed, 0 denied"
+    assert runs[0].stdout.splitlines()[-1] == "16 allowed, 0 denied"
     assert (
         runs[1]
         .stdout.splitlines()[-1]
         .startswith(
-            "14 rendered, 0 failed (0 unchanged since the last render); files: 56 added, 0 changed, "
+            "16 rendered, 0 failed (0 unchanged since the last render); files: 77 added, 0 changed, "
             "0 removed; commit "
         )
     )
@@ -63,7 +63,7 @@ def test_the_readme_main_job_renders_and_commits_every_example(tmp_path: Path) -
         timeout=60,
     )
     assert log.stdout.splitlines() == [
-        "runway render: 56 added, 0 changed, 0 removed"
-    ]  # 55 + runway-sources.json
+        "runway render: 77 added, 0 changed, 0 removed"
+    ]  # 76 + runway-sources.json
     folders = sorted(p.name for p in (repo / "rendered" / "models").iterdir() if p.is_dir())
-    assert len(folders) == len(list(EXAMPLES.glob("*.yaml"))) == 14
+    assert len(folders) == len(list(EXAMPLES.glob("*.yaml"))) == 16

@@ -69,6 +69,7 @@ def test_the_matrix_covers_every_declared_combination() -> None:
     assert {i for i in multinode if i.startswith("kuberay-")} == {
         "kuberay-vllm-aggregated-gpu-pp2",
         "kuberay-vllm-disaggregated-gpu-pp2",
+        "kuberay-vllm-aggregated-gpu-pp2-gw-pvc",
     }
     providers = {ident.split("-", 1)[0] for ident in ids}
     assert providers == {"dynamo", "kaito", "kuberay", "llmd", "vllm"}
@@ -79,8 +80,11 @@ def test_the_matrix_covers_every_declared_combination() -> None:
     }
     assert "kaito-llamacpp-aggregated-cpu-gw-pvc" in ids
     assert [i for i in multinode if not i.startswith("dynamo-")] == [
+        "kuberay-vllm-aggregated-gpu-pp2",
+        "kuberay-vllm-disaggregated-gpu-pp2",
         "llmd-vllm-aggregated-gpu-pp2",
         "vllm-vllm-aggregated-gpu-pp2",
+        "kuberay-vllm-aggregated-gpu-pp2-gw-pvc",
         "llmd-vllm-aggregated-gpu-pp2-gw-pvc",
         "vllm-vllm-aggregated-gpu-pp2-gw-pvc",
     ]
@@ -88,7 +92,7 @@ def test_the_matrix_covers_every_declared_combination() -> None:
         f"{provider}-{engine}-aggregated-gpu-pp2-gw-pvc"
         for provider, engine in (
             ("dynamo", "sglang"), ("dynamo", "trtllm"), ("dynamo", "vllm"),
-            ("llmd", "vllm"), ("vllm", "vllm"),
+            ("kuberay", "vllm"), ("llmd", "vllm"), ("vllm", "vllm"),
         )
     ]  # fmt: skip
 

@@ -266,7 +266,10 @@ def test_a_pool_of_processes_renders_exactly_what_one_process_renders(schemas: S
 
     assert pooled == serial
     assert [r.key for r in pooled] == [f"{NAMESPACES[i % 2]}/m{i:03}" for i in range(len(objects))]
-    assert sum(r.error is not None for r in pooled) == len(objects) // 4  # the invalid shape
+    # the invalid shape, and the shape without a provider: selection picks KubeRay for two
+    # GPUs, which refuses spec.engine.extraArgs (Ray Serve LLM has no command line)
+    failing = sum(1 for i in range(len(objects)) if i % len(shapes) in (2, 3))
+    assert sum(r.error is not None for r in pooled) == failing
 
 
 def test_the_command_reuses_unchanged_output_and_full_renders_everything(

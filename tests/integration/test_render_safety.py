@@ -73,7 +73,7 @@ def test_a_failing_render_of_one_file_leaves_every_other_model(
 
     assert code == 1
     assert report["changes"] == {"added": [], "changed": [], "removed": []}
-    assert report["removals"] == {"removed": [], "withheld": [], "reason": None, "outside": 14}
+    assert report["removals"] == {"removed": [], "withheld": [], "reason": None, "outside": 16}
     assert tree(repo) == before
     assert git(repo, "rev-parse", "HEAD") == head  # nothing to commit
 
