@@ -30,6 +30,9 @@ GGUF = ".gguf"
 GGUF_URL_AT = "spec.engine.args.ggufUrl"
 # A path segment of a Hugging Face id or file: what the Hub's own names use; no '..', no '%'.
 _SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+# An https URL as the runner and BuildKit are given it: RFC 3986's unreserved and delimiter
+# characters and percent-escapes only (no space, quote, backslash, backtick or control character).
+_URL = re.compile(r"https://[A-Za-z0-9._~:/?#\[\]@!&()*+,;=%-]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,8 @@ def gguf(md: ModelDeployment) -> Gguf | None:
         parts = urlsplit(text)
         name = parts.path.rsplit("/", 1)[-1]
         if parts.scheme != "https" or not parts.netloc or parts.query or parts.fragment:
+            return None
+        if not _URL.fullmatch(text):
             return None
         if not name.endswith(GGUF) or not _SEGMENT.fullmatch(name):
             return None

@@ -4,11 +4,14 @@ the cluster (built), the model cache, and pipeline parallelism. The whole answer
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core.admission.pipeline import admit
 from core.fields.errors import FieldError, Reason
@@ -508,3 +511,29 @@ def test_no_example_names_an_image_aikit_does_not_publish() -> None:
     texts = [p.read_text() for p in sorted(Path(ROOT / "examples").rglob("*.yaml"))]
 
     assert [t for t in texts if "aikit/llama-cpp:" in t] == []
+
+
+@given(
+    st.one_of(
+        st.text(max_size=80),
+        st.builds(lambda tail: "https://huggingface.co/" + tail, st.text(max_size=60)),
+        st.builds(lambda path: f"https://huggingface.co/{path}/m.gguf", st.text(max_size=30)),
+        st.builds(lambda path: f"{path}/m.gguf", st.text(max_size=30)),
+        st.builds(lambda tail: "huggingface://" + tail, st.text(max_size=60)),
+    ),
+    st.booleans(),
+)
+def test_any_gguf_reference_is_a_safe_https_url_or_refused(text: str, as_url: bool) -> None:
+    """A tenant's model id or ggufUrl reaches a container's arguments and the aikitfile: what
+    Runway passes on is an https URL of URL characters whose file is one safe path segment."""
+    engine: dict[str, Any] = {"type": "llamacpp"}
+    if as_url:
+        engine["args"] = {"ggufUrl": text}
+    obj = model_deployment(model_id=None if as_url else text, provider="kaito", engine=engine)
+    source = gguf(ModelDeployment(obj))
+
+    if source is not None:
+        assert re.fullmatch(r"https://[A-Za-z0-9._~:/?#\[\]@!&()*+,;=%-]+", source.ref)
+        assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*\.gguf", source.file)
+        assert source.ref.endswith("/" + source.file)
+        assert source.served == source.file.removesuffix(".gguf")
