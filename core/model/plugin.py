@@ -99,6 +99,11 @@ class ProviderContext:
     settings: Mapping[str, str] = field(default_factory=dict)
     facts: Mapping[str, Any] = field(default_factory=dict)
 
+    def fact(self, name: str) -> Mapping[str, Any]:
+        """The facts file `name` (providers/<provider>/facts/<name>.json), {} when absent."""
+        found = self.facts.get(name)
+        return found if isinstance(found, Mapping) else {}
+
 
 # The hooks' types, as the Provider value and its roles hold them.
 CheckOverrides: TypeAlias = Callable[[Mapping[str, Any], FieldPath], list[FieldError]]

@@ -48,8 +48,7 @@ class Gguf:
 
 
 def facts(context: ProviderContext) -> Mapping[str, Any]:
-    found = context.facts.get("aikit")
-    return found if isinstance(found, Mapping) else {}
+    return context.fact("aikit")
 
 
 def aikit_at(context: ProviderContext) -> str:

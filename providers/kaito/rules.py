@@ -74,8 +74,7 @@ class Preset:
 
 
 def _facts(context: ProviderContext) -> Mapping[str, Any]:
-    facts = context.facts.get("presets")
-    return facts if isinstance(facts, Mapping) else {}
+    return context.fact("presets")
 
 
 def kaito_at(context: ProviderContext) -> str:

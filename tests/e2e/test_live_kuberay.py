@@ -26,7 +26,6 @@ from typing import Any
 
 import pytest
 
-from cli.main import main
 from core.selection.configs import ProviderRegistry
 from kubeio.shipped import bundled_versions
 from kubeio.yamlio import dump
@@ -40,7 +39,7 @@ from tests.support.kuberay import (
     start_operator,
     unavailable_reason,
 )
-from tests.support.live import GPU, persistent_volume
+from tests.support.live import GPU, persistent_volume, render_and_apply
 from tests.support.paths import EXAMPLES
 from tests.support.rayservices import kuberay_cases
 from tests.support.status import controller
@@ -161,11 +160,7 @@ def test_the_operators_own_rayservice_status_drives_the_model_deployment_status(
     md = copy.deepcopy(doc)
     md["metadata"]["namespace"] = namespace
     name = md["metadata"]["name"]
-    (tmp_path / "sources").mkdir()
-    (tmp_path / "sources" / "md.yaml").write_text(dump(md))
-    assert main(["render", str(tmp_path / "sources"), "--repo", str(tmp_path / "repo")]) == 0
-    rendered = tmp_path / "repo" / "rendered"
-    assert main(["apply", str(rendered), "--kubeconfig", str(live_cluster.kubeconfig)]) == 0
+    render_and_apply({"md.yaml": md}, tmp_path, live_cluster)
     stop = threading.Event()
     api = live_cluster.api_client()
     controller(api, namespace, "kuberay-live", stop)

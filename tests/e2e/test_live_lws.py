@@ -21,11 +21,9 @@ from typing import Any
 
 import pytest
 
-from cli.main import main
-from kubeio.yamlio import dump
 from tests.support.cluster import Cluster
 from tests.support.kuberay import get_json
-from tests.support.live import GPU
+from tests.support.live import GPU, render_and_apply
 from tests.support.lws import (
     BINARY,
     NAMESPACE_LABEL,
@@ -97,11 +95,7 @@ def test_a_model_across_nodes_rolls_out_as_a_leaderworkerset_and_reads_running(
     live_cluster.kubectl("label", "namespace", namespace, f"{NAMESPACE_LABEL}=true")
     md = model(provider, namespace)
     name = md["metadata"]["name"]
-    (tmp_path / "sources").mkdir()
-    (tmp_path / "sources" / "md.yaml").write_text(dump(md))
-    assert main(["render", str(tmp_path / "sources"), "--repo", str(tmp_path / "repo")]) == 0
-    rendered = tmp_path / "repo" / "rendered"
-    assert main(["apply", str(rendered), "--kubeconfig", str(live_cluster.kubeconfig)]) == 0
+    render_and_apply({"md.yaml": md}, tmp_path, live_cluster)
     stop = threading.Event()
     api = live_cluster.api_client()
     controller(api, namespace, f"lws-live-{provider}", stop)

@@ -14,13 +14,11 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import kubernetes
 import pytest
 
-from cli.main import main
 from controller.kinds import KINDS
 from core.admission.pipeline import admit
 from kubeio.registry import build_registry
@@ -28,6 +26,7 @@ from kubeio.shipped import bundled_config_objects
 from kubeio.yamlio import dump
 from tests.support.builders import model_deployment
 from tests.support.cluster import Cluster
+from tests.support.live import render_and_apply
 from tests.support.rollout import wait_rolled_out
 from tests.support.status import LEASE, conditions, controller
 from tests.support.wait import wait_until
@@ -39,7 +38,6 @@ def applied(live_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> 
     namespace = f"status-{uuid.uuid4().hex[:8]}"
     live_cluster.kubectl("create", "namespace", namespace)
     work = tmp_path_factory.mktemp("status")
-    (work / "sources").mkdir()
     md = model_deployment(
         "qwen",
         namespace,
@@ -48,10 +46,7 @@ def applied(live_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> 
         engine="vllm",
         provider="vllm",
     )
-    (work / "sources" / "md.yaml").write_text(dump(md))
-    assert main(["render", str(work / "sources"), "--repo", str(work / "repo")]) == 0
-    rendered = Path(work / "repo" / "rendered")
-    assert main(["apply", str(rendered), "--kubeconfig", str(live_cluster.kubeconfig)]) == 0
+    render_and_apply({"md.yaml": md}, work, live_cluster)
     yield namespace
     live_cluster.kubectl("delete", "namespace", namespace, "--wait=false")
 

@@ -97,6 +97,22 @@ def test_the_matrix_covers_every_declared_combination() -> None:
     ]  # fmt: skip
 
 
+def rendered(
+    obj: dict[str, Any], schemas: Schemas, registry: ProviderRegistry | None = None
+) -> tuple[ModelDeployment, list[Any]]:
+    """The hydrated ModelDeployment and the objects a render writes for `obj` (with the shipped
+    configs unless `registry` is given), asserting it rendered without an error."""
+    context = RenderContext(registry or SHIPPED, schemas, PINS, TARGET)
+    result = render_one(obj, previous=None, context=context)
+    assert result.error is None, result.error
+    objects = [
+        yaml.safe_load(text)
+        for name, text in sorted(result.files.items())
+        if name not in (HYDRATED_FILE, "kustomization.yaml")
+    ]
+    return ModelDeployment(yaml.safe_load(result.files[HYDRATED_FILE])), objects
+
+
 @pytest.mark.parametrize(("ident", "obj"), CASES, ids=[ident for ident, _ in CASES])
 def test_every_admitted_case_renders_strictly_and_fits_together(
     ident: str, obj: dict[str, Any], schemas: Schemas
@@ -104,15 +120,7 @@ def test_every_admitted_case_renders_strictly_and_fits_together(
     admission = admit(obj, registry=SHIPPED)
     assert admission.errors == (), ident
 
-    result = render_one(obj, previous=None, context=RenderContext(SHIPPED, schemas, PINS, TARGET))
-
-    assert result.error is None, result.error
-    objects = [
-        yaml.safe_load(text)
-        for name, text in sorted(result.files.items())
-        if name not in (HYDRATED_FILE, "kustomization.yaml")
-    ]
-    md = ModelDeployment(yaml.safe_load(result.files[HYDRATED_FILE]))
+    md, objects = rendered(obj, schemas)
     assert check_invariants(md, objects, SHIPPED) == []
     launched = engine_args(objects)
     if SHIPPED.runs_test_backend(md):  # every worker runs the mocker, and nothing else takes flags
@@ -163,17 +171,8 @@ def test_kaito_workspaces_are_what_that_kaito_admits_and_the_route_matches_its_n
     admission = admit(case.obj, registry=registry)
     assert admission.errors == (), case.ident
 
-    result = render_one(
-        case.obj, previous=None, context=RenderContext(registry, schemas, PINS, TARGET)
-    )
-
-    assert result.error is None, result.error
-    objects = {
-        (o["kind"], o["metadata"]["name"]): o
-        for name, text in sorted(result.files.items())
-        if name not in (HYDRATED_FILE, "kustomization.yaml")
-        for o in [yaml.safe_load(text)]
-    }
+    md, written = rendered(case.obj, schemas, registry)
+    objects = {(o["kind"], o["metadata"]["name"]): o for o in written}
     workspace = objects[("Workspace", case.ident)]
     gpus = (case.obj["spec"].get("resources") or {}).get("gpu", {}).get("count", 0)
     gpu = {"nvidia.com/gpu.present": "true"} if gpus else {}
@@ -195,7 +194,6 @@ def test_kaito_workspaces_are_what_that_kaito_admits_and_the_route_matches_its_n
     (rule,) = route["spec"]["rules"]
     (match,) = rule["matches"]
     assert [h["value"] for h in match["headers"]] == [case.served]
-    md = ModelDeployment(yaml.safe_load(result.files[HYDRATED_FILE]))
     assert check_invariants(md, list(objects.values()), registry) == []
 
 
@@ -239,15 +237,7 @@ def test_a_gateway_or_pool_of_the_models_own_renders_strictly_and_routes_there(
 ) -> None:
     assert admit(obj, registry=SHIPPED).errors == (), ident
 
-    result = render_one(obj, previous=None, context=RenderContext(SHIPPED, schemas, PINS, TARGET))
-
-    assert result.error is None, result.error
-    objects = [
-        yaml.safe_load(text)
-        for name, text in sorted(result.files.items())
-        if name not in (HYDRATED_FILE, "kustomization.yaml")
-    ]
-    md = ModelDeployment(yaml.safe_load(result.files[HYDRATED_FILE]))
+    md, objects = rendered(obj, schemas)
     assert check_invariants(md, objects, SHIPPED) == []
     (route,) = [o for o in objects if o["kind"] == "HTTPRoute"]
     (parent,) = route["spec"]["parentRefs"]

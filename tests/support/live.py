@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubeio.yamlio import dump_all
+from cli.main import main
+from kubeio.yamlio import dump, dump_all
 from tests.cluster.kwok import stages_file
 from tests.support.cluster import (
     Cluster,
@@ -194,3 +196,18 @@ def user_claim(name: str, namespace: str) -> dict[str, Any]:
             "storageClassName": "",
         },
     }
+
+
+def render_and_apply(
+    sources: Mapping[str, Mapping[str, Any]], work: Path, cluster: Cluster
+) -> Path:
+    """Runway's own two commands: `runway render` of `sources` (file name -> object) into a
+    repository under `work`, then `runway apply` of the rendered tree to `cluster`; the tree."""
+    folder = work / "sources"
+    folder.mkdir(exist_ok=True)
+    for name, obj in sources.items():
+        (folder / name).write_text(dump(obj))
+    assert main(["render", str(folder), "--repo", str(work / "repo")]) == 0
+    rendered = work / "repo" / "rendered"
+    assert main(["apply", str(rendered), "--kubeconfig", str(cluster.kubeconfig)]) == 0
+    return rendered
