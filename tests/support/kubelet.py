@@ -16,8 +16,9 @@ What a kubelet does, and what this module does in its place:
   the test names per volume (a PersistentVolumeClaim's folder, or an emptyDir), as kubelet mounts
   a volume. /tmp is a fresh tmpfs, as a container's own.
 - The network. The process runs in a network namespace of its own (`unshare --net`), with
-  loopback up and one veth to the host: its "pod IP". So the rendered `--host 0.0.0.0` binds that
-  namespace's interfaces only, and nothing here listens beyond this machine. Service DNS names
+  loopback up and one veth on the session's pod bridge (`Network`, as a bridge CNI plugin builds
+  one): its "pod IP". So the rendered `--host 0.0.0.0` binds that namespace's interfaces only,
+  pods reach each other and the host, and nothing listens beyond this machine. Service DNS names
   resolve to the pod IP through a hosts file that only the client sees (see `hosts_file`); that and
   the Service-to-pod step (kube-proxy) are the stand-ins for cluster networking.
 
@@ -213,13 +214,52 @@ def require_root() -> None:
         )
 
 
-def start(name: str, spec: Launch, base: Path, index: int) -> Pod:
-    """Run `spec` as pod `name`: base/ holds its overlay, its log and its spec; `index` (0-63)
-    picks its link 10.231.<index>.0/30 (host .1, pod .2)."""
+@dataclass(frozen=True)
+class Network:
+    """The node's pod network, as a bridge CNI plugin builds one: a Linux bridge with the host at
+    .1 of a /24 and each pod's veth attached, so pods reach each other and the host directly."""
+
+    bridge: str
+    prefix: str  # the /24's first three octets
+
+    @property
+    def gateway(self) -> str:
+        return f"{self.prefix}.1"
+
+    def address(self, index: int) -> str:
+        return f"{self.prefix}.{index + 1}"
+
+    def link(self, index: int) -> str:
+        return f"{self.bridge}p{index}"
+
+    def remove(self) -> None:
+        subprocess.run(["ip", "link", "del", self.bridge], capture_output=True, check=False)
+
+
+def network() -> Network:
+    """A bridge of this process's own, on the first 10.231.N.0/24 no interface here uses."""
+    require_root()
+    used = subprocess.run(
+        ["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, check=True
+    ).stdout
+    prefix = next(f"10.231.{n}" for n in range(256) if f" 10.231.{n}." not in used)
+    net = Network(f"rwb{os.getpid() % 100000}", prefix)
+    net.remove()
+    for command in (
+        ["ip", "link", "add", net.bridge, "type", "bridge"],
+        ["ip", "addr", "add", f"{net.gateway}/24", "dev", net.bridge],
+        ["ip", "link", "set", net.bridge, "up"],
+    ):
+        subprocess.run(command, check=True, capture_output=True)
+    return net
+
+
+def start(name: str, spec: Launch, base: Path, net: Network, index: int) -> Pod:
+    """Run `spec` as pod `name` on `net` at address `index` (1-250): base/ holds its overlay, its
+    log and its spec."""
     require_root()
     base.mkdir(parents=True, exist_ok=True)
-    host_ip, pod_ip = f"10.231.{index}.1", f"10.231.{index}.2"
-    host_link = f"rwv{os.getpid() % 10000}x{index}"
+    pod_ip, host_link = net.address(index), net.link(index)
     spec_file = base / "pod.json"
     spec_file.write_text(
         json.dumps(
@@ -230,56 +270,34 @@ def start(name: str, spec: Launch, base: Path, index: int) -> Pod:
                 "mounts": [[path, str(folder)] for path, folder in spec.mounts],
                 "shm": spec.shm,
                 "base": str(base),
-                "address": f"{pod_ip}/30",
-                "gateway": host_ip,
+                "address": f"{pod_ip}/24",
+                "gateway": net.gateway,
             }
         )
     )
     log = base / "log.txt"
     mine = os.readlink("/proc/self/ns/net")
+    unshare = ["unshare", "--mount", "--net", "--fork", "--kill-child", "--"]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [
-                "unshare",
-                "--mount",
-                "--net",
-                "--fork",
-                "--kill-child",
-                "--",
-                sys.executable,
-                str(POD_INIT),
-                str(spec_file),
-            ],
+            [*unshare, sys.executable, str(POD_INIT), str(spec_file)],
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     deadline = time.monotonic() + 30
     while True:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             if os.readlink(f"/proc/{process.pid}/ns/net") != mine:
                 break
-        except FileNotFoundError:
-            pass
         if process.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"pod {name}: no network namespace:\n{log.read_text()[-2000:]}")
         time.sleep(0.02)
     subprocess.run(["ip", "link", "del", host_link], capture_output=True, check=False)
+    peer = ["peer", "name", "eth0", "netns", str(process.pid)]
     for command in (
-        [
-            "ip",
-            "link",
-            "add",
-            host_link,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "eth0",
-            "netns",
-            str(process.pid),
-        ],
-        ["ip", "addr", "add", f"{host_ip}/30", "dev", host_link],
+        ["ip", "link", "add", host_link, "type", "veth", *peer],
+        ["ip", "link", "set", host_link, "master", net.bridge],
         ["ip", "link", "set", host_link, "up"],
     ):
         subprocess.run(command, check=True, capture_output=True)

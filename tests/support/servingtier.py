@@ -197,28 +197,35 @@ def wait_probe(
 
 @dataclass
 class Pods:
-    """The tier's pods: each gets a fresh folder and its own link index; all stop at the end."""
+    """The tier's pods on one pod network: each gets a fresh folder and an address of its own;
+    all stop, and the network goes, at the end."""
 
+    net: kubelet.Network | None = None
     running: list[kubelet.Pod] = field(default_factory=list)
     used: set[int] = field(default_factory=set)
 
     def run(self, name: str, spec: kubelet.Launch) -> kubelet.Pod:
-        index = next(i for i in range(1, 64) if i not in self.used)
+        if self.net is None:
+            self.net = kubelet.network()
+        index = next(i for i in range(1, 250) if i not in self.used)
         self.used.add(index)
         base = RUNS / name
         shutil.rmtree(base, ignore_errors=True)  # a fresh container: nothing from a previous run
-        pod = kubelet.start(name, spec, base, index)
+        pod = kubelet.start(name, spec, base, self.net, index)
         self.running.append(pod)
         return pod
 
     def stop(self, pod: kubelet.Pod) -> None:
         pod.stop()
         self.running.remove(pod)
-        self.used.discard(int(pod.ip.split(".")[2]))
+        self.used.discard(int(pod.ip.rsplit(".", 1)[1]) - 1)
 
     def stop_all(self) -> None:
         for pod in list(self.running):
             self.stop(pod)
+        if self.net is not None:
+            self.net.remove()
+            self.net = None
 
 
 @dataclass
