@@ -52,10 +52,12 @@ from tests.support.cluster import missing_binaries as missing_cluster_binaries
 from tests.support.live import missing_binaries, start_live_cluster
 from tests.support.livebacked import (
     backing_node,
+    first_token_seconds,
     is_ready,
     pods_of,
     ready_endpoints,
     run_at_first_host,
+    session_rss_bytes,
     sync_from_cluster,
 )
 from tests.support.serving import Recorder, gpus_held_back, phases_in_order, provide_claim
@@ -69,7 +71,7 @@ from tests.support.servingtier import (
     render,
     service_host,
     standin,
-    volume_folders,
+    volume_sources,
     wait_probe,
 )
 from tests.support.status import conditions, controller
@@ -129,7 +131,7 @@ def test_the_status_path_describes_a_server_that_answers_through_litellm(
     deployment = rendered.one(NAMESPACE, NAME, "Deployment", NAME)
     service = rendered.one(NAMESPACE, NAME, "Service", NAME)
     container = container_of(deployment, "vllm")
-    volumes = volume_folders(deployment, {"shared-model-cache": MODELS}, kubelet.SERVING / "run")
+    volumes = volume_sources(deployment, {"shared-model-cache": MODELS}, kubelet.SERVING / "run")
     spec = replace(kubelet.launch(container, volumes, added_env=STAND_IN_ENV), shm="1g")
     port = check_service_reaches(service, container)
     selector = deployment["spec"]["selector"]["matchLabels"]
@@ -157,6 +159,7 @@ def test_the_status_path_describes_a_server_that_answers_through_litellm(
                     None,
                 ), held["status"]
                 assert "Running" not in recorder.seen, recorder.seen
+                assert ready_endpoints(cluster, NAMESPACE, NAME) == []
                 cluster.kubectl("uncordon", NODE)
 
                 def running() -> bool:
@@ -219,16 +222,19 @@ def test_the_status_path_describes_a_server_that_answers_through_litellm(
         assert (model, tokens) == (MODEL, MAX_TOKENS), body
         assert content.strip(), body
 
-        timings = {
+        first_token = first_token_seconds(gateway.proxy, MODEL, MAX_TOKENS)
+        measured = {
             "apply_to_probe_passed_s": probed - applied,
             "apply_to_running_s": became_running - applied,
             "apply_to_registered_s": registered - applied,
             "apply_to_completion_s": answered - applied,
             "chat_latency_s": answered - asked,
+            "streamed_first_token_s": first_token,
+            "pod_rss_gib": session_rss_bytes(pod.process.pid) / 2**30,
         }
-        for key, value in timings.items():
+        for key, value in measured.items():
             record_property(key, round(value, 2))
-        print("live serving timings:", {k: round(v, 2) for k, v in timings.items()})
+        print("live serving measured:", {k: round(v, 2) for k, v in measured.items()})
     finally:
         stop.set()
         pods.stop(pod)

@@ -4,7 +4,7 @@ cluster's own controllers describe that process.
 
 How the pod's address reaches the Service, and why no EndpointSlice of our own is written:
 - KWOK (sigs.k8s.io/kwok v0.8.0) gives a scheduled pod the address `PodIPsWith` returns
-  (kustomize/stage/pod/fast/pod-ready.yaml, the `podIP` of its statusTemplate), which takes the
+  (kustomize/stage/pod/fast/pod-ready.yaml:80-82, the `podIP` of its statusTemplate), which takes the
   next address of a pool over the node's `spec.podCIDRs` (else `spec.podCIDR`, else its --cidr):
   pkg/kwok/controllers/pod_controller.go:778-815 (funcPodIPsWith). A new pool hands out the
   network's address plus one first (pkg/kwok/controllers/utils.go:56-69, ipPool.new).
@@ -12,10 +12,12 @@ How the pod's address reaches the Service, and why no EndpointSlice of our own i
   gives the KWOK pod exactly that address. The controller-manager's EndpointSlice controller
   (running here: tests/support/live.py CONTROLLERS) then lists it in the Service's own
   EndpointSlice from the Service's selector, ready when the pod is Ready, as on a real node.
-- The alternative, an EndpointSlice of our own (a managed-by label other than the controller's,
-  which the controller leaves alone) beside the controller's, would put KWOK's made-up address in
-  the Service too, and readiness would not gate it; a selector-less mirror Service would not be
-  the rendered Service. The node's podCIDR needs neither.
+- The alternative, an EndpointSlice of our own beside the controller's (with a managed-by label
+  other than the controller's, the controller leaves it alone: k8s.io/endpointslice v0.37.2, the
+  staging copy of Kubernetes v1.37.2, reconciler.go:660-665 ManagedByController), would leave
+  KWOK's made-up address in the Service's own slice, and readiness would not gate ours; a
+  selector-less mirror Service would not be the rendered Service. The node's podCIDR needs
+  neither, and the process's address then appears in the Endpoints the cluster itself writes.
 - The node starts unschedulable: the pod stays Pending, and the status controller cannot see a
   Ready pod, until the rendered readiness probe passes against the process (uncordon then)."""
 
@@ -23,6 +25,11 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import shutil
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 from tests.support import kubelet
@@ -52,6 +59,7 @@ def run_at_first_host(pods: Pods, name: str, spec: kubelet.Launch) -> kubelet.Po
     index = next(i for i in range(4, 250, 4) if i not in pods.used)
     pods.used.add(index)
     base = kubelet.SERVING / "run" / name
+    shutil.rmtree(base, ignore_errors=True)  # a fresh container: nothing from a previous run
     pod = kubelet.start(name, spec, base, pods.net, index)
     pods.running.append(pod)
     return pod
@@ -118,3 +126,52 @@ def sync_from_cluster(proxy: Proxy, cluster: Cluster) -> tuple[int, dict[str, An
     )
     report: dict[str, Any] = json.loads(done.stdout) if done.stdout.strip() else {}
     return done.returncode, report, done.stderr
+
+
+def first_token_seconds(proxy: Proxy, model: str, max_tokens: int) -> float:
+    """Seconds from sending a streamed chat completion to LiteLLM until its first chunk with
+    text arrives (a measurement; the test asserts the non-streamed answer)."""
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Say something."}],
+        "max_tokens": max_tokens,
+        "ignore_eos": True,
+        "stream": True,
+    }
+    request = urllib.request.Request(
+        proxy.url + "/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {MASTER_KEY}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    began = time.monotonic()
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            for raw in response:
+                line = raw.decode().strip()
+                if not line.startswith("data:") or line == "data: [DONE]":
+                    continue
+                choices = json.loads(line[len("data:") :]).get("choices") or [{}]
+                if (choices[0].get("delta") or {}).get("content"):
+                    return time.monotonic() - began
+    except urllib.error.HTTPError as err:
+        raise AssertionError(f"{model}: streamed chat {err.code}: {err.read()[:2000]!r}") from err
+    raise AssertionError(f"{model}: the stream ended without a token")
+
+
+def session_rss_bytes(leader: int) -> int:
+    """The resident memory of every process in the session `leader` started (a pod's processes:
+    kubelet.start runs each pod in a session of its own)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[3]) != leader:  # field 6 of /proc/PID/stat, the session id
+                continue
+            status = (stat.parent / "status").read_text()
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1]) * 1024
+    return total
