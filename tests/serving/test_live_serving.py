@@ -1,5 +1,5 @@
-"""Direct vLLM through the real status path: examples/vllm-direct-explicit.yaml rendered with
-`runway render` and applied with `runway apply` to a test cluster with a live control plane (a
+"""Direct vLLM through the real status path: examples/vllm-direct-explicit.yaml (a copy named
+`live-phi`, see below) rendered with `runway render` and applied with `runway apply` to a test cluster with a live control plane (a
 real kube-apiserver, kube-controller-manager, kube-scheduler, KWOK nodes: tests/support/live.py),
 its Deployment's pod backed by the rendered container run as a real process, Runway's status
 controller writing Running, `runway gateway-sync` reading the ModelDeployment from the cluster
@@ -30,7 +30,11 @@ What stands in, and for what:
   `controller.run.start` as `runway status-controller`.
 
 The cluster is this module's own, so that `gateway-sync`, which reads every namespace, sees only
-this model."""
+this model. The copy has a name of its own (`live-phi`), so that its Service's DNS name is not
+the one tests/serving/test_direct_vllm.py used in the session's LiteLLM: with the same name, the
+streamed request failed in LiteLLM's aiohttp transport ("Connection closed") after that test,
+never alone, most likely a keep-alive connection pooled by host name to that test's stopped pod.
+The hosts file moves a name to a new address, which a Service's ClusterIP never does."""
 
 from __future__ import annotations
 
@@ -43,6 +47,7 @@ from typing import Any
 
 import kubernetes
 import pytest
+import yaml
 
 from cli.main import main
 from kubeio.yamlio import dump
@@ -60,15 +65,16 @@ from tests.support.livebacked import (
     session_rss_bytes,
     sync_from_cluster,
 )
+from tests.support.paths import EXAMPLES
 from tests.support.serving import Recorder, gpus_held_back, phases_in_order, provide_claim
 from tests.support.servingtier import (
     MODELS,
     Gateway,
     Pods,
+    Rendered,
     check_service_reaches,
     completion_of,
     container_of,
-    render,
     service_host,
     standin,
     volume_sources,
@@ -78,7 +84,7 @@ from tests.support.status import conditions, controller
 from tests.support.wait import wait_until
 
 MODEL = "microsoft/Phi-4-mini-instruct"
-NAMESPACE, NAME = "models", "phi-direct"
+NAMESPACE, NAME = "models", "live-phi"
 NODE = "live-phi-node"
 POD = "live-phi"
 STAND_IN_ENV = {"HF_HUB_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
@@ -127,7 +133,12 @@ def test_the_status_path_describes_a_server_that_answers_through_litellm(
 ) -> None:
     cluster = serving_cluster
     standin(MODEL)
-    rendered = render(tmp_path / "repo", "vllm-direct-explicit.yaml")
+    source = yaml.safe_load((EXAMPLES / "vllm-direct-explicit.yaml").read_text())
+    source["metadata"]["name"] = NAME
+    (tmp_path / "sources").mkdir()
+    (tmp_path / "sources" / "md.yaml").write_text(dump(source))
+    assert main(["render", str(tmp_path / "sources"), "--repo", str(tmp_path / "repo")]) == 0
+    rendered = Rendered(tmp_path / "repo")
     deployment = rendered.one(NAMESPACE, NAME, "Deployment", NAME)
     service = rendered.one(NAMESPACE, NAME, "Service", NAME)
     container = container_of(deployment, "vllm")
@@ -209,6 +220,10 @@ def test_the_status_path_describes_a_server_that_answers_through_litellm(
         ], report
         assert report["skipped"] == [], report
         entries = gateway.proxy.entries()
+        # one entry routes the name: the sync removed what it had registered for other owners
+        assert [i for i, e in entries.items() if e["model_name"] == MODEL] == [
+            report["models"][0]["id"]
+        ], entries
         assert entries[report["models"][0]["id"]]["litellm_params"]["api_base"] == (
             f"http://{endpoint_host}:{status['endpoint']['port']}/v1"
         ), entries
