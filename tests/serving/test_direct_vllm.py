@@ -33,7 +33,7 @@ from tests.support.servingtier import (
     container_of,
     service_host,
     standin,
-    volume_folders,
+    volume_sources,
     wait_probe,
 )
 
@@ -49,7 +49,7 @@ def test_the_rendered_deployment_answers_through_litellm(
     deployment = rendered.one("models", "phi-direct", "Deployment", "phi-direct")
     service = rendered.one("models", "phi-direct", "Service", "phi-direct")
     container = container_of(deployment, "vllm")
-    volumes = volume_folders(deployment, {"shared-model-cache": MODELS}, kubelet.SERVING / "run")
+    volumes = volume_sources(deployment, {"shared-model-cache": MODELS}, kubelet.SERVING / "run")
     spec = replace(kubelet.launch(container, volumes, added_env=STAND_IN_ENV), shm="1g")
     assert spec.argv == (
         "vllm", "serve", "--host", "0.0.0.0", "--port", "8000", "--model", MODEL,

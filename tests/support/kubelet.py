@@ -119,19 +119,36 @@ def expand(value: str, env: Mapping[str, str]) -> str:
 
 
 @dataclass(frozen=True)
+class Memory:
+    """An emptyDir of medium Memory: a tmpfs of `size` (a Kubernetes quantity such as 20Gi)."""
+
+    size: str
+
+    def option(self) -> str:
+        units = {"Ki": "k", "Mi": "m", "Gi": "g", "Ti": "t"}
+        for suffix, unit in units.items():
+            if self.size.endswith(suffix):
+                return f"size={self.size[: -len(suffix)]}{unit}"
+        return f"size={self.size}"
+
+
+Volume = Path | Memory
+
+
+@dataclass(frozen=True)
 class Launch:
     """A container's process as the runtime starts it."""
 
     argv: tuple[str, ...]
     env: dict[str, str]
     workdir: str
-    mounts: tuple[tuple[str, Path], ...]  # (mountPath, host folder)
+    mounts: tuple[tuple[str, Volume], ...]  # (mountPath, host folder or tmpfs)
     shm: str = "64m"  # the size of the container's own /dev/shm (the runtimes' default)
 
 
 def launch(
     container: Mapping[str, Any],
-    volumes: Mapping[str, Path],
+    volumes: Mapping[str, Volume],
     *,
     added_env: Mapping[str, str] = {},
     image_row: Image | None = None,
@@ -267,7 +284,10 @@ def start(name: str, spec: Launch, base: Path, net: Network, index: int) -> Pod:
                 "argv": list(spec.argv),
                 "env": spec.env,
                 "workdir": spec.workdir,
-                "mounts": [[path, str(folder)] for path, folder in spec.mounts],
+                "mounts": [
+                    [path, f"tmpfs:{v.option()}" if isinstance(v, Memory) else str(v)]
+                    for path, v in spec.mounts
+                ],
                 "shm": spec.shm,
                 "base": str(base),
                 "address": f"{pod_ip}/24",

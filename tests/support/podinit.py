@@ -58,7 +58,10 @@ def root(base: Path, mounts: list[list[str]], workdir: str, shm: str) -> Path:
     for mount_path, source in mounts:
         target = merged / mount_path.lstrip("/")
         target.mkdir(parents=True, exist_ok=True)
-        run("mount", "--bind", source, str(target))
+        if source.startswith("tmpfs:"):  # an emptyDir of medium Memory
+            run("mount", "-t", "tmpfs", "-o", source.removeprefix("tmpfs:"), "tmpfs", str(target))
+        else:
+            run("mount", "--bind", source, str(target))
     (merged / workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
     return merged
 

