@@ -28,9 +28,10 @@ said so.
   ["generate"], DYN_SYSTEM_PORT=9090, DYN_HEALTH_CHECK_ENABLED=false and the NIXL telemetry trio.
 - Port numbers and names (consts/consts.go, stored at 0367e404, lines 15-17, 22-23, 29-30):
   DynamoServicePort 8000 `http`, DynamoSystemPort 9090 `system`, DynamoNixlPort 19090 `nixl`.
-- The service's own `extraPodSpec.mainContainer` is merged over that base (graph.go,
-  `mergeContainerByName`): its image, command and args replace the base's when given, and its env
-  wins over the base's by name; then the service's `envs` are added the same way.
+- The service's own `extraPodSpec.mainContainer` is merged over that base (the operator's
+  `mergeContainerByName`, deploy/operator/internal/dynamo): its image, command and args replace
+  the base's when given, and its env wins over the base's by name; the service's `envs` are added
+  to the container's env, by name, too.
 - The Service in front of a frontend is named `<graph name>-<service name in lower case>` on port
   8000 (graph.go `GetDynamoComponentName`, the DynamoServicePort above), which is what Runway's
   gateway-sync registers for the mocker example.
