@@ -11,9 +11,9 @@ What stands in, and for what:
   Go source; that module's docstring cites it);
 - the image nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.1.1: ai-dynamo 1.1.1 and ai-dynamo-runtime
   1.1.1 from PyPI (kubelet.IMAGES);
-- Kubernetes discovery (the operator's DYN_DISCOVERY_BACKEND=kubernetes, which reads
-  EndpointSlices and DynamoWorkerMetadata objects from an API server): Dynamo's own file discovery,
-  DYN_DISCOVERY_BACKEND=file with DYN_FILE_KV on a folder mounted in both pods at /dynamo-kv;
+- Kubernetes discovery (the operator's DYN_DISCOVERY_BACKEND=kubernetes, through the cluster's
+  API server): Dynamo's own file discovery, DYN_DISCOVERY_BACKEND=file with DYN_FILE_KV on a
+  folder mounted in both pods at /dynamo-kv;
 - NATS (the event plane in a cluster): the zmq event plane, DYN_EVENT_PLANE=zmq, through a pyzmq
   XSUB/XPUB forwarder (tests/support/zmq_broker.py) bound to the pod bridge's host address only,
   named to both pods by DYN_ZMQ_BROKER_URL;
@@ -25,8 +25,7 @@ What stands in, and for what:
 - the weights of Qwen/Qwen3-0.6B: a stand-in of the same architecture with a tokenizer trained
   here (tests/support/standin_model.py) in the Hugging Face cache, mounted in both pods at the
   image user's default HF_HOME (/root/.cache/huggingface), where a download would have put it;
-  HF_HUB_OFFLINE=1. The mocker reads the config and tokenizer only; the frontend reads the
-  tokenizer and chat template;
+  HF_HUB_OFFLINE=1. Both read its config and tokenizer files; neither loads weights;
 - the Service's DNS name and kube-proxy: a hosts entry that only LiteLLM sees, to the frontend
   pod's address.
 The rendered worker command and args, and the rendered frontend env, run unchanged."""
@@ -83,7 +82,9 @@ def broker(pods: Pods) -> Iterator[str]:
     )
     try:
         assert process.stdout is not None
-        xsub, xpub = process.stdout.readline().split()
+        ports = process.stdout.readline().split()
+        assert len(ports) == 2, f"zmq_broker.py exited {process.poll()} before binding"
+        xsub, xpub = ports
         yield f"xsub=tcp://{address}:{xsub} , xpub=tcp://{address}:{xpub}"
     finally:
         process.terminate()
