@@ -208,14 +208,19 @@ class Pods:
     running: list[kubelet.Pod] = field(default_factory=list)
     used: set[int] = field(default_factory=set)
 
-    def run(self, name: str, spec: kubelet.Launch) -> kubelet.Pod:
+    def network(self) -> kubelet.Network:
+        """The pod network, made on first use (a host-side server may bind its gateway first)."""
         if self.net is None:
             self.net = kubelet.network()
+        return self.net
+
+    def run(self, name: str, spec: kubelet.Launch) -> kubelet.Pod:
+        net = self.network()
         index = next(i for i in range(1, 250) if i not in self.used)
         self.used.add(index)
         base = RUNS / name
         shutil.rmtree(base, ignore_errors=True)  # a fresh container: nothing from a previous run
-        pod = kubelet.start(name, spec, base, self.net, index)
+        pod = kubelet.start(name, spec, base, net, index)
         self.running.append(pod)
         return pod
 
@@ -263,7 +268,18 @@ class Gateway:
             args += ["--from", str(source)]
         return runway(*args, key_file=key)
 
+    def api_bases(self, model: str) -> list[str]:
+        """Where the proxy sends `model`: the api_base of each of its entries for that name."""
+        status, body = self.proxy.call("/model/info")
+        assert status == 200, body
+        return sorted(
+            str(e["litellm_params"].get("api_base"))
+            for e in body["data"]
+            if e["model_name"] == model
+        )
+
     def chat(self, model: str, max_tokens: int) -> tuple[int, Any]:
+        """A chat completion through the proxy: (HTTP status, body)."""
         return self.proxy.call(
             "/v1/chat/completions",
             {
@@ -275,6 +291,15 @@ class Gateway:
                 "ignore_eos": True,
             },
         )
+
+    def answers(self, model: str, max_tokens: int) -> str:
+        """A chat completion through the proxy answers: HTTP 200, `model` named,
+        `completion_tokens` == `max_tokens`; returns the text."""
+        status, body = self.chat(model, max_tokens)
+        assert status == 200, body
+        named, text, tokens = completion_of(body)
+        assert (named, tokens) == (model, max_tokens), body
+        return text
 
 
 def service_host(service: Mapping[str, Any]) -> str:
