@@ -31,7 +31,7 @@ from renderer.output.folders import report_line, report_row
 from renderer.output.ownership import DEFAULT_MAX_REMOVALS
 from renderer.output.shard import Shard
 from renderer.reuse.stamp import recorded_line
-from renderer.settings import ClusterCrds, RenderReport, RenderSettings
+from renderer.settings import ClusterCrds, RenderReport, RenderSettings, checked_path
 
 NO_STDIN = (
     "render records the path of every source (what a later render may remove); standard "
@@ -224,18 +224,13 @@ def _run_render(args: argparse.Namespace) -> int:
         reader = functools.partial(cluster_crds, context=getattr(args, CONTEXT, None))
     progress = Progress(sys.stderr) if sys.stderr.isatty() else None
     report = flow.render(settings, cluster_crds=reader, progress=progress)
-    subdir = settings.path.strip("/")
+    subdir = checked_path(settings.path)  # as the repository names it: "./x/" is "x"
     if args.diff and report.tree is not None:
         lines = tree_diff(report.changes, report.tree.current, report.tree, subdir)
         write_diff(lines, sys.stdout, colour=wants_colour(sys.stdout, args.env))
     for note in report.skipped:
         print(f"runway: {note}", file=sys.stderr)
-    _report(
-        report,
-        args.output,
-        sys.stderr if args.diff else sys.stdout,
-        listed=subdir if check else None,
-    )
+    _report(report, args.output, sys.stderr if args.diff else sys.stdout, subdir, listed=check)
     if settings.check:  # as kubectl diff: 0 no differences, 1 differences, above 1 an error
         if report.failed:
             return Exit.CHECK_REJECTED
@@ -282,14 +277,15 @@ def _gateway(value: str | None, *, istio: bool) -> GatewayTarget | None:
     return target
 
 
-def _report(report: RenderReport, output: str, out: TextIO, *, listed: str | None) -> None:
-    """The report: as JSON or YAML, or as text (with `listed`, the output folder, each file
-    that changes, by its path in the repository)."""
+def _report(report: RenderReport, output: str, out: TextIO, subdir: str, *, listed: bool) -> None:
+    """The report: as JSON or YAML, or as text (with `listed`, each file that changes). Files
+    are named by their path in the repository (`subdir`, the output folder, first) in every
+    form, as `--diff` and git name them."""
     if output != "text":
         if output == "json":
-            out.write(_json_report(report))
+            out.write(_json_report(report, subdir))
         else:
-            write_structured(_payload(report), output, out)
+            write_structured(_payload(report, subdir), output, out)
         return
     results = report.results
     for r in results:
@@ -302,10 +298,10 @@ def _report(report: RenderReport, output: str, out: TextIO, *, listed: str | Non
     _report_removals(report, out)
     for kind, origin in report.schema_sources.items():
         print(f"schema {kind}: {origin}", file=out)
-    if listed is not None:
-        for what, paths in report.changes.items():
+    if listed:
+        for what, paths in _changes(report, subdir).items():
             for path in paths:
-                print(f"{what}: {listed}/{path}", file=out)
+                print(f"{what}: {path}", file=out)
     failed = sum(1 for r in results if r.error is not None)
     summary = ", ".join(f"{len(v)} {k}" for k, v in report.changes.items())
     committed = report.committed
@@ -316,15 +312,20 @@ def _report(report: RenderReport, output: str, out: TextIO, *, listed: str | Non
     )
 
 
-def _payload(report: RenderReport) -> dict[str, Any]:
+def _payload(report: RenderReport, subdir: str) -> dict[str, Any]:
     """The documented `render -o json` structure."""
-    return {"results": [report_row(r) for r in report.results], **_rest(report)}
+    return {"results": [report_row(r) for r in report.results], **_rest(report, subdir)}
 
 
-def _rest(report: RenderReport) -> dict[str, Any]:
+def _changes(report: RenderReport, subdir: str) -> dict[str, list[str]]:
+    """The files added, changed and removed, by their paths in the repository."""
+    return {what: [f"{subdir}/{path}" for path in paths] for what, paths in report.changes.items()}
+
+
+def _rest(report: RenderReport, subdir: str) -> dict[str, Any]:
     """The report's structure but the results."""
     return {
-        "changes": report.changes,
+        "changes": _changes(report, subdir),
         "commit": report.committed,
         "removals": {
             "removed": list(report.removals.removed),
@@ -352,12 +353,12 @@ def _report_removals(report: RenderReport, out: TextIO) -> None:
         )
 
 
-def _json_report(report: RenderReport) -> str:
+def _json_report(report: RenderReport, subdir: str) -> str:
     """The JSON report, keys sorted, one result per line (json's indenting encoder is pure
     Python: a third of a second for 10,000 results). A result taken from the stamp is written
     as the stamp recorded its line (renderer.reuse.stamp.recorded_line); any other one is encoded
     now (renderer.output.folders.report_line)."""
-    payload = _rest(report)
+    payload = _rest(report, subdir)
     parts = []
     lines = [recorded_line(r) or report_line(r) for r in report.results]
     payload["results"] = lines

@@ -90,6 +90,25 @@ def test_check_lists_the_files_that_would_change(
     ]
 
 
+@pytest.mark.parametrize("path", ["rendered", "rendered/"], ids=["plain", "slash"])
+def test_check_names_the_same_paths_in_text_and_json(
+    path: str, rendered: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #45 item 7: by their path in the repository in both forms (what `--diff`, git
+    and a CI annotation name), however --path is spelled."""
+    argv = ["render", str(tmp_path / "models"), "--repo", str(rendered), "--check", "--path", path]
+
+    text = run(capsys, *argv)
+    as_json = run(capsys, *argv, "-o", "json")
+
+    listed = [line for line in text[1].splitlines() if line.startswith("changed: ")]
+    assert (text[0], listed) == (Exit.PARTIAL, [f"changed: rendered/{p}" for p in FILES])
+    assert (as_json[0], json.loads(as_json[1])["changes"]) == (
+        Exit.PARTIAL,
+        {"added": [], "changed": [f"rendered/{p}" for p in FILES], "removed": []},
+    )
+
+
 def test_diff_is_what_a_render_would_write_and_git_applies_it(
     rendered: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

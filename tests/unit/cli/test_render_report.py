@@ -72,8 +72,8 @@ def test_the_report_is_what_sorting_every_mapping_gives(
         assert [recorded_line(r) for r in results] == [report_line(r) for r in results]
     changes = {"added": ["a/b.yaml"], "changed": [], "removed": []}
     report = RenderReport(results, changes, Removals((), (), None, 0), len(results), "abc")
-    payload = _payload(report)
-    text = _json_report(report)
+    payload = _payload(report, "out")
+    text = _json_report(report, "out")
     assert text == _reference(payload)
     assert json.loads(text) == payload
     for row, result in zip(payload["results"], results, strict=True):
