@@ -306,8 +306,8 @@ def _report(report: RenderReport, output: str, out: TextIO, subdir: str, *, list
     summary = ", ".join(f"{len(v)} {k}" for k, v in report.changes.items())
     committed = report.committed
     print(
-        f"{len(results) - failed} rendered, {failed} failed ({report.reused} unchanged since the last render); files: {summary}"
-        + (f"; commit {committed[:12]}" if committed else ""),
+        f"{len(results) - failed} rendered ({report.unchanged} unchanged since the last render), "
+        f"{failed} failed; files: {summary}" + (f"; commit {committed[:12]}" if committed else ""),
         file=out,
     )
 
@@ -334,6 +334,7 @@ def _rest(report: RenderReport, subdir: str) -> dict[str, Any]:
             "outside": report.removals.outside,
         },
         "reused": report.reused,
+        "unchanged": report.unchanged,
         "schemas": report.schema_sources,
     }
 

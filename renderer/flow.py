@@ -256,7 +256,8 @@ def _stamped(asked: Asked, target: Target) -> RenderReport | Stamp | None:
                 with RetryTree(repo, subdir, answer.base):  # the output folder: the remote's
                     return None  # render against it
     changes: dict[str, Sequence[str]] = {"added": [], "changed": [], "removed": []}
-    return RenderReport(results, changes, stamp.removals, len(results), None)
+    unchanged = sum(1 for r in results if r.error is None)
+    return RenderReport(results, changes, stamp.removals, len(results), None, unchanged=unchanged)
 
 
 def _look(target: Target) -> CleanCheck | None:

@@ -91,6 +91,9 @@ class RenderReport:
     tree: Tree | None = None
     # kubeio.sources.skip_note of each source document of another API group, left out
     skipped: Sequence[str] = ()
+    # the results taken from the last render that rendered: `reused` less its failures, which
+    # are failed, not unchanged (`runway render`'s summary)
+    unchanged: int = 0
 
     @property
     def failed(self) -> bool:

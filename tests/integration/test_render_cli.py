@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -86,7 +87,7 @@ def test_check_lists_the_files_that_would_change(
         "schema apps/v1 Deployment: Kubernetes 1.37 (kubernetes-validate)",
         "schema v1 Service: Kubernetes 1.37 (kubernetes-validate)",
         *(f"changed: rendered/{path}" for path in FILES),
-        "1 rendered, 0 failed (0 unchanged since the last render); files: 0 added, 2 changed, 0 removed",
+        "1 rendered (0 unchanged since the last render), 0 failed; files: 0 added, 2 changed, 0 removed",
     ]
 
 
@@ -388,3 +389,35 @@ def test_a_configured_value_holding_a_newline_sets_only_its_own_key(
     repo = Repo.open_or_init(work)
 
     assert repo.identity == ("-c", f"user.name={FALLBACK_IDENTITY[0]}")
+
+
+def test_failed_objects_are_not_counted_as_unchanged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_git: None
+) -> None:
+    """Issue #45 item 10: a failure taken from the last render is a failure, not unchanged, in
+    the summary and in `unchanged` of -o json (`reused` still counts every result taken), both
+    when the stamp answers (nothing changed) and when another object renders again."""
+    models = tmp_path / "models"
+    models.mkdir()
+    shutil.copy(EXAMPLES / SOURCE, models / "phi.yaml")
+    shutil.copy(EXAMPLES / "rejected" / "vllm-without-gpu.yaml", models / "cpu.yaml")
+    argv = ["render", str(models), "--repo", str(tmp_path / "gitops"), "--commit"]
+    summaries, counts = [], []
+    for edit in (False, False, True):
+        if edit:
+            phi = models / "phi.yaml"
+            phi.write_text(phi.read_text().replace('max-num-seqs: "64"', 'max-num-seqs: "128"'))
+        code, out, _ = run(capsys, *argv)
+        assert code == Exit.PARTIAL
+        summaries.append(re.sub(r"; commit \w+$", "", out.splitlines()[-1]))
+        counts.append(tuple(json.loads(run(capsys, *argv, "-o", "json")[1])[k] for k in KEYS))
+
+    assert summaries == [
+        "1 rendered (0 unchanged since the last render), 1 failed; files: 7 added, 0 changed, 0 removed",
+        "1 rendered (1 unchanged since the last render), 1 failed; files: 0 added, 0 changed, 0 removed",
+        "1 rendered (0 unchanged since the last render), 1 failed; files: 0 added, 2 changed, 0 removed",
+    ]
+    assert counts == [(2, 1), (2, 1), (2, 1)]  # -o json runs after each: nothing changed then
+
+
+KEYS = ("reused", "unchanged")
