@@ -139,6 +139,11 @@ def add_output(parser: argparse.ArgumentParser, choices: Sequence[str] = OUTPUTS
     )
 
 
+def add_quiet(parser: argparse.ArgumentParser, what: str) -> None:
+    """`-q/--quiet`: only the summary line of the text report."""
+    parser.add_argument("-q", "--quiet", action="store_true", help=f"print only {what}")
+
+
 def write_structured(value: Any, output: str, out: TextIO) -> None:
     """`value` as `-o json` (indented, keys sorted) or `-o yaml` (the one dumper: keys sorted,
     no anchors), ending with a newline."""

@@ -19,6 +19,7 @@ from cli.options import (
     add_context,
     add_inputs,
     add_output,
+    add_quiet,
     inputs,
     no_stdin,
     write_structured,
@@ -33,6 +34,7 @@ from renderer.output.shard import Shard
 from renderer.reuse.stamp import recorded_line
 from renderer.settings import ClusterCrds, RenderReport, RenderSettings, checked_path
 
+NAMED = 5  # the objects not rendered that the summary names
 NO_STDIN = (
     "render records the path of every source (what a later render may remove); standard "
     "input has none: name files or directories"
@@ -151,6 +153,10 @@ def add_commands(commands: Any) -> None:
         f"the render exits 1 (default {DEFAULT_MAX_REMOVALS})",
     )
     add_output(render)
+    add_quiet(
+        render,
+        "the summary line (with --diff, the diff and the summary); text only",
+    )
     render.set_defaults(run=run_render)
 
 
@@ -198,6 +204,10 @@ def _run_render(args: argparse.Namespace) -> int:
     no_stdin(sources, NO_STDIN)
     if args.diff and args.output != "text":
         raise SourceError("--diff", "prints a unified diff; -o json and -o yaml go with --check")
+    if args.quiet and args.output != "text":
+        raise SourceError(
+            "-q/--quiet", "prints the text summary; -o json and -o yaml print the whole report"
+        )
     check = args.check or args.diff
     settings = RenderSettings(
         sources=tuple(sources),
@@ -222,15 +232,19 @@ def _run_render(args: argparse.Namespace) -> int:
         # renderer.apply imports the kubernetes client (0.8 s): only when the cluster is asked
         cluster_crds = importlib.import_module("renderer.apply").cluster_crds
         reader = functools.partial(cluster_crds, context=getattr(args, CONTEXT, None))
-    progress = Progress(sys.stderr) if sys.stderr.isatty() else None
+    progress = Progress(sys.stderr) if sys.stderr.isatty() and not args.quiet else None
     report = flow.render(settings, cluster_crds=reader, progress=progress)
     subdir = checked_path(settings.path)  # as the repository names it: "./x/" is "x"
     if args.diff and report.tree is not None:
         lines = tree_diff(report.changes, report.tree.current, report.tree, subdir)
         write_diff(lines, sys.stdout, colour=wants_colour(sys.stdout, args.env))
-    for note in report.skipped:
-        print(f"runway: {note}", file=sys.stderr)
-    _report(report, args.output, sys.stderr if args.diff else sys.stdout, subdir, listed=check)
+    out = sys.stderr if args.diff else sys.stdout
+    if args.quiet:
+        print(summary(report), file=out)
+    else:
+        for note in report.skipped:
+            print(f"runway: {note}", file=sys.stderr)
+        _report(report, args.output, out, subdir, listed=check)
     if settings.check:  # as kubectl diff: 0 no differences, 1 differences, above 1 an error
         if report.failed:
             return Exit.CHECK_REJECTED
@@ -302,14 +316,29 @@ def _report(report: RenderReport, output: str, out: TextIO, subdir: str, *, list
         for what, paths in _changes(report, subdir).items():
             for path in paths:
                 print(f"{what}: {path}", file=out)
-    failed = sum(1 for r in results if r.error is not None)
-    summary = ", ".join(f"{len(v)} {k}" for k, v in report.changes.items())
-    committed = report.committed
-    print(
-        f"{len(results) - failed} rendered ({report.unchanged} unchanged since the last render), "
-        f"{failed} failed; files: {summary}" + (f"; commit {committed[:12]}" if committed else ""),
-        file=out,
-    )
+    print(summary(report), file=out)
+
+
+def summary(report: RenderReport) -> str:
+    """The report's last line: the counts, the commit, then what went wrong: the objects not
+    rendered (the first NAMED) and the removals held back, with why."""
+    failed = [r.key for r in report.results if r.error is not None]
+    files = ", ".join(f"{len(v)} {k}" for k, v in report.changes.items())
+    rendered = len(report.results) - len(failed)
+    parts = [
+        f"{rendered} rendered ({report.unchanged} unchanged since the last render), "
+        f"{len(failed)} failed",
+        f"files: {files}",
+    ]
+    if report.committed:
+        parts.append(f"commit {report.committed[:12]}")
+    if failed:
+        more = f" and {len(failed) - NAMED} more" if len(failed) > NAMED else ""
+        parts.append("not rendered: " + ", ".join(failed[:NAMED]) + more)
+    removals = report.removals
+    if removals.withheld:
+        parts.append(f"removals held back: {len(removals.withheld)} ({removals.reason})")
+    return "; ".join(parts)
 
 
 def _payload(report: RenderReport, subdir: str) -> dict[str, Any]:

@@ -146,6 +146,20 @@ def test_diff_is_what_a_render_would_write_and_git_applies_it(
     assert trees[0] == trees[1]
 
 
+def test_quiet_diff_prints_the_diff_and_only_the_summary(
+    rendered: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["render", str(tmp_path / "models"), "--repo", str(rendered), "--diff"]
+
+    code, diff, err = run(capsys, *argv, "-q")
+
+    assert (code, diff) == (Exit.PARTIAL, run(capsys, *argv)[1])
+    assert err == (
+        "1 rendered (0 unchanged since the last render), 0 failed; files: 0 added, 2 changed, "
+        "0 removed\n"
+    )
+
+
 def test_diff_with_json_output_is_a_usage_error(
     rendered: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -409,15 +423,64 @@ def test_failed_objects_are_not_counted_as_unchanged(
             phi.write_text(phi.read_text().replace('max-num-seqs: "64"', 'max-num-seqs: "128"'))
         code, out, _ = run(capsys, *argv)
         assert code == Exit.PARTIAL
-        summaries.append(re.sub(r"; commit \w+$", "", out.splitlines()[-1]))
+        summaries.append(re.sub(r"; commit \w+", "", out.splitlines()[-1]))
         counts.append(tuple(json.loads(run(capsys, *argv, "-o", "json")[1])[k] for k in KEYS))
 
     assert summaries == [
-        "1 rendered (0 unchanged since the last render), 1 failed; files: 7 added, 0 changed, 0 removed",
-        "1 rendered (1 unchanged since the last render), 1 failed; files: 0 added, 0 changed, 0 removed",
-        "1 rendered (0 unchanged since the last render), 1 failed; files: 0 added, 2 changed, 0 removed",
+        "1 rendered (0 unchanged since the last render), 1 failed; files: 7 added, 0 changed, 0 removed"
+        + FAILED,
+        "1 rendered (1 unchanged since the last render), 1 failed; files: 0 added, 0 changed, 0 removed"
+        + FAILED,
+        "1 rendered (0 unchanged since the last render), 1 failed; files: 0 added, 2 changed, 0 removed"
+        + FAILED,
     ]
     assert counts == [(2, 1), (2, 1), (2, 1)]  # -o json runs after each: nothing changed then
 
 
 KEYS = ("reused", "unchanged")
+FAILED = "; not rendered: models/rejected-vllm-cpu"
+
+
+@pytest.mark.parametrize("rejected", [False, True], ids=["too-many", "failure"])
+def test_quiet_prints_the_summary_naming_what_went_wrong(
+    rejected: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_git: None
+) -> None:
+    """Issue #45 item 9: removals held back (past --max-removals, or by a failure) and the
+    objects not rendered are named in the summary, the last line; -q prints only that line."""
+    models = _sources(tmp_path / "models", 3)
+    repo = str(tmp_path / "gitops")
+    assert run(capsys, "render", str(models), "--repo", repo, "--commit")[0] == Exit.OK
+    for i in (1, 2):
+        (models / f"phi-{i}.yaml").unlink()
+    if rejected:
+        shutil.copy(EXAMPLES / "rejected" / "vllm-without-gpu.yaml", models / "cpu.yaml")
+    argv = ["render", str(models), "--repo", repo, "--check", "--max-removals", "1"]
+
+    quiet = run(capsys, *argv, "-q")
+    loud = run(capsys, *argv)
+
+    held = "models/phi-1, models/phi-2"
+    why = (
+        "the render had 1 failure: a render with a failure removes nothing"
+        if rejected
+        else "2 removals exceed --max-removals 1; pass --max-removals 2 to make them"
+    )
+    line = (
+        f"1 rendered (1 unchanged since the last render), {int(rejected)} failed; files: "
+        "0 added, 0 changed, 0 removed"
+        + (FAILED if rejected else "")
+        + f"; removals held back: 2 ({why})"
+    )
+    assert quiet == (Exit.CHECK_REJECTED, line + "\n", "")
+    assert (loud[0], loud[1].splitlines()[-1]) == (Exit.CHECK_REJECTED, line)
+    assert f"not removed: {why}: {held}" in loud[1].splitlines()
+
+
+def test_quiet_goes_with_text_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["render", str(EXAMPLES / SOURCE), "--repo", str(tmp_path / "g"), "-q", "-o", "json"]
+
+    assert run(capsys, *argv) == (
+        Exit.USAGE,
+        "",
+        "runway: -q/--quiet: prints the text summary; -o json and -o yaml print the whole report\n",
+    )

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli.render import _json_report, _payload
+from cli.render import _json_report, _payload, summary
 from renderer.output.folders import Result, report_line, report_row
 from renderer.output.ownership import Removals
 from renderer.reuse.stamp import Stamp, recorded_line
@@ -82,3 +82,14 @@ def test_the_report_is_what_sorting_every_mapping_gives(
         assert report_line(result) == json.dumps(row, sort_keys=True)
         assert [row["namespace"], row["name"]] == result.key.split("/")[:2]
         assert recorded_line(result) in {None, report_line(result)}
+
+
+def test_the_summary_names_the_first_failures_and_counts_the_rest() -> None:
+    results = [Result(f"ns/m{i}", error="no") for i in range(7)] + [Result("ns/ok", {"a": ""})]
+    changes = {"added": ["ns/ok/a"], "changed": [], "removed": []}
+    report = RenderReport(results, changes, Removals(), 0, "0123456789abcdef")
+
+    assert summary(report) == (
+        "1 rendered (0 unchanged since the last render), 7 failed; files: 1 added, 0 changed, "
+        "0 removed; commit 0123456789ab; not rendered: ns/m0, ns/m1, ns/m2, ns/m3, ns/m4 and 2 more"
+    )
