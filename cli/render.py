@@ -24,6 +24,7 @@ from cli.options import (
     no_stdin,
     write_structured,
 )
+from core.checks.credentials import redact
 from core.fields.errors import SourceError
 from core.rendering.inferencegateway import GatewayTarget, parse_gateway
 from renderer import flow
@@ -74,9 +75,14 @@ def add_commands(commands: Any) -> None:
     render.add_argument(
         "--push",
         metavar="REMOTE",
-        help="push the commit (implies --commit); retries after rejection, never forces",
+        help="push the commit (implies --commit); retries after rejection, never forces; the "
+        "summary names the remote, the branch and the commit pushed",
     )
-    render.add_argument("--branch", default="main", help="branch to push (default main)")
+    render.add_argument(
+        "--branch",
+        default="main",
+        help="the remote's branch to push to (default main, whatever the local branch is)",
+    )
     render.add_argument(
         "--check",
         action="store_true",
@@ -330,7 +336,16 @@ def summary(report: RenderReport) -> str:
         f"{len(failed)} failed",
         f"files: {files}",
     ]
-    if report.committed:
+    pushed = report.pushed
+    if pushed is not None:
+        local = (
+            f"the local branch is {pushed.local}" if pushed.local else "the local HEAD is detached"
+        )
+        parts.append(
+            f"commit {pushed.commit[:12]} pushed to {redact(pushed.remote)}, branch {pushed.branch}"
+            + (f" ({local})" if pushed.local != pushed.branch else "")
+        )
+    elif report.committed:
         parts.append(f"commit {report.committed[:12]}")
     if failed:
         more = f" and {len(failed) - NAMED} more" if len(failed) > NAMED else ""
@@ -361,6 +376,14 @@ def _rest(report: RenderReport, subdir: str) -> dict[str, Any]:
             "withheld": list(report.removals.withheld),
             "reason": report.removals.reason,
             "outside": report.removals.outside,
+        },
+        "pushed": None
+        if report.pushed is None
+        else {
+            "branch": report.pushed.branch,
+            "commit": report.pushed.commit,
+            "local": report.pushed.local,
+            "remote": redact(report.pushed.remote),
         },
         "reused": report.reused,
         "unchanged": report.unchanged,

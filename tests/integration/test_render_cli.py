@@ -484,3 +484,31 @@ def test_quiet_goes_with_text_output(tmp_path: Path, capsys: pytest.CaptureFixtu
         "",
         "runway: -q/--quiet: prints the text summary; -o json and -o yaml print the whole report\n",
     )
+
+
+def test_push_names_the_remote_the_branch_and_the_commit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_git: None
+) -> None:
+    """Issue #45 item 8: a repository on `master` pushed to the remote's `main` (the --branch
+    default) says so; pushed again to `master` (nothing changed: the stamp answers), it does
+    not. -o json has the same under "pushed"."""
+    remote, repo = tmp_path / "remote.git", tmp_path / "gitops"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(tmp_path, "init", "-q", "-b", "master", str(repo))
+    git(repo, "remote", "add", "origin", str(remote))
+    argv = ["render", str(EXAMPLES / SOURCE), "--repo", str(repo), "--push", "origin"]
+
+    first = run(capsys, *argv)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    again = run(capsys, *argv, "--branch", "master", "-o", "json")
+
+    assert (first[0], first[1].splitlines()[-1]) == (
+        Exit.OK,
+        "1 rendered (0 unchanged since the last render), 0 failed; files: 7 added, 0 changed, "
+        f"0 removed; commit {head[:12]} pushed to origin, branch main (the local branch is master)",
+    )
+    assert git(remote, "rev-parse", "main", "master").split() == [head, head]
+    assert (again[0], json.loads(again[1])["pushed"]) == (
+        Exit.OK,
+        {"branch": "master", "commit": head, "local": "master", "remote": "origin"},
+    )
