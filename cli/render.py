@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from cli.diffs import tree_diff, wants_colour, write_diff
 from cli.exits import Exit
+from cli.gatewayflag import add_gateway, gateway_target
 from cli.options import (
     CONTEXT,
     add_context,
@@ -26,7 +27,6 @@ from cli.options import (
 )
 from core.checks.credentials import redact
 from core.fields.errors import SourceError
-from core.rendering.inferencegateway import GatewayTarget, parse_gateway
 from renderer import flow
 from renderer.git.runner import Identity
 from renderer.output.folders import report_line, report_row
@@ -127,11 +127,7 @@ def add_commands(commands: Any) -> None:
     )
     render.add_argument("--kubeconfig", metavar="FILE", help="for --crds-from-cluster")
     add_context(render)
-    render.add_argument(
-        "--gateway",
-        metavar="NAMESPACE/NAME",
-        help="the Gateway HTTPRoutes attach to (needed by spec.gateway.enabled: true)",
-    )
+    add_gateway(render, "the Gateway HTTPRoutes attach to (needed by spec.gateway.enabled: true)")
     render.add_argument(
         "--istio",
         action="store_true",
@@ -227,7 +223,7 @@ def _run_render(args: argparse.Namespace) -> int:
         crds=tuple(args.crds or ()),
         crds_from_cluster=args.crds_from_cluster,
         kubeconfig=args.kubeconfig,
-        gateway=_gateway(args.gateway, istio=args.istio),
+        gateway=gateway_target(args.gateway, istio=args.istio),
         full=args.full,
         max_removals=args.max_removals,
         author=_author(args.author_name, args.author_email),
@@ -286,15 +282,6 @@ class Progress:
         end = "\n" if done == total else ""
         self.out.write(f"\rrendering {done}/{total} ModelDeployments{end}")
         self.out.flush()
-
-
-def _gateway(value: str | None, *, istio: bool) -> GatewayTarget | None:
-    if value is None:
-        return None
-    target = parse_gateway(value, istio=istio)
-    if isinstance(target, str):
-        raise SourceError("--gateway", target)
-    return target
 
 
 def _report(report: RenderReport, output: str, out: TextIO, subdir: str, *, listed: bool) -> None:

@@ -110,7 +110,7 @@ def test_every_command_and_flag_of_the_parser_is_in_the_tables() -> None:
     assert commands["certs"].commands == ("issue", "rotate", "inject")
     assert commands["validate"].options == (
         *("-h", "--help", "-f", "--filename", "--providers", "-o", "--output"),
-        *("-n", "--namespace", "--old", "--allow-destination", "-v", "--verbose"),
+        *("-n", "--namespace", "--old", "--allow-destination", "--gateway", "-v", "--verbose"),
     )
     assert dict(commands["validate"].values) == {
         ("-f", "--filename"): ("@files",),
@@ -119,6 +119,7 @@ def test_every_command_and_flag_of_the_parser_is_in_the_tables() -> None:
         ("-n", "--namespace"): None,
         ("--old",): ("@files",),
         ("--allow-destination",): None,
+        ("--gateway",): None,
     }
     assert commands["validate"].arguments == ("@files",)
 
