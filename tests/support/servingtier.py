@@ -263,7 +263,18 @@ class Gateway:
             args += ["--from", str(source)]
         return runway(*args, key_file=key)
 
+    def api_bases(self, model: str) -> list[str]:
+        """Where the proxy sends `model`: the api_base of each of its entries for that name."""
+        status, body = self.proxy.call("/model/info")
+        assert status == 200, body
+        return sorted(
+            str(e["litellm_params"].get("api_base"))
+            for e in body["data"]
+            if e["model_name"] == model
+        )
+
     def chat(self, model: str, max_tokens: int) -> tuple[int, Any]:
+        """A chat completion through the proxy: (HTTP status, body)."""
         return self.proxy.call(
             "/v1/chat/completions",
             {
@@ -275,6 +286,15 @@ class Gateway:
                 "ignore_eos": True,
             },
         )
+
+    def answers(self, model: str, max_tokens: int) -> str:
+        """A chat completion through the proxy answers: HTTP 200, `model` named,
+        `completion_tokens` == `max_tokens`; returns the text."""
+        status, body = self.chat(model, max_tokens)
+        assert status == 200, body
+        named, text, tokens = completion_of(body)
+        assert (named, tokens) == (model, max_tokens), body
+        return text
 
 
 def service_host(service: Mapping[str, Any]) -> str:
