@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support.kubelet import Image, Memory, expand, image, launch
+from tests.support.kubelet import Image, Memory, Volume, expand, image, launch
 
 ROW = Image(
     repository="example.test/server",
@@ -81,7 +81,7 @@ def test_volume_mounts_take_the_volume_the_pod_names() -> None:
             {"name": "shm", "mountPath": "/dev/shm"},
         ],
     }
-    volumes = {"cache": Path("/host/cache"), "shm": Memory("20Gi")}
+    volumes: dict[str, Volume] = {"cache": Path("/host/cache"), "shm": Memory("20Gi")}
     spec = launch(container, volumes, image_row=ROW)
     assert spec.mounts == (("/model-cache", Path("/host/cache")), ("/dev/shm", Memory("20Gi")))
     assert (spec.workdir, Memory("20Gi").option(), Memory("512Mi").option()) == (
