@@ -72,9 +72,7 @@ def graph_of(rendered: Rendered) -> dict[str, Any]:
 @pytest.fixture
 def broker(pods: Pods) -> Iterator[str]:
     """The event plane's forwarder on the pod bridge's host address: DYN_ZMQ_BROKER_URL."""
-    if pods.net is None:
-        pods.net = kubelet.network()
-    address = pods.net.gateway
+    address = pods.network().gateway
     process = subprocess.Popen(
         [str(engine_python("dynamo")), str(BROKER), address],
         stdout=subprocess.PIPE,
@@ -111,8 +109,11 @@ def stand_in_env(broker_url: str) -> dict[str, str]:
     }
 
 
-def pod_spec(container: Mapping[str, Any], broker_url: str, discovery: Path) -> kubelet.Launch:
-    spec = kubelet.launch(container, {}, added_env=stand_in_env(broker_url))
+def pod_spec(
+    container: Mapping[str, Any], pod: str, broker_url: str, discovery: Path
+) -> kubelet.Launch:
+    fields = kubelet.pod_fields(pod, NAMESPACE)
+    spec = kubelet.launch(container, {}, added_env=stand_in_env(broker_url), fields=fields)
     return replace(spec, mounts=((HF_CACHE, MODELS), (FILE_KV, discovery)))
 
 
@@ -127,14 +128,10 @@ def test_the_rendered_graph_answers_token_counts_through_litellm(
     standin(MODEL)
     graph = graph_of(rendered)
     assert sorted(graph["spec"]["services"]) == ["Frontend", "VllmWorker"]
-    worker_container = dynamo_pods.downward(
-        dynamo_pods.main_container(graph, "VllmWorker"), "qwen-mocker-worker", NAMESPACE
-    )
-    frontend_container = dynamo_pods.downward(
-        dynamo_pods.main_container(graph, "Frontend"), "qwen-mocker-frontend", NAMESPACE
-    )
-    worker_spec = pod_spec(worker_container, broker, discovery)
-    frontend_spec = pod_spec(frontend_container, broker, discovery)
+    worker_container = dynamo_pods.main_container(graph, "VllmWorker")
+    frontend_container = dynamo_pods.main_container(graph, "Frontend")
+    worker_spec = pod_spec(worker_container, "qwen-mocker-worker", broker, discovery)
+    frontend_spec = pod_spec(frontend_container, "qwen-mocker-frontend", broker, discovery)
     assert worker_spec.argv == (
         "python3", "-m", "dynamo.mocker", "--model-path", MODEL, "--model-name", MODEL,
         "--speedup-ratio", "1000.0", "--num-gpu-blocks-override", "4096", "--block-size", "16",
@@ -193,15 +190,13 @@ def test_a_flag_the_mocker_does_not_know_stops_the_worker(
     `--speedup-rate`. The mocker's own parser refuses it, the process exits 2 before it registers
     anything, and so the worker would never go Ready in a cluster. Stand-ins as in the test above."""
     standin(MODEL)
-    container = dynamo_pods.downward(
-        dynamo_pods.main_container(graph_of(rendered), "VllmWorker"),
-        "qwen-mocker-worker",
-        NAMESPACE,
-    )
+    container = dynamo_pods.main_container(graph_of(rendered), "VllmWorker")
     args = list(container["args"])
     args[args.index("--speedup-ratio")] = "--speedup-rate"
     container["args"] = args
-    worker = pods.run("qwen-mocker-worker", pod_spec(container, broker, discovery))
+    worker = pods.run(
+        "qwen-mocker-worker", pod_spec(container, "qwen-mocker-worker", broker, discovery)
+    )
     try:
         code = worker.process.wait(timeout=120)
         assert code == 2, worker.output()

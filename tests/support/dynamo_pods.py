@@ -36,13 +36,12 @@ said so.
   8000 (graph.go `GetDynamoComponentName`, the DynamoServicePort above), which is what Runway's
   gateway-sync registers for the mocker example.
 
-What a kubelet then does with the downward API (the fieldRef env values) is `downward`, here
-because tests/support/kubelet.py runs literal values only."""
+What a kubelet then does with the downward API (the fieldRef env values) is
+tests/support/kubelet.py's `launch(fields=pod_fields(...))`."""
 
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -154,20 +153,3 @@ def main_container(graph: Mapping[str, Any], service: str) -> dict[str, Any]:
     if "resources" in spec:
         container["resources"] = copy.deepcopy(spec["resources"])
     return container
-
-
-def downward(container: Mapping[str, Any], pod: str, namespace: str) -> dict[str, Any]:
-    """The container with its downward-API env (fieldRef metadata.name, .namespace, .uid) given
-    the values a kubelet would give a pod `pod` in `namespace` (a fresh uid)."""
-    values = {
-        "metadata.name": pod,
-        "metadata.namespace": namespace,
-        "metadata.uid": str(uuid.uuid4()),
-    }
-    out = dict(container)
-    env = []
-    for item in container.get("env") or []:
-        field = (item.get("valueFrom") or {}).get("fieldRef", {}).get("fieldPath")
-        env.append({"name": item["name"], "value": values[field]} if field else dict(item))
-    out["env"] = env
-    return out
