@@ -187,11 +187,12 @@ def _stored_versions(
     args: argparse.Namespace, registry: ProviderRegistry
 ) -> dict[tuple[Any, ...], Mapping[str, Any]]:
     """The --old objects as the cluster stored them: after the mutating webhook at CREATE (a
-    ModelDeployment it denies, and every other kind, as it is)."""
+    ModelDeployment it denies, and every other kind, as it is). Their kinds follow the one rule
+    (runway_documents): an unknown kind of Runway's groups is refused, not silently unmatched."""
     if not args.old:
         return {}
     stored: dict[tuple[Any, ...], Mapping[str, Any]] = {}
-    for doc in read_documents(args.old):
+    for doc in runway_documents(read_documents(args.old)).runway:
         obj = admit_object(doc.obj, registry=registry, step=Step.MUTATE).object
         stored[_stored_key(obj)] = obj
     return stored

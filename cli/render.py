@@ -59,7 +59,10 @@ def add_commands(commands: Any) -> None:
         stdin=False,
     )
     render.add_argument(
-        "--repo", required=True, metavar="PATH", help="Git work tree (created if missing)"
+        "--repo",
+        required=True,
+        metavar="PATH",
+        help="Git work tree (created if missing; --check and --diff need an existing one)",
     )
     render.add_argument(
         "--path",

@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,19 +147,34 @@ class Launch:
     shm: str = "64m"  # the size of the container's own /dev/shm (the runtimes' default)
 
 
+def pod_fields(name: str, namespace: str) -> dict[str, str]:
+    """What the downward API gives a pod `name` in `namespace` (a fresh uid): fieldRef values."""
+    return {
+        "metadata.name": name,
+        "metadata.namespace": namespace,
+        "metadata.uid": str(uuid.uuid4()),
+    }
+
+
 def launch(
     container: Mapping[str, Any],
     volumes: Mapping[str, Volume],
     *,
     added_env: Mapping[str, str] = {},
+    fields: Mapping[str, str] = {},
     image_row: Image | None = None,
 ) -> Launch:
     """The process of `container` (a rendered container), with `volumes` (volume name: host
-    folder) and `added_env` (what the test adds, each a stand-in its docstring names)."""
+    folder), `fields` (the pod's downward-API values: pod_fields) and `added_env` (what the test
+    adds, each a stand-in its docstring names)."""
     row = image_row or image(str(container["image"]))
     env = row.environment()
     container_env: dict[str, str] = {}
     for item in container.get("env") or []:
+        field = str(((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath"))
+        if field in fields:
+            container_env[item["name"]] = fields[field]
+            continue
         if "value" not in item:
             raise ValueError(f"env {item['name']}: only literal values run here, not {item}")
         container_env[item["name"]] = expand(str(item["value"]), container_env)

@@ -208,14 +208,19 @@ class Pods:
     running: list[kubelet.Pod] = field(default_factory=list)
     used: set[int] = field(default_factory=set)
 
-    def run(self, name: str, spec: kubelet.Launch) -> kubelet.Pod:
+    def network(self) -> kubelet.Network:
+        """The pod network, made on first use (a host-side server may bind its gateway first)."""
         if self.net is None:
             self.net = kubelet.network()
+        return self.net
+
+    def run(self, name: str, spec: kubelet.Launch) -> kubelet.Pod:
+        net = self.network()
         index = next(i for i in range(1, 250) if i not in self.used)
         self.used.add(index)
         base = RUNS / name
         shutil.rmtree(base, ignore_errors=True)  # a fresh container: nothing from a previous run
-        pod = kubelet.start(name, spec, base, self.net, index)
+        pod = kubelet.start(name, spec, base, net, index)
         self.running.append(pod)
         return pod
 

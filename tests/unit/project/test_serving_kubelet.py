@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support.kubelet import Image, Memory, expand, image, launch
+from tests.support.kubelet import Image, Memory, Volume, expand, image, launch, pod_fields
 
 ROW = Image(
     repository="example.test/server",
@@ -81,7 +81,7 @@ def test_volume_mounts_take_the_volume_the_pod_names() -> None:
             {"name": "shm", "mountPath": "/dev/shm"},
         ],
     }
-    volumes = {"cache": Path("/host/cache"), "shm": Memory("20Gi")}
+    volumes: dict[str, Volume] = {"cache": Path("/host/cache"), "shm": Memory("20Gi")}
     spec = launch(container, volumes, image_row=ROW)
     assert spec.mounts == (("/model-cache", Path("/host/cache")), ("/dev/shm", Memory("20Gi")))
     assert (spec.workdir, Memory("20Gi").option(), Memory("512Mi").option()) == (
@@ -119,3 +119,21 @@ def test_a_reference_is_its_value_when_defined_and_itself_when_not(
     reference = f"$({name})"
     assert expand(reference + tail, env) == env.get(name, reference) + tail
     assert expand("$" + reference, env) == reference
+
+
+def test_the_downward_api_gives_the_pods_own_fields() -> None:
+    container = {
+        "name": "c",
+        "image": "x",
+        "env": [
+            {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "WHERE", "value": "$(POD).here"},
+        ],
+    }
+    fields = pod_fields("worker-0", "models")
+    spec = launch(container, {}, fields=fields, image_row=ROW)
+    assert (spec.env["POD"], spec.env["WHERE"]) == ("worker-0", "worker-0.here")
+    assert sorted(fields) == ["metadata.name", "metadata.namespace", "metadata.uid"]
+    secret = {"name": "c", "image": "x", "env": [{"name": "K", "valueFrom": {"secretKeyRef": {}}}]}
+    with pytest.raises(ValueError, match="env K: only literal values run here"):
+        launch(secret, {}, fields=fields, image_row=ROW)
