@@ -347,7 +347,7 @@ def completions_module(parser: argparse.ArgumentParser) -> str:
         "STORED = {",
     ]
     for shell in SHELLS:
-        out.append(f"    {json.dumps(shell)}: \"\".join(")
+        out.append(f'    {json.dumps(shell)}: "".join(')
         out.append("        (")
         lines = completion_script(shell, parser).splitlines(keepends=True)
         out += [f"            {json.dumps(line, ensure_ascii=False)}," for line in lines]
