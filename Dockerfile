@@ -1,5 +1,6 @@
-# The Runway image: `runway serve` (the webhook), `runway status-controller` and `runway gateway
-# sync`, on a slim Python, as an unprivileged user. Reproducible from this repository alone:
+# The Runway image: `runway serve` (the webhook), `runway status-controller` and
+# `runway gateway-sync`, on a slim Python, as an unprivileged user. Reproducible from this
+# repository alone:
 # - the base is pinned by its full tag (PYTHON_IMAGE below). Pin it by digest where your registry
 #   can be reached: `docker buildx imagetools inspect python:3.11.7-slim-bookworm` prints it, and
 #   `--build-arg PYTHON_IMAGE=python:3.11.7-slim-bookworm@sha256:...` uses it (docs/image.md);
@@ -7,7 +8,7 @@
 #   (requirements/runtime.lock, requirements/build.lock; `make lock` regenerates both, and the
 #   unit tier checks that they agree with pyproject.toml and with the tested virtualenv);
 # - Runway itself is built without build isolation, so nothing is resolved at build time.
-# `git` is inside: `runway render --push` and the gateway sync may run in the cluster.
+# `git` is inside: `runway render --push` and `runway gateway-sync` may run in the cluster.
 ARG PYTHON_IMAGE=python:3.11.7-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build

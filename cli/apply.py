@@ -29,9 +29,18 @@ def add_commands(commands: Any) -> None:
     tree.add_argument(
         "-f", "--filename", dest="tree", metavar="DIR", help="the rendered tree, as PATH"
     )
-    apply.add_argument("--kubeconfig", metavar="FILE")
+    apply.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="the kubeconfig to use (default: $KUBECONFIG, else ~/.kube/config)",
+    )
     add_context(apply)
-    apply.add_argument("--field-manager", default="runway")
+    apply.add_argument(
+        "--field-manager",
+        default="runway",
+        metavar="NAME",
+        help="the server-side apply field manager (default runway)",
+    )
     apply.set_defaults(run=run_apply)
 
 

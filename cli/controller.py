@@ -42,7 +42,12 @@ def add_commands(commands: Any) -> None:
         default=os.environ.get("POD_NAMESPACE", "runway-system"),
         help="the namespace of the Lease (default: $POD_NAMESPACE, else runway-system)",
     )
-    sub.add_argument("--lease-name", default="runway-status-controller")
+    sub.add_argument(
+        "--lease-name",
+        default="runway-status-controller",
+        metavar="NAME",
+        help="the Lease the replicas elect a leader with (default runway-status-controller)",
+    )
     sub.add_argument(
         "--identity",
         default=os.environ.get("POD_NAME") or socket.gethostname(),
@@ -50,7 +55,13 @@ def add_commands(commands: Any) -> None:
     )
     sub.add_argument("--lease-seconds", type=float, default=15.0, help="the Lease's duration")
     sub.add_argument("--renew-seconds", type=float, default=5.0, help="how often to renew")
-    sub.add_argument("--resync-seconds", type=float, default=300.0)
+    sub.add_argument(
+        "--resync-seconds",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="while leading, reconcile every ModelDeployment again this often (default 300)",
+    )
     sub.add_argument(
         "--health-seconds",
         type=float,
@@ -95,7 +106,13 @@ def add_commands(commands: Any) -> None:
     sub.add_argument(
         "--probe-address", default="127.0.0.1", help="where /healthz, /readyz, /metrics listen"
     )
-    sub.add_argument("--probe-port", type=int, default=8081)
+    sub.add_argument(
+        "--probe-port",
+        type=int,
+        default=8081,
+        metavar="PORT",
+        help="the port of /healthz, /readyz and /metrics (default 8081)",
+    )
     sub.set_defaults(run=run_controller)
 
 

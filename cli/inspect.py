@@ -14,9 +14,11 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TextIO, TypeVar
 
 from cli.exits import Exit
+from cli.gatewayflag import add_gateway, gateway_target
 from cli.options import (
     add_inputs,
     add_namespace,
@@ -26,10 +28,11 @@ from cli.options import (
     write_structured,
 )
 from core.admission.entry import admit_object
-from core.admission.verdict import NAMESPACED, Step, Verdict, kind_of, name_of
+from core.admission.verdict import MD, NAMESPACED, Step, Verdict, kind_of, name_of
 from core.fields.errors import SourceError
 from core.model.destinations import Destinations
 from core.model.kinds import ModelDeployment
+from core.rendering.inferencegateway import is_enabled
 from core.selection.configs import ProviderRegistry
 from kubeio.guard import per_object
 from kubeio.inspection import deny_by_policy, located, print_verdict
@@ -39,6 +42,10 @@ from kubeio.sources import Document, Kinds, read_documents, runway_documents
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
+NEEDS_GATEWAY = (
+    "spec.gateway.enabled: `runway render` refuses this object without --gateway NAMESPACE/NAME "
+    "(the Gateway its HTTPRoute attaches to); give validate the --gateway render will have"
+)
 NAMESPACE_HELP = (
     "the namespace of ModelDeployments and ExternalModelProviders without one (as kubectl apply -n)"
 )
@@ -70,6 +77,11 @@ def add_commands(commands: Any) -> None:
         metavar="HOST|CIDR",
         help="an internal host or network an ExternalModelProvider base URL may name, as "
         "`serve --allow-destination` (repeatable)",
+    )
+    add_gateway(
+        validate,
+        "the Gateway `render --gateway` will be given; without it, a ModelDeployment with "
+        "spec.gateway.enabled: true is allowed with a warning that render needs one",
     )
     validate.set_defaults(run=run_validate)
 
@@ -135,8 +147,11 @@ def run_validate(args: argparse.Namespace) -> int:
     kinds = sources(args, sys.stdin)
     registry = registry_of(args)
     allowed = destinations(args.allow_destination)
+    gateway = gateway_target(args.gateway)
     stored = _stored_versions(args, registry)
     judged = [_validate_doc(doc, registry, stored, allowed) for doc in kinds.documents]
+    if gateway is None:
+        judged = [_needs_gateway(v, registry) for v in judged]
     judged = deny_by_policy(judged, kinds.documents)
     if args.output != "text":
         write_structured([v.as_json() for v in judged], args.output, sys.stdout)
@@ -145,6 +160,16 @@ def run_validate(args: argparse.Namespace) -> int:
             print_verdict(verdict, sys.stdout)
         print(_summary(judged), file=sys.stdout)
     return Exit.OK if all(v.allowed for v in judged) else Exit.PARTIAL
+
+
+def _needs_gateway(verdict: Verdict, registry: ProviderRegistry) -> Verdict:
+    """An allowed ModelDeployment that renders gateway objects, validated without --gateway:
+    allowed (the webhook allows it), with a warning that `render` refuses it without one."""
+    if not verdict.allowed or verdict.skipped or kind_of(verdict.object) != MD:
+        return verdict
+    if not is_enabled(ModelDeployment(verdict.object), registry):
+        return verdict
+    return replace(verdict, warnings=(*verdict.warnings, NEEDS_GATEWAY))
 
 
 def _summary(judged: Sequence[Verdict]) -> str:
@@ -162,11 +187,12 @@ def _stored_versions(
     args: argparse.Namespace, registry: ProviderRegistry
 ) -> dict[tuple[Any, ...], Mapping[str, Any]]:
     """The --old objects as the cluster stored them: after the mutating webhook at CREATE (a
-    ModelDeployment it denies, and every other kind, as it is)."""
+    ModelDeployment it denies, and every other kind, as it is). Their kinds follow the one rule
+    (runway_documents): an unknown kind of Runway's groups is refused, not silently unmatched."""
     if not args.old:
         return {}
     stored: dict[tuple[Any, ...], Mapping[str, Any]] = {}
-    for doc in read_documents(args.old):
+    for doc in runway_documents(read_documents(args.old)).runway:
         obj = admit_object(doc.obj, registry=registry, step=Step.MUTATE).object
         stored[_stored_key(obj)] = obj
     return stored

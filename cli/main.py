@@ -14,6 +14,7 @@ from cli.options import (
     CLUSTER_OPTIONS,
     USES,
     VALUE_FLAGS,
+    VERSION,
     add_globals,
     add_local_verbose,
     walk_parsers,
@@ -77,6 +78,21 @@ def command_of(argv: Sequence[str]) -> str | None:
     return None
 
 
+def asks_version(argv: Sequence[str]) -> bool:
+    """Whether `--version` comes before the command: `runway --version` is `runway version`
+    and, as with argparse's own version action (`pip --version`), the other arguments are
+    ignored."""
+    words = iter(argv)
+    for word in words:
+        if word in VALUE_FLAGS:
+            next(words, None)
+        elif word == VERSION:
+            return True
+        elif not word.startswith("-"):
+            return False
+    return False
+
+
 def configure_logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
@@ -109,6 +125,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     """The arguments; bad ones exit 2 with the usage of the command they were given to."""
+    argv = ["version"] if asks_version(argv) else argv
     args, unknown = build_parser(command_of(argv)).parse_known_args(argv)
     if unknown:
         args.usage.error(f"unrecognized arguments: {' '.join(unknown)}")

@@ -23,7 +23,13 @@ def add_commands(commands: Any) -> None:
         description="Print the CRDs as a YAML stream (for kubectl apply or kustomize): all three, "
         "or the runtime part (kustomize/base) or the gateway part (kustomize/gateway).",
     )
-    crds.add_argument("--part", choices=PARTS, default="all")
+    crds.add_argument(
+        "--part",
+        choices=PARTS,
+        default="all",
+        help="all three CRDs, or those of kustomize/base (runtime) or kustomize/gateway "
+        "(gateway) (default all)",
+    )
     crds.set_defaults(run=run_crds)
     configs = commands.add_parser(
         "provider-configs",

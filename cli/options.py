@@ -22,6 +22,7 @@ CONTEXT = "context"
 NAMESPACE = "default_namespace"  # not `namespace`: `certs issue --namespace` has its own
 CLUSTER_OPTIONS = {CONTEXT: "--context", NAMESPACE: "-n/--namespace"}
 VALUE_FLAGS = frozenset({"--context", "-n", "--namespace"})  # the global options taking a value
+VERSION = "--version"  # `runway --version` is `runway version` (see cli.main.asks_version)
 
 
 def add_globals(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +40,11 @@ def add_globals(parser: argparse.ArgumentParser) -> None:
         metavar="NAMESPACE",
         help="the namespace of objects without one, or the namespace watched (commands that "
         "read manifests or watch a cluster)",
+    )
+    parser.add_argument(
+        VERSION,
+        action="store_true",
+        help="print what `runway version` prints and exit 0; the other arguments are ignored",
     )
 
 
@@ -137,6 +143,11 @@ def add_output(parser: argparse.ArgumentParser, choices: Sequence[str] = OUTPUTS
         default="text",
         help="text for people; json or yaml for programs (the same documented structure)",
     )
+
+
+def add_quiet(parser: argparse.ArgumentParser, what: str) -> None:
+    """`-q/--quiet`: only the summary line of the text report."""
+    parser.add_argument("-q", "--quiet", action="store_true", help=f"print only {what}")
 
 
 def write_structured(value: Any, output: str, out: TextIO) -> None:

@@ -14,25 +14,28 @@ from typing import Any, TextIO
 
 from cli.diffs import tree_diff, wants_colour, write_diff
 from cli.exits import Exit
+from cli.gatewayflag import add_gateway, gateway_target
 from cli.options import (
     CONTEXT,
     add_context,
     add_inputs,
     add_output,
+    add_quiet,
     inputs,
     no_stdin,
     write_structured,
 )
+from core.checks.credentials import redact
 from core.fields.errors import SourceError
-from core.rendering.inferencegateway import GatewayTarget, parse_gateway
 from renderer import flow
 from renderer.git.runner import Identity
 from renderer.output.folders import report_line, report_row
 from renderer.output.ownership import DEFAULT_MAX_REMOVALS
 from renderer.output.shard import Shard
 from renderer.reuse.stamp import recorded_line
-from renderer.settings import ClusterCrds, RenderReport, RenderSettings
+from renderer.settings import ClusterCrds, RenderReport, RenderSettings, checked_path
 
+NAMED = 5  # the objects not rendered that the summary names
 NO_STDIN = (
     "render records the path of every source (what a later render may remove); standard "
     "input has none: name files or directories"
@@ -56,7 +59,10 @@ def add_commands(commands: Any) -> None:
         stdin=False,
     )
     render.add_argument(
-        "--repo", required=True, metavar="PATH", help="Git work tree (created if missing)"
+        "--repo",
+        required=True,
+        metavar="PATH",
+        help="Git work tree (created if missing; --check and --diff need an existing one)",
     )
     render.add_argument(
         "--path",
@@ -72,9 +78,14 @@ def add_commands(commands: Any) -> None:
     render.add_argument(
         "--push",
         metavar="REMOTE",
-        help="push the commit (implies --commit); retries after rejection, never forces",
+        help="push the commit (implies --commit); retries after rejection, never forces; the "
+        "summary names the remote, the branch and the commit pushed",
     )
-    render.add_argument("--branch", default="main", help="branch to push (default main)")
+    render.add_argument(
+        "--branch",
+        default="main",
+        help="the remote's branch to push to (default main, whatever the local branch is)",
+    )
     render.add_argument(
         "--check",
         action="store_true",
@@ -119,11 +130,7 @@ def add_commands(commands: Any) -> None:
     )
     render.add_argument("--kubeconfig", metavar="FILE", help="for --crds-from-cluster")
     add_context(render)
-    render.add_argument(
-        "--gateway",
-        metavar="NAMESPACE/NAME",
-        help="the Gateway HTTPRoutes attach to (needed by spec.gateway.enabled: true)",
-    )
+    add_gateway(render, "the Gateway HTTPRoutes attach to (needed by spec.gateway.enabled: true)")
     render.add_argument(
         "--istio",
         action="store_true",
@@ -151,6 +158,10 @@ def add_commands(commands: Any) -> None:
         f"the render exits 1 (default {DEFAULT_MAX_REMOVALS})",
     )
     add_output(render)
+    add_quiet(
+        render,
+        "the summary line (with --diff, the diff and the summary); text only",
+    )
     render.set_defaults(run=run_render)
 
 
@@ -198,6 +209,10 @@ def _run_render(args: argparse.Namespace) -> int:
     no_stdin(sources, NO_STDIN)
     if args.diff and args.output != "text":
         raise SourceError("--diff", "prints a unified diff; -o json and -o yaml go with --check")
+    if args.quiet and args.output != "text":
+        raise SourceError(
+            "-q/--quiet", "prints the text summary; -o json and -o yaml print the whole report"
+        )
     check = args.check or args.diff
     settings = RenderSettings(
         sources=tuple(sources),
@@ -211,7 +226,7 @@ def _run_render(args: argparse.Namespace) -> int:
         crds=tuple(args.crds or ()),
         crds_from_cluster=args.crds_from_cluster,
         kubeconfig=args.kubeconfig,
-        gateway=_gateway(args.gateway, istio=args.istio),
+        gateway=gateway_target(args.gateway, istio=args.istio),
         full=args.full,
         max_removals=args.max_removals,
         author=_author(args.author_name, args.author_email),
@@ -222,20 +237,19 @@ def _run_render(args: argparse.Namespace) -> int:
         # renderer.apply imports the kubernetes client (0.8 s): only when the cluster is asked
         cluster_crds = importlib.import_module("renderer.apply").cluster_crds
         reader = functools.partial(cluster_crds, context=getattr(args, CONTEXT, None))
-    progress = Progress(sys.stderr) if sys.stderr.isatty() else None
+    progress = Progress(sys.stderr) if sys.stderr.isatty() and not args.quiet else None
     report = flow.render(settings, cluster_crds=reader, progress=progress)
-    subdir = settings.path.strip("/")
+    subdir = checked_path(settings.path)  # as the repository names it: "./x/" is "x"
     if args.diff and report.tree is not None:
         lines = tree_diff(report.changes, report.tree.current, report.tree, subdir)
         write_diff(lines, sys.stdout, colour=wants_colour(sys.stdout, args.env))
-    for note in report.skipped:
-        print(f"runway: {note}", file=sys.stderr)
-    _report(
-        report,
-        args.output,
-        sys.stderr if args.diff else sys.stdout,
-        listed=subdir if check else None,
-    )
+    out = sys.stderr if args.diff else sys.stdout
+    if args.quiet:
+        print(summary(report), file=out)
+    else:
+        for note in report.skipped:
+            print(f"runway: {note}", file=sys.stderr)
+        _report(report, args.output, out, subdir, listed=check)
     if settings.check:  # as kubectl diff: 0 no differences, 1 differences, above 1 an error
         if report.failed:
             return Exit.CHECK_REJECTED
@@ -273,23 +287,15 @@ class Progress:
         self.out.flush()
 
 
-def _gateway(value: str | None, *, istio: bool) -> GatewayTarget | None:
-    if value is None:
-        return None
-    target = parse_gateway(value, istio=istio)
-    if isinstance(target, str):
-        raise SourceError("--gateway", target)
-    return target
-
-
-def _report(report: RenderReport, output: str, out: TextIO, *, listed: str | None) -> None:
-    """The report: as JSON or YAML, or as text (with `listed`, the output folder, each file
-    that changes, by its path in the repository)."""
+def _report(report: RenderReport, output: str, out: TextIO, subdir: str, *, listed: bool) -> None:
+    """The report: as JSON or YAML, or as text (with `listed`, each file that changes). Files
+    are named by their path in the repository (`subdir`, the output folder, first) in every
+    form, as `--diff` and git name them."""
     if output != "text":
         if output == "json":
-            out.write(_json_report(report))
+            out.write(_json_report(report, subdir))
         else:
-            write_structured(_payload(report), output, out)
+            write_structured(_payload(report, subdir), output, out)
         return
     results = report.results
     for r in results:
@@ -302,29 +308,58 @@ def _report(report: RenderReport, output: str, out: TextIO, *, listed: str | Non
     _report_removals(report, out)
     for kind, origin in report.schema_sources.items():
         print(f"schema {kind}: {origin}", file=out)
-    if listed is not None:
-        for what, paths in report.changes.items():
+    if listed:
+        for what, paths in _changes(report, subdir).items():
             for path in paths:
-                print(f"{what}: {listed}/{path}", file=out)
-    failed = sum(1 for r in results if r.error is not None)
-    summary = ", ".join(f"{len(v)} {k}" for k, v in report.changes.items())
-    committed = report.committed
-    print(
-        f"{len(results) - failed} rendered, {failed} failed ({report.reused} unchanged since the last render); files: {summary}"
-        + (f"; commit {committed[:12]}" if committed else ""),
-        file=out,
-    )
+                print(f"{what}: {path}", file=out)
+    print(summary(report), file=out)
 
 
-def _payload(report: RenderReport) -> dict[str, Any]:
+def summary(report: RenderReport) -> str:
+    """The report's last line: the counts, the commit, then what went wrong: the objects not
+    rendered (the first NAMED) and the removals held back, with why."""
+    failed = [r.key for r in report.results if r.error is not None]
+    files = ", ".join(f"{len(v)} {k}" for k, v in report.changes.items())
+    rendered = len(report.results) - len(failed)
+    parts = [
+        f"{rendered} rendered ({report.unchanged} unchanged since the last render), "
+        f"{len(failed)} failed",
+        f"files: {files}",
+    ]
+    pushed = report.pushed
+    if pushed is not None:
+        local = (
+            f"the local branch is {pushed.local}" if pushed.local else "the local HEAD is detached"
+        )
+        parts.append(
+            f"commit {pushed.commit[:12]} pushed to {redact(pushed.remote)}, branch {pushed.branch}"
+            + (f" ({local})" if pushed.local != pushed.branch else "")
+        )
+    elif report.committed:
+        parts.append(f"commit {report.committed[:12]}")
+    if failed:
+        more = f" and {len(failed) - NAMED} more" if len(failed) > NAMED else ""
+        parts.append("not rendered: " + ", ".join(failed[:NAMED]) + more)
+    removals = report.removals
+    if removals.withheld:
+        parts.append(f"removals held back: {len(removals.withheld)} ({removals.reason})")
+    return "; ".join(parts)
+
+
+def _payload(report: RenderReport, subdir: str) -> dict[str, Any]:
     """The documented `render -o json` structure."""
-    return {"results": [report_row(r) for r in report.results], **_rest(report)}
+    return {"results": [report_row(r) for r in report.results], **_rest(report, subdir)}
 
 
-def _rest(report: RenderReport) -> dict[str, Any]:
+def _changes(report: RenderReport, subdir: str) -> dict[str, list[str]]:
+    """The files added, changed and removed, by their paths in the repository."""
+    return {what: [f"{subdir}/{path}" for path in paths] for what, paths in report.changes.items()}
+
+
+def _rest(report: RenderReport, subdir: str) -> dict[str, Any]:
     """The report's structure but the results."""
     return {
-        "changes": report.changes,
+        "changes": _changes(report, subdir),
         "commit": report.committed,
         "removals": {
             "removed": list(report.removals.removed),
@@ -332,7 +367,16 @@ def _rest(report: RenderReport) -> dict[str, Any]:
             "reason": report.removals.reason,
             "outside": report.removals.outside,
         },
+        "pushed": None
+        if report.pushed is None
+        else {
+            "branch": report.pushed.branch,
+            "commit": report.pushed.commit,
+            "local": report.pushed.local,
+            "remote": redact(report.pushed.remote),
+        },
         "reused": report.reused,
+        "unchanged": report.unchanged,
         "schemas": report.schema_sources,
     }
 
@@ -352,12 +396,12 @@ def _report_removals(report: RenderReport, out: TextIO) -> None:
         )
 
 
-def _json_report(report: RenderReport) -> str:
+def _json_report(report: RenderReport, subdir: str) -> str:
     """The JSON report, keys sorted, one result per line (json's indenting encoder is pure
     Python: a third of a second for 10,000 results). A result taken from the stamp is written
     as the stamp recorded its line (renderer.reuse.stamp.recorded_line); any other one is encoded
     now (renderer.output.folders.report_line)."""
-    payload = _rest(report)
+    payload = _rest(report, subdir)
     parts = []
     lines = [recorded_line(r) or report_line(r) for r in report.results]
     payload["results"] = lines

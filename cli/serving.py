@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from certs.bundle import Identity, issue_bundle, rotate_bundle
+from certs.contents import FILES
 from certs.inject import check_targets, inject_ca_bundle, read_ca_bundle
 from certs.lifetimes import MAX_DAYS, check_lifetimes, renew_window
 from cli.exits import Exit
@@ -74,9 +75,26 @@ def add_commands(commands: Any) -> None:
     issue = actions.add_parser(
         "issue", help="create a CA and a serving certificate for the webhook Service"
     )
-    issue.add_argument("--out", required=True, metavar="DIR")
-    issue.add_argument("--service", default="runway-webhook")
-    issue.add_argument("--namespace", default="runway-system")
+    issue.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help=f"the directory to write {_files()} into (created if missing; one that "
+        "already holds any of them is refused, see --replace-ca)",
+    )
+    issue.add_argument(
+        "--service",
+        default="runway-webhook",
+        metavar="NAME",
+        help="the webhook's Service: the certificate is for NAME.NAMESPACE.svc, its other "
+        "in-cluster names, localhost and 127.0.0.1 (default runway-webhook)",
+    )
+    issue.add_argument(
+        "--namespace",
+        default="runway-system",
+        metavar="NAMESPACE",
+        help="the Service's namespace (default runway-system)",
+    )
     _lifetimes(issue)
     issue.add_argument(
         "--replace-ca",
@@ -87,7 +105,12 @@ def add_commands(commands: Any) -> None:
     rotate = actions.add_parser(
         "rotate", help="renew what expires soon; the old CA stays in ca.crt during the overlap"
     )
-    rotate.add_argument("--out", required=True, metavar="DIR")
+    rotate.add_argument(
+        "--out",
+        required=True,
+        metavar="DIR",
+        help="the directory `certs issue --out` wrote the bundle into",
+    )
     rotate.add_argument(
         "--renew-within-days",
         type=float,
@@ -117,8 +140,13 @@ def add_commands(commands: Any) -> None:
         help="a ValidatingWebhookConfiguration (repeatable)",
     )
     where = inject.add_mutually_exclusive_group()
-    where.add_argument("--kubeconfig", metavar="FILE")
-    where.add_argument("--in-cluster", action="store_true")
+    where.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="the kubeconfig to use, at its current context (default: $KUBECONFIG, else "
+        "~/.kube/config; in a pod, its service account)",
+    )
+    where.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
     inject.set_defaults(run=run_inject)
 
 
@@ -153,6 +181,12 @@ def run_serve(args: argparse.Namespace) -> int:
     return Exit.OK
 
 
+def _files(directory: Path | None = None) -> str:
+    """The files of a bundle, in the order written, each in `directory` when given."""
+    names = [str(directory / n) if directory else n for n in FILES]
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
@@ -167,9 +201,8 @@ def run_issue(args: argparse.Namespace) -> int:
         now=_now(),
         replace_ca=args.replace_ca,
     )
-    print(
-        f"issued {args.out}/ca.crt, tls.crt, tls.key for {', '.join(identity.dns_names + identity.ip_addresses)}"
-    )
+    names = ", ".join(identity.dns_names + identity.ip_addresses)
+    print(f"issued {_files(Path(args.out))} for {names}")
     return Exit.OK
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
@@ -16,6 +17,7 @@ from typing import Any
 
 import kubernetes
 import urllib3
+import yaml
 
 from core.fields.errors import Unavailable
 
@@ -52,23 +54,74 @@ def api_client(
     """A client for the API server. `in_cluster`, or no kubeconfig and no context given inside
     a pod (KUBERNETES_SERVICE_HOST set), uses the service account; otherwise `kubeconfig` (None:
     the default ~/.kube/config or $KUBECONFIG) at `context` (None: its current context). Its
-    configuration that cannot be used is ConfigException."""
-    try:
-        if in_cluster or (
-            kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ
-        ):
-            configuration = kubernetes.client.Configuration()
+    configuration that cannot be used is ConfigException; a kubeconfig's names the file and the
+    context (see kubeconfig_problem)."""
+    if in_cluster or (
+        kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ
+    ):
+        configuration = kubernetes.client.Configuration()
+        try:
             kubernetes.config.load_incluster_config(client_configuration=configuration)
-        else:
-            # As kubernetes.config.new_client_from_config: a fresh Configuration, not a copy of
-            # the process-wide default one.
-            configuration = type.__call__(kubernetes.client.Configuration)
-            kubernetes.config.load_kube_config(
-                config_file=kubeconfig, context=context, client_configuration=configuration
-            )
-    except kubernetes.config.ConfigException as err:
-        raise ConfigException(str(unavailable(err))) from err
+        except kubernetes.config.ConfigException as err:
+            raise ConfigException(str(unavailable(err))) from err
+        return Client(configuration)
+    # As kubernetes.config.new_client_from_config: a fresh Configuration, not a copy of the
+    # process-wide default one.
+    configuration = type.__call__(kubernetes.client.Configuration)
+    try:
+        kubernetes.config.load_kube_config(
+            config_file=kubeconfig, context=context, client_configuration=configuration
+        )
+    except KUBECONFIG_FAILURES as err:
+        raise ConfigException(kubeconfig_problem(kubeconfig, context, err)) from err
     return Client(configuration)
+
+
+# What reading a kubeconfig may fail with: the client's own complaint, the YAML parser's, the
+# file's, and (TypeError, AttributeError) the client indexing a YAML document that is not a
+# mapping as if it were one.
+KUBECONFIG_FAILURES = (
+    kubernetes.config.ConfigException,
+    yaml.YAMLError,
+    OSError,
+    TypeError,
+    AttributeError,
+)
+MISSING_NAME = re.compile(r"Expected object with name (.*) in .*/(clusters|contexts|users) list$")
+
+
+def kubeconfig_problem(path: str | None, context: str | None, err: BaseException) -> str:
+    """`kubeconfig FILE, context NAME: WHAT`, one line: the file as the client reads it (None:
+    $KUBECONFIG, else ~/.kube/config), the context asked for (else the file's current one), and
+    what is wrong in words a kubectl user knows."""
+    where = os.path.expanduser(path or kubernetes.config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION)
+    what = f"kubeconfig {where or '$KUBECONFIG (empty)'}, " + (
+        f"context {context}" if context else "its current context"
+    )
+    return f"{what}: {_kubeconfig_reason(err)}"
+
+
+def _kubeconfig_reason(err: BaseException) -> str:
+    if isinstance(err, yaml.YAMLError):
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        return f"not valid YAML{at}"
+    if isinstance(err, OSError):
+        return (err.strerror or type(err).__name__).lower()
+    if isinstance(err, TypeError | AttributeError):
+        return "not a kubeconfig (a YAML mapping of clusters, contexts and users)"
+    text = (str(err).splitlines() or [""])[0]
+    text = text.removeprefix("Invalid kube-config file. ").removeprefix("Invalid kube-config. ")
+    missing = MISSING_NAME.search(text)
+    if missing:
+        return f"it has no {missing[2][:-1]} named {missing[1]}"
+    if text == "No configuration found.":  # the client passes over paths that do not exist
+        return "no such file"
+    if text.startswith("Expected key current-context"):
+        return "it names no current-context; pass --context NAME"
+    if text.endswith("file is empty"):
+        return "the file is empty"
+    return text or type(err).__name__
 
 
 class ConfigException(Unavailable, kubernetes.config.ConfigException):

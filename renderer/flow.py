@@ -19,6 +19,7 @@ its time).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,7 @@ from renderer.reuse.store import Store, cache_name
 from renderer.settings import (
     Asked,
     ClusterCrds,
+    PushedTo,
     RenderReport,
     RenderSettings,
     Target,
@@ -172,6 +174,7 @@ def _publish(
     planned = rendering.planned
     repo, subdir = planned.where.repo, planned.where.subdir
     tree = None  # HEAD's tree at `subdir` after the commit: the render cache's `tree`
+    pushed = None
     try:
         committed, follows = None, True  # follows: HEAD is what was committed (and pushed)
         if target.commit or target.push:
@@ -191,12 +194,22 @@ def _publish(
             else:
                 raise StillRejected(target.push, target.branch)
             committed = made or committed  # the commit the remote holds, when a retry made it
+            pushed = _pushed_to(repo, target, made)
         if (target.commit or target.push) and follows:
             tree = head_tree(repo, subdir)
         stages.keep(planned, rendition, tree)
     finally:
         stages.save_cache(planned, rendition, tree)
-    return stages.report(rendition, committed, planned.read.skipped, check=False)
+    report = stages.report(rendition, committed, planned.read.skipped, check=False)
+    return replace(report, pushed=pushed)
+
+
+def _pushed_to(repo: Repo, target: Target, made: str | None) -> PushedTo:
+    """What a push that succeeded left on the remote (`made`, a retry's commit, else HEAD), and
+    the local branch it was pushed from."""
+    local = repo.git("symbolic-ref", "-q", "--short", "HEAD", check=False).stdout.strip()
+    commit = made or repo.git("rev-parse", "HEAD").stdout.strip()
+    return PushedTo(target.push or "", target.branch, commit, local or None)
 
 
 def _again(
@@ -250,13 +263,18 @@ def _stamped(asked: Asked, target: Target) -> RenderReport | Stamp | None:
             clean = tree() == stamp.tree
         if not (same and clean):
             return None
+        pushed = None
         if target.push:
             answer = push_once(repo, target.push, target.branch)
             if not isinstance(answer, Pushed):
                 with RetryTree(repo, subdir, answer.base):  # the output folder: the remote's
                     return None  # render against it
+            pushed = _pushed_to(repo, target, None)
     changes: dict[str, Sequence[str]] = {"added": [], "changed": [], "removed": []}
-    return RenderReport(results, changes, stamp.removals, len(results), None)
+    unchanged = sum(1 for r in results if r.error is None)
+    return RenderReport(
+        results, changes, stamp.removals, len(results), None, unchanged=unchanged, pushed=pushed
+    )
 
 
 def _look(target: Target) -> CleanCheck | None:

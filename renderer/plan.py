@@ -131,6 +131,17 @@ class Plan:
         return self.read.objects
 
 
+def _existing_repo(path: str) -> None:
+    """--check (and --diff) write nothing, so a repository that is not there already is unusable
+    input (a mistyped --repo), never a new one reported as all out of date. As open_or_init,
+    a Git work tree is a folder with a .git folder in it."""
+    why = "--check and --diff write nothing, and create no repository"
+    if not Path(path).exists():
+        raise SourceError(path, f"no such repository ({why})")
+    if not (Path(path) / ".git").is_dir():
+        raise SourceError(path, f"not a Git repository: no .git folder in it ({why})")
+
+
 def plan(
     asked: Asked,
     target: Target,
@@ -153,6 +164,8 @@ def plan(
     pins = bundled_versions()
     shared = _shared_inputs(fingerprint, configs, schema_digest, pins, asked.gateway)
     subdir = checked_path(target.path)  # before the repository is made: --path may not do
+    if target.check and opened is None:
+        _existing_repo(target.repo)
     repo = opened or Repo.open_or_init(target.repo, author=target.author)
     store = Store(repo.git_dir)
     key = cache_name(target.path, asked.shard)

@@ -78,6 +78,17 @@ class Target:
 
 
 @dataclass(frozen=True, slots=True)
+class PushedTo:
+    """A render's push: the commit `branch` of `remote` holds afterwards, and the local branch
+    the render ran on (None: a detached HEAD), which may differ from `branch`."""
+
+    remote: str
+    branch: str
+    commit: str
+    local: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class RenderReport:
     """What one render did: every object's result, the files changed, the removals."""
 
@@ -91,6 +102,10 @@ class RenderReport:
     tree: Tree | None = None
     # kubeio.sources.skip_note of each source document of another API group, left out
     skipped: Sequence[str] = ()
+    # the results taken from the last render that rendered: `reused` less its failures, which
+    # are failed, not unchanged (`runway render`'s summary)
+    unchanged: int = 0
+    pushed: PushedTo | None = None  # with --push, what was pushed where
 
     @property
     def failed(self) -> bool:

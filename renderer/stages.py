@@ -206,7 +206,14 @@ def report(
     reused = len(done.results) - done.rendered
     tree = done.files if check else None
     return RenderReport(
-        done.results, rendition.changes, done.removals, reused, committed, tree, skipped
+        done.results,
+        rendition.changes,
+        done.removals,
+        reused,
+        committed,
+        tree,
+        skipped,
+        done.unchanged,
     )
 
 

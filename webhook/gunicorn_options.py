@@ -72,6 +72,10 @@ def settle_worker(worker: Any) -> None:
     gc.freeze()
 
 
+# gunicorn's start line (gunicorn/arbiter.py), as it logs it
+LISTENING = "Listening at: %s (%s)"
+
+
 class AccessOffLogger(Logger):  # type: ignore[misc]  # gunicorn ships no type hints
     """gunicorn's logger, without the access line's work while that line is not written.
 
@@ -85,3 +89,10 @@ class AccessOffLogger(Logger):  # type: ignore[misc]  # gunicorn ships no type h
         super().setup(cfg)
         enabled: bool = self.access_log_enabled and self.access_log.isEnabledFor(logging.INFO)
         self._access_log_enabled = enabled
+
+    def info(self, msg: str, *args: Any, **kwargs: Any) -> None:
+        # With reuse_port the master binds nothing (each worker binds a socket of its own), so
+        # gunicorn's start line lists no listener: it names the address the workers bind.
+        if msg == LISTENING and args and not args[0]:
+            args = (", ".join(f"https://{address}" for address in self.cfg.bind), *args[1:])
+        super().info(msg, *args, **kwargs)

@@ -41,6 +41,7 @@ class Rendered:
     # The next render, of the same inputs against this tree, reuses every ModelDeployment: each
     # has a cache entry under the key that render will compute (renderer.reuse.stamp relies on it).
     stable: bool = False
+    unchanged: int = 0  # results taken from the last render that rendered (a failure is no success)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +158,8 @@ def finish(begun: Begun, rendered: Sequence[Result]) -> Rendered:
     tree, removals = _owned_tree(results, begun.views, begun.current, ownership)
     cache = begun.cache
     after = cache.succeeded_by(entries) if cache is not None else RenderCache(entries)
-    return Rendered(results, tree, after, len(begun.stale), removals, stable)
+    unchanged = sum(1 for r in plan.reused if r.error is None)
+    return Rendered(results, tree, after, len(begun.stale), removals, stable, unchanged)
 
 
 def _plan(

@@ -105,6 +105,8 @@ NAMES = st.tuples(
 
 def _names(report: Report, count: int, root: Path, deadline: float) -> None:
     refused = 0
+    # --check compares with a repository and creates none: one render makes it.
+    _command("render", str(_fresh(root)), "--repo", str(root / "r"))
 
     def each(case: tuple[bytes, bool, bytes]) -> None:
         nonlocal refused

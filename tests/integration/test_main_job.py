@@ -51,7 +51,7 @@ def test_the_readme_main_job_renders_and_commits_every_example(tmp_path: Path) -
         runs[1]
         .stdout.splitlines()[-1]
         .startswith(
-            "16 rendered, 0 failed (0 unchanged since the last render); files: 77 added, 0 changed, "
+            "16 rendered (0 unchanged since the last render), 0 failed; files: 77 added, 0 changed, "
             "0 removed; commit "
         )
     )

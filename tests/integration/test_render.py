@@ -189,7 +189,7 @@ def test_a_removed_model_deployment_is_pruned(
     assert code == 0
     assert not (repo / "rendered/models/mistral-llmd").exists()
     assert report["changes"]["removed"] == [
-        f"models/mistral-llmd/{name}.yaml"
+        f"rendered/models/mistral-llmd/{name}.yaml"
         for name in (
             "clusterrole-models.mistral-llmd-epp", "clusterrolebinding-models.mistral-llmd-epp",
             "configmap-mistral-llmd-epp", "deployment-mistral-llmd-epp", "deployment-mistral-llmd",
@@ -313,10 +313,10 @@ def test_check_reports_an_out_of_date_tree(
     assert up_to_date[0] == 0
     assert code == 1
     assert report["changes"]["added"] == [
-        "models/extra/deployment-extra.yaml",
-        "models/extra/kustomization.yaml",
-        "models/extra/modeldeployment.yaml",
-        "models/extra/service-extra.yaml",
+        "rendered/models/extra/deployment-extra.yaml",
+        "rendered/models/extra/kustomization.yaml",
+        "rendered/models/extra/modeldeployment.yaml",
+        "rendered/models/extra/service-extra.yaml",
     ]
     assert not (repo / "rendered/models/extra").exists()  # --check writes nothing
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -86,8 +87,27 @@ def test_check_lists_the_files_that_would_change(
         "schema apps/v1 Deployment: Kubernetes 1.37 (kubernetes-validate)",
         "schema v1 Service: Kubernetes 1.37 (kubernetes-validate)",
         *(f"changed: rendered/{path}" for path in FILES),
-        "1 rendered, 0 failed (0 unchanged since the last render); files: 0 added, 2 changed, 0 removed",
+        "1 rendered (0 unchanged since the last render), 0 failed; files: 0 added, 2 changed, 0 removed",
     ]
+
+
+@pytest.mark.parametrize("path", ["rendered", "rendered/"], ids=["plain", "slash"])
+def test_check_names_the_same_paths_in_text_and_json(
+    path: str, rendered: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue #45 item 7: by their path in the repository in both forms (what `--diff`, git
+    and a CI annotation name), however --path is spelled."""
+    argv = ["render", str(tmp_path / "models"), "--repo", str(rendered), "--check", "--path", path]
+
+    text = run(capsys, *argv)
+    as_json = run(capsys, *argv, "-o", "json")
+
+    listed = [line for line in text[1].splitlines() if line.startswith("changed: ")]
+    assert (text[0], listed) == (Exit.PARTIAL, [f"changed: rendered/{p}" for p in FILES])
+    assert (as_json[0], json.loads(as_json[1])["changes"]) == (
+        Exit.PARTIAL,
+        {"added": [], "changed": [f"rendered/{p}" for p in FILES], "removed": []},
+    )
 
 
 def test_diff_is_what_a_render_would_write_and_git_applies_it(
@@ -124,6 +144,20 @@ def test_diff_is_what_a_render_would_write_and_git_applies_it(
         git(repo, "add", "-A")
         trees.append(git(repo, "write-tree"))
     assert trees[0] == trees[1]
+
+
+def test_quiet_diff_prints_the_diff_and_only_the_summary(
+    rendered: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["render", str(tmp_path / "models"), "--repo", str(rendered), "--diff"]
+
+    code, diff, err = run(capsys, *argv, "-q")
+
+    assert (code, diff) == (Exit.PARTIAL, run(capsys, *argv)[1])
+    assert err == (
+        "1 rendered (0 unchanged since the last render), 0 failed; files: 0 added, 2 changed, "
+        "0 removed\n"
+    )
 
 
 def test_diff_with_json_output_is_a_usage_error(
@@ -369,3 +403,112 @@ def test_a_configured_value_holding_a_newline_sets_only_its_own_key(
     repo = Repo.open_or_init(work)
 
     assert repo.identity == ("-c", f"user.name={FALLBACK_IDENTITY[0]}")
+
+
+def test_failed_objects_are_not_counted_as_unchanged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_git: None
+) -> None:
+    """Issue #45 item 10: a failure taken from the last render is a failure, not unchanged, in
+    the summary and in `unchanged` of -o json (`reused` still counts every result taken), both
+    when the stamp answers (nothing changed) and when another object renders again."""
+    models = tmp_path / "models"
+    models.mkdir()
+    shutil.copy(EXAMPLES / SOURCE, models / "phi.yaml")
+    shutil.copy(EXAMPLES / "rejected" / "vllm-without-gpu.yaml", models / "cpu.yaml")
+    argv = ["render", str(models), "--repo", str(tmp_path / "gitops"), "--commit"]
+    summaries, counts = [], []
+    for edit in (False, False, True):
+        if edit:
+            phi = models / "phi.yaml"
+            phi.write_text(phi.read_text().replace('max-num-seqs: "64"', 'max-num-seqs: "128"'))
+        code, out, _ = run(capsys, *argv)
+        assert code == Exit.PARTIAL
+        summaries.append(re.sub(r"; commit \w+", "", out.splitlines()[-1]))
+        counts.append(tuple(json.loads(run(capsys, *argv, "-o", "json")[1])[k] for k in KEYS))
+
+    assert summaries == [
+        "1 rendered (0 unchanged since the last render), 1 failed; files: 7 added, 0 changed, 0 removed"
+        + FAILED,
+        "1 rendered (1 unchanged since the last render), 1 failed; files: 0 added, 0 changed, 0 removed"
+        + FAILED,
+        "1 rendered (0 unchanged since the last render), 1 failed; files: 0 added, 2 changed, 0 removed"
+        + FAILED,
+    ]
+    assert counts == [(2, 1), (2, 1), (2, 1)]  # -o json runs after each: nothing changed then
+
+
+KEYS = ("reused", "unchanged")
+FAILED = "; not rendered: models/rejected-vllm-cpu"
+
+
+@pytest.mark.parametrize("rejected", [False, True], ids=["too-many", "failure"])
+def test_quiet_prints_the_summary_naming_what_went_wrong(
+    rejected: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_git: None
+) -> None:
+    """Issue #45 item 9: removals held back (past --max-removals, or by a failure) and the
+    objects not rendered are named in the summary, the last line; -q prints only that line."""
+    models = _sources(tmp_path / "models", 3)
+    repo = str(tmp_path / "gitops")
+    assert run(capsys, "render", str(models), "--repo", repo, "--commit")[0] == Exit.OK
+    for i in (1, 2):
+        (models / f"phi-{i}.yaml").unlink()
+    if rejected:
+        shutil.copy(EXAMPLES / "rejected" / "vllm-without-gpu.yaml", models / "cpu.yaml")
+    argv = ["render", str(models), "--repo", repo, "--check", "--max-removals", "1"]
+
+    quiet = run(capsys, *argv, "-q")
+    loud = run(capsys, *argv)
+
+    held = "models/phi-1, models/phi-2"
+    why = (
+        "the render had 1 failure: a render with a failure removes nothing"
+        if rejected
+        else "2 removals exceed --max-removals 1; pass --max-removals 2 to make them"
+    )
+    line = (
+        f"1 rendered (1 unchanged since the last render), {int(rejected)} failed; files: "
+        "0 added, 0 changed, 0 removed"
+        + (FAILED if rejected else "")
+        + f"; removals held back: 2 ({why})"
+    )
+    assert quiet == (Exit.CHECK_REJECTED, line + "\n", "")
+    assert (loud[0], loud[1].splitlines()[-1]) == (Exit.CHECK_REJECTED, line)
+    assert f"not removed: {why}: {held}" in loud[1].splitlines()
+
+
+def test_quiet_goes_with_text_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["render", str(EXAMPLES / SOURCE), "--repo", str(tmp_path / "g"), "-q", "-o", "json"]
+
+    assert run(capsys, *argv) == (
+        Exit.USAGE,
+        "",
+        "runway: -q/--quiet: prints the text summary; -o json and -o yaml print the whole report\n",
+    )
+
+
+def test_push_names_the_remote_the_branch_and_the_commit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_git: None
+) -> None:
+    """Issue #45 item 8: a repository on `master` pushed to the remote's `main` (the --branch
+    default) says so; pushed again to `master` (nothing changed: the stamp answers), it does
+    not. -o json has the same under "pushed"."""
+    remote, repo = tmp_path / "remote.git", tmp_path / "gitops"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(tmp_path, "init", "-q", "-b", "master", str(repo))
+    git(repo, "remote", "add", "origin", str(remote))
+    argv = ["render", str(EXAMPLES / SOURCE), "--repo", str(repo), "--push", "origin"]
+
+    first = run(capsys, *argv)
+    head = git(repo, "rev-parse", "HEAD").strip()
+    again = run(capsys, *argv, "--branch", "master", "-o", "json")
+
+    assert (first[0], first[1].splitlines()[-1]) == (
+        Exit.OK,
+        "1 rendered (0 unchanged since the last render), 0 failed; files: 7 added, 0 changed, "
+        f"0 removed; commit {head[:12]} pushed to origin, branch main (the local branch is master)",
+    )
+    assert git(remote, "rev-parse", "main", "master").split() == [head, head]
+    assert (again[0], json.loads(again[1])["pushed"]) == (
+        Exit.OK,
+        {"branch": "master", "commit": head, "local": "master", "remote": "origin"},
+    )

@@ -324,8 +324,8 @@ def test_hand_edits_are_found_by_their_stats_even_with_the_mtime_put_back(
     assert edited.stat().st_size == before.st_size  # the edit kept the size
     assert (report["reused"], edited.read_text(), removed.is_file()) == (3, original, True)
     assert report["changes"] == {
-        "added": ["team1/d/service-d.yaml"],
-        "changed": ["team1/b/deployment-b.yaml"],
+        "added": ["rendered/team1/d/service-d.yaml"],
+        "changed": ["rendered/team1/b/deployment-b.yaml"],
         "removed": [],
     }
     assert main(argv) == 0
@@ -366,14 +366,19 @@ def test_folders_written_while_the_pool_renders_are_reported_against_the_tree_be
         *("role-m002-epp", "rolebinding-m002-epp", "service-m002-epp", "serviceaccount-m002-epp"),
     ]
     assert report["changes"] == {
-        "added": [f"team1/m999/{n}.yaml" for n in FOLDER],
+        "added": [f"rendered/team1/m999/{n}.yaml" for n in FOLDER],
         "changed": sorted(
-            ["runway-sources.json", "team1/kustomization.yaml", "team1/m002/kustomization.yaml"]
+            f"rendered/{path}"
+            for path in [
+                "runway-sources.json",
+                "team1/kustomization.yaml",
+                "team1/m002/kustomization.yaml",
+            ]
             + [f"team1/{n}/deployment-{n}.yaml" for n in shapes if n != "m999"]
             + [f"team1/{n}/modeldeployment.yaml" for n in shapes if n != "m999"]
         ),
-        "removed": [f"team1/m002/{n}.yaml" for n in gateway]
-        + [f"team1/m003/{n.replace('m999', 'm003')}.yaml" for n in FOLDER],
+        "removed": [f"rendered/team1/m002/{n}.yaml" for n in gateway]
+        + [f"rendered/team1/m003/{n.replace('m999', 'm003')}.yaml" for n in FOLDER],
     }
     render_into(fresh, "--full")
     assert _files(repo / "rendered") == _files(fresh / "rendered")

@@ -149,9 +149,9 @@ def test_the_same_file_spelled_otherwise_is_no_claim(
     record = json.loads((repo / "rendered/runway-sources.json").read_text())["sources"]
     assert code == 0
     assert report["changes"]["changed"] == [
-        "runway-sources.json",
-        "team-a/own/deployment-own.yaml",
-        "team-a/own/modeldeployment.yaml",
+        "rendered/runway-sources.json",
+        "rendered/team-a/own/deployment-own.yaml",
+        "rendered/team-a/own/modeldeployment.yaml",
     ]
     assert record == {
         "team-a/own": "src/team-a/model.yaml",

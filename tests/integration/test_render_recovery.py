@@ -251,7 +251,7 @@ def test_a_huge_quantity_fails_its_object_only_and_never_prints_a_traceback(tmp_
     lines = done.stdout.splitlines()
     assert lines[0] == "models/fine: rendered: vllm on vllm, 4 files"
     assert lines[1].startswith("models/huge: not rendered (previous output kept): ")
-    assert lines[-1].startswith("1 rendered, 1 failed")
+    assert lines[-1].startswith("1 rendered (0 unchanged since the last render), 1 failed; ")
 
 
 def test_a_credential_in_an_object_is_never_written_to_git(tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ BOUNDED = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 ISSUED = (
-    "issued {out}/ca.crt, tls.crt, tls.key for runway-webhook.runway-system.svc, "
+    "issued {out}/ca.crt, {out}/ca.key, {out}/tls.crt and {out}/tls.key for "
+    "runway-webhook.runway-system.svc, "
     "runway-webhook.runway-system.svc.cluster.local, runway-webhook.runway-system, "
     "runway-webhook, localhost, 127.0.0.1\n"
 )

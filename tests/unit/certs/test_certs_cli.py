@@ -244,3 +244,19 @@ def test_inject_refuses_any_ca_file_without_a_certificate_before_contacting_a_cl
         )
 
     assert answer == (2, "", f"runway: --ca: {handle.name}: holds no PEM certificate\n")
+
+
+def test_issue_names_every_file_it_writes_the_ca_key_included(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "certs"
+
+    code, stdout, stderr = run(capsys, "certs", "issue", "--out", str(out))
+
+    written = sorted(p.name for p in out.iterdir() if not p.name.startswith(".."))
+    assert (code, stderr, written) == (0, "", ["ca.crt", "ca.key", "tls.crt", "tls.key"])
+    assert stdout == (
+        f"issued {out}/ca.crt, {out}/ca.key, {out}/tls.crt and {out}/tls.key for "
+        "runway-webhook.runway-system.svc, runway-webhook.runway-system.svc.cluster.local, "
+        "runway-webhook.runway-system, runway-webhook, localhost, 127.0.0.1\n"
+    )

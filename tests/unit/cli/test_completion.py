@@ -4,14 +4,18 @@ zsh script shares its tables, and the fish script names every command and option
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from cli.completion import commands_of, completion_script
+from cli.completions import STORED
 from cli.main import build_parser, main
+from tests.support.paths import ROOT
 
 PARSER = build_parser()
 
@@ -110,7 +114,7 @@ def test_every_command_and_flag_of_the_parser_is_in_the_tables() -> None:
     assert commands["certs"].commands == ("issue", "rotate", "inject")
     assert commands["validate"].options == (
         *("-h", "--help", "-f", "--filename", "--providers", "-o", "--output"),
-        *("-n", "--namespace", "--old", "--allow-destination", "-v", "--verbose"),
+        *("-n", "--namespace", "--old", "--allow-destination", "--gateway", "-v", "--verbose"),
     )
     assert dict(commands["validate"].values) == {
         ("-f", "--filename"): ("@files",),
@@ -119,6 +123,7 @@ def test_every_command_and_flag_of_the_parser_is_in_the_tables() -> None:
         ("-n", "--namespace"): None,
         ("--old",): ("@files",),
         ("--allow-destination",): None,
+        ("--gateway",): None,
     }
     assert commands["validate"].arguments == ("@files",)
 
@@ -154,3 +159,48 @@ def test_completion_prints_the_script(capsys: pytest.CaptureFixture[str]) -> Non
     code = main(["completion", "bash"])
 
     assert (code, capsys.readouterr().out) == (0, completion_script("bash", build_parser()))
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_the_stored_script_is_what_the_parser_generates(shell: str) -> None:
+    """cli/completions.py is regenerated whenever a command or flag changes (the message says
+    how); `runway completion` prints it."""
+    assert STORED[shell] == completion_script(shell, PARSER), (
+        "cli/completions.py is stale: python -m cli.completion > cli/completions.py && "
+        "ruff format cli/completions.py"
+    )
+
+
+def test_completion_prints_the_stored_script_and_imports_no_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue #45 item 12: `source <(runway completion bash)` runs in every shell's start-up;
+    it took 1.44 s and 80 MiB building the parser of every command (measured here with
+    /usr/bin/time -v: 2.28 s and 84 MiB before, 0.18 s and 17 MiB after)."""
+    probe = (
+        "import contextlib, io, json, sys\n"
+        "from cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    code = main(['completion', 'bash'])\n"
+        "print(json.dumps([code, out.getvalue(), sorted(m for m in sys.modules if m.startswith("
+        "('cli.', 'core.', 'kubeio.', 'renderer', 'kubernetes', 'yaml')))]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    code, printed, imported = json.loads(done.stdout)
+
+    assert (code, printed == STORED["bash"]) == (0, True)
+    assert [m for m in imported if m.startswith("cli.")] == [
+        "cli.completion",
+        "cli.completions",
+        "cli.exits",
+        "cli.main",
+        "cli.options",
+    ]
+    assert not any(m.startswith(("renderer", "kubernetes", "core.admission")) for m in imported)

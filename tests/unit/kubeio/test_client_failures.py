@@ -63,5 +63,5 @@ def test_a_kubeconfig_that_cannot_be_used_is_unavailable_and_still_a_config_exce
     assert isinstance(raised.value, ConfigException)
     assert (type(raised.value).__name__, str(raised.value)) == (
         "ConfigException",
-        "Invalid kube-config file. No configuration found.",
+        f"kubeconfig {missing}, context x: no such file",
     )
