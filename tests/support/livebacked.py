@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import shutil
 import time
 import urllib.error
 import urllib.request
@@ -53,16 +52,9 @@ def first_host_range(address: str) -> str:
 def run_at_first_host(pods: Pods, name: str, spec: kubelet.Launch) -> kubelet.Pod:
     """Run `spec` as pod `name` on the tier's pod network at an address that is the first host of
     a /30 (last octet 1 modulo 4: first_host_range), tracked by `pods` like pods.run's."""
-    if pods.net is None:
-        pods.net = kubelet.network()
     # kubelet.Network.address(index) is .(index + 1): an index divisible by 4 gives .4k+1
     index = next(i for i in range(4, 250, 4) if i not in pods.used)
-    pods.used.add(index)
-    base = kubelet.SERVING / "run" / name
-    shutil.rmtree(base, ignore_errors=True)  # a fresh container: nothing from a previous run
-    pod = kubelet.start(name, spec, base, pods.net, index)
-    pods.running.append(pod)
-    return pod
+    return pods.run(name, spec, index=index)
 
 
 def backing_node(name: str, pod_address: str) -> dict[str, Any]:
