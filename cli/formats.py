@@ -7,9 +7,10 @@ problem (a refused field, an object not rendered, a held-back removal, an out-of
 ambiguous servedName). The two writers are pure functions of those Cases and Runway's version:
 sorted, no timestamps, so the same input gives the same bytes.
 
-JUnit: the Jenkins xunit plugin's junit-10.xsd dialect (what GitLab and Jenkins read): one
-testsuite named for the command; a passing testcase per clean object and one failing testcase
-per finding (its `<failure>` type is the rule id, its message the field and the reason).
+JUnit: valid against the Apache Ant JUnit XSD (Windy Road's, the strictest of the common
+dialects) and so read by GitLab and Jenkins: one testsuite named for the command; a passing
+testcase per clean object and one failing testcase per finding (its `<failure>` type is the
+rule id, its message the field and the reason).
 SARIF 2.1.0: one run, tool.driver `runway` at its version, one rule per finding kind, one result
 per finding at its file (`physicalLocation`, with `region.startLine` where the line is known)
 and, for a field, the field path as a `logicalLocation`.
@@ -32,6 +33,9 @@ from kubeio.sources import STDIN_ORIGIN, Document
 
 FORMATS = ("junit", "sarif")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+# The schema requires a testsuite's timestamp and host; they are fixed, so that the same input
+# gives the same bytes (the host: "localhost", as the schema says for an unknown one).
+TIMESTAMP = "1970-01-01T00:00:00"
 # Every kind of finding, by rule id: SARIF's rules, JUnit's failure types.
 RULES: Mapping[str, str] = {
     "denied": "admission denies the object: a field breaks a rule (as the webhook would)",
@@ -85,13 +89,26 @@ def _order(case: Case) -> tuple[Any, ...]:
 
 
 def junit(command: str, cases: Sequence[Case]) -> str:
-    """The JUnit XML document (junit-10.xsd): a testcase per clean case and per finding."""
+    """The JUnit XML document: a testcase per clean case and per finding."""
     tests = [(case, finding) for case in cases for finding in case.findings or (None,)]
     failures = sum(1 for _, finding in tests if finding is not None)
-    counts = {"tests": str(len(tests)), "failures": str(failures), "errors": "0", "time": "0"}
-    name = f"runway {command}"
-    root = ElementTree.Element("testsuites", {"name": name, **counts})
-    suite = ElementTree.SubElement(root, "testsuite", {"name": name, **counts, "skipped": "0"})
+    root = ElementTree.Element("testsuites")
+    suite = ElementTree.SubElement(
+        root,
+        "testsuite",
+        {
+            "name": f"runway {command}",
+            "package": "runway",
+            "id": "0",
+            "timestamp": TIMESTAMP,
+            "hostname": "localhost",
+            "tests": str(len(tests)),
+            "failures": str(failures),
+            "errors": "0",
+            "time": "0",
+        },
+    )
+    ElementTree.SubElement(suite, "properties")
     for case, finding in tests:
         title = (
             case.name if finding is None or not finding.field else f"{case.name} {finding.field}"
@@ -101,9 +118,11 @@ def junit(command: str, cases: Sequence[Case]) -> str:
         )
         if finding is not None:
             failure = ElementTree.SubElement(
-                test, "failure", {"type": finding.rule, "message": finding.text}
+                test, "failure", {"message": finding.text, "type": finding.rule}
             )
             failure.text = f"{case.where}: {case.name}: {finding.text}"
+    ElementTree.SubElement(suite, "system-out")
+    ElementTree.SubElement(suite, "system-err")
     ElementTree.indent(root)
     body = ElementTree.tostring(root, encoding="unicode")
     return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'

@@ -47,6 +47,21 @@ NAME_MESSAGE = (
 )
 
 
+def head(command: str, tests: int, failures: int) -> str:
+    """The JUnit document's lines before its testcases."""
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        "<testsuites>\n"
+        f'  <testsuite name="runway {command}" package="runway" id="0" '
+        'timestamp="1970-01-01T00:00:00" hostname="localhost" '
+        f'tests="{tests}" failures="{failures}" errors="0" time="0">\n'
+        "    <properties />\n"
+    )
+
+
+TAIL = "    <system-out />\n    <system-err />\n  </testsuite>\n</testsuites>\n"
+
+
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv), env={})
     out, err = capsys.readouterr()
@@ -67,23 +82,18 @@ def test_validate_junit_has_a_failing_testcase_per_refused_field(
 
     assert (code, err) == (Exit.PARTIAL, "")
     assert out == (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<testsuites name="runway validate" tests="3" failures="2" errors="0" time="0">\n'
-        '  <testsuite name="runway validate" tests="3" failures="2" errors="0" time="0" '
-        'skipped="0">\n'
-        '    <testcase name="ModelDeployment models/ok" classname="models.yaml" time="0" />\n'
+        head("validate", 3, 2)
+        + '    <testcase name="ModelDeployment models/ok" classname="models.yaml" time="0" />\n'
         '    <testcase name="ModelDeployment default/Bad_Name spec.model.id" '
         'classname="models.yaml" time="0">\n'
-        f'      <failure type="denied" message="spec.model.id: {ID_MESSAGE}">models.yaml:15: '
+        f'      <failure message="spec.model.id: {ID_MESSAGE}" type="denied">models.yaml:15: '
         f"ModelDeployment default/Bad_Name: spec.model.id: {ID_MESSAGE}</failure>\n"
         "    </testcase>\n"
         '    <testcase name="ModelDeployment default/Bad_Name metadata.name" '
         'classname="models.yaml" time="0">\n'
-        f'      <failure type="denied" message="metadata.name: {NAME_MESSAGE}">models.yaml:15: '
+        f'      <failure message="metadata.name: {NAME_MESSAGE}" type="denied">models.yaml:15: '
         f"ModelDeployment default/Bad_Name: metadata.name: {NAME_MESSAGE}</failure>\n"
-        "    </testcase>\n"
-        "  </testsuite>\n"
-        "</testsuites>\n"
+        "    </testcase>\n" + TAIL
     )
     assert junit_errors(out) == []
 
@@ -147,15 +157,12 @@ def test_clean_input_gives_valid_documents_without_findings_and_exit_0(
 
     assert junit == (
         Exit.OK,
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<testsuites name="runway validate" tests="1" failures="0" errors="0" time="0">\n'
-        '  <testsuite name="runway validate" tests="1" failures="0" errors="0" time="0" '
-        'skipped="0">\n'
-        '    <testcase name="ModelDeployment models/llama-cpu" classname="cpu.yaml" time="0" />\n'
-        "  </testsuite>\n"
-        "</testsuites>\n",
+        head("validate", 1, 0)
+        + '    <testcase name="ModelDeployment models/llama-cpu" classname="cpu.yaml" time="0" />\n'
+        + TAIL,
         "",
     )
+    assert junit_errors(junit[1]) == []
     assert sarif[0] == Exit.OK
     assert sarif_errors(sarif[1]) == []
     assert json.loads(sarif[1])["runs"][0]["results"] == []
@@ -191,20 +198,15 @@ def test_gateway_plan_reports_each_ambiguous_served_name_at_a_claimant(
 
     assert junit == (
         Exit.PARTIAL,
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<testsuites name="runway gateway-plan" tests="3" failures="1" errors="0" time="0">\n'
-        '  <testsuite name="runway gateway-plan" tests="3" failures="1" errors="0" time="0" '
-        'skipped="0">\n'
-        '    <testcase name="gpt-4o (ExternalModelProvider/gateway/openai)" '
+        head("gateway-plan", 3, 1)
+        + '    <testcase name="gpt-4o (ExternalModelProvider/gateway/openai)" '
         'classname="gateway/openai.yaml" time="0" />\n'
         '    <testcase name="gpt-4o-mini (ExternalModelProvider/gateway/openai)" '
         'classname="gateway/openai.yaml" time="0" />\n'
         '    <testcase name="llama-3.1-8b" classname="gateway/openai.yaml" time="0">\n'
-        f'      <failure type="ambiguous-served-name" message="{why}">gateway/openai.yaml:5: '
+        f'      <failure message="{why}" type="ambiguous-served-name">gateway/openai.yaml:5: '
         f"llama-3.1-8b: {why}</failure>\n"
-        "    </testcase>\n"
-        "  </testsuite>\n"
-        "</testsuites>\n",
+        "    </testcase>\n" + TAIL,
         "",
     )
     assert junit_errors(junit[1]) == []
@@ -249,18 +251,19 @@ def test_a_file_outside_the_working_directory_is_a_file_uri(
     assert uris == {(tmp_path / manifests).as_uri()}
 
 
-def test_the_structural_junit_check_catches_what_junit_10_xsd_forbids() -> None:
-    bad = (
-        '<testsuites tests="x"><testsuite tests="1" failures="0">'
-        '<testcase name="a" file="f"><failure/><skipped/></testcase></testsuite></testsuites>'
+def test_the_junit_schema_check_catches_a_broken_document() -> None:
+    broken = (
+        '<testsuites><testsuite name="s" tests="2" failures="0" errors="0" time="0">'
+        '<testcase name="a" classname="c" time="0" file="f"/></testsuite></testsuites>'
     )
 
-    assert junit_errors(bad) == [
-        "<testsuites> tests='x' is not a count",
-        "<testsuite> needs name",
-        "<testcase> has no attribute file",
-        "<skipped> comes too late in <testcase>",
-        "testsuite None: counts differ from its testcases",
+    assert junit_errors(broken) == [
+        "line 1: Element 'testsuite': The attribute 'package' is required but missing.",
+        "line 1: Element 'testsuite': The attribute 'id' is required but missing.",
+        "line 1: Element 'testsuite': The attribute 'timestamp' is required but missing.",
+        "line 1: Element 'testsuite': The attribute 'hostname' is required but missing.",
+        "line 1: Element 'testcase': This element is not expected. Expected is ( properties ).",
+        "testsuite s: counts differ from its testcases",
     ]
 
 
