@@ -21,8 +21,10 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TextIO
 from xml.etree import ElementTree
 
@@ -85,7 +87,8 @@ def write_report(
 
 
 def _order(case: Case) -> tuple[Any, ...]:
-    return (case.file, case.line or 0, case.name, case.findings)
+    findings = [(f.rule, f.field, f.message) for f in case.findings]
+    return (case.file, case.line or 0, case.name, findings)
 
 
 def junit(command: str, cases: Sequence[Case]) -> str:
@@ -185,11 +188,11 @@ def _uri(path: str) -> str:
     code scanning resolves it against the checkout; else a file: URI."""
     if path == STDIN_ORIGIN:
         return "stdin"
-    absolute = os.path.abspath(path)
+    absolute = Path(path).absolute()
     relative = os.path.relpath(absolute)
     if relative.startswith(os.pardir):
-        return "file://" + absolute.replace(os.sep, "/")
-    return relative.replace(os.sep, "/")
+        return absolute.as_uri()
+    return urllib.parse.quote(Path(relative).as_posix())
 
 
 class Lines:

@@ -274,3 +274,21 @@ def test_the_sarif_schema_check_catches_a_broken_log() -> None:
         "runs/0/results/0: 'message' is a required property",
         "runs/0/tool/driver: 'name' is a required property",
     ]
+
+
+def test_a_path_is_percent_encoded_in_the_uri(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a dir").mkdir()
+    (tmp_path / "a dir" / "models 100%.yaml").write_text(MANIFESTS)
+
+    code, out, _ = run(capsys, "validate", "a dir", "-o", "sarif")
+
+    assert code == Exit.PARTIAL
+    assert sarif_errors(out) == []
+    assert {
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for result in json.loads(out)["runs"][0]["results"]
+        for loc in result["locations"]
+    } == {"a%20dir/models%20100%25.yaml"}
