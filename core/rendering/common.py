@@ -243,6 +243,20 @@ def placement(md: ModelDeployment) -> dict[str, Any]:
     return out
 
 
+def engine_pod_spec(md: ModelDeployment, containers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The spec of a pod whose container runs an engine: the containers, the spec's placement,
+    and no service links. With links on (Kubernetes' default), every Service of the namespace
+    becomes env in the pod: a Service named `vllm`, anyone's, sets `VLLM_PORT=tcp://IP:PORT`,
+    and vLLM stops at start on it ("VLLM_PORT '...' appears to be a URI", vllm/envs.py
+    `get_vllm_port`, read wherever vLLM opens a port for its workers; the serving tier,
+    tests/serving/test_service_links.py, shows it). The engines find Services by DNS."""
+    return {
+        "containers": [dict(c) for c in containers],
+        "enableServiceLinks": False,
+        **placement(md),
+    }
+
+
 SHM_VOLUME = {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "20Gi"}}
 
 
@@ -302,7 +316,7 @@ def deployment_and_service(
     pods besides the selector's; `spec_overrides` (a provider's accepted `spec` root) is merged
     into the Deployment spec."""
     selector = {LABEL_MODEL_DEPLOYMENT: md.name, "app.kubernetes.io/component": component}
-    pod_spec: dict[str, Any] = {"containers": [dict(container)], **placement(md)}
+    pod_spec = engine_pod_spec(md, [container])
     if init_containers:
         pod_spec["initContainers"] = [dict(c) for c in init_containers]
     if volumes:

@@ -43,8 +43,8 @@ from core.model.versions import Versions
 from core.rendering.common import (
     LABEL_MODEL_DEPLOYMENT,
     deployment_and_service,
+    engine_pod_spec,
     object_meta,
-    placement,
     pod_annotations,
     pod_labels,
     pod_volumes,
@@ -228,7 +228,7 @@ def _template(
     container: Mapping[str, Any],
     volumes: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
-    pod_spec: dict[str, Any] = {"containers": [dict(container)], **placement(md)}
+    pod_spec = engine_pod_spec(md, [container])
     if volumes:
         pod_spec["volumes"] = [dict(v) for v in volumes]
     template: dict[str, Any] = {

@@ -25,11 +25,11 @@ from core.rendering.common import (
     cache_env,
     claim_volumes,
     container_resources,
+    engine_pod_spec,
     env,
     gpu_type,
     managed_claims,
     object_meta,
-    placement,
     pod_labels,
     served_model_name,
 )
@@ -145,7 +145,7 @@ def _pod_spec(md: ModelDeployment, container: dict[str, Any]) -> dict[str, Any]:
     volumes, mounts = claim_volumes(md)
     if mounts:
         container["volumeMounts"] = mounts
-    spec: dict[str, Any] = {"containers": [container], **placement(md)}
+    spec = engine_pod_spec(md, [container])
     if volumes:
         spec["volumes"] = volumes
     return spec

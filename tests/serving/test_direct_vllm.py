@@ -16,7 +16,9 @@ What stands in, and for what:
   single-GPU server runs in one process and needs none, so the pod's own /dev/shm is given 1 GiB
   here rather than the runtimes' 64 MiB;
 - the Service's DNS name and kube-proxy: a hosts entry that only LiteLLM sees, to the pod's address.
-The rendered args (--host 0.0.0.0 included) and env run unchanged."""
+The rendered args (--host 0.0.0.0 included) and env run unchanged, beside a Service named `vllm`
+in the same namespace (servingtier.NEIGHBOUR), whose links the rendered pod spec turns off
+(tests/serving/test_service_links.py shows what they would do)."""
 
 from __future__ import annotations
 
@@ -25,11 +27,13 @@ from dataclasses import replace
 from tests.support import kubelet
 from tests.support.servingtier import (
     MODELS,
+    NEIGHBOUR,
     Gateway,
     Pods,
     Rendered,
     check_service_reaches,
     container_of,
+    pod_spec_of,
     service_host,
     standin,
     volume_sources,
@@ -49,7 +53,14 @@ def test_the_rendered_deployment_answers_through_litellm(
     service = rendered.one("models", "phi-direct", "Service", "phi-direct")
     container = container_of(deployment, "vllm")
     volumes = volume_sources(deployment, {"shared-model-cache": MODELS}, kubelet.SERVING / "run")
-    spec = replace(kubelet.launch(container, volumes, added_env=STAND_IN_ENV), shm="1g")
+    services = [{**service, "spec": {**service["spec"], "clusterIP": "10.96.0.10"}}, NEIGHBOUR]
+    links = kubelet.service_env(pod_spec_of(deployment), services)
+    launch = kubelet.launch(container, volumes, added_env=STAND_IN_ENV, links=links)
+    spec = replace(launch, shm="1g")
+    # the rendered enableServiceLinks: false leaves only the master Service's links
+    assert sorted(k for k in spec.env if "_SERVICE_HOST" in k or k == "VLLM_PORT") == [
+        "KUBERNETES_SERVICE_HOST"
+    ]
     assert spec.argv == (
         "vllm", "serve", "--host", "0.0.0.0", "--port", "8000", "--model", MODEL,
         "--max-model-len", "16384", "--enable-prefix-caching", "--max-num-seqs", "64",

@@ -147,6 +147,54 @@ class Launch:
     shm: str = "64m"  # the size of the container's own /dev/shm (the runtimes' default)
 
 
+# The master Service every pod learns of, links or not (kubelet_pods.go getServiceEnvVarMap: the
+# `kubernetes` Service of the default namespace is always included).
+MASTER_SERVICE = {
+    "metadata": {"name": "kubernetes", "namespace": "default"},
+    "spec": {
+        "clusterIP": "10.96.0.1",
+        "ports": [{"name": "https", "port": 443, "protocol": "TCP"}],
+    },
+}
+
+
+def service_env(
+    pod_spec: Mapping[str, Any], services: Sequence[Mapping[str, Any]]
+) -> dict[str, str]:
+    """The env a kubelet gives a pod for Services (Kubernetes pkg/kubelet/envvars FromServices):
+    for each Service with a cluster IP, NAME_SERVICE_HOST, NAME_SERVICE_PORT(_PORTNAME) and the
+    Docker-link style NAME_PORT, NAME_PORT_<port>_<PROTO>(_PROTO|_PORT|_ADDR); NAME is the
+    Service's name in upper case with dashes as underscores. `services` are the Services of the
+    pod's namespace (with spec.clusterIP, as the API server allocates it): all of them when the
+    pod spec leaves enableServiceLinks at its default (true), none when it is false; the master
+    Service always."""
+    chosen = [*services] if pod_spec.get("enableServiceLinks", True) else []
+    env: dict[str, str] = {}
+    for service in [MASTER_SERVICE, *chosen]:
+        ip = service["spec"].get("clusterIP")
+        ports = service["spec"].get("ports") or []
+        if not ip or ip == "None" or not ports:
+            continue
+        name = service["metadata"]["name"].upper().replace("-", "_")
+        env[f"{name}_SERVICE_HOST"] = ip
+        env[f"{name}_SERVICE_PORT"] = str(ports[0]["port"])
+        for port in ports:
+            if port.get("name"):
+                env[f"{name}_SERVICE_PORT_{port['name'].upper().replace('-', '_')}"] = str(
+                    port["port"]
+                )
+        first = ports[0]
+        env[f"{name}_PORT"] = f"{first.get('protocol', 'TCP').lower()}://{ip}:{first['port']}"
+        for port in ports:
+            proto = port.get("protocol", "TCP")
+            prefix = f"{name}_PORT_{port['port']}_{proto.upper()}"
+            env[prefix] = f"{proto.lower()}://{ip}:{port['port']}"
+            env[f"{prefix}_PROTO"] = proto.lower()
+            env[f"{prefix}_PORT"] = str(port["port"])
+            env[f"{prefix}_ADDR"] = ip
+    return env
+
+
 def pod_fields(name: str, namespace: str) -> dict[str, str]:
     """What the downward API gives a pod `name` in `namespace` (a fresh uid): fieldRef values."""
     return {
@@ -162,13 +210,15 @@ def launch(
     *,
     added_env: Mapping[str, str] = {},
     fields: Mapping[str, str] = {},
+    links: Mapping[str, str] = {},
     image_row: Image | None = None,
 ) -> Launch:
     """The process of `container` (a rendered container), with `volumes` (volume name: host
-    folder), `fields` (the pod's downward-API values: pod_fields) and `added_env` (what the test
-    adds, each a stand-in its docstring names)."""
+    folder), `fields` (the pod's downward-API values: pod_fields), `links` (the Services' env:
+    service_env) and `added_env` (what the test adds, each a stand-in its docstring names). The
+    order is the kubelet's: the image's env, the Services', then the container's own."""
     row = image_row or image(str(container["image"]))
-    env = row.environment()
+    env = {**row.environment(), **links}
     container_env: dict[str, str] = {}
     for item in container.get("env") or []:
         field = str(((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath"))

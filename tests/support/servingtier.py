@@ -133,6 +133,26 @@ def container_of(workload: Mapping[str, Any], name: str) -> dict[str, Any]:
     return dict(found[0])
 
 
+def pod_spec_of(workload: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod spec of a Deployment's (or a LeaderWorkerSet worker's) template."""
+    spec = workload["spec"]
+    template = (
+        spec["template"] if "template" in spec else spec["leaderWorkerTemplate"]["workerTemplate"]
+    )
+    return dict(template["spec"])
+
+
+# Another Service in the model's namespace, named as anyone may name one (another team's Direct
+# vLLM model called `vllm`, say), with the cluster IP the API server would give it.
+NEIGHBOUR = {
+    "metadata": {"name": "vllm", "namespace": "models"},
+    "spec": {
+        "clusterIP": "10.96.0.7",
+        "ports": [{"name": "http", "port": 8000, "protocol": "TCP"}],
+    },
+}
+
+
 def volume_sources(
     workload: Mapping[str, Any], claims: Mapping[str, Path], base: Path
 ) -> dict[str, kubelet.Volume]:

@@ -105,7 +105,7 @@ def expected_group(leader: dict[str, Any]) -> list[dict[str, Any]]:
     def template(container: dict[str, Any]) -> dict[str, Any]:
         return {
             "metadata": {"labels": POD_LABELS},
-            "spec": {"containers": [container], "volumes": [SHM]},
+            "spec": {"containers": [container], "enableServiceLinks": False, "volumes": [SHM]},
         }
 
     return [

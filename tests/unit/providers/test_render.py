@@ -383,6 +383,7 @@ def test_llmd_disaggregated_renders_decode_first_then_prefill(shipped: ProviderR
                     "restartPolicy": "Always",
                 }
             ],
+            "enableServiceLinks": False,
         },
     }
     prefill = objects[2]["spec"]["template"]

@@ -128,7 +128,8 @@ def test_every_example_previews_as_validate_and_explain_say(
     )
     alone = tmp_path / "one.yaml"
     alone.write_text(text_of(obj))
-    status, said = cli("validate", str(alone))
+    # the portal renders with its Gateway (GATEWAY), so validate is given it too
+    status, said = cli("validate", str(alone), "--gateway", GATEWAY)
     summary = "1 allowed, 0 denied\n" if status == 0 else "0 allowed, 1 denied\n"
     assert said == pre_text(html, "models-verdict-text") + summary
     assert cli("explain", str(alone)) == (0, pre_text(html, "models-explain-text"))
