@@ -249,3 +249,38 @@ def test_a_gateway_or_pool_of_the_models_own_renders_strictly_and_routes_there(
         assert (parent["name"], parent["namespace"]) == (TARGET.name, TARGET.namespace)
         assert backend["name"] == "team-pool" and "namespace" not in backend
         assert kinds.isdisjoint({"InferencePool", "ClusterRole", "ClusterRoleBinding"})
+
+
+def engine_pod_specs(obj: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(where, pod spec) of every pod an object templates that runs an engine: Deployments but
+    the endpoint picker's, LeaderWorkerSets' leaders and workers, RayServices' head and workers."""
+    kind, name, spec = obj["kind"], obj["metadata"]["name"], obj.get("spec") or {}
+    if kind == "Deployment" and not name.endswith("-epp"):
+        return [(f"Deployment/{name}", spec["template"]["spec"])]
+    if kind == "LeaderWorkerSet":
+        templates = spec["leaderWorkerTemplate"]
+        found = [(f"LeaderWorkerSet/{name} workers", templates["workerTemplate"]["spec"])]
+        if "leaderTemplate" in templates:
+            found.append((f"LeaderWorkerSet/{name} leader", templates["leaderTemplate"]["spec"]))
+        return found
+    if kind == "RayService":
+        cluster = spec["rayClusterConfig"]
+        found = [(f"RayService/{name} head", cluster["headGroupSpec"]["template"]["spec"])]
+        for group in cluster.get("workerGroupSpecs") or []:
+            found.append((f"RayService/{name} {group['groupName']}", group["template"]["spec"]))
+        return found
+    return []
+
+
+@pytest.mark.parametrize(("ident", "obj"), CASES, ids=[ident for ident, _ in CASES])
+def test_every_engine_pod_runway_writes_turns_service_links_off(
+    ident: str, obj: dict[str, Any], schemas: Schemas
+) -> None:
+    """A Service named `vllm` in the namespace would give vLLM VLLM_PORT=tcp://IP:PORT, on which
+    it stops (tests/serving/test_service_links.py): every engine pod Runway's own renderers write
+    says enableServiceLinks: false. Dynamo's and KAITO's pods are their operators' (docs/checks.md)."""
+    _, objects = rendered(obj, schemas)
+    pods = [found for o in objects for found in engine_pod_specs(o)]
+    if ident.split("-", 1)[0] in ("vllm", "llmd", "kuberay"):
+        assert pods
+    assert [where for where, pod in pods if pod.get("enableServiceLinks") is not False] == []

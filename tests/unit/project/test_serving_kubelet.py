@@ -13,7 +13,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.support.kubelet import Image, Memory, Volume, expand, image, launch, pod_fields
+from tests.support.kubelet import (
+    Image,
+    Memory,
+    Volume,
+    expand,
+    image,
+    launch,
+    pod_fields,
+    service_env,
+)
 
 ROW = Image(
     repository="example.test/server",
@@ -137,3 +146,45 @@ def test_the_downward_api_gives_the_pods_own_fields() -> None:
     secret = {"name": "c", "image": "x", "env": [{"name": "K", "valueFrom": {"secretKeyRef": {}}}]}
     with pytest.raises(ValueError, match="env K: only literal values run here"):
         launch(secret, {}, fields=fields, image_row=ROW)
+
+
+def test_services_become_env_unless_the_pod_turns_links_off() -> None:
+    """Kubernetes pkg/kubelet/envvars FromServices: per Service with a cluster IP, *_SERVICE_HOST,
+    *_SERVICE_PORT(_NAME) and the link-style *_PORT*; the master Service whatever the pod says."""
+    service = {
+        "metadata": {"name": "my-svc", "namespace": "ns"},
+        "spec": {
+            "clusterIP": "10.96.0.9",
+            "ports": [{"name": "http", "port": 8000, "protocol": "TCP"}, {"port": 9090}],
+        },
+    }
+    headless = {"metadata": {"name": "h"}, "spec": {"clusterIP": "None", "ports": [{"port": 1}]}}
+    master = {
+        "KUBERNETES_SERVICE_HOST": "10.96.0.1",
+        "KUBERNETES_SERVICE_PORT": "443",
+        "KUBERNETES_SERVICE_PORT_HTTPS": "443",
+        "KUBERNETES_PORT": "tcp://10.96.0.1:443",
+        "KUBERNETES_PORT_443_TCP": "tcp://10.96.0.1:443",
+        "KUBERNETES_PORT_443_TCP_PROTO": "tcp",
+        "KUBERNETES_PORT_443_TCP_PORT": "443",
+        "KUBERNETES_PORT_443_TCP_ADDR": "10.96.0.1",
+    }
+    assert service_env({}, [service, headless]) == {
+        **master,
+        "MY_SVC_SERVICE_HOST": "10.96.0.9",
+        "MY_SVC_SERVICE_PORT": "8000",
+        "MY_SVC_SERVICE_PORT_HTTP": "8000",
+        "MY_SVC_PORT": "tcp://10.96.0.9:8000",
+        "MY_SVC_PORT_8000_TCP": "tcp://10.96.0.9:8000",
+        "MY_SVC_PORT_8000_TCP_PROTO": "tcp",
+        "MY_SVC_PORT_8000_TCP_PORT": "8000",
+        "MY_SVC_PORT_8000_TCP_ADDR": "10.96.0.9",
+        "MY_SVC_PORT_9090_TCP": "tcp://10.96.0.9:9090",
+        "MY_SVC_PORT_9090_TCP_PROTO": "tcp",
+        "MY_SVC_PORT_9090_TCP_PORT": "9090",
+        "MY_SVC_PORT_9090_TCP_ADDR": "10.96.0.9",
+    }
+    assert service_env({"enableServiceLinks": False}, [service]) == master
+    container = {"name": "c", "image": "x", "env": [{"name": "MY_SVC_PORT", "value": "mine"}]}
+    links = service_env({}, [service])
+    assert launch(container, {}, links=links, image_row=ROW).env["MY_SVC_PORT"] == "mine"
