@@ -231,6 +231,7 @@ def _run_render(args: argparse.Namespace) -> int:
         max_removals=args.max_removals,
         author=_author(args.author_name, args.author_email),
         shard=args.shard,
+        command=_argv(args),
     )
     reader: ClusterCrds | None = None
     if settings.crds_from_cluster:
@@ -255,6 +256,12 @@ def _run_render(args: argparse.Namespace) -> int:
             return Exit.CHECK_REJECTED
         return Exit.PARTIAL if report.out_of_date else Exit.OK
     return Exit.PARTIAL if report.failed else Exit.OK
+
+
+def _argv(args: argparse.Namespace) -> tuple[str, ...]:
+    """The command's arguments as given, for the render's provenance (cli.main's `argv` when it
+    hands them on, else the process's)."""
+    return tuple(getattr(args, "argv", None) or sys.argv[1:])
 
 
 def _author(name: str | None, email: str | None) -> Identity | None:

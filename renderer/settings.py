@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.fields.errors import SourceError
 from kubeio.sources import check_name
+from renderer.git.provenance import Provenance
 from renderer.git.runner import Identity
 from renderer.git.safefs import UnsafePath, plain_parts
 from renderer.output.folders import Result
@@ -45,6 +46,8 @@ class RenderSettings:
     max_removals: int = DEFAULT_MAX_REMOVALS
     author: Identity | None = None  # the commits' author (default: the repository's user)
     shard: Shard | None = None  # render only this shard's namespaces (renderer.output.shard)
+    # the command's arguments, as given (recorded, redacted, by renderer.git.provenance)
+    command: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,7 @@ class Target:
     commit: bool
     push: str | None
     branch: str
+    provenance: Provenance | None = None  # where the render came from (renderer.git.provenance)
 
 
 @dataclass(frozen=True, slots=True)

@@ -163,13 +163,16 @@ def _write_folders(
     return rendered
 
 
-def commit(planned: Plan, written: Written, rendition: Rendition, clean: bool) -> str | None:
+def commit(
+    planned: Plan, written: Written, rendition: Rendition, clean: bool, trailers: str = ""
+) -> str | None:
     """The commit of the output folder, if anything changed since HEAD. `clean`: git found
     the folder as the render cache saw it, so only the paths written need staging."""
     where = planned.where
     touched = written.touched if clean else None
     texts = rendition.done.files.written
-    return commits.commit(where.repo, where.subdir, len(written.touched), texts, touched)
+    count = len(written.touched)
+    return commits.commit(where.repo, where.subdir, count, texts, touched, trailers=trailers)
 
 
 def keep(planned: Plan, rendition: Rendition, tree: str | None) -> None:

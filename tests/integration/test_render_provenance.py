@@ -1,0 +1,156 @@
+"""Where a render came from (issue #45, Provenance), in real Git repositories: a render commit's
+trailers name the sources' repository, their commit (and whether they had uncommitted changes)
+and the command, credentials redacted; none when the sources are not all in one repository."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+from renderer.git import commits
+from renderer.git.commits import BULK
+from renderer.git.provenance import Provenance
+from renderer.git.runner import Repo
+from tests.support.gitrepo import write_tree
+from tests.support.paths import EXAMPLES
+
+SOURCE = "vllm-direct-explicit.yaml"  # Direct vLLM: a Deployment and a Service
+TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+REMOTE = f"https://ci-bot:{TOKEN}@git.example.com/platform/models.git"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+
+
+def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str) -> int:
+    """`runway ARGV` in process, as the runway script starts it (sys.argv its command)."""
+    monkeypatch.setattr(sys, "argv", ["runway", *argv])
+    code = main(list(argv), env={})
+    capsys.readouterr()
+    return code
+
+
+@pytest.fixture
+def sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A Git repository of ModelDeployments (models/phi.yaml), committed, whose remote `origin`
+    has a token in its URL."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "no-global-gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    work = tmp_path / "dry"
+    (work / "models").mkdir(parents=True)
+    shutil.copy(EXAMPLES / SOURCE, work / "models" / "phi.yaml")
+    git(work, "init", "-q", "-b", "main")
+    git(work, "config", "user.name", "dev")
+    git(work, "config", "user.email", "dev@example.com")
+    git(work, "remote", "add", "origin", REMOTE)
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "models")
+    return work
+
+
+def trailers(repo: Path) -> list[str]:
+    """HEAD's trailers, as git parses them."""
+    return git(repo, "log", "-1", "--format=%(trailers:only,unfold)").strip().splitlines()
+
+
+def test_a_render_commit_names_the_source_repository_commit_and_command(
+    sources: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "gitops"
+    models = str(sources / "models")
+    push_url = f"https://x:{TOKEN}@git.example.com/gitops.git"  # a credential among the words
+    argv = ["render", models, "--repo", str(out), "--commit", "--author-name", push_url]
+    argv += ["--author-email", "ci@example.com"]
+    dry = git(sources, "rev-parse", "HEAD").strip()
+
+    assert run(monkeypatch, capsys, *argv) == 0
+
+    command = (
+        f'["runway", "render", "{models}", "--repo", "{out}", "--commit", "--author-name", '
+        '"<redacted>git.example.com/gitops.git", "--author-email", "ci@example.com"]'
+    )
+    assert trailers(out) == [
+        "Runway-Source-Repository: https://git.example.com/platform/models.git",
+        f"Runway-Source-Commit: {dry}",
+        "Runway-Source-Dirty: false",
+        f"Runway-Command: {command}",
+    ]
+    assert TOKEN not in git(out, "log", "--format=%B")
+
+
+def test_uncommitted_sources_are_recorded_as_dirty(
+    sources: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "gitops"
+    (sources / "notes.txt").write_text("outside the sources given: not counted\n")
+    assert (
+        run(monkeypatch, capsys, "render", str(sources / "models"), "--repo", str(out), "--commit")
+        == 0
+    )
+    assert "Runway-Source-Dirty: false" in trailers(out)
+
+    phi = sources / "models" / "phi.yaml"
+    phi.write_text(phi.read_text().replace('max-num-seqs: "64"', 'max-num-seqs: "128"'))
+    assert (
+        run(monkeypatch, capsys, "render", str(sources / "models"), "--repo", str(out), "--commit")
+        == 0
+    )
+    assert "Runway-Source-Dirty: true" in trailers(out)
+
+
+def test_sources_not_all_in_one_repository_record_no_source_commit(
+    sources: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """One source outside the repository: no commit names all of them, so none is recorded."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    shutil.copy(EXAMPLES / "cpu-llamacpp.yaml", outside / "other.yaml")
+    out = tmp_path / "gitops"
+    argv = ["render", str(sources / "models"), str(outside / "other.yaml"), "--repo", str(out)]
+
+    assert run(monkeypatch, capsys, *argv, "--commit") == 0
+
+    assert [line.split(":", 1)[0] for line in trailers(out)] == ["Runway-Command"]
+
+
+@pytest.mark.parametrize("written", [1, BULK], ids=["git-commit", "fast-import"])
+def test_every_way_of_committing_ends_the_message_with_the_trailers(
+    tmp_path: Path, written: int
+) -> None:
+    """`git commit` and the bulk commit (git fast-import) carry the same trailers."""
+    repo = Repo.open_or_init(tmp_path / "gitops")
+    write_tree(repo, "rendered", {"ns/m/kustomization.yaml": "resources: []\n"}, {})
+    said = Provenance(("runway", "render", "x\nRunway-Source-Commit: forged"), None, "a" * 40)
+
+    commits.commit(repo, "rendered", written, trailers=said.trailers())
+
+    assert git(repo.work, "log", "-1", "--format=%B") == (
+        "runway render: 1 added, 0 changed, 0 removed\n\n"
+        "A ns/m/kustomization.yaml\n\n"
+        f"Runway-Source-Commit: {'a' * 40}\n"
+        "Runway-Source-Dirty: false\n"
+        'Runway-Command: ["runway", "render", "x\\nRunway-Source-Commit: forged"]\n'
+        "\n"  # git log's own end of the message
+    )
+    assert trailers(repo.work) == [
+        f"Runway-Source-Commit: {'a' * 40}",
+        "Runway-Source-Dirty: false",
+        'Runway-Command: ["runway", "render", "x\\nRunway-Source-Commit: forged"]',
+    ]
