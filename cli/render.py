@@ -319,6 +319,14 @@ def _report(report: RenderReport, output: str, out: TextIO, subdir: str, *, list
         for what, paths in _changes(report, subdir).items():
             for path in paths:
                 print(f"{what}: {path}", file=out)
+    source = report.source
+    if source is not None and source.differs:
+        uncommitted = " (with uncommitted changes)" if source.dirty else ""
+        print(
+            f"sources: at commit {source.current}{uncommitted}; the tree was rendered from "
+            f"{source.rendered}",
+            file=out,
+        )
     print(summary(report), file=out)
 
 
@@ -383,6 +391,14 @@ def _rest(report: RenderReport, subdir: str) -> dict[str, Any]:
             "remote": redact(report.pushed.remote),
         },
         "reused": report.reused,
+        "source": None
+        if report.source is None
+        else {
+            "commit": report.source.current,
+            "dirty": report.source.dirty,
+            "differs": report.source.differs,
+            "rendered_from": report.source.rendered,
+        },
         "unchanged": report.unchanged,
         "schemas": report.schema_sources,
     }

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from core.fields.errors import SourceError
 from kubeio.sources import STDIN
 from renderer.git.locks import leftovers, locked, recover
-from renderer.git.provenance import Provenance, command_of, of_sources
+from renderer.git.provenance import Provenance, command_of, of_sources, rendered_from, same_sources
 from renderer.git.push import PUSH_ATTEMPTS, Pushed, RetryTree, StillRejected, follow, push_once
 from renderer.git.runner import GitError, Repo
 from renderer.git.safefs import UnsafePath
@@ -48,6 +48,7 @@ from renderer.settings import (
     PushedTo,
     RenderReport,
     RenderSettings,
+    SourceCommits,
     Target,
     checked_path,
 )
@@ -126,7 +127,8 @@ def as_usual(
         planned = planning.plan(asked, target, cluster_crds, progress)
         if target.check:
             rendition = stages.render(planned, stages.load_cache(planned))
-            return stages.report(rendition, None, planned.read.skipped, check=True)
+            report = stages.report(rendition, None, planned.read.skipped, check=True)
+            return replace(report, source=_source_commits(target, planned.where.repo))
         with locked(planned.where.repo):
             recover(planned.where.repo, planned.where.subdir)
             rendering = stages.begin(planned, stages.load_cache(planned))
@@ -278,6 +280,19 @@ def _stamped(asked: Asked, target: Target) -> RenderReport | Stamp | None:
     return RenderReport(
         results, changes, stamp.removals, len(results), None, unchanged=unchanged, pushed=pushed
     )
+
+
+def _source_commits(target: Target, repo: Repo) -> SourceCommits | None:
+    """--check: the sources' commit now against the one the tree was rendered from."""
+    said = target.provenance
+    if said is None:
+        return None
+    subdir = checked_path(target.path)
+    rendered = rendered_from(repo, subdir)
+    differs = None not in (said.commit, rendered) and not same_sources(
+        said, rendered or "", repo.work / subdir
+    )
+    return SourceCommits(said.commit, said.dirty, rendered, differs)
 
 
 def _provenance(settings: RenderSettings) -> Provenance:

@@ -93,6 +93,20 @@ class PushedTo:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceCommits:
+    """With --check: the commit the sources are at now (None: not all in one Git repository),
+    whether they have uncommitted changes, and the source commit the output folder's last render
+    commit names (None: none names one)."""
+
+    current: str | None
+    dirty: bool
+    rendered: str | None
+    # the tree was rendered from another source commit than the current one (both known; in
+    # one repository with the output, commits that changed only the output folder do not count)
+    differs: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class RenderReport:
     """What one render did: every object's result, the files changed, the removals."""
 
@@ -110,6 +124,7 @@ class RenderReport:
     # are failed, not unchanged (`runway render`'s summary)
     unchanged: int = 0
     pushed: PushedTo | None = None  # with --push, what was pushed where
+    source: SourceCommits | None = None  # with --check, the sources' commit against the tree's
 
     @property
     def failed(self) -> bool:

@@ -44,6 +44,7 @@ class Provenance:
     repository: str | None = None
     commit: str | None = None
     dirty: bool = False
+    work: Path | None = None  # the sources' work tree (not recorded)
 
     def trailers(self) -> str:
         """The trailer lines, each `Key: value` on one line (the command as a JSON array, so
@@ -66,6 +67,39 @@ class Provenance:
             "repoURL": self.repository,
         }
         return json.dumps(facts, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def rendered_from(repo: Repo, subdir: str) -> str | None:
+    """The source commit the last commit that changed `subdir` names (its TRAILER_COMMIT); None
+    when there is none, or it names none."""
+    found = repo.git(
+        "log",
+        "-1",
+        f"--format=%(trailers:key={TRAILER_COMMIT},valueonly,separator=%x20)",
+        "HEAD",
+        "--",
+        f":(literal){subdir}",
+        check=False,
+    )
+    value = found.stdout.strip()
+    return value if found.returncode == 0 and value else None
+
+
+def same_sources(said: Provenance, rendered: str, output: Path) -> bool:
+    """Whether the sources are at `rendered` still: the same commit, or, when the output folder
+    is in the sources' repository, a later one that changed nothing but the output folder (the
+    render's own commits)."""
+    if said.commit == rendered:
+        return True
+    if said.work is None or said.commit is None or not output.resolve().is_relative_to(said.work):
+        return False
+    repo = Repo(said.work)
+    outside = ["--", ".", f":(exclude,literal){output.resolve()}"]
+    ancestor = repo.git("merge-base", "--is-ancestor", rendered, said.commit, check=False)
+    if ancestor.returncode != 0:
+        return False
+    changed = repo.git("diff", "--quiet", rendered, said.commit, *outside, check=False)
+    return changed.returncode == 0
 
 
 def _one_line(text: str) -> str:
@@ -102,6 +136,7 @@ def of_sources(sources: Sequence[str], command: Sequence[str], output: Path | No
         _remote_url(repo),
         commit,
         commit is not None and _dirty(repo, sources, output),
+        repo.work,
     )
 
 

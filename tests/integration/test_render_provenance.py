@@ -4,6 +4,7 @@ and the command, credentials redacted; none when the sources are not all in one 
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -154,3 +155,118 @@ def test_every_way_of_committing_ends_the_message_with_the_trailers(
         "Runway-Source-Dirty: false",
         'Runway-Command: ["runway", "render", "x\\nRunway-Source-Commit: forged"]',
     ]
+
+
+def answer(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *argv: str
+) -> tuple[int, str]:
+    monkeypatch.setattr(sys, "argv", ["runway", *argv])
+    code = main(list(argv), env={})
+    return code, capsys.readouterr().out
+
+
+def commit_all(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=dev", "-c", "user.email=dev@example.com", "commit", "-qm", message)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+RENDERED = [
+    "models/phi-direct: rendered: vllm on vllm, 4 files",
+    "schema apps/v1 Deployment: Kubernetes 1.37 (kubernetes-validate)",
+    "schema v1 Service: Kubernetes 1.37 (kubernetes-validate)",
+]
+UP_TO_DATE = (
+    "1 rendered (1 unchanged since the last render), 0 failed; files: 0 added, 0 changed, 0 removed"
+)
+
+
+def test_check_says_the_tree_came_from_another_source_commit(
+    sources: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A source commit that changes nothing rendered: the tree is up to date (exit 0, as ever),
+    and --check says which source commit it came from, in text and in JSON."""
+    out, models = tmp_path / "gitops", str(sources / "models")
+    first = git(sources, "rev-parse", "HEAD").strip()
+    assert answer(monkeypatch, capsys, "render", models, "--repo", str(out), "--commit")[0] == 0
+    assert answer(monkeypatch, capsys, "render", models, "--repo", str(out), "--check") == (
+        0,
+        "\n".join([*RENDERED, UP_TO_DATE]) + "\n",
+    )
+    (sources / "README.md").write_text("the models\n")
+    second = commit_all(sources, "a readme")
+
+    code, text = answer(monkeypatch, capsys, "render", models, "--repo", str(out), "--check")
+    assert (code, text.splitlines()) == (
+        0,
+        [*RENDERED, f"sources: at commit {second}; the tree was rendered from {first}", UP_TO_DATE],
+    )
+    code, text = answer(
+        monkeypatch, capsys, "render", models, "--repo", str(out), "--check", "-o", "json"
+    )
+    assert code == 0
+    assert json.loads(text)["source"] == {
+        "commit": second,
+        "differs": True,
+        "dirty": False,
+        "rendered_from": first,
+    }
+
+
+def test_in_one_repository_the_render_commits_do_not_count_as_another_source_commit(
+    sources: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Sources and output in one repository: HEAD is the render's own commit, which changed
+    only the output folder; a later edit of a source is another source commit."""
+    argv = ["render", "models", "--repo", ".", "--path", "rendered"]
+    monkeypatch.chdir(sources)
+    first = git(sources, "rev-parse", "HEAD").strip()
+    assert answer(monkeypatch, capsys, *argv, "--commit")[0] == 0
+
+    code, text = answer(monkeypatch, capsys, *argv, "--check", "-o", "json")
+    assert (code, json.loads(text)["source"]) == (
+        0,
+        {
+            "commit": git(sources, "rev-parse", "HEAD").strip(),
+            "differs": False,
+            "dirty": False,
+            "rendered_from": first,
+        },
+    )
+
+    phi = sources / "models" / "phi.yaml"
+    phi.write_text(phi.read_text().replace("phi-direct", "phi-other"))
+    second = commit_all(sources, "another model")
+    code, text = answer(monkeypatch, capsys, *argv, "--check")
+    assert code == 1
+    assert f"sources: at commit {second}; the tree was rendered from {first}" in text.splitlines()
+
+
+def test_check_of_a_tree_no_render_commit_names_says_nothing_of_it(
+    sources: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Rendered but never committed (or by a Runway before provenance): no source commit to
+    compare with."""
+    out, models = tmp_path / "gitops", str(sources / "models")
+    assert answer(monkeypatch, capsys, "render", models, "--repo", str(out))[0] == 0
+    git(out, "-c", "user.name=dev", "-c", "user.email=dev@example.com", "add", "-A")
+    git(out, "-c", "user.name=dev", "-c", "user.email=dev@example.com", "commit", "-qm", "by hand")
+
+    code, text = answer(
+        monkeypatch, capsys, "render", models, "--repo", str(out), "--check", "-o", "json"
+    )
+    assert (code, json.loads(text)["source"]) == (
+        0,
+        {
+            "commit": git(sources, "rev-parse", "HEAD").strip(),
+            "differs": False,
+            "dirty": False,
+            "rendered_from": None,
+        },
+    )
