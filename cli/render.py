@@ -29,7 +29,7 @@ from core.checks.credentials import redact
 from core.fields.errors import SourceError
 from renderer import flow
 from renderer.git.runner import Identity
-from renderer.output.folders import report_line, report_row
+from renderer.output.folders import report_line, report_row, reported_files
 from renderer.output.ownership import DEFAULT_MAX_REMOVALS
 from renderer.output.shard import Shard
 from renderer.reuse.stamp import recorded_line
@@ -307,7 +307,8 @@ def _report(report: RenderReport, output: str, out: TextIO, subdir: str, *, list
     results = report.results
     for r in results:
         if r.error is None:
-            print(f"{r.key}: rendered: {r.engine} on {r.provider}, {len(r.files)} files", file=out)
+            count = len(reported_files(r))
+            print(f"{r.key}: rendered: {r.engine} on {r.provider}, {count} files", file=out)
         else:
             print(f"{r.key}: not rendered (previous output kept): {r.error}", file=out)
         for warning in r.warnings:

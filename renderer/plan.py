@@ -125,6 +125,8 @@ class Plan:
     part: Part | None
     full: bool  # render every ModelDeployment, ignoring the render cache
     progress: Callable[[int, int], None] | None
+    # each rendered folder's METADATA_FILE, where its other files change (renderer.git.provenance)
+    metadata: str | None = None
 
     @property
     def objects(self) -> list[dict[str, Any]]:
@@ -187,7 +189,9 @@ def plan(
         stamp_inputs(stamped, parsed.read_keys),
         stamp_frame(stamped, parsed.read_paths[:files], parsed.read_keys[files:]),
     )
-    return Plan(where, read, inputs, ownership, asked.shard, asked.full, progress)
+    said = target.provenance
+    metadata = said.metadata() if said is not None else None
+    return Plan(where, read, inputs, ownership, asked.shard, asked.full, progress, metadata)
 
 
 def _read(asked: Asked, parsed: ParsedSources, stamp: Stamp | None) -> Read:

@@ -24,9 +24,9 @@ from core.fields.errors import RunwayError
 from renderer.git import commits
 from renderer.git.disk import DiskTree, scan, tree_writer, write_tree
 from renderer.git.writer import TreeWriter
-from renderer.output.folders import Result
+from renderer.output.folders import METADATA_FILE, Result
 from renderer.output.ownership import another_file, claims, read_record
-from renderer.output.tree import Tree
+from renderer.output.tree import Folder, Tree
 from renderer.plan import Plan
 from renderer.reuse import incremental
 from renderer.reuse.delta import widened
@@ -94,7 +94,31 @@ def begin(planned: Plan, cache: RenderCache | None, clean: DiskTree | None = Non
         ownership=ownership,
         progress=planned.progress,
     )
+    if planned.metadata is not None:
+        chunks = _with_metadata(begun.chunks, begun.views, planned.metadata)
+        begun = replace(begun, chunks=chunks)
     return Rendering(planned, begun, current, whole)
+
+
+def _with_metadata(
+    chunks: Iterator[list[Result]], views: Mapping[str, Folder], metadata: str
+) -> Iterator[list[Result]]:
+    """The chunks, each rendered folder with its METADATA_FILE: the one on disk when its other
+    files are as on disk (a new source commit that changes nothing in it rewrites nothing),
+    else `metadata`."""
+    for chunk in chunks:
+        yield [_metadata_of(result, views.get(result.key), metadata) for result in chunk]
+
+
+def _metadata_of(result: Result, view: Folder | None, metadata: str) -> Result:
+    if result.error is not None or not result.files:
+        return result
+    text = metadata
+    if view is not None and METADATA_FILE in view:
+        names = [name for name in view if name != METADATA_FILE]
+        if sorted(result.files) == names and all(result.files[n] == view[n] for n in names):
+            text = view[METADATA_FILE]
+    return replace(result, files={**result.files, METADATA_FILE: text})
 
 
 def render(planned: Plan, cache: RenderCache | None, clean: DiskTree | None = None) -> Rendition:

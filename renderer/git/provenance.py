@@ -3,8 +3,8 @@ the command, as Argo CD's source hydrator records them for each hydrated path
 (`hydrator.metadata`: repoURL, drySha, commands).
 
 A render commit carries them as Git trailers (`git interpret-trailers --parse` reads them);
-each rendered ModelDeployment folder carries them in METADATA_FILE, written when that folder's
-rendered files change (renderer.stages). The facts are deterministic: no time but Git's own.
+each rendered ModelDeployment folder carries them in renderer.output.folders.METADATA_FILE,
+written only when that folder's other files change (renderer.stages). The facts are deterministic: no time but Git's own.
 
 The sources' repository is the Git work tree holding every SOURCE given; when they are not all
 in one (one is outside any Git repository, or they span two), no repository and no commit is
@@ -28,9 +28,6 @@ TRAILER_REPOSITORY = "Runway-Source-Repository"
 TRAILER_COMMIT = "Runway-Source-Commit"
 TRAILER_DIRTY = "Runway-Source-Dirty"
 TRAILER_COMMAND = "Runway-Command"
-# In each ModelDeployment's folder. No extension, as the hydrator's hydrator.metadata: no tool
-# that reads a folder's *.yaml, *.yml and *.json as manifests takes it for one.
-METADATA_FILE = "runway.metadata"
 PATHSPEC_LIMIT = 500  # source paths asked about by name; beyond, the whole work tree is
 
 
@@ -59,7 +56,7 @@ class Provenance:
         return "\n".join(lines) + "\n"
 
     def metadata(self) -> str:
-        """METADATA_FILE's text: JSON, keys sorted, the hydrator's names where it has them."""
+        """A folder's METADATA_FILE: JSON, keys sorted, the hydrator's names where it has them."""
         facts = {
             "command": list(self.command),
             "dirty": self.dirty if self.commit is not None else None,

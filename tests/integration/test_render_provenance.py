@@ -270,3 +270,52 @@ def test_check_of_a_tree_no_render_commit_names_says_nothing_of_it(
             "rendered_from": None,
         },
     )
+
+
+def test_each_folder_says_where_it_came_from_and_only_changes_with_the_folder(
+    sources: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """runway.metadata in each ModelDeployment's folder: the hydrator's facts, no credential,
+    listed by no kustomization; rewritten only when the folder's other files change, so a
+    source commit that changes nothing in a model (even with --full) leaves it as it was."""
+    shutil.copy(EXAMPLES / "cpu-llamacpp.yaml", sources / "models" / "llama.yaml")
+    first = commit_all(sources, "llama")
+    out, models = tmp_path / "gitops", str(sources / "models")
+    argv = ["render", models, "--repo", str(out), "--commit"]
+    assert run(monkeypatch, capsys, *argv) == 0
+    rendered = out / "rendered" / "models"
+    metadata = {
+        name: (rendered / name / "runway.metadata").read_text()
+        for name in ("llama-cpu", "phi-direct")
+    }
+    words = ",\n".join(f'    "{word}"' for word in ["runway", *argv])
+    said = (
+        '{\n  "command": [\n' + words + '\n  ],\n  "dirty": false,\n'
+        f'  "drySha": "{first}",\n  "repoURL": "https://git.example.com/platform/models.git"\n}}\n'
+    )
+    assert metadata == {"llama-cpu": said, "phi-direct": said}
+    assert "runway.metadata" not in (rendered / "phi-direct" / "kustomization.yaml").read_text()
+    assert not [p for p in out.rglob("*") if p.is_file() and TOKEN.encode() in p.read_bytes()]
+    head = git(out, "rev-parse", "HEAD")
+
+    (sources / "README.md").write_text("the models\n")
+    commit_all(sources, "a readme")
+    assert run(monkeypatch, capsys, *argv) == 0
+    assert run(monkeypatch, capsys, *argv, "--full") == 0
+    assert git(out, "rev-parse", "HEAD") == head  # nothing changed: no commit
+
+    phi = sources / "models" / "phi.yaml"
+    phi.write_text(phi.read_text().replace('max-num-seqs: "64"', 'max-num-seqs: "128"'))
+    third = commit_all(sources, "phi")
+    assert run(monkeypatch, capsys, *argv, "--full") == 0
+    assert git(out, "show", "--format=", "--name-only", "HEAD").splitlines() == [
+        "rendered/models/phi-direct/deployment-phi-direct.yaml",
+        "rendered/models/phi-direct/modeldeployment.yaml",
+        "rendered/models/phi-direct/runway.metadata",
+    ]
+    assert (rendered / "llama-cpu" / "runway.metadata").read_text() == said
+    now = (rendered / "phi-direct" / "runway.metadata").read_text()
+    assert now == said.replace(first, third).replace(words, words + ',\n    "--full"')
