@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from cli.exits import Exit
+from cli.formats import FORMATS, Case, Finding, located, write_report
 from cli.options import (
     CONTEXT,
+    REPORTS,
     add_context,
     add_inputs,
     add_output,
@@ -40,6 +42,8 @@ from gateway.run import (
 )
 from gateway.status import ModelResult
 from kubeio.client import cluster_calls
+from kubeio.shipped import runway_version
+from kubeio.sources import STDIN, STDIN_ORIGIN, read_documents
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +61,7 @@ def add_commands(commands: Any) -> None:
     )
     add_inputs(plan_cmd, "ModelDeployments, ExternalModelProviders and Secrets")
     _common(plan_cmd)
-    add_output(plan_cmd)
+    add_output(plan_cmd, REPORTS)
     plan_cmd.set_defaults(run=run_plan)
 
     sync = commands.add_parser(
@@ -191,11 +195,37 @@ def run_plan(args: argparse.Namespace) -> Exit:
             c.served_name,
             ",".join(str(o) for o in c.claimants),
         )
-    if args.output != "text":
+    if args.output in FORMATS:
+        cases = _plan_cases(result, inputs(args))
+        write_report(args.output, "gateway-plan", cases, runway_version(), sys.stdout)
+    elif args.output != "text":
         write_structured(plan_json(result), args.output, sys.stdout)
     else:
         _print_plan(result)
     return _plan_exit(result)
+
+
+def _plan_cases(result: Plan, sources: Sequence[str]) -> list[Case]:
+    """The plan as cases: each model planned (passing) and each ambiguous servedName (a
+    finding), named by its servedName, at its (first) claimant's document; each object refused
+    as invalid at its document. Standard input is read once, by the plan: its objects are at
+    "<stdin>", without a line."""
+    where = located(read_documents([s for s in sources if s != STDIN]))
+
+    def case(name: str, owner: Owner, findings: tuple[Finding, ...] = ()) -> Case:
+        file, line = where.get((owner.kind, owner.namespace, owner.name), (STDIN_ORIGIN, None))
+        return Case(name, file, line, findings)
+
+    cases = [case(f"{m.served_name} ({m.owner})", m.owner) for m in result.models]
+    for c in result.conflicts:
+        claimants = ", ".join(str(o) for o in c.claimants)
+        why = f"servedName {c.served_name!r} is claimed more than once: {claimants}"
+        first = min(c.claimants, key=str)
+        cases.append(case(c.served_name, first, (Finding("ambiguous-served-name", why),)))
+    for s in result.skipped:
+        if s.served_name is None:  # a name that only cannot be routed here is no failure
+            cases.append(case(str(s.owner), s.owner, (Finding("invalid-object", s.reason),)))
+    return cases
 
 
 def _master_key(args: argparse.Namespace, env: Mapping[str, str]) -> str:

@@ -18,8 +18,11 @@ from dataclasses import replace
 from typing import Any, TextIO, TypeVar
 
 from cli.exits import Exit
+from cli.formats import FORMATS, Case, Finding, Lines, write_report
 from cli.gatewayflag import add_gateway, gateway_target
 from cli.options import (
+    OUTPUTS,
+    REPORTS,
     add_inputs,
     add_namespace,
     add_output,
@@ -38,6 +41,7 @@ from kubeio.guard import per_object
 from kubeio.inspection import deny_by_policy, located, print_verdict
 from kubeio.objects import object_key
 from kubeio.registry import load_registry
+from kubeio.shipped import runway_version
 from kubeio.sources import Document, Kinds, read_documents, runway_documents
 
 T = TypeVar("T")
@@ -61,7 +65,7 @@ def add_commands(commands: Any) -> None:
         "is unusable input. Exit status: 0 every object allowed or skipped, 1 any denied, "
         "2 unusable input.",
     )
-    add_common(validate, "manifests")
+    add_common(validate, "manifests", outputs=REPORTS)
     validate.add_argument(
         "--old",
         action="append",
@@ -86,7 +90,9 @@ def add_commands(commands: Any) -> None:
     validate.set_defaults(run=run_validate)
 
 
-def add_common(parser: argparse.ArgumentParser, what: str) -> None:
+def add_common(
+    parser: argparse.ArgumentParser, what: str, outputs: Sequence[str] = OUTPUTS
+) -> None:
     add_inputs(parser, what)
     parser.add_argument(
         "--providers",
@@ -94,7 +100,7 @@ def add_common(parser: argparse.ArgumentParser, what: str) -> None:
         metavar="DIR",
         help="InferenceProviderConfig YAML files or directories (default: the five shipped configs)",
     )
-    add_output(parser)
+    add_output(parser, outputs)
     add_namespace(parser, NAMESPACE_HELP)
 
 
@@ -153,13 +159,34 @@ def run_validate(args: argparse.Namespace) -> int:
     if gateway is None:
         judged = [_needs_gateway(v, registry) for v in judged]
     judged = deny_by_policy(judged, kinds.documents)
-    if args.output != "text":
+    if args.output in FORMATS:
+        cases = _cases(judged, kinds.documents)
+        write_report(args.output, "validate", cases, runway_version(), sys.stdout)
+    elif args.output != "text":
         write_structured([v.as_json() for v in judged], args.output, sys.stdout)
     else:
         for verdict in judged:
             print_verdict(verdict, sys.stdout)
         print(_summary(judged), file=sys.stdout)
     return Exit.OK if all(v.allowed for v in judged) else Exit.PARTIAL
+
+
+def _cases(judged: Sequence[Verdict], docs: Sequence[Document]) -> list[Case]:
+    """Each verdict as a case at its document's file and line: a finding per error of a denied
+    object (a skipped one, of another API group, is not a case)."""
+    lines = Lines()
+    cases = []
+    for verdict, doc in zip(judged, docs, strict=True):
+        if verdict.skipped:
+            continue
+        result = verdict.as_json()
+        namespace = f"{result['namespace']}/" if result["namespace"] else ""
+        findings = tuple(
+            Finding("denied", error["message"], error["field"]) for error in result["errors"]
+        )
+        name = f"{result['kind']} {namespace}{result['name']}"
+        cases.append(Case(name, doc.origin, lines.of(doc), findings))
+    return cases
 
 
 def _needs_gateway(verdict: Verdict, registry: ProviderRegistry) -> Verdict:

@@ -15,6 +15,9 @@ from kubeio.sources import STDIN, Document, in_namespace, read_documents
 from kubeio.yamlio import dump
 
 OUTPUTS = ("text", "json", "yaml")
+# with the formats CI reads (cli/formats.py), for the commands that check: validate, render,
+# gateway-plan
+REPORTS = (*OUTPUTS, "junit", "sarif")
 # The attribute of the parsed arguments naming the options of CLUSTER_OPTIONS a command uses;
 # `main` refuses the others when they are given before the command.
 USES = "uses"
@@ -141,7 +144,8 @@ def add_output(parser: argparse.ArgumentParser, choices: Sequence[str] = OUTPUTS
         "--output",
         choices=choices,
         default="text",
-        help="text for people; json or yaml for programs (the same documented structure)",
+        help="text for people; json or yaml for programs (the same documented structure)"
+        + ("; junit or sarif for CI (a finding per problem)" if "sarif" in choices else ""),
     )
 
 

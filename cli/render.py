@@ -7,6 +7,7 @@ import functools
 import gc
 import importlib
 import json
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,9 +15,11 @@ from typing import Any, TextIO
 
 from cli.diffs import tree_diff, wants_colour, write_diff
 from cli.exits import Exit
+from cli.formats import FORMATS, Case, Finding, located, write_report
 from cli.gatewayflag import add_gateway, gateway_target
 from cli.options import (
     CONTEXT,
+    REPORTS,
     add_context,
     add_inputs,
     add_output,
@@ -27,6 +30,9 @@ from cli.options import (
 )
 from core.checks.credentials import redact
 from core.fields.errors import SourceError
+from core.model.kinds import MODEL_DEPLOYMENT
+from kubeio.shipped import runway_version
+from kubeio.sources import read_documents
 from renderer import flow
 from renderer.git.runner import Identity
 from renderer.output.folders import report_line, report_row, reported_files
@@ -157,7 +163,7 @@ def add_commands(commands: Any) -> None:
         "whose source was removed from the SOURCEs given) in one render; more are withheld and "
         f"the render exits 1 (default {DEFAULT_MAX_REMOVALS})",
     )
-    add_output(render)
+    add_output(render, REPORTS)
     add_quiet(
         render,
         "the summary line (with --diff, the diff and the summary); text only",
@@ -207,7 +213,7 @@ def collector_paused() -> Iterator[None]:
 def _run_render(args: argparse.Namespace) -> int:
     sources = inputs(args)
     no_stdin(sources, NO_STDIN)
-    if args.diff and args.output != "text":
+    if args.diff and args.output in ("json", "yaml"):
         raise SourceError("--diff", "prints a unified diff; -o json and -o yaml go with --check")
     if args.quiet and args.output != "text":
         raise SourceError(
@@ -247,6 +253,11 @@ def _run_render(args: argparse.Namespace) -> int:
     out = sys.stderr if args.diff else sys.stdout
     if args.quiet:
         print(summary(report), file=out)
+    elif args.output in FORMATS:
+        for note in report.skipped:
+            print(f"runway: {note}", file=sys.stderr)
+        cases = _cases(report, sources, args.repo, subdir, check=check)
+        write_report(args.output, "render", cases, runway_version(), out)
     else:
         for note in report.skipped:
             print(f"runway: {note}", file=sys.stderr)
@@ -262,6 +273,38 @@ def _argv(args: argparse.Namespace) -> tuple[str, ...]:
     """The command's arguments as given, for the render's provenance (cli.main's `argv` when it
     hands them on, else the process's)."""
     return tuple(getattr(args, "argv", None) or sys.argv[1:])
+
+
+def _cases(
+    report: RenderReport, sources: list[str], repo: str, subdir: str, *, check: bool
+) -> list[Case]:
+    """The report as cases: each ModelDeployment at its source document (a finding if it was
+    not rendered), each removal held back at its output folder, and with `check` each file
+    that would change at its path (relative to the working directory)."""
+    where = located(read_documents(sources))
+    cases = []
+    for r in report.results:
+        namespace, _, name = r.key.partition("/")
+        file, line = where.get((MODEL_DEPLOYMENT, namespace, name), (r.key, None))
+        findings = () if r.error is None else (Finding("not-rendered", r.error),)
+        cases.append(Case(f"{MODEL_DEPLOYMENT} {r.key}", file, line, findings))
+    removals = report.removals
+    for key in removals.withheld:
+        held = Finding("removal-held-back", f"not removed: {removals.reason}")
+        cases.append(
+            Case(f"folder {subdir}/{key}", _in_repo(repo, f"{subdir}/{key}"), None, (held,))
+        )
+    if check:
+        for what, paths in _changes(report, subdir).items():
+            for path in paths:
+                verb = "remove" if what == "removed" else "write"
+                stale = Finding("out-of-date", f"{what}: out of date (render would {verb} it)")
+                cases.append(Case(path, _in_repo(repo, path), None, (stale,)))
+    return cases
+
+
+def _in_repo(repo: str, path: str) -> str:
+    return os.path.normpath(os.path.join(repo, path))
 
 
 def _author(name: str | None, email: str | None) -> Identity | None:

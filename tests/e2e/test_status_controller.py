@@ -8,6 +8,7 @@ vLLM serves."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import urllib.error
@@ -97,7 +98,16 @@ def test_status_follows_the_rollout_and_one_replica_writes(
         }
         assert first.elector.leading
         probes = f"http://127.0.0.1:{first.probe_port}"
-        answers = {path: probe(probes + path) for path in ("/healthz", "/readyz")}
+        # /readyz answers 200 once every watched kind's cache has synced, which may come a little
+        # after the first Running write (that needs only the kinds of this model): wait for it.
+        answers: dict[str, int] = {}
+
+        def probes_answer() -> bool:
+            answers.update({path: probe(probes + path) for path in ("/healthz", "/readyz")})
+            return answers == {"/healthz": 200, "/readyz": 200}
+
+        with contextlib.suppress(TimeoutError):  # the assertion below says what was missing
+            wait_until(probes_answer, timeout=30, interval=0.5, what="/healthz and /readyz 200")
         assert answers == {"/healthz": 200, "/readyz": 200}, (
             [t.name for t in first.threads if not t.is_alive()],
             [k.kind for k in KINDS if not first.observer.cache.synced((k,))],

@@ -214,9 +214,13 @@ class Pods:
             self.net = kubelet.network()
         return self.net
 
-    def run(self, name: str, spec: kubelet.Launch) -> kubelet.Pod:
+    def run(self, name: str, spec: kubelet.Launch, *, index: int | None = None) -> kubelet.Pod:
+        """Run `spec` as pod `name` at address `index` of the pod network (the first free one
+        when not given)."""
         net = self.network()
-        index = next(i for i in range(1, 250) if i not in self.used)
+        if index is None:
+            index = next(i for i in range(1, 250) if i not in self.used)
+        assert index not in self.used, f"pod address {index} is taken"
         self.used.add(index)
         base = RUNS / name
         shutil.rmtree(base, ignore_errors=True)  # a fresh container: nothing from a previous run

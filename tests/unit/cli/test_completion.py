@@ -51,7 +51,7 @@ def complete(script: Path, line: str, cwd: Path) -> list[str]:
         ("runway ver", ["version"]),
         ("runway gateway-", ["gateway-plan", "gateway-sync"]),
         ("runway validate --o", ["--output", "--old"]),
-        ("runway validate -o ", ["text", "json", "yaml"]),
+        ("runway validate -o ", ["text", "json", "yaml", "junit", "sarif"]),
         ("runway validate -v -o y", ["yaml"]),
         ("runway -v val", ["validate"]),
         ("runway --context kind-a val", ["validate"]),
@@ -119,7 +119,7 @@ def test_every_command_and_flag_of_the_parser_is_in_the_tables() -> None:
     assert dict(commands["validate"].values) == {
         ("-f", "--filename"): ("@files",),
         ("--providers",): ("@files",),
-        ("-o", "--output"): ("text", "json", "yaml"),
+        ("-o", "--output"): ("text", "json", "yaml", "junit", "sarif"),
         ("-n", "--namespace"): None,
         ("--old",): ("@files",),
         ("--allow-destination",): None,
