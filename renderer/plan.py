@@ -125,7 +125,9 @@ class Plan:
     part: Part | None
     full: bool  # render every ModelDeployment, ignoring the render cache
     progress: Callable[[int, int], None] | None
-    # each rendered folder's METADATA_FILE, where its other files change (renderer.git.provenance)
+    # each rendered folder's METADATA_FILE where its other files change (renderer.git.provenance);
+    # "" (--check): each keeps the one on disk, a new folder has none (the render that writes
+    # the folder says where it came from)
     metadata: str | None = None
 
     @property
@@ -190,7 +192,7 @@ def plan(
         stamp_frame(stamped, parsed.read_paths[:files], parsed.read_keys[files:]),
     )
     said = target.provenance
-    metadata = said.metadata() if said is not None else None
+    metadata = None if said is None else "" if target.check else said.metadata()
     return Plan(where, read, inputs, ownership, asked.shard, asked.full, progress, metadata)
 
 

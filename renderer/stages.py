@@ -105,7 +105,7 @@ def _with_metadata(
 ) -> Iterator[list[Result]]:
     """The chunks, each rendered folder with its METADATA_FILE: the one on disk when its other
     files are as on disk (a new source commit that changes nothing in it rewrites nothing),
-    else `metadata`."""
+    else `metadata` ("": none, as with --check)."""
     for chunk in chunks:
         yield [_metadata_of(result, views.get(result.key), metadata) for result in chunk]
 
@@ -116,8 +116,11 @@ def _metadata_of(result: Result, view: Folder | None, metadata: str) -> Result:
     text = metadata
     if view is not None and METADATA_FILE in view:
         names = [name for name in view if name != METADATA_FILE]
-        if sorted(result.files) == names and all(result.files[n] == view[n] for n in names):
+        same = sorted(result.files) == names and all(result.files[n] == view[n] for n in names)
+        if same or not metadata:
             text = view[METADATA_FILE]
+    if not text:
+        return result
     return replace(result, files={**result.files, METADATA_FILE: text})
 
 

@@ -321,7 +321,6 @@ def test_check_reports_an_out_of_date_tree(
         "rendered/models/extra/deployment-extra.yaml",
         "rendered/models/extra/kustomization.yaml",
         "rendered/models/extra/modeldeployment.yaml",
-        "rendered/models/extra/runway.metadata",
         "rendered/models/extra/service-extra.yaml",
     ]
     assert not (repo / "rendered/models/extra").exists()  # --check writes nothing

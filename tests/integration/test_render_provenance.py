@@ -310,6 +310,15 @@ def test_each_folder_says_where_it_came_from_and_only_changes_with_the_folder(
     phi = sources / "models" / "phi.yaml"
     phi.write_text(phi.read_text().replace('max-num-seqs: "64"', 'max-num-seqs: "128"'))
     third = commit_all(sources, "phi")
+    check = ["render", models, "--repo", str(out), "--check", "-o", "json"]
+    code, text = answer(monkeypatch, capsys, *check)  # what it will say is the render's to say
+    assert (code, json.loads(text)["changes"]["changed"]) == (
+        1,
+        [
+            "rendered/models/phi-direct/deployment-phi-direct.yaml",
+            "rendered/models/phi-direct/modeldeployment.yaml",
+        ],
+    )
     assert run(monkeypatch, capsys, *argv, "--full") == 0
     assert git(out, "show", "--format=", "--name-only", "HEAD").splitlines() == [
         "rendered/models/phi-direct/deployment-phi-direct.yaml",
