@@ -35,7 +35,7 @@ from kubeio.shipped import runway_version
 from kubeio.sources import read_documents
 from renderer import flow
 from renderer.git.runner import Identity
-from renderer.output.folders import report_line, report_row
+from renderer.output.folders import report_line, report_row, reported_files
 from renderer.output.ownership import DEFAULT_MAX_REMOVALS
 from renderer.output.shard import Shard
 from renderer.reuse.stamp import recorded_line
@@ -237,6 +237,7 @@ def _run_render(args: argparse.Namespace) -> int:
         max_removals=args.max_removals,
         author=_author(args.author_name, args.author_email),
         shard=args.shard,
+        command=_argv(args),
     )
     reader: ClusterCrds | None = None
     if settings.crds_from_cluster:
@@ -266,6 +267,12 @@ def _run_render(args: argparse.Namespace) -> int:
             return Exit.CHECK_REJECTED
         return Exit.PARTIAL if report.out_of_date else Exit.OK
     return Exit.PARTIAL if report.failed else Exit.OK
+
+
+def _argv(args: argparse.Namespace) -> tuple[str, ...]:
+    """The command's arguments as given, for the render's provenance (cli.main's `argv` when it
+    hands them on, else the process's)."""
+    return tuple(getattr(args, "argv", None) or sys.argv[1:])
 
 
 def _cases(
@@ -343,7 +350,8 @@ def _report(report: RenderReport, output: str, out: TextIO, subdir: str, *, list
     results = report.results
     for r in results:
         if r.error is None:
-            print(f"{r.key}: rendered: {r.engine} on {r.provider}, {len(r.files)} files", file=out)
+            count = len(reported_files(r))
+            print(f"{r.key}: rendered: {r.engine} on {r.provider}, {count} files", file=out)
         else:
             print(f"{r.key}: not rendered (previous output kept): {r.error}", file=out)
         for warning in r.warnings:
@@ -355,6 +363,14 @@ def _report(report: RenderReport, output: str, out: TextIO, subdir: str, *, list
         for what, paths in _changes(report, subdir).items():
             for path in paths:
                 print(f"{what}: {path}", file=out)
+    source = report.source
+    if source is not None and source.differs:
+        uncommitted = " (with uncommitted changes)" if source.dirty else ""
+        print(
+            f"sources: at commit {source.current}{uncommitted}; the tree was rendered from "
+            f"{source.rendered}",
+            file=out,
+        )
     print(summary(report), file=out)
 
 
@@ -419,6 +435,14 @@ def _rest(report: RenderReport, subdir: str) -> dict[str, Any]:
             "remote": redact(report.pushed.remote),
         },
         "reused": report.reused,
+        "source": None
+        if report.source is None
+        else {
+            "commit": report.source.current,
+            "dirty": report.source.dirty,
+            "differs": report.source.differs,
+            "rendered_from": report.source.rendered,
+        },
         "unchanged": report.unchanged,
         "schemas": report.schema_sources,
     }

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from core.fields.errors import SourceError
 from kubeio.sources import STDIN
 from renderer.git.locks import leftovers, locked, recover
+from renderer.git.provenance import Provenance, command_of, of_sources, rendered_from, same_sources
 from renderer.git.push import PUSH_ATTEMPTS, Pushed, RetryTree, StillRejected, follow, push_once
 from renderer.git.runner import GitError, Repo
 from renderer.git.safefs import UnsafePath
@@ -47,6 +48,7 @@ from renderer.settings import (
     PushedTo,
     RenderReport,
     RenderSettings,
+    SourceCommits,
     Target,
     checked_path,
 )
@@ -98,6 +100,7 @@ def render(
             delta = found
         # git looks at the output folder while the renderers are imported (renderer.reuse.cleantree)
         looked = _look(target) if delta is not None else None
+        target = replace(target, provenance=_provenance(settings))
         return as_usual(asked, target, cluster_crds, progress, stamp=delta, looked=looked)
     except UnsafePath as err:  # a link in the tree: the repository cannot be used as it is
         raise GitError(str(err)) from None
@@ -124,7 +127,8 @@ def as_usual(
         planned = planning.plan(asked, target, cluster_crds, progress)
         if target.check:
             rendition = stages.render(planned, stages.load_cache(planned))
-            return stages.report(rendition, None, planned.read.skipped, check=True)
+            report = stages.report(rendition, None, planned.read.skipped, check=True)
+            return replace(report, source=_source_commits(target, planned.where.repo))
         with locked(planned.where.repo):
             recover(planned.where.repo, planned.where.subdir)
             rendering = stages.begin(planned, stages.load_cache(planned))
@@ -177,8 +181,9 @@ def _publish(
     pushed = None
     try:
         committed, follows = None, True  # follows: HEAD is what was committed (and pushed)
+        trailers = target.provenance.trailers() if target.provenance is not None else ""
         if target.commit or target.push:
-            committed = stages.commit(planned, written, rendition, clean)
+            committed = stages.commit(planned, written, rendition, clean, trailers)
         if target.push:
             source, made = "HEAD", None
             for attempt in range(1, PUSH_ATTEMPTS + 1):
@@ -190,7 +195,7 @@ def _publish(
                     again = _again(asked, target, cluster_crds, planned, rendition)
                     rendition, written = stages.write(again)
                     planned = again.planned
-                    made = source = retry.commit(written.touched)
+                    made = source = retry.commit(written.touched, trailers)
             else:
                 raise StillRejected(target.push, target.branch)
             committed = made or committed  # the commit the remote holds, when a retry made it
@@ -275,6 +280,26 @@ def _stamped(asked: Asked, target: Target) -> RenderReport | Stamp | None:
     return RenderReport(
         results, changes, stamp.removals, len(results), None, unchanged=unchanged, pushed=pushed
     )
+
+
+def _source_commits(target: Target, repo: Repo) -> SourceCommits | None:
+    """--check: the sources' commit now against the one the tree was rendered from."""
+    said = target.provenance
+    if said is None:
+        return None
+    subdir = checked_path(target.path)
+    rendered = rendered_from(repo, subdir)
+    differs = None not in (said.commit, rendered) and not same_sources(
+        said, rendered or "", repo.work / subdir
+    )
+    return SourceCommits(said.commit, said.dirty, rendered, differs)
+
+
+def _provenance(settings: RenderSettings) -> Provenance:
+    """Where this render comes from (renderer.git.provenance): its sources' repository and
+    commit, and the command."""
+    output = Path(settings.repo) / checked_path(settings.path)
+    return of_sources(settings.sources, command_of(settings.command), output)
 
 
 def _look(target: Target) -> CleanCheck | None:

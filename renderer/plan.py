@@ -125,6 +125,10 @@ class Plan:
     part: Part | None
     full: bool  # render every ModelDeployment, ignoring the render cache
     progress: Callable[[int, int], None] | None
+    # each rendered folder's METADATA_FILE where its other files change (renderer.git.provenance);
+    # "" (--check): each keeps the one on disk, a new folder has none (the render that writes
+    # the folder says where it came from)
+    metadata: str | None = None
 
     @property
     def objects(self) -> list[dict[str, Any]]:
@@ -187,7 +191,9 @@ def plan(
         stamp_inputs(stamped, parsed.read_keys),
         stamp_frame(stamped, parsed.read_paths[:files], parsed.read_keys[files:]),
     )
-    return Plan(where, read, inputs, ownership, asked.shard, asked.full, progress)
+    said = target.provenance
+    metadata = None if said is None else "" if target.check else said.metadata()
+    return Plan(where, read, inputs, ownership, asked.shard, asked.full, progress, metadata)
 
 
 def _read(asked: Asked, parsed: ParsedSources, stamp: Stamp | None) -> Read:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.fields.errors import SourceError
 from kubeio.sources import check_name
+from renderer.git.provenance import Provenance
 from renderer.git.runner import Identity
 from renderer.git.safefs import UnsafePath, plain_parts
 from renderer.output.folders import Result
@@ -45,6 +46,8 @@ class RenderSettings:
     max_removals: int = DEFAULT_MAX_REMOVALS
     author: Identity | None = None  # the commits' author (default: the repository's user)
     shard: Shard | None = None  # render only this shard's namespaces (renderer.output.shard)
+    # the command's arguments, as given (recorded, redacted, by renderer.git.provenance)
+    command: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +78,7 @@ class Target:
     commit: bool
     push: str | None
     branch: str
+    provenance: Provenance | None = None  # where the render came from (renderer.git.provenance)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,20 @@ class PushedTo:
     branch: str
     commit: str
     local: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceCommits:
+    """With --check: the commit the sources are at now (None: not all in one Git repository),
+    whether they have uncommitted changes, and the source commit the output folder's last render
+    commit names (None: none names one)."""
+
+    current: str | None
+    dirty: bool
+    rendered: str | None
+    # the tree was rendered from another source commit than the current one (both known; in
+    # one repository with the output, commits that changed only the output folder do not count)
+    differs: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +124,7 @@ class RenderReport:
     # are failed, not unchanged (`runway render`'s summary)
     unchanged: int = 0
     pushed: PushedTo | None = None  # with --push, what was pushed where
+    source: SourceCommits | None = None  # with --check, the sources' commit against the tree's
 
     @property
     def failed(self) -> bool:

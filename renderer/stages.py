@@ -24,9 +24,9 @@ from core.fields.errors import RunwayError
 from renderer.git import commits
 from renderer.git.disk import DiskTree, scan, tree_writer, write_tree
 from renderer.git.writer import TreeWriter
-from renderer.output.folders import Result
+from renderer.output.folders import METADATA_FILE, Result
 from renderer.output.ownership import another_file, claims, read_record
-from renderer.output.tree import Tree
+from renderer.output.tree import Folder, Tree
 from renderer.plan import Plan
 from renderer.reuse import incremental
 from renderer.reuse.delta import widened
@@ -94,7 +94,34 @@ def begin(planned: Plan, cache: RenderCache | None, clean: DiskTree | None = Non
         ownership=ownership,
         progress=planned.progress,
     )
+    if planned.metadata is not None:
+        chunks = _with_metadata(begun.chunks, begun.views, planned.metadata)
+        begun = replace(begun, chunks=chunks)
     return Rendering(planned, begun, current, whole)
+
+
+def _with_metadata(
+    chunks: Iterator[list[Result]], views: Mapping[str, Folder], metadata: str
+) -> Iterator[list[Result]]:
+    """The chunks, each rendered folder with its METADATA_FILE: the one on disk when its other
+    files are as on disk (a new source commit that changes nothing in it rewrites nothing),
+    else `metadata` ("": none, as with --check)."""
+    for chunk in chunks:
+        yield [_metadata_of(result, views.get(result.key), metadata) for result in chunk]
+
+
+def _metadata_of(result: Result, view: Folder | None, metadata: str) -> Result:
+    if result.error is not None or not result.files:
+        return result
+    text = metadata
+    if view is not None and METADATA_FILE in view:
+        names = [name for name in view if name != METADATA_FILE]
+        same = sorted(result.files) == names and all(result.files[n] == view[n] for n in names)
+        if same or not metadata:
+            text = view[METADATA_FILE]
+    if not text:
+        return result
+    return replace(result, files={**result.files, METADATA_FILE: text})
 
 
 def render(planned: Plan, cache: RenderCache | None, clean: DiskTree | None = None) -> Rendition:
@@ -163,13 +190,16 @@ def _write_folders(
     return rendered
 
 
-def commit(planned: Plan, written: Written, rendition: Rendition, clean: bool) -> str | None:
+def commit(
+    planned: Plan, written: Written, rendition: Rendition, clean: bool, trailers: str = ""
+) -> str | None:
     """The commit of the output folder, if anything changed since HEAD. `clean`: git found
     the folder as the render cache saw it, so only the paths written need staging."""
     where = planned.where
     touched = written.touched if clean else None
     texts = rendition.done.files.written
-    return commits.commit(where.repo, where.subdir, len(written.touched), texts, touched)
+    count = len(written.touched)
+    return commits.commit(where.repo, where.subdir, count, texts, touched, trailers=trailers)
 
 
 def keep(planned: Plan, rendition: Rendition, tree: str | None) -> None:

@@ -43,6 +43,8 @@ def commit(
     written: int = 0,
     texts: Mapping[str, str] | None = None,
     touched: Sequence[str] | None = None,
+    *,
+    trailers: str = "",
 ) -> str | None:
     """Commit the rendered tree; None (and no commit) when nothing changed since HEAD.
     `git add` rehashes only files whose stat changed, so only written files are staged;
@@ -53,11 +55,13 @@ def commit(
     are not read back. `touched` (paths in `subdir`): what this render wrote and removed,
     when git found `subdir` clean before (renderer.reuse.cleantree); only they are staged, by
     `git update-index`, instead of `git add` looking at every file (10,000 ModelDeployments,
-    one changed: 0.11 s -> 0.01 s)."""
+    one changed: 0.11 s -> 0.01 s). `trailers` end the message (renderer.git.provenance)."""
     if written >= BULK:
         changes = _unstaged_changes(repo, subdir)
         if changes is not None:
-            return _fast_import(repo, subdir, changes, texts or {}) if changes else None
+            if not changes:
+                return None
+            return _fast_import(repo, subdir, changes, texts or {}, trailers)
     if touched is None:
         repo.git("add", "-A", "--", subdir)
         raw = repo.git(*DIFF_CACHED).stdout
@@ -76,7 +80,7 @@ def commit(
     # Only when something outside the tree is staged (by a person): the slower form that
     # commits just `subdir`.
     only = ["--", subdir] if len(entries) < len(names) else []
-    message = commit_message(entries, subdir)
+    message = commit_message(entries, subdir, trailers)
     if touched is not None and not only and _plain_commits(repo):
         return _commit_index(repo, message, raw)
     repo.git("commit", "-q", "-F", "-", *only, stdin=message)
@@ -174,7 +178,11 @@ def _unstaged_changes(repo: Repo, subdir: str) -> dict[str, str] | None:
 
 
 def _fast_import(
-    repo: Repo, subdir: str, changes: Mapping[str, str], texts: Mapping[str, str]
+    repo: Repo,
+    subdir: str,
+    changes: Mapping[str, str],
+    texts: Mapping[str, str],
+    trailers: str = "",
 ) -> str:
     """The commit `commit` makes, written by `git fast-import` as packs instead of one
     loose object per file by `git add` (renderer.git.bulk). The commit is HEAD with `changes`
@@ -186,7 +194,8 @@ def _fast_import(
         for line in repo.git("var", "-l").stdout.splitlines()
         if line.startswith(("GIT_AUTHOR_IDENT=", "GIT_COMMITTER_IDENT="))
     )
-    message = commit_message([f"{changes[p]}\t{p}" for p in sorted(changes)], subdir).encode()
+    listed = [f"{changes[p]}\t{p}" for p in sorted(changes)]
+    message = commit_message(listed, subdir, trailers).encode()
     header = [
         f"commit {branch}\n".encode(),
         f"author {idents['GIT_AUTHOR_IDENT']}\n".encode(),
@@ -233,9 +242,10 @@ def _trees(out: bytes, count: int) -> list[bytes | None] | None:
     return found if at == len(out) else None
 
 
-def commit_message(name_status: list[str], subdir: str) -> str:
+def commit_message(name_status: list[str], subdir: str, trailers: str = "") -> str:
     """ "runway render: N added, N changed, N removed", then one "A|M|D path" line per file, or
-    for a large change (over DETAIL_LIMIT files) one line of counts per namespace."""
+    for a large change (over DETAIL_LIMIT files) one line of counts per namespace; then, as the
+    last paragraph, `trailers` (renderer.git.provenance), if any."""
     words = {"A": "added", "M": "changed", "D": "removed"}
     counts = dict.fromkeys(words.values(), 0)
     per_namespace: dict[str, dict[str, int]] = {}
@@ -254,7 +264,8 @@ def commit_message(name_status: list[str], subdir: str) -> str:
             f"{namespace}: " + ", ".join(f"{n} {word}" for word, n in namespace_counts.items())
             for namespace, namespace_counts in sorted(per_namespace.items())
         ]
-    return f"runway render: {summary}\n\n" + "\n".join(lines) + "\n"
+    end = f"\n{trailers}" if trailers else ""
+    return f"runway render: {summary}\n\n" + "\n".join(lines) + "\n" + end
 
 
 def _blob(path: Path) -> tuple[str, bytes]:

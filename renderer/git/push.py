@@ -103,7 +103,7 @@ class RetryTree:
             source = f"--source={self.base}"
             repo.git("restore", source, "--staged", "--worktree", "--", spec, index=index)
 
-    def commit(self, touched: Sequence[str]) -> str:
+    def commit(self, touched: Sequence[str], trailers: str = "") -> str:
         """The commit on `base` of `subdir` as the render left it, `touched` (paths in `subdir`)
         being what it wrote and removed; `base` itself when it holds that tree already."""
         repo, index, base = self.repo, self.index, self.base
@@ -118,7 +118,7 @@ class RetryTree:
             return base
         raw = repo.git("diff-tree", "-r", "--raw", "--no-renames", "--no-abbrev", "-z", base, tree)
         listed = staged_changes(raw.stdout) or []
-        message = commit_message([f"{s}\t{p}" for s, p in listed], self.subdir)
+        message = commit_message([f"{s}\t{p}" for s, p in listed], self.subdir, trailers)
         made: str = repo.git("commit-tree", tree, "-p", base, "-F", "-", stdin=message).stdout
         return made.strip()
 

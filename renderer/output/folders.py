@@ -15,6 +15,10 @@ from kubeio.objects import object_key
 
 HYDRATED_FILE = "modeldeployment.yaml"
 EXTERNAL_FILE = "externalmodelprovider.yaml"
+# Where a ModelDeployment's folder came from (renderer.git.provenance), beside its files. No
+# extension, as Argo CD's hydrator.metadata: no tool that reads a folder's *.yaml, *.yml and
+# *.json as manifests takes it for one; no kustomization lists it; the report leaves it out.
+METADATA_FILE = "runway.metadata"
 EXTERNAL_SUFFIX = ".emp"  # a dot: no ModelDeployment name can have one, so folders never clash
 
 
@@ -73,13 +77,18 @@ def report_row(result: Result) -> dict[str, Any]:
     return {
         "engine": result.engine,
         "error": result.error,
-        "files": sorted(result.files),
+        "files": reported_files(result),
         "name": parts[1],
         "namespace": parts[0],
         "provider": result.provider,
         "rendered": result.error is None,
         "warnings": list(result.warnings),
     }
+
+
+def reported_files(result: Result) -> list[str]:
+    """The names of a result's files as the report lists them: all but METADATA_FILE."""
+    return sorted(name for name in result.files if name != METADATA_FILE)
 
 
 def report_line(result: Result) -> str:

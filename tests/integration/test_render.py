@@ -80,6 +80,7 @@ def test_render_writes_a_committed_kustomize_tree(
         "models/llama-70b/kustomization.yaml",
         "models/llama-70b/modeldeployment.yaml",
         "models/llama-70b/rayservice-llama-70b.yaml",
+        "models/llama-70b/runway.metadata",  # where it came from (renderer/git/provenance.py)
         "models/mistral-llmd/clusterrole-models.mistral-llmd-epp.yaml",
         "models/mistral-llmd/clusterrolebinding-models.mistral-llmd-epp.yaml",
         "models/mistral-llmd/configmap-mistral-llmd-epp.yaml",
@@ -91,12 +92,14 @@ def test_render_writes_a_committed_kustomize_tree(
         "models/mistral-llmd/modeldeployment.yaml",
         "models/mistral-llmd/role-mistral-llmd-epp.yaml",
         "models/mistral-llmd/rolebinding-mistral-llmd-epp.yaml",
+        "models/mistral-llmd/runway.metadata",
         "models/mistral-llmd/service-mistral-llmd-epp.yaml",
         "models/mistral-llmd/service-mistral-llmd.yaml",
         "models/mistral-llmd/serviceaccount-mistral-llmd-epp.yaml",
         "models/phi-direct/deployment-phi-direct.yaml",
         "models/phi-direct/kustomization.yaml",
         "models/phi-direct/modeldeployment.yaml",
+        "models/phi-direct/runway.metadata",
         "models/phi-direct/service-phi-direct.yaml",
         "runway-sources.json",  # where each folder came from (renderer/output/ownership.py)
     ]
@@ -107,7 +110,7 @@ def test_render_writes_a_committed_kustomize_tree(
             yaml.safe_load((EXAMPLES / "vllm-multi-gpu.yaml").read_text()), registry=shipped
         ).obj
     )
-    assert commits(repo) == ["runway render: 24 added, 0 changed, 0 removed"]
+    assert commits(repo) == ["runway render: 27 added, 0 changed, 0 removed"]
     built = subprocess.run(
         [str(Path(sys.executable).parent / "kubectl"), "kustomize", str(repo / "rendered")],
         capture_output=True,
@@ -189,17 +192,19 @@ def test_a_removed_model_deployment_is_pruned(
     assert code == 0
     assert not (repo / "rendered/models/mistral-llmd").exists()
     assert report["changes"]["removed"] == [
-        f"rendered/models/mistral-llmd/{name}.yaml"
+        f"rendered/models/mistral-llmd/{name}"
         for name in (
-            "clusterrole-models.mistral-llmd-epp", "clusterrolebinding-models.mistral-llmd-epp",
-            "configmap-mistral-llmd-epp", "deployment-mistral-llmd-epp", "deployment-mistral-llmd",
-            "httproute-mistral-llmd", "inferencepool-mistral-llmd", "kustomization", "modeldeployment",
-            "role-mistral-llmd-epp", "rolebinding-mistral-llmd-epp", "service-mistral-llmd-epp",
-            "service-mistral-llmd", "serviceaccount-mistral-llmd-epp",
+            "clusterrole-models.mistral-llmd-epp.yaml",
+            "clusterrolebinding-models.mistral-llmd-epp.yaml", "configmap-mistral-llmd-epp.yaml",
+            "deployment-mistral-llmd-epp.yaml", "deployment-mistral-llmd.yaml",
+            "httproute-mistral-llmd.yaml", "inferencepool-mistral-llmd.yaml", "kustomization.yaml",
+            "modeldeployment.yaml", "role-mistral-llmd-epp.yaml", "rolebinding-mistral-llmd-epp.yaml",
+            "runway.metadata", "service-mistral-llmd-epp.yaml", "service-mistral-llmd.yaml",
+            "serviceaccount-mistral-llmd-epp.yaml",
         )
     ]  # fmt: skip
     # changed: the namespace's kustomization and the record of sources (runway-sources.json)
-    assert commits(repo)[0] == "runway render: 0 added, 2 changed, 14 removed"
+    assert commits(repo)[0] == "runway render: 0 added, 2 changed, 15 removed"
     assert "D models/mistral-llmd/modeldeployment.yaml" in git(repo, "log", "-1", "--format=%b")
 
 
@@ -344,8 +349,8 @@ def test_pushes_that_race_are_resolved_without_losing_history(
     history = git(remote, "log", "--format=%s", "main").splitlines()
     assert (code_a, code_b) == (0, 0)
     assert history == [  # b renders only `other`: a's models are outside its sources, kept
-        "runway render: 4 added, 2 changed, 0 removed",
-        "runway render: 24 added, 0 changed, 0 removed",
+        "runway render: 5 added, 2 changed, 0 removed",
+        "runway render: 27 added, 0 changed, 0 removed",
     ]
     assert git(remote, "rev-parse", "main").strip() == git(second, "rev-parse", "HEAD").strip()
     assert report_a["commit"] is not None and report_b["commit"] is not None

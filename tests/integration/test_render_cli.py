@@ -427,7 +427,7 @@ def test_failed_objects_are_not_counted_as_unchanged(
         counts.append(tuple(json.loads(run(capsys, *argv, "-o", "json")[1])[k] for k in KEYS))
 
     assert summaries == [
-        "1 rendered (0 unchanged since the last render), 1 failed; files: 7 added, 0 changed, 0 removed"
+        "1 rendered (0 unchanged since the last render), 1 failed; files: 8 added, 0 changed, 0 removed"
         + FAILED,
         "1 rendered (1 unchanged since the last render), 1 failed; files: 0 added, 0 changed, 0 removed"
         + FAILED,
@@ -504,7 +504,7 @@ def test_push_names_the_remote_the_branch_and_the_commit(
 
     assert (first[0], first[1].splitlines()[-1]) == (
         Exit.OK,
-        "1 rendered (0 unchanged since the last render), 0 failed; files: 7 added, 0 changed, "
+        "1 rendered (0 unchanged since the last render), 0 failed; files: 8 added, 0 changed, "
         f"0 removed; commit {head[:12]} pushed to origin, branch main (the local branch is master)",
     )
     assert git(remote, "rev-parse", "main", "master").split() == [head, head]

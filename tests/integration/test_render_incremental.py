@@ -366,7 +366,9 @@ def test_folders_written_while_the_pool_renders_are_reported_against_the_tree_be
         *("role-m002-epp", "rolebinding-m002-epp", "service-m002-epp", "serviceaccount-m002-epp"),
     ]
     assert report["changes"] == {
-        "added": [f"rendered/team1/m999/{n}.yaml" for n in FOLDER],
+        "added": sorted(
+            [f"rendered/team1/m999/{n}.yaml" for n in FOLDER] + [f"rendered/team1/m999/{METADATA}"]
+        ),
         "changed": sorted(
             f"rendered/{path}"
             for path in [
@@ -378,13 +380,17 @@ def test_folders_written_while_the_pool_renders_are_reported_against_the_tree_be
             + [f"team1/{n}/modeldeployment.yaml" for n in shapes if n != "m999"]
         ),
         "removed": [f"rendered/team1/m002/{n}.yaml" for n in gateway]
-        + [f"rendered/team1/m003/{n.replace('m999', 'm003')}.yaml" for n in FOLDER],
+        + sorted(
+            [f"rendered/team1/m003/{n.replace('m999', 'm003')}.yaml" for n in FOLDER]
+            + [f"rendered/team1/m003/{METADATA}"]
+        ),
     }
     render_into(fresh, "--full")
     assert _files(repo / "rendered") == _files(fresh / "rendered")
 
 
 FOLDER = ("deployment-m999", "kustomization", "modeldeployment", "service-m999")
+METADATA = "runway.metadata"  # where the folder came from (renderer/git/provenance.py)
 
 
 def _files(root: Path) -> dict[str, bytes]:

@@ -124,8 +124,8 @@ def test_a_render_killed_while_git_holds_the_index_lock_is_recovered_by_the_next
     )
     assert locks.git_locks(Repo(repo)) == []
     assert git(repo, "log", "--format=%s") == (
-        "runway render: 4 added, 2 changed, 0 removed\n"  # with runway-sources.json
-        "runway render: 11 added, 0 changed, 0 removed\n"
+        "runway render: 5 added, 2 changed, 0 removed\n"  # with runway-sources.json
+        "runway render: 13 added, 0 changed, 0 removed\n"
     )
     assert git(repo, "status", "--porcelain") == ""
     git(repo, "fsck", "--strict")

@@ -135,7 +135,7 @@ def test_a_render_with_a_failure_removes_nothing_and_says_so(
     }
     assert sorted(p for p in tree(repo) if p.startswith("models/a/")) == [
         "models/a/deployment-a.yaml", "models/a/kustomization.yaml",
-        "models/a/modeldeployment.yaml", "models/a/service-a.yaml",
+        "models/a/modeldeployment.yaml", "models/a/runway.metadata", "models/a/service-a.yaml",
     ]  # fmt: skip
 
 
@@ -246,12 +246,13 @@ def test_a_hostile_name_is_refused_and_the_others_are_committed(
         "models/fine/deployment-fine.yaml",
         "models/fine/kustomization.yaml",
         "models/fine/modeldeployment.yaml",
+        "models/fine/runway.metadata",
         "models/fine/service-fine.yaml",
         "models/kustomization.yaml",
         "runway-sources.json",
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "src"]
-    assert git(repo, "log", "--format=%s") == "runway render: 7 added, 0 changed, 0 removed\n"
+    assert git(repo, "log", "--format=%s") == "runway render: 8 added, 0 changed, 0 removed\n"
 
 
 def test_an_external_model_provider_named_dot_dot_writes_nothing(
@@ -441,4 +442,4 @@ def test_annotations_the_api_server_would_refuse_are_never_committed(
         ("on-model", False, "metadata.annotations: " + bound.format(262353)),
         ("on-pods", False, "spec.podTemplate.metadata.annotations: " + bound.format(262161)),
     ]  # fmt: skip
-    assert sorted(p.parts[1] for p in map(Path, tree(repo)) if len(p.parts) > 2) == ["fine"] * 4
+    assert sorted(p.parts[1] for p in map(Path, tree(repo)) if len(p.parts) > 2) == ["fine"] * 5

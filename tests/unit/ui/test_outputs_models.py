@@ -14,7 +14,7 @@ import pytest
 import yaml
 from flask import Flask
 
-from renderer.output.folders import HYDRATED_FILE
+from renderer.output.folders import HYDRATED_FILE, METADATA_FILE
 from tests.support.cluster import Cluster
 from tests.support.e2e import cluster, namespace  # noqa: F401  (the real API server)
 from tests.support.paths import EXAMPLES
@@ -202,7 +202,11 @@ def test_apply_takes_the_hydrated_model_then_what_render_writes_for_it(
     status, said = cli("render", str(written), "--repo", str(out), "--gateway", GATEWAY)
     assert status == 0, said
     folder = out / "rendered" / "team-a" / "new-model"
-    upstream = (p for p in folder.iterdir() if p.name not in (HYDRATED_FILE, "kustomization.yaml"))
+    upstream = (
+        p
+        for p in folder.iterdir()
+        if p.name not in (HYDRATED_FILE, "kustomization.yaml", METADATA_FILE)
+    )
     files = [folder / HYDRATED_FILE, *sorted(upstream)]
     rendered = [d for p in files for d in yaml.safe_load_all(p.read_text()) if d]
     assert list(made.objects) == rendered
