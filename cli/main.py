@@ -106,6 +106,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     os.environ): NO_COLOR, LITELLM_MASTER_KEY."""
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse(argv)
+    args.argv = argv  # the command as given (runway render records it: renderer.git.provenance)
     args.env = os.environ if env is None else env
     configure_logging(args.verbose + getattr(args, "local_verbose", 0))
     try:

@@ -272,7 +272,7 @@ def _run_render(args: argparse.Namespace) -> int:
 def _argv(args: argparse.Namespace) -> tuple[str, ...]:
     """The command's arguments as given, for the render's provenance (cli.main's `argv` when it
     hands them on, else the process's)."""
-    return tuple(getattr(args, "argv", None) or sys.argv[1:])
+    return tuple(args.argv)
 
 
 def _cases(

@@ -51,7 +51,7 @@ def test_the_readme_main_job_renders_and_commits_every_example(tmp_path: Path) -
         runs[1]
         .stdout.splitlines()[-1]
         .startswith(
-            "16 rendered (0 unchanged since the last render), 0 failed; files: 77 added, 0 changed, "
+            "16 rendered (0 unchanged since the last render), 0 failed; files: 93 added, 0 changed, "
             "0 removed; commit "
         )
     )
@@ -63,7 +63,7 @@ def test_the_readme_main_job_renders_and_commits_every_example(tmp_path: Path) -
         timeout=60,
     )
     assert log.stdout.splitlines() == [
-        "runway render: 77 added, 0 changed, 0 removed"
-    ]  # 76 + runway-sources.json
+        "runway render: 93 added, 0 changed, 0 removed"
+    ]  # 76 + runway-sources.json + a runway.metadata per ModelDeployment folder (16)
     folders = sorted(p.name for p in (repo / "rendered" / "models").iterdir() if p.is_dir())
     assert len(folders) == len(list(EXAMPLES.glob("*.yaml"))) == 16

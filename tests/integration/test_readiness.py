@@ -253,7 +253,8 @@ def test_a_kubeconfig_that_cannot_be_loaded_keeps_it_unready_and_retrying(
     ours = [r.getMessage() for r in caplog.records if str(missing) in r.getMessage()]
     assert status == NOT_READY
     assert set(ours) == {
-        f"provider config watch cannot build its client; retrying: File does not exist: {missing}"
+        "provider config watch cannot build its client; retrying: "
+        f"kubeconfig {config}, its current context: File does not exist: {missing}"
     }
     assert len(ours) >= 3
     assert not [r for r in caplog.records if r.exc_info]

@@ -152,6 +152,7 @@ def test_the_same_file_spelled_otherwise_is_no_claim(
         "rendered/runway-sources.json",
         "rendered/team-a/own/deployment-own.yaml",
         "rendered/team-a/own/modeldeployment.yaml",
+        "rendered/team-a/own/runway.metadata",  # the command that wrote it is another
     ]
     assert record == {
         "team-a/own": "src/team-a/model.yaml",
