@@ -145,6 +145,9 @@ class Launch:
     workdir: str
     mounts: tuple[tuple[str, Volume], ...]  # (mountPath, host folder or tmpfs)
     shm: str = "64m"  # the size of the container's own /dev/shm (the runtimes' default)
+    # the stand-in image's own files (its virtualenv), bound at their path inside the pod: the
+    # pod's fresh /tmp would hide them when the checkout lives under /tmp
+    image_files: tuple[Path, ...] = ()
 
 
 # The master Service every pod learns of, links or not (kubelet_pods.go getServiceEnvVarMap: the
@@ -248,7 +251,7 @@ def launch(
             raise KeyError(f"volumeMount {name}: the test gives it no folder")
         mounts.append((str(mount["mountPath"]), volumes[name]))
     workdir = str(container.get("workingDir") or row.workdir)
-    return Launch(tuple(argv), env, workdir, tuple(mounts))
+    return Launch(tuple(argv), env, workdir, tuple(mounts), image_files=(row.venv,))
 
 
 @dataclass
@@ -355,6 +358,7 @@ def start(name: str, spec: Launch, base: Path, net: Network, index: int) -> Pod:
                     for path, v in spec.mounts
                 ],
                 "shm": spec.shm,
+                "image_files": [str(p) for p in spec.image_files],
                 "base": str(base),
                 "address": f"{pod_ip}/24",
                 "gateway": net.gateway,

@@ -34,7 +34,7 @@ def network(address: str, gateway: str) -> None:
     run("ip", "route", "add", "default", "via", gateway)
 
 
-def root(base: Path, mounts: list[list[str]], workdir: str, shm: str) -> Path:
+def root(base: Path, mounts: list[list[str]], workdir: str, shm: str, image: list[str]) -> Path:
     upper, work, merged = base / "upper", base / "work", base / "root"
     for folder in (upper, work, merged):
         folder.mkdir(parents=True, exist_ok=True)
@@ -55,6 +55,10 @@ def root(base: Path, mounts: list[list[str]], workdir: str, shm: str) -> Path:
     # otherwise); a volume at /dev/shm (an emptyDir of medium Memory, as llm-d renders for tensor
     # parallel) is mounted over it.
     run("mount", "-t", "tmpfs", "-o", f"size={shm}", "shm", str(merged / "dev" / "shm"))
+    for files in image:  # the stand-in image's virtualenv, wherever the checkout is
+        target = merged / files.lstrip("/")
+        target.mkdir(parents=True, exist_ok=True)
+        run("mount", "--bind", files, str(target))
     for mount_path, source in mounts:
         target = merged / mount_path.lstrip("/")
         target.mkdir(parents=True, exist_ok=True)
@@ -69,7 +73,9 @@ def root(base: Path, mounts: list[list[str]], workdir: str, shm: str) -> Path:
 def main(spec_file: str) -> None:
     spec = json.loads(Path(spec_file).read_text())
     network(spec["address"], spec["gateway"])
-    merged = root(Path(spec["base"]), spec["mounts"], spec["workdir"], spec["shm"])
+    merged = root(
+        Path(spec["base"]), spec["mounts"], spec["workdir"], spec["shm"], spec["image_files"]
+    )
     os.chroot(merged)
     os.chdir(spec["workdir"])
     argv = spec["argv"]
