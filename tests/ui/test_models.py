@@ -125,7 +125,7 @@ def test_a_new_vllm_model_on_llmd_behind_the_gateway_to_a_patch_without_writing_
         "gateway": {"enabled": True},
     }
     program = str(runway_program())
-    validated = run([program, "validate", NEW_FILE], repo)
+    validated = run([program, "validate", NEW_FILE, "--gateway", GATEWAY], repo)
     assert (validated.returncode, validated.stdout) == (
         0,
         "default/qwen2-5-coder-7b-instruct: allowed: engine vllm (explicit), provider llmd "
