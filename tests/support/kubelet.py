@@ -396,7 +396,8 @@ def start(name: str, spec: Launch, base: Path, net: Network, index: int) -> Pod:
 
 def hosts_file(path: Path, names: Mapping[str, str]) -> Path:
     """A hosts file with `names` (DNS name: address) after this machine's own entries, for a
-    client run in a mount namespace of its own with it bind-mounted over /etc/hosts."""
+    client run in a mount namespace of its own with it bind-mounted over /etc/hosts. Written in
+    place (truncated, same inode), so a bind mount of an existing file sees the new text."""
     lines = Path("/etc/hosts").read_text().splitlines()
     lines += [f"{address} {name}" for name, address in sorted(names.items())]
     path.write_text("\n".join(lines) + "\n")

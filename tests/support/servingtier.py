@@ -122,12 +122,28 @@ def render(repo: Path, *examples: str, gateway: str | None = None) -> Rendered:
     return Rendered(repo)
 
 
+def template_of(workload: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The pod template of a Deployment, or of a LeaderWorkerSet's workers."""
+    spec = workload["spec"]
+    if "template" in spec:
+        return dict(spec["template"])
+    return dict(spec["leaderWorkerTemplate"]["workerTemplate"])
+
+
+def stops_before_ready(pod: kubelet.Pod, container: Mapping[str, Any]) -> str:
+    """The pod's process exits, non-zero, before its rendered startup probe ever answers: the
+    tier's wait (wait_probe) says so, and its message is returned."""
+    try:
+        wait_probe(pod, container, "startupProbe")
+    except AssertionError as stopped:
+        assert pod.process.returncode not in (0, None), pod.output()
+        return str(stopped)
+    raise AssertionError(f"pod {pod.name} started and answered its startup probe")
+
+
 def container_of(workload: Mapping[str, Any], name: str) -> dict[str, Any]:
     """The container `name` of a Deployment's or a LeaderWorkerSet leader's pod template."""
-    spec = workload["spec"]
-    template = (
-        spec["template"] if "template" in spec else spec["leaderWorkerTemplate"]["workerTemplate"]
-    )
+    template = template_of(workload)
     found = [c for c in template["spec"]["containers"] if c["name"] == name]
     assert len(found) == 1, [c["name"] for c in template["spec"]["containers"]]
     return dict(found[0])
@@ -135,10 +151,7 @@ def container_of(workload: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 def pod_spec_of(workload: Mapping[str, Any]) -> dict[str, Any]:
     """The pod spec of a Deployment's (or a LeaderWorkerSet worker's) template."""
-    spec = workload["spec"]
-    template = (
-        spec["template"] if "template" in spec else spec["leaderWorkerTemplate"]["workerTemplate"]
-    )
+    template = template_of(workload)
     return dict(template["spec"])
 
 
@@ -159,10 +172,7 @@ def volume_sources(
     """What backs each volume of the pod template, as kubelet would back it: a claim's folder from
     `claims` (claimName: folder), an emptyDir of medium Memory a tmpfs of its sizeLimit, any
     other emptyDir a fresh folder under `base`."""
-    spec = workload["spec"]
-    template = (
-        spec["template"] if "template" in spec else spec["leaderWorkerTemplate"]["workerTemplate"]
-    )
+    template = template_of(workload)
     folders: dict[str, kubelet.Volume] = {}
     for volume in template["spec"].get("volumes") or []:
         name, empty = volume["name"], volume.get("emptyDir")
@@ -273,12 +283,7 @@ class Gateway:
         """Make `name` resolve to `address` for the proxy (the file is rewritten in place: the
         proxy's bind mount follows the inode)."""
         self.names[name] = address
-        lines = [line for line in Path("/etc/hosts").read_text().splitlines()]
-        lines += [f"{a} {n}" for n, a in sorted(self.names.items())]
-        with self.hosts.open("r+") as out:
-            out.seek(0)
-            out.truncate()
-            out.write("\n".join(lines) + "\n")
+        kubelet.hosts_file(self.hosts, self.names)
 
     def sync(
         self, *sources: Path, gateway_url: str | None = None
