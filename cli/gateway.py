@@ -24,6 +24,7 @@ from cli.options import (
     add_context,
     add_inputs,
     add_output,
+    add_recursive,
     destinations,
     inputs,
     write_structured,
@@ -86,6 +87,7 @@ def add_commands(commands: Any) -> None:
         metavar="SOURCE",
         help="files or directories instead of a cluster (repeatable)",
     )
+    add_recursive(sync)
     sync.add_argument("--secrets-dir", metavar="DIR", help="Secret manifests, with --from")
     sync.add_argument("--once", action="store_true", help="one pass, then exit (CI, cron)")
     sync.add_argument(
@@ -186,7 +188,9 @@ def _plan_exit(result: Plan) -> Exit:
 
 
 def run_plan(args: argparse.Namespace) -> Exit:
-    result, notes = plan_sources(inputs(args), _planning(args), stdin=sys.stdin)
+    result, notes = plan_sources(
+        inputs(args), _planning(args), stdin=sys.stdin, recursive=args.recursive
+    )
     for note in notes:
         print(f"runway: {note}", file=sys.stderr)
     for c in result.conflicts:  # the report says so; the log line is for -v
@@ -196,7 +200,7 @@ def run_plan(args: argparse.Namespace) -> Exit:
             ",".join(str(o) for o in c.claimants),
         )
     if args.output in FORMATS:
-        cases = _plan_cases(result, inputs(args))
+        cases = _plan_cases(result, inputs(args), args.recursive)
         write_report(args.output, "gateway-plan", cases, runway_version(), sys.stdout)
     elif args.output != "text":
         write_structured(plan_json(result), args.output, sys.stdout)
@@ -205,12 +209,12 @@ def run_plan(args: argparse.Namespace) -> Exit:
     return _plan_exit(result)
 
 
-def _plan_cases(result: Plan, sources: Sequence[str]) -> list[Case]:
+def _plan_cases(result: Plan, sources: Sequence[str], recursive: bool) -> list[Case]:
     """The plan as cases: each model planned (passing) and each ambiguous servedName (a
     finding), named by its servedName, at its (first) claimant's document; each object refused
     as invalid at its document. Standard input is read once, by the plan: its objects are at
     "<stdin>", without a line."""
-    where = located(read_documents([s for s in sources if s != STDIN]))
+    where = located(read_documents([s for s in sources if s != STDIN], recursive=recursive))
 
     def case(name: str, owner: Owner, findings: tuple[Finding, ...] = ()) -> Case:
         file, line = where.get((owner.kind, owner.namespace, owner.name), (STDIN_ORIGIN, None))
@@ -301,6 +305,7 @@ def sync_settings(
         master_key=_master_key(args, env),
         planning=_planning(args),
         sources=tuple(getattr(args, "sources", None) or ()),
+        recursive=getattr(args, "recursive", False),
         secrets_dir=getattr(args, "secrets_dir", None),
         kubeconfig=args.kubeconfig,
         context=getattr(args, CONTEXT, None),

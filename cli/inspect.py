@@ -219,7 +219,7 @@ def _stored_versions(
     if not args.old:
         return {}
     stored: dict[tuple[Any, ...], Mapping[str, Any]] = {}
-    for doc in runway_documents(read_documents(args.old)).runway:
+    for doc in runway_documents(read_documents(args.old, recursive=args.recursive)).runway:
         obj = admit_object(doc.obj, registry=registry, step=Step.MUTATE).object
         stored[_stored_key(obj)] = obj
     return stored

@@ -1,6 +1,6 @@
-"""The options several commands share, spelled once: manifests in (`FILE...`, `-f`, `-`), results
-out (`-o text|json|yaml`), `-v` after the command too, and the cluster options (`--context`,
-`-n/--namespace`) where a command uses them."""
+"""The options several commands share, spelled once: manifests in (`FILE...`, `-f`, `-`, `-R`),
+results out (`-o text|json|yaml`), `-v` after the command too, and the cluster options
+(`--context`, `-n/--namespace`) where a command uses them."""
 
 from __future__ import annotations
 
@@ -108,6 +108,19 @@ def add_inputs(parser: argparse.ArgumentParser, what: str, *, stdin: bool = True
         metavar="FILE",
         help=f"a file or directory of {what}{dash} (repeatable; as FILE)",
     )
+    add_recursive(parser)
+
+
+def add_recursive(parser: argparse.ArgumentParser) -> None:
+    """`-R/--recursive`: a folder named is read with every folder under it, as `kubectl apply -f
+    DIR -R`; without it, only the folder's own YAML files (kubeio.sources.yaml_files)."""
+    parser.add_argument(
+        "-R",
+        "--recursive",
+        action="store_true",
+        help="read the folders named and every folder under them (default: a folder's own "
+        ".yaml and .yml files only)",
+    )
 
 
 def inputs(args: argparse.Namespace) -> list[str]:
@@ -120,7 +133,7 @@ def read_inputs(
 ) -> list[Document]:
     """The documents of the manifests named (Lists expanded, `-` read from `stdin`), with -n
     given to the objects of the `namespaced` kinds (group, kind) that have no namespace."""
-    docs = read_documents(inputs(args), stdin=stdin)
+    docs = read_documents(inputs(args), stdin=stdin, recursive=args.recursive)
     return in_namespace(docs, getattr(args, NAMESPACE, None), namespaced)
 
 

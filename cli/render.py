@@ -238,6 +238,7 @@ def _run_render(args: argparse.Namespace) -> int:
         author=_author(args.author_name, args.author_email),
         shard=args.shard,
         command=_argv(args),
+        recursive=args.recursive,
     )
     reader: ClusterCrds | None = None
     if settings.crds_from_cluster:
@@ -256,7 +257,7 @@ def _run_render(args: argparse.Namespace) -> int:
     elif args.output in FORMATS:
         for note in report.skipped:
             print(f"runway: {note}", file=sys.stderr)
-        cases = _cases(report, sources, args.repo, subdir, check=check)
+        cases = _cases(report, settings, subdir)
         write_report(args.output, "render", cases, runway_version(), out)
     else:
         for note in report.skipped:
@@ -275,13 +276,12 @@ def _argv(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(args.argv)
 
 
-def _cases(
-    report: RenderReport, sources: list[str], repo: str, subdir: str, *, check: bool
-) -> list[Case]:
+def _cases(report: RenderReport, settings: RenderSettings, subdir: str) -> list[Case]:
     """The report as cases: each ModelDeployment at its source document (a finding if it was
     not rendered), each removal held back at its output folder, and with `check` each file
     that would change at its path (relative to the working directory)."""
-    where = located(read_documents(sources))
+    where = located(read_documents(settings.sources, recursive=settings.recursive))
+    repo, check = settings.repo, settings.check
     cases = []
     for r in report.results:
         namespace, _, name = r.key.partition("/")

@@ -67,6 +67,7 @@ class SyncSettings:
     master_key: str = field(repr=False)
     planning: PlanSettings = field(default_factory=PlanSettings)
     sources: tuple[str, ...] = ()  # files instead of the cluster
+    recursive: bool = True  # the sources' folders with every folder under them (-R)
     secrets_dir: str | None = None  # Secret manifests, with sources
     kubeconfig: str | None = None  # None: in-cluster, else ~/.kube/config
     context: str | None = None  # the kubeconfig context (None: its current one)
@@ -99,14 +100,15 @@ class Connection:
 
 
 def read_objects(
-    paths: Sequence[str], *, stdin: TextIO | None = None
+    paths: Sequence[str], *, stdin: TextIO | None = None, recursive: bool = True
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """The objects in files and directories (`-`: `stdin`), by the one rule of kinds every
+    """The objects in files and directories (`-`: `stdin`; which files: kubeio.sources.
+    yaml_files, with `recursive`), by the one rule of kinds every
     command follows (kubeio.sources.is_runway_kind): an unknown kind of Runway's groups is an
     error, a kind of another group is left out with a note, the one every command prints
     (Secrets are read, as before, and Gateways: a model's own Gateway says its address)."""
     objects, notes = [], []
-    for doc in read_documents(paths, stdin=stdin):
+    for doc in read_documents(paths, stdin=stdin, recursive=recursive):
         if doc.obj.get("kind") == "Secret" or is_runway_kind(doc) or is_gateway(doc.obj):
             objects.append(doc.obj)
         else:
@@ -129,11 +131,16 @@ def plan_objects(objects: Sequence[Mapping[str, Any]], settings: PlanSettings) -
 
 
 def plan_sources(
-    sources: Sequence[str], settings: PlanSettings, *, stdin: TextIO | None = None
+    sources: Sequence[str],
+    settings: PlanSettings,
+    *,
+    stdin: TextIO | None = None,
+    recursive: bool = True,
 ) -> tuple[Plan, list[str]]:
-    """gateway-plan: the plan of the objects in files (`-`: `stdin`; no cluster, no LiteLLM),
-    and a note for each source document of another API group, left out."""
-    objects, notes = read_objects(sources, stdin=stdin)
+    """gateway-plan: the plan of the objects in files (`-`: `stdin`; folders with every folder
+    under them when `recursive`; no cluster, no LiteLLM), and a note for each source document
+    of another API group, left out."""
+    objects, notes = read_objects(sources, stdin=stdin, recursive=recursive)
     return plan_objects(objects, settings), notes
 
 
@@ -164,7 +171,7 @@ def sync_once(settings: SyncSettings, connection: Connection | None = None) -> S
     connection = connection or connect(settings)
     api = connection.api
     if api is None:  # files are read again every pass, Secrets included (rotation)
-        objects, notes = read_objects(settings.sources)
+        objects, notes = read_objects(settings.sources, recursive=settings.recursive)
         for note in notes:
             log.info("gateway-sync %s", note)
         connection.syncer.secrets = _file_secrets(settings.secrets_dir)

@@ -236,13 +236,16 @@ def group_of(api_version: Any) -> str | None:
     return group if slash else ""
 
 
-def yaml_files(paths: Iterable[str]) -> list[Path]:
-    """The files named, and the YAML files under the directories named, in a stable order. A
-    file named is read as named; under a directory, a symbolic link is followed only when it
-    leads inside one of the directories named (else a SourceError names it)."""
+def yaml_files(paths: Iterable[str], *, recursive: bool = True) -> list[Path]:
+    """The files named, and the YAML files in the directories named, in a stable order: a
+    directory's own files, and with `recursive` those of every folder under it too (`runway
+    -R`, as `kubectl apply -R`). A file named is read as named; in a directory, a symbolic link
+    is followed only when it leads inside one of the directories named (else a SourceError names
+    it). A directory that yields no file, but has YAML files in its subfolders, is a SourceError
+    saying to pass -R: a wrong folder in a CI gate is never a silent pass."""
     paths = list(paths)
     roots = _roots(paths)
-    return [path for raw in paths for path in _files_of(raw, roots)]
+    return [path for raw in paths for path in _files_of(raw, roots, recursive)]
 
 
 def _roots(paths: Sequence[str]) -> list[Path]:
@@ -266,11 +269,15 @@ def _reason(err: Exception) -> str:
     return err.strerror if isinstance(err, OSError) and err.strerror else str(err)
 
 
-def _files_of(raw: str, roots: Sequence[Path]) -> list[Path]:
+def _files_of(raw: str, roots: Sequence[Path], recursive: bool) -> list[Path]:
+    """The one rule of which files a path names, for every command that reads sources."""
     path = Path(raw)
     if _is_dir(raw):
         try:
-            return sorted(_walk(path, roots))
+            found = sorted(_walk(path, roots, recursive))
+            if not found and not recursive:
+                _missing_recursion(raw)
+            return found
         except OSError as err:  # an entry that vanished or cannot be read during the walk
             where = printable(str(err.filename)) if err.filename else raw
             raise SourceError(where, f"cannot read: {_reason(err)}") from None
@@ -279,8 +286,26 @@ def _files_of(raw: str, roots: Sequence[Path]) -> list[Path]:
     raise SourceError(raw, "no such file or directory")
 
 
-def _walk(top: Path, roots: Sequence[Path]) -> Iterator[Path]:
-    """The YAML files under `top`, following links only into `roots`, each folder once."""
+def _missing_recursion(raw: str) -> None:
+    """A SourceError when the directory `raw`, read without -R, has YAML files in its
+    subfolders (counted without following links): `models/` named where the files are in
+    `models/prod/`."""
+    deeper = sum(
+        1
+        for _, _, names in os.walk(raw)
+        for name in names
+        if os.path.splitext(name)[1] in YAML_SUFFIXES
+    )
+    if deeper:
+        raise SourceError(
+            printable(raw),
+            f"no YAML files; {deeper} in subfolders: pass -R (--recursive) to read them",
+        )
+
+
+def _walk(top: Path, roots: Sequence[Path], recursive: bool = True) -> Iterator[Path]:
+    """The YAML files in `top` (with `recursive`, under it), following links only into
+    `roots`, each folder once."""
     seen: set[Path] = set()
     folders = [top]
     while folders:
@@ -292,6 +317,9 @@ def _walk(top: Path, roots: Sequence[Path]) -> Iterator[Path]:
         with os.scandir(folder) as entries:
             for entry in entries:
                 path = Path(entry.path)
+                is_dir = entry.is_dir()
+                if is_dir and not recursive:
+                    continue  # a subfolder is read with -R only, as kubectl's
                 if entry.is_symlink():
                     target = path.resolve()
                     if not any(target == r or r in target.parents for r in roots):
@@ -300,7 +328,7 @@ def _walk(top: Path, roots: Sequence[Path]) -> Iterator[Path]:
                             f"is a symbolic link to {printable(str(target))}, outside the source "
                             "directories given; Runway does not follow it (name the target itself)",
                         )
-                if entry.is_dir():
+                if is_dir:
                     folders.append(path)
                 elif entry.is_file() and path.suffix in YAML_SUFFIXES:
                     check_name(entry.path)  # a file it does not read may have any name
@@ -329,10 +357,12 @@ def printable(path: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
-def read_documents(paths: Iterable[str], *, stdin: TextIO | None = None) -> list[Document]:
-    """Every non-empty YAML document in the given files and directories, Lists expanded (see
-    expand_lists); `-` is `stdin`, read once (a SourceError when it is None: the caller reads no
-    standard input)."""
+def read_documents(
+    paths: Iterable[str], *, stdin: TextIO | None = None, recursive: bool = True
+) -> list[Document]:
+    """Every non-empty YAML document in the given files and directories (which files: see
+    yaml_files), Lists expanded (see expand_lists); `-` is `stdin`, read once (a SourceError
+    when it is None: the caller reads no standard input)."""
     paths = list(paths)
     if paths.count(STDIN) > 1:
         raise SourceError(STDIN, "standard input can be read only once; name it once")
@@ -342,7 +372,7 @@ def read_documents(paths: Iterable[str], *, stdin: TextIO | None = None) -> list
         if raw == STDIN:
             docs += parse_documents(_read_stdin(stdin), STDIN_ORIGIN)
             continue
-        for path in _files_of(raw, roots):
+        for path in _files_of(raw, roots, recursive):
             docs += parse_documents(_read(path), str(path))
     return list(expand_lists(docs))
 

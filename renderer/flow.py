@@ -81,6 +81,7 @@ def render(
         settings.full,
         settings.max_removals,
         settings.shard,
+        settings.recursive,
     )
     target = Target(
         settings.repo,
@@ -313,7 +314,7 @@ def _inputs(asked: Asked, target: Target) -> tuple[str, str] | None:
     """The stamp's digest of the inputs, and of them but the sources' bytes (renderer.reuse.stamp);
     None when a file cannot be read (the render as usual says why)."""
     try:
-        sources = file_keys(asked.sources)
+        sources = file_keys(asked.sources, recursive=asked.recursive)
         providers = []
         if asked.providers and STDIN not in asked.providers:
             providers = [key for _, key in file_keys(asked.providers)]

@@ -179,6 +179,7 @@ def plan(
         roots_of(asked.sources, repo.work),
         duplicates(read.docs, read.keys),
         asked.max_removals,
+        recursive=asked.recursive,
     )
     schema_key = digest(fingerprint, schema_digest)[:16]
     registry = build_registry(configs)
@@ -199,7 +200,7 @@ def plan(
 def _read(asked: Asked, parsed: ParsedSources, stamp: Stamp | None) -> Read:
     """The source documents (of the changed files' namespaces only, when the stamp allows),
     checked against the policy, each with its output folder; a shard keeps its own."""
-    files = parsed.files(asked.sources)
+    files = parsed.files(asked.sources, recursive=asked.recursive)
     counted = len(parsed.read_keys)
     documents = functools.cache(parsed.documents)  # each file parsed (or unpickled) once
     found = None
@@ -235,6 +236,7 @@ def narrowed(planned: Plan, part: Part, stamp: Stamp) -> Plan:
         duplicates(docs, keys),
         planned.ownership.max_removals,
         failures_elsewhere(stamp, part),
+        planned.ownership.recursive,
     )
     narrow = replace(read, docs=docs, keys=list[str | None](keys))
     return replace(planned, read=narrow, ownership=ownership, part=part)

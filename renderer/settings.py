@@ -48,6 +48,9 @@ class RenderSettings:
     shard: Shard | None = None  # render only this shard's namespaces (renderer.output.shard)
     # the command's arguments, as given (recorded, redacted, by renderer.git.provenance)
     command: tuple[str, ...] = ()
+    # the sources' folders with every folder under them (`runway render -R`), else their own
+    # files only (kubeio.sources.yaml_files)
+    recursive: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +67,7 @@ class Asked:
     full: bool
     max_removals: int
     shard: Shard | None
+    recursive: bool = True  # the sources' folders with every folder under them
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,6 +53,7 @@ class Ownership:
     failures_elsewhere: int = (
         0  # failed results of the same render outside these (renderer.reuse.delta)
     )
+    recursive: bool = True  # a root folder holds its subfolders' files too (`render -R`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,14 +115,21 @@ def portable(path: str | Path, work: Path, cwd: Path | None = None) -> str:
     return where.as_posix()
 
 
-def is_under(origin: str, roots: Collection[str]) -> bool:
-    """Whether a recorded source lies inside one of the roots (`.`: the whole work tree)."""
-    return any(
-        origin == root
-        or origin.startswith(root.rstrip("/") + "/")
-        or (root == "." and not origin.startswith("/"))
-        for root in roots
-    )
+def is_under(origin: str, roots: Collection[str], recursive: bool = True) -> bool:
+    """Whether a recorded source lies inside one of the roots (`.`: the whole work tree): in
+    the folder itself, or with `recursive` anywhere under it (what reading the roots reads,
+    kubeio.sources.yaml_files)."""
+    for root in roots:
+        if origin == root:
+            return True
+        if root == ".":
+            rest = "" if origin.startswith("/") else origin
+        else:
+            prefix = root.rstrip("/") + "/"
+            rest = origin[len(prefix) :] if origin.startswith(prefix) else ""
+        if rest and (recursive or "/" not in rest):
+            return True
+    return False
 
 
 def read_record(current: Mapping[str, str]) -> dict[str, str]:
@@ -173,7 +181,7 @@ def claims(
         owner = record.get(key)
         if owner is None or owner == origin or key in ownership.refused:
             continue
-        if not is_under(owner, ownership.roots) and another(owner, origin):
+        if not is_under(owner, ownership.roots, ownership.recursive) and another(owner, origin):
             found[key] = (
                 f"defined in {origin}, but its output belongs to {owner}, outside the sources "
                 f"given; render {owner} to change it, or remove it there first"
@@ -201,7 +209,9 @@ def decide(
     results: Sequence[Result],
 ) -> Removals:
     """Of the folders no source defines now (`gone`), those this render removes."""
-    eligible = sorted(k for k in gone if k in record and is_under(record[k], ownership.roots))
+    eligible = sorted(
+        k for k in gone if k in record and is_under(record[k], ownership.roots, ownership.recursive)
+    )
     outside = len(gone) - len(eligible)
     if not eligible:
         return Removals(outside=outside)

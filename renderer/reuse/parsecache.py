@@ -63,11 +63,12 @@ class ParsedSources:
             docs += self.documents(found)
         return list(expand_lists(docs))
 
-    def files(self, paths: Sequence[str]) -> list[SourceFile]:
-        """The files reading `paths` reads (folders walked as kubeio.sources walks them), each
-        read and keyed, in order; their parsed documents stay cached whether asked for or not."""
+    def files(self, paths: Sequence[str], *, recursive: bool = True) -> list[SourceFile]:
+        """The files reading `paths` reads (folders walked as kubeio.sources walks them, with
+        every folder under them when `recursive`), each read and keyed, in order; their parsed
+        documents stay cached whether asked for or not."""
         found = []
-        for path in yaml_files(paths):
+        for path in yaml_files(paths, recursive=recursive):
             try:
                 data = path.read_bytes()
             except OSError as err:

@@ -207,6 +207,7 @@ def stamped_settings(asked: Asked, target: Target, schemas: str | None) -> dict[
         "gateway": asked.gateway,
         "max_removals": asked.max_removals,
         "shard": None if shard is None else (shard.index, shard.count),
+        "recursive": asked.recursive,
         "builtin-schemas": builtin_schemas_version(),
     }
 
@@ -222,10 +223,11 @@ def stamp_path(git_dir: Path, settings: RenderSettings) -> Path:
     return Store(git_dir).stamp(cache_key(settings))
 
 
-def file_keys(paths: Sequence[str]) -> list[tuple[str, str]]:
+def file_keys(paths: Sequence[str], *, recursive: bool = True) -> list[tuple[str, str]]:
     """The path and file_key of each file that reading `paths` reads (folders walked as a
-    render walks them), in order."""
-    return [(str(path), file_key(path, path.read_bytes())) for path in yaml_files(paths)]
+    render walks them, with every folder under them when `recursive`), in order."""
+    found = yaml_files(paths, recursive=recursive)
+    return [(str(path), file_key(path, path.read_bytes())) for path in found]
 
 
 def tree_if_clean(repo: Repo, subdir: str) -> Callable[[], str | None]:

@@ -121,7 +121,10 @@ def _names(report: Report, count: int, root: Path, deadline: float) -> None:
             entry += b"/more.yaml"
         Path(os.fsdecode(entry)).write_bytes(b"# nothing\n")
         bad = not _utf8(name) and (folder or suffix != b"")
-        for argv in (("validate", str(src)), ("render", str(src), "--repo", str(root / "r"))):
+        for argv in (
+            ("validate", "-R", str(src)),
+            ("render", "-R", str(src), "--repo", str(root / "r")),
+        ):
             code, _, err = _command(*argv, *(("--check",) if argv[0] == "render" else ()))
             if bad and (code, err) != (2, f"runway: {_escaped(entry)}: {NOT_UTF8}\n"):
                 report.failures.append(f"names: {argv[0]} of {name!r}: {code} {err[:200]!r}")

@@ -405,7 +405,7 @@ def test_structurally_broken_model_deployment_is_denied_not_unusable(
     ]
 
 
-def test_directories_are_read_recursively(
+def test_directories_are_read_recursively_with_r(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "team" / "a").mkdir(parents=True)
@@ -413,7 +413,7 @@ def test_directories_are_read_recursively(
     write(tmp_path / "team" / "two.yml", model_deployment("two", model_id="org/m/m.gguf"))
     (tmp_path / "team" / "README.md").write_text("not yaml: [")
 
-    code, out, _ = run(capsys, "validate", str(tmp_path), "-o", "json")
+    code, out, _ = run(capsys, "validate", "-R", str(tmp_path), "-o", "json")
 
     assert code == Exit.OK
     assert [r["name"] for r in json.loads(out)] == ["one", "two"]

@@ -113,7 +113,8 @@ def test_every_command_and_flag_of_the_parser_is_in_the_tables() -> None:
     )
     assert commands["certs"].commands == ("issue", "rotate", "inject")
     assert commands["validate"].options == (
-        *("-h", "--help", "-f", "--filename", "--providers", "-o", "--output"),
+        *("-h", "--help", "-f", "--filename", "-R", "--recursive", "--providers", "-o"),
+        "--output",
         *("-n", "--namespace", "--old", "--allow-destination", "--gateway", "-v", "--verbose"),
     )
     assert dict(commands["validate"].values) == {

@@ -47,9 +47,10 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def argv(command: tuple[str, ...], source: str, repo: Path) -> list[str]:
+    """The command reading `source` and every folder under it (-R)."""
     if command[0] == "render":
-        return [command[0], source, "--repo", str(repo), *command[1:]]
-    return [*command, source]
+        return [command[0], "-R", source, "--repo", str(repo), *command[1:]]
+    return [*command, "-R", source]
 
 
 def sources(root: Path) -> Path:
