@@ -10,7 +10,10 @@ sorted, no timestamps, so the same input gives the same bytes.
 JUnit: valid against the Apache Ant JUnit XSD (Windy Road's, the strictest of the common
 dialects) and so read by GitLab and Jenkins: one testsuite named for the command; a passing
 testcase per clean object and one failing testcase per finding (its `<failure>` type is the
-rule id, its message the field and the reason).
+rule id, its message the field and the reason). Every text is written as it is, but each
+character XML 1.0 cannot hold (the C0 controls but tab, newline and carriage return; U+FFFE,
+U+FFFF; a lone surrogate) is written as its Python escape (`\x01`, `\ufffe`, `\udcff`), and
+a carriage return as `&#13;`, which a parser reads back as one (raw, it reads a newline).
 SARIF 2.1.0: one run, tool.driver `runway` at its version, one rule per finding kind, one result
 per finding at its file (`physicalLocation`, with `region.startLine` where the line is known)
 and, for a field, the field path as a `logicalLocation`.
@@ -21,6 +24,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -117,18 +121,32 @@ def junit(command: str, cases: Sequence[Case]) -> str:
             case.name if finding is None or not finding.field else f"{case.name} {finding.field}"
         )
         test = ElementTree.SubElement(
-            suite, "testcase", {"name": title, "classname": case.file, "time": "0"}
+            suite,
+            "testcase",
+            {"name": xml_text(title), "classname": xml_text(case.file), "time": "0"},
         )
         if finding is not None:
             failure = ElementTree.SubElement(
-                test, "failure", {"message": finding.text, "type": finding.rule}
+                test, "failure", {"message": xml_text(finding.text), "type": finding.rule}
             )
-            failure.text = f"{case.where}: {case.name}: {finding.text}"
+            failure.text = xml_text(f"{case.where}: {case.name}: {finding.text}")
     ElementTree.SubElement(suite, "system-out")
     ElementTree.SubElement(suite, "system-err")
     ElementTree.indent(root)
-    body = ElementTree.tostring(root, encoding="unicode")
+    # ElementTree escapes a carriage return in attributes only; in text, raw, a parser would
+    # read it as a newline (XML's end-of-line handling). No other raw one is in the body.
+    body = ElementTree.tostring(root, encoding="unicode").replace("\r", "&#13;")
     return f'<?xml version="1.0" encoding="UTF-8"?>\n{body}\n'
+
+
+# The characters XML 1.0 cannot hold (its Char production allows tab, newline, carriage
+# return, U+0020-U+D7FF, U+E000-U+FFFD and U+10000 up).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """`text` with each character XML 1.0 cannot hold as its Python escape (`\\x01`)."""
+    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
 
 
 def sarif(cases: Sequence[Case], version: str) -> str:
