@@ -9,17 +9,22 @@ written only when that folder's other files change (renderer.stages). The facts 
 The sources' repository is the Git work tree holding every SOURCE given; when they are not all
 in one (one is outside any Git repository, or they span two), no repository and no commit is
 recorded. Its URL is the remote the checked-out branch tracks, else `origin`, else the only
-remote; an http(s) URL loses its user information, and credentials in it are redacted
-(core.checks.credentials.redact), as is every word of the command.
+remote; a URL (`scheme://`, any scheme, any case) loses its user information, and credentials
+in it are redacted (core.checks.credentials.redact). Every word of the command is redacted too,
+the user information of a URL in it shown as `<redacted>@`. The user information is what lies
+between `://` and the last `@` before the first `/`, `?` or `#` (where git reads it too), so a
+password holding `@` goes whole. Trailers and metadata are UTF-8 whatever the words held: a
+word from bytes that are not UTF-8 is recorded as JSON's escape of it (`caf\\udce9`), which
+reads back as the same word.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from core.checks.credentials import redact
 from renderer.git.runner import Repo
@@ -29,6 +34,10 @@ TRAILER_COMMIT = "Runway-Source-Commit"
 TRAILER_DIRTY = "Runway-Source-Dirty"
 TRAILER_COMMAND = "Runway-Command"
 PATHSPEC_LIMIT = 500  # source paths asked about by name; beyond, the whole work tree is
+# A URL's user information: after `scheme://`, up to the last `@` before the first `/`, `?`,
+# `#` or white space (RFC 3986's authority, as git reads it), any scheme, any case.
+_USERINFO = re.compile(r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*://)[^/?#\s]*@")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +61,7 @@ class Provenance:
         if self.commit is not None:
             lines.append(f"{TRAILER_COMMIT}: {self.commit}")
             lines.append(f"{TRAILER_DIRTY}: {'true' if self.dirty else 'false'}")
-        lines.append(f"{TRAILER_COMMAND}: {json.dumps(list(self.command), ensure_ascii=False)}")
+        lines.append(f"{TRAILER_COMMAND}: {_json(list(self.command))}")
         return "\n".join(lines) + "\n"
 
     def metadata(self) -> str:
@@ -63,7 +72,14 @@ class Provenance:
             "drySha": self.commit,
             "repoURL": self.repository,
         }
-        return json.dumps(facts, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        return _json(facts, indent=2, sort_keys=True) + "\n"
+
+
+def _json(value: object, **how: object) -> str:
+    """`value` as JSON, non-ASCII text as it is, but a lone surrogate (a byte of argv that is
+    not UTF-8) as its escape: the text is always UTF-8, and reads back as `value`."""
+    text = json.dumps(value, ensure_ascii=False, **how)  # type: ignore[arg-type]
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def rendered_from(repo: Repo, subdir: str) -> str | None:
@@ -100,12 +116,16 @@ def same_sources(said: Provenance, rendered: str, output: Path) -> bool:
 
 
 def _one_line(text: str) -> str:
-    return json.dumps(text) if any(ord(c) < 0x20 or c == "\x7f" for c in text) else text
+    """A value as one trailer line: JSON-quoted (ASCII) when it holds a control or a lone
+    surrogate."""
+    unusual = any(ord(c) < 0x20 or c == "\x7f" or "\ud800" <= c <= "\udfff" for c in text)
+    return json.dumps(text) if unusual else text
 
 
 def command_of(argv: Sequence[str]) -> tuple[str, ...]:
-    """The command as recorded: `runway` and its arguments, each redacted."""
-    return ("runway", *(redact(word) for word in argv))
+    """The command as recorded: `runway` and its arguments, each redacted, a URL's user
+    information as `<redacted>@`."""
+    return ("runway", *(redact(_USERINFO.sub(r"\1<redacted>@", word)) for word in argv))
 
 
 def of_sources(sources: Sequence[str], command: Sequence[str], output: Path | None) -> Provenance:
@@ -153,15 +173,9 @@ def _remote_url(repo: Repo) -> str | None:
 
 
 def public_url(url: str) -> str:
-    """A remote's URL as recorded: an http(s) URL without its user information (a user there
-    is a token as often as a name; anyone cloning brings their own), then redacted."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # not a URL urllib reads (a bracket left open): redacted as it is
-        return redact(url)
-    if parts.scheme in ("http", "https") and "@" in parts.netloc:
-        url = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
-    return redact(url)
+    """A remote's URL as recorded: without its user information, whatever its scheme (a user
+    there is a token as often as a name; anyone cloning brings their own), then redacted."""
+    return redact(_USERINFO.sub(r"\1", url))
 
 
 def _dirty(repo: Repo, sources: Sequence[str], output: Path | None) -> bool:
