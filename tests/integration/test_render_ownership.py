@@ -85,7 +85,7 @@ def test_a_folder_whose_recorded_source_is_gone_may_be_claimed(tmp_path: Path) -
 def run(*argv: str) -> tuple[int, str]:
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-        code = main(["render", *argv])
+        code = main(["render", "-R", *argv])
     return code, err.getvalue()
 
 

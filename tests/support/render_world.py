@@ -36,10 +36,11 @@ def git(repo: Path, *args: str) -> str:
 
 
 def render(*argv: str) -> tuple[int, dict[str, Any]]:
-    """`runway render ... -o json` in process: the exit status and the JSON report."""
+    """`runway render -R ... -o json` in process (the sources' folders with every folder under
+    them, as the team folders lie): the exit status and the JSON report."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = main(["render", *argv, "-o", "json"])
+        code = main(["render", "-R", *argv, "-o", "json"])
     text = out.getvalue()
     return code, json.loads(text) if text.strip() else {}
 
