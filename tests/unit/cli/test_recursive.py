@@ -156,3 +156,26 @@ def test_render_without_r_leaves_the_outputs_of_subfolders_alone(
     report = json.loads(again[1])
     assert (again[0], [r["name"] for r in report["results"]]) == (Exit.OK, ["top"])
     assert report["removals"] == {"removed": [], "withheld": [], "reason": None, "outside": 2}
+
+
+def test_gateway_sync_from_a_folder_follows_r_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gateway-sync --from fleet/` with the files in fleet/prod/ and fleet/dev/: unusable
+    input without -R; with it, the objects are read and the sync goes on to LiteLLM (here
+    nothing listens: exit 4)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LITELLM_MASTER_KEY", "key")
+    for where in ("prod", "dev"):
+        (tmp_path / "fleet" / where).mkdir(parents=True)
+        write(tmp_path / "fleet" / where / "m.yaml", where)
+    sync = ("gateway-sync", "--once", "--litellm-url", "http://127.0.0.1:9", "--from", "fleet/")
+
+    flat = run(capsys, *sync)
+    deep = run(capsys, *sync, "-R")
+
+    assert flat == (Exit.USAGE, "", f"runway: fleet/: {MISSING_R}\n")
+    assert (deep[0], deep[2].splitlines()[-1]) == (
+        Exit.UNAVAILABLE,
+        "runway: http://127.0.0.1:9/model/info: [Errno 111] Connection refused",
+    )
