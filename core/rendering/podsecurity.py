@@ -76,7 +76,7 @@ def root_image(reason: str) -> PodSecurity:
 # The pods that run the vLLM image (Direct vLLM's and llm-d's, with their LeaderWorkerSets).
 VLLM_IMAGE = root_image(
     "the vLLM image runs as root: vllm/vllm-openai is the vllm-openai target of vLLM's "
-    "docker/Dockerfile, and no stage of it sets a USER (the vLLM stand-in of the serving tier "
-    "runs the rendered container as root too); runAsNonRoot would stop it at start, and root "
-    "keeps the runtime's default capabilities to write a model cache another user owns"
+    "docker/Dockerfile (`FROM vllm-openai-base AS vllm-openai`), and no stage of that file sets "
+    "a USER; runAsNonRoot would stop it at start, and root keeps the runtime's default "
+    "capabilities to write a model cache another user owns"
 )
