@@ -9,6 +9,8 @@ Everything lands in the cache directory (default `.cache/cluster`, or $RUNWAY_CL
   bin/argocd, bin/kustomize, ...        a slim Argo CD (tests/cluster/argocd.py)
   bin/source-controller, ...            Flux (tests/cluster/flux.py)
   bin/kstatus                           Flux's kstatus status.Compute (tests/cluster/kstatus)
+  argolua.compiled                      Argo CD's Lua health test compiled into the Go build cache
+                                        (tests/cluster/argolua.py)
   crds/<upstream>/<version>/*.yaml      Argo CD and Flux CRDs from their Go modules at the pins
 The CRDs of the kinds Runway renders are not fetched here: the test cluster installs them from
 Runway's schema pack (renderer/output/schemas/, `make schemas`), so the e2e tier tests exactly the
@@ -339,12 +341,13 @@ def main(env: Mapping[str, str]) -> int:
     build_binaries(cache, versions)
     fetch_crds(cache, versions)
     # They import this module.
-    from tests.cluster import argocd, flux, kwok  # noqa: PLC0415
+    from tests.cluster import argocd, argolua, flux, kwok  # noqa: PLC0415
 
     go = go_version()
     flux.build(cache, versions, go)
     kwok.build(cache, versions, go)
     argocd.build(cache, versions, go)
+    argolua.build(cache, versions, go)
     return 0
 
 
