@@ -23,6 +23,7 @@ from core.model.plugin import Workload
 from core.status.modeldeployment import PHASES, GatewayState, model_deployment_status
 from tests.support.health import (
     CUSTOMIZATIONS,
+    HealthTest,
     checks,
     documented,
     health_tests,
@@ -146,7 +147,7 @@ def test_every_script_answers_progressing_for_an_object_without_status() -> None
 
 
 @pytest.mark.parametrize("test", health_tests(), ids=lambda t: t.name)
-def test_the_deployed_scripts_give_every_answer_of_the_health_tests(test: Any) -> None:
+def test_the_deployed_scripts_give_every_answer_of_the_health_tests(test: HealthTest) -> None:
     key = f"resource.customizations.health.{test.check.replace('/', '_')}"
 
     assert health(key, test.obj()) == {"status": test.status, "message": test.message}
@@ -165,13 +166,10 @@ def test_every_check_is_tested_on_each_of_its_testdata_files_and_no_other() -> N
         )
         for check in checks()
     }
-    assert (
-        sorted(
-            k.removeprefix("resource.customizations.health.").replace("_", "/")
-            for k in (yaml.safe_load(SCRIPTS.read_text())["data"])
-        )
-        == checks()
-    )
+    deployed = yaml.safe_load(SCRIPTS.read_text())["data"]
+    assert sorted(deployed) == [
+        f"resource.customizations.health.{c.replace('/', '_')}" for c in checks()
+    ]
 
 
 def test_the_model_deployment_testdata_hold_every_phase_the_controller_writes() -> None:
