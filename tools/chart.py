@@ -78,6 +78,10 @@ metadata:
     helm.sh/hook-delete-policy: before-hook-creation
 """
 SCHEDULING = """\
+      {{- with .Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
       {{- with .Values.{part}.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}

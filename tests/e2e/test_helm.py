@@ -283,6 +283,45 @@ def test_every_ui_value_lands_where_it_belongs(helm: Path) -> None:
     assert [k for k in map(key, template(helm, "ui.applyAsUser=true")) if "runway-ui" in k[2]] == []
 
 
+# Every optional part of the chart on: what the label and pull-Secret tests render.
+EVERYTHING = (
+    "namespace.create=true",
+    "tls.mode=cert-manager",
+    "ui.enabled=true",
+    "monitoring.serviceMonitor=true",
+    "monitoring.prometheusRule=true",
+    "monitoring.dashboard=true",
+)
+
+
+def pod_specs(objects: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The pod spec of every object that runs pods (a Deployment's template, a Pod)."""
+    return {
+        key(o): o["spec"]["template"]["spec"] if o["kind"] == "Deployment" else o["spec"]
+        for o in objects
+        if o["kind"] in ("Deployment", "Pod")
+    }
+
+
+def test_image_pull_secrets_reach_every_pod_the_chart_deploys(helm: Path) -> None:
+    pulled = pod_specs(
+        template(
+            helm, *EVERYTHING, "imagePullSecrets[0].name=regcred", "imagePullSecrets[1].name=b"
+        )
+    )
+    default = pod_specs(template(helm, *EVERYTHING))
+
+    assert sorted(pulled) == [
+        ("Deployment", NAMESPACE, "runway-status-controller"),
+        ("Deployment", NAMESPACE, "runway-ui"),
+        ("Deployment", NAMESPACE, "runway-webhook"),
+    ]
+    assert {k: s.get("imagePullSecrets") for k, s in pulled.items()} == {
+        k: [{"name": "regcred"}, {"name": "b"}] for k in pulled
+    }
+    assert {k: s.get("imagePullSecrets") for k, s in default.items()} == {k: None for k in default}
+
+
 CLUSTER_SCOPED = {
     "ClusterRole",
     "ClusterRoleBinding",
@@ -348,6 +387,10 @@ def test_helm_tls_issues_a_chain_for_the_service_and_every_webhook_trusts_it(hel
         ("ui.workers=0", "at '/ui/workers': minimum: got 0, want 1"),
         ("ui.applyAsUser=yes", "at '/ui/applyAsUser': got string, want boolean"),
         ("ui.oauth2Proxy.image.tag=", "at '/ui/oauth2Proxy/image/tag'"),
+        (
+            "imagePullSecrets[0].secret=regcred",
+            "at '/imagePullSecrets/0': additional properties 'secret' not allowed",
+        ),
         (
             "ui.oauth2proxy.image.tag=v1",
             "at '/ui': additional properties 'oauth2proxy' not allowed",
