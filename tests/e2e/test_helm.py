@@ -48,6 +48,15 @@ TIMEOUT = 120
 # The differences the chart makes on purpose: `helm uninstall` keeps the CRDs, and the provider
 # configs are created once the webhook that validates them runs (post-install hooks).
 HELM_ONLY_ANNOTATIONS = {"helm.sh/resource-policy", "helm.sh/hook", "helm.sh/hook-delete-policy"}
+CHART_NAME = "runway"
+# The standard labels with the release's and the chart's names and versions (and
+# app.kubernetes.io/name: runway where an object has no name label of its own).
+RELEASE_LABELS = {
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+    "app.kubernetes.io/managed-by",
+    "helm.sh/chart",
+}
 WEBHOOK_NAMES = [
     "mutate.modeldeployments.airunway.ai",
     "validate.modeldeployments.airunway.ai",
@@ -97,13 +106,27 @@ def key(obj: dict[str, Any]) -> tuple[str, str, str]:
     return (obj["kind"], meta.get("namespace", ""), meta["name"])
 
 
-def without_helm_annotations(obj: dict[str, Any]) -> dict[str, Any]:
+def _without(meta: dict[str, Any], field: str, names: set[str]) -> None:
+    values = meta.get(field, {})
+    for name in names:
+        values.pop(name, None)
+    if field in meta and not values:
+        del meta[field]
+
+
+def without_helm_metadata(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` without what only the chart adds: its annotations, and the standard labels on the
+    object and on its pod template (app.kubernetes.io/name where the chart's name is its value:
+    kustomize's own name labels, the selectors' ones, stay)."""
     obj = json.loads(json.dumps(obj))
-    annotations = obj["metadata"].get("annotations", {})
-    for name in HELM_ONLY_ANNOTATIONS:
-        annotations.pop(name, None)
-    if "annotations" in obj["metadata"] and not annotations:
-        del obj["metadata"]["annotations"]
+    metas = [obj["metadata"]]
+    if obj["kind"] == "Deployment":
+        metas.append(obj["spec"]["template"]["metadata"])
+    _without(obj["metadata"], "annotations", HELM_ONLY_ANNOTATIONS)
+    for meta in metas:
+        if meta.get("labels", {}).get("app.kubernetes.io/name") == CHART_NAME:
+            del meta["labels"]["app.kubernetes.io/name"]
+        _without(meta, "labels", RELEASE_LABELS)
     return obj
 
 
@@ -159,7 +182,7 @@ def test_the_chart_renders_what_kustomize_builds(
     helm: Path, sets: tuple[str, ...], kustomizations: tuple[str, ...], tmp_path: Path
 ) -> None:
     chart = {
-        key(o): without_helm_annotations(o) for o in template(helm, "namespace.create=true", *sets)
+        key(o): without_helm_metadata(o) for o in template(helm, "namespace.create=true", *sets)
     }
     built = {key(o): o for o in kustomized(kustomizations, tmp_path / "overlay")}
 
@@ -320,6 +343,53 @@ def test_image_pull_secrets_reach_every_pod_the_chart_deploys(helm: Path) -> Non
         k: [{"name": "regcred"}, {"name": "b"}] for k in pulled
     }
     assert {k: s.get("imagePullSecrets") for k, s in default.items()} == {k: None for k in default}
+
+
+def test_every_object_carries_the_standard_labels_with_the_release_name(helm: Path) -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    done = run(
+        [
+            helm,
+            "template",
+            "platform-runway",
+            CHART,
+            "--namespace",
+            NAMESPACE,
+            *[a for s in EVERYTHING for a in ("--set", s)],
+        ]
+    )
+    objects = [d for d in yaml.safe_load_all(done.stdout) if d]
+    standard = {
+        "app.kubernetes.io/instance": "platform-runway",
+        "app.kubernetes.io/version": chart["appVersion"],
+        "app.kubernetes.io/managed-by": "Helm",
+        "helm.sh/chart": f"runway-{chart['version']}",
+    }
+    templates = {
+        key(o): o["spec"]["template"]["metadata"]["labels"]
+        for o in objects
+        if o["kind"] == "Deployment"
+    }
+
+    assert len(objects) == 36  # every template, the hooks included
+    for obj in objects:
+        labels = obj["metadata"].get("labels", {})
+        assert {k: labels.get(k) for k in standard} == standard, key(obj)
+        assert labels.get("app.kubernetes.io/name") in (
+            CHART_NAME,
+            "runway-webhook",
+            "runway-status-controller",
+            "runway-ui",
+        ), key(obj)
+    assert {
+        k: {n: v for n, v in labels.items() if n in standard} for k, labels in templates.items()
+    } == {k: standard for k in templates}
+    for obj in objects:
+        if obj["kind"] == "Deployment":
+            # the selector stays kustomize's, so an upgrade from an older chart never replaces it
+            assert obj["spec"]["selector"] == {
+                "matchLabels": {"app.kubernetes.io/name": obj["metadata"]["name"]}
+            }
 
 
 CLUSTER_SCOPED = {

@@ -105,3 +105,67 @@ def test_the_portal_is_off_by_default_and_apply_as_user_adds_flags_not_rights() 
         '{{ if .Values.ui.applyAsUser }}, "--apply-as-user"{{ end }}]'
     ]
     assert sorted(n for n, text in files.items() if '"impersonate"' in text) == []
+
+
+def test_every_object_and_pod_template_gets_the_standard_labels_and_selectors_stay() -> None:
+    source = (
+        "kind: Service\n"
+        "metadata:\n"
+        "  name: s\n"
+        "spec:\n"
+        "  selector:\n"
+        "    app.kubernetes.io/name: w\n"
+        "---\n"
+        "kind: Deployment\n"
+        "metadata:\n"
+        "  labels:\n"
+        "    app.kubernetes.io/name: w\n"
+        "    team: a\n"
+        "spec:\n"
+        "  selector:\n"
+        "    matchLabels:\n"
+        "      app.kubernetes.io/name: w\n"
+        "  template:\n"
+        "    metadata:\n"
+        "      labels:\n"
+        "        app.kubernetes.io/name: w\n"
+    )
+
+    assert chart.label(source) == (
+        "kind: Service\n"
+        "metadata:\n"
+        "  labels:\n"
+        '    {{- include "runway.labels" . | nindent 4 }}\n'
+        "  name: s\n"
+        "spec:\n"
+        "  selector:\n"
+        "    app.kubernetes.io/name: w\n"
+        "---\n"
+        "kind: Deployment\n"
+        "metadata:\n"
+        "  labels:\n"
+        '    {{- include "runway.releaseLabels" . | nindent 4 }}\n'
+        "    app.kubernetes.io/name: w\n"
+        "    team: a\n"
+        "spec:\n"
+        "  selector:\n"
+        "    matchLabels:\n"
+        "      app.kubernetes.io/name: w\n"
+        "  template:\n"
+        "    metadata:\n"
+        "      labels:\n"
+        '        {{- include "runway.releaseLabels" . | nindent 8 }}\n'
+        "        app.kubernetes.io/name: w\n"
+    )
+
+
+def test_every_generated_object_is_labelled() -> None:
+    files, _ = chart.outputs()
+    for name, text in files.items():
+        if name.startswith("templates/"):
+            lines = text.splitlines()
+            objects = [i for i, line in enumerate(lines) if line == "metadata:"]
+            assert objects, name
+            for i in objects:
+                block = lines[i + 1 : chart.block_end(lines, i, 0)]
+                assert any('include "runway.' in line for line in block), (name, lines[i - 2 : i])
