@@ -7,7 +7,9 @@ Every template is its kustomize source with four kinds of change, each listed in
   - named values replace literal settings (image, replicas, workers, port, resources, ...), each
     replacement found exactly as often as the table says, or the generator fails;
   - a condition wraps the file (an optional part) and TLS material joins the webhooks.
-Chart.yaml, values.yaml, values.schema.json, _helpers.tpl and NOTES.txt are written by hand.
+Every object and pod template gets the standard labels (label(), _helpers.tpl).
+Chart.yaml, values.yaml, values.schema.json, _helpers.tpl, NOTES.txt and templates/tests/ (the
+`helm test` pod) are written by hand.
 The e2e tier (tests/e2e/test_helm.py) holds `helm template` equal to `kubectl kustomize` object
 for object; tests/unit/deploy/test_chart.py fails when a template differs from what this writes.
 

@@ -12,6 +12,11 @@ the API server still resolves the webhook through the Service, verifies the char
 for runway-webhook.<namespace>.svc against the chart's caBundle, and calls the chart's paths.
 The portal's container (ui.enabled) runs the same way, with its own ServiceAccount's token; its
 oauth2-proxy sidecar is not built here, so the test sends a user's token as the proxy forwards it.
+`helm test`'s pod (templates/tests/webhook.yaml) runs the same way: KWOK reports it Running, its
+own command runs as a local process (`python` is this interpreter, its Secret volume's items are
+files here, and a sitecustomize resolves the Service's DNS name to 127.0.0.1 as cluster DNS and
+the ExternalName Service would), and the test sets the pod's phase to Succeeded or Failed from
+the process's exit status, as a kubelet would; Helm then reports what it reads from the pod.
 """
 
 from __future__ import annotations
@@ -82,9 +87,11 @@ def run(argv: Sequence[str | Path], *, check: bool = True) -> subprocess.Complet
     return done
 
 
-def template(helm: Path, *sets: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+def template(
+    helm: Path, *sets: str, namespace: str = NAMESPACE, flags: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     args = [a for s in sets for a in ("--set", s)]
-    done = run([helm, "template", RELEASE, CHART, "--namespace", namespace, *args])
+    done = run([helm, "template", RELEASE, CHART, "--namespace", namespace, *flags, *args])
     assert done.stderr == ""
     return [d for d in yaml.safe_load_all(done.stdout) if d]
 
@@ -182,7 +189,9 @@ def test_the_chart_renders_what_kustomize_builds(
     helm: Path, sets: tuple[str, ...], kustomizations: tuple[str, ...], tmp_path: Path
 ) -> None:
     chart = {
-        key(o): without_helm_metadata(o) for o in template(helm, "namespace.create=true", *sets)
+        key(o): without_helm_metadata(o)
+        # the `helm test` Pod has no kustomize counterpart
+        for o in template(helm, "namespace.create=true", *sets, flags=["--skip-tests"])
     }
     built = {key(o): o for o in kustomized(kustomizations, tmp_path / "overlay")}
 
@@ -338,6 +347,7 @@ def test_image_pull_secrets_reach_every_pod_the_chart_deploys(helm: Path) -> Non
         ("Deployment", NAMESPACE, "runway-status-controller"),
         ("Deployment", NAMESPACE, "runway-ui"),
         ("Deployment", NAMESPACE, "runway-webhook"),
+        ("Pod", NAMESPACE, "runway-test-webhook"),
     ]
     assert {k: s.get("imagePullSecrets") for k, s in pulled.items()} == {
         k: [{"name": "regcred"}, {"name": "b"}] for k in pulled
@@ -371,7 +381,7 @@ def test_every_object_carries_the_standard_labels_with_the_release_name(helm: Pa
         if o["kind"] == "Deployment"
     }
 
-    assert len(objects) == 36  # every template, the hooks included
+    assert len(objects) == 37  # every template, the hooks and the test Pod included
     for obj in objects:
         labels = obj["metadata"].get("labels", {})
         assert {k: labels.get(k) for k in standard} == standard, key(obj)
@@ -788,6 +798,147 @@ def test_an_upgrade_keeps_the_ca_the_api_server_trusts(
     assert replicas == 3
     plane.kubectl("create", "namespace", "team-b")
     assert admitted(plane, "qwen", "team-b")["spec"]["provider"]["name"] == "kuberay"
+
+
+# What cluster DNS does for the `helm test` pod: the Service's name resolves to where the Service
+# points (here the webhook's process on 127.0.0.1), read by the pod's Python at start-up.
+CLUSTER_DNS = """\
+import socket
+
+_getaddrinfo = socket.getaddrinfo
+
+
+def _resolve(host, *args, **kwargs):
+    return _getaddrinfo({names!r}.get(host, host), *args, **kwargs)
+
+
+socket.getaddrinfo = _resolve
+"""
+
+
+def helm_test_pod_command(
+    cluster: Cluster, pod: dict[str, Any], workdir: Path, *, url: tuple[str, str] | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """The `helm test` pod's command, and its environment, as a process here: `python` is this
+    interpreter, each Secret volume's items are files under `workdir` at the mount path's place,
+    and the webhook Service's DNS name resolves to 127.0.0.1 (CLUSTER_DNS). `url` replaces a text
+    in the URL argument (to break it)."""
+    (container,) = pod["spec"]["containers"]
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    paths: dict[str, str] = {}
+    for mount in container["volumeMounts"]:
+        secret = volumes[mount["name"]]["secret"]
+        data = live_json(cluster, "-n", NAMESPACE, "secret", secret["secretName"])["data"]
+        local = workdir / mount["name"]
+        local.mkdir()
+        for item in secret["items"]:
+            (local / item["path"]).write_bytes(base64.b64decode(data[item["key"]]))
+        paths[mount["mountPath"]] = str(local)
+    assert container["command"][:2] == ["python", "-c"], container["command"]
+    argv = [sys.executable, *container["command"][1:]]
+    for old, new in paths.items():
+        argv = [a.replace(old + "/", new + "/") if a.startswith(old + "/") else a for a in argv]
+    if url is not None:
+        argv = [a.replace(*url) if a.startswith("https://") else a for a in argv]
+    site = workdir / "cluster-dns"
+    site.mkdir()
+    service = f"runway-webhook.{NAMESPACE}.svc"
+    (site / "sitecustomize.py").write_text(CLUSTER_DNS.format(names={service: "127.0.0.1"}))
+    return argv, {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)}
+
+
+def pod_phase(cluster: Cluster, name: str) -> str:
+    done = cluster.kubectl("-n", NAMESPACE, "get", "pod", name, "-o", "json", check=False)
+    return str(json.loads(done.stdout)["status"].get("phase", "")) if done.returncode == 0 else ""
+
+
+def helm_test(
+    helm: Path, cluster: Cluster, workdir: Path, *, url: tuple[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """`helm test`, with the test pod's command run here once KWOK reports the pod Running, and
+    the pod's phase set from the command's exit status as a kubelet would: (the command, helm)."""
+    name = f"{RELEASE}-test-webhook"
+    helm_proc = subprocess.Popen(
+        [str(helm), "--kubeconfig", str(cluster.kubeconfig), "test", RELEASE, "-n", NAMESPACE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(workdir)},
+    )
+    try:
+
+        def running() -> bool:
+            if helm_proc.poll() is not None:
+                raise AssertionError(f"helm test exited early: {helm_proc.communicate()}")
+            return pod_phase(cluster, name) == "Running"
+
+        wait_until(running, timeout=60, what="KWOK to run the test pod")
+        pod = live_json(cluster, "-n", NAMESPACE, "pod", name)
+        argv, env = helm_test_pod_command(cluster, pod, workdir, url=url)
+        command = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False
+        )
+        phase = "Succeeded" if command.returncode == 0 else "Failed"
+        cluster.kubectl(
+            "-n",
+            NAMESPACE,
+            "patch",
+            "pod",
+            name,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps({"status": {"phase": phase}}),
+        )
+        out, err = helm_proc.communicate(timeout=TIMEOUT)
+    finally:
+        if helm_proc.poll() is None:
+            helm_proc.kill()
+            helm_proc.communicate()
+    return command, subprocess.CompletedProcess(helm_proc.args, helm_proc.returncode, out, err)
+
+
+def suite(stdout: str) -> list[str]:
+    """`helm test`'s report of its test pods, without the times."""
+    lines = stdout.splitlines()
+    assert lines[0] == f"NAME: {RELEASE}" and "STATUS: deployed" in lines, stdout
+    return [
+        line
+        for line in lines[lines.index("STATUS: deployed") :]
+        if line.startswith(("TEST", "Phase"))
+    ]
+
+
+def test_helm_test_checks_the_webhook_answers_over_tls_and_fails_when_it_does_not(
+    helm: Path, plane: Cluster, installed: Webhook, tmp_path: Path
+) -> None:
+    """The chart's `helm test` pod (templates/tests/webhook.yaml) against the installed webhook,
+    then with its URL broken: Helm reports the pod's phase, which follows the command's exit."""
+    url = f"https://runway-webhook.{NAMESPACE}.svc:{installed.port}/readyz"
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "broken").mkdir()
+
+    command, done = helm_test(helm, plane, tmp_path / "ok")
+    broken, failed = helm_test(helm, plane, tmp_path / "broken", url=("/readyz", "/nothing"))
+
+    assert (command.returncode, command.stdout, command.stderr) == (
+        0,
+        f'{url}: 200 {{"status":"ready"}}\n',
+        "",
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert suite(done.stdout) == [
+        "TEST SUITE:     runway-test-webhook",
+        "Phase:          Succeeded",
+    ]
+    assert (broken.returncode, broken.stdout) == (1, "")
+    assert broken.stderr == f"{url.replace('/readyz', '/nothing')}: HTTP Error 404: NOT FOUND\n"
+    assert failed.returncode == 1
+    assert suite(failed.stdout) == ["TEST SUITE:     runway-test-webhook", "Phase:          Failed"]
+    assert failed.stderr == (
+        f"Error: resource Pod/{NAMESPACE}/runway-test-webhook not ready. status: Failed, "
+        "message: pod runway-test-webhook failed\n"
+    )
 
 
 def ui_pod_command(args: list[str], *, port: int, key: Path, kubeconfig: Path) -> list[str]:
