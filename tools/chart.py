@@ -7,7 +7,8 @@ Every template is its kustomize source with four kinds of change, each listed in
   - named values replace literal settings (image, replicas, workers, port, resources, ...), each
     replacement found exactly as often as the table says, or the generator fails;
   - a condition wraps the file (an optional part) and TLS material joins the webhooks.
-Every object and pod template gets the standard labels (label(), _helpers.tpl).
+Every object and pod template gets the standard labels (label(), _helpers.tpl). The chart's
+README.md is written from values.yaml (tools/chartdoc.py).
 Chart.yaml, values.yaml, values.schema.json, _helpers.tpl, NOTES.txt and templates/tests/ (the
 `helm test` pod) are written by hand.
 The e2e tier (tests/e2e/test_helm.py) holds `helm template` equal to `kubectl kustomize` object
@@ -25,6 +26,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
+
+from tools import chartdoc
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "runway"
@@ -340,6 +345,13 @@ def outputs(root: Path = ROOT) -> tuple[dict[str, str], list[str]]:
     problems: list[str] = []
     files = {f"templates/{t.target}": render(t, kustomize, problems) for t in SOURCES}
     files[DASHBOARD_COPY] = (kustomize / DASHBOARD_SOURCE).read_text("utf-8")
+    readme, undescribed = chartdoc.readme(
+        (CHART / "Chart.yaml").read_text("utf-8"),
+        (CHART / "values.yaml").read_text("utf-8"),
+        yaml.safe_load((CHART / "values.schema.json").read_text("utf-8")),
+    )
+    files["README.md"] = readme
+    problems += undescribed
     files["templates/dashboard.yaml"] = HEADER.format(
         source=f"kustomize/{DASHBOARD_SOURCE}"
     ) + label(DASHBOARD_TEMPLATE)
