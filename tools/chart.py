@@ -332,7 +332,11 @@ def render(template: Template, kustomize: Path, problems: list[str]) -> str:
         text = text.replace(change.old, change.new)
     if template.namespaced:
         text = text.replace(NAMESPACE, RELEASE_NAMESPACE)
-    body = label(template.preamble + text)
+    try:
+        body = label(template.preamble + text)
+    except ValueError as error:
+        problems.append(f"{template.target}: {error}")
+        body = template.preamble + text
     if template.condition:
         body = f"{{{{- if {template.condition} }}}}\n{body}{{{{- end }}}}\n"
     return HEADER.format(source=", ".join(f"kustomize/{s}" for s in template.sources)) + body

@@ -171,3 +171,17 @@ def test_every_generated_object_is_labelled() -> None:
             for i in objects:
                 block = lines[i + 1 : chart.block_end(lines, i, 0)]
                 assert any('include "runway.' in line for line in block), (name, lines[i - 2 : i])
+
+
+def test_a_pod_template_without_labels_is_named(tmp_path: Path) -> None:
+    (tmp_path / "d.yaml").write_text(
+        "kind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    metadata:\n"
+        "      annotations: {}\n    spec: {}\n"
+    )
+    problems: list[str] = []
+
+    chart.render(chart.Template("d.yaml", ("d.yaml",)), tmp_path, problems)
+
+    assert problems == [
+        "d.yaml: a pod template's metadata without labels: ['    metadata:', '      annotations: {}']"
+    ]
