@@ -100,6 +100,23 @@ def test_the_example_workflow_is_valid_and_uses_the_actions_inputs_and_outputs()
     assert read == {"report", "check-report"} <= set(action["outputs"])
 
 
+def test_the_docs_snippets_name_the_actions_inputs_and_the_hooks() -> None:
+    """docs/ci.md: the workflow steps give the action only inputs it declares and read only
+    outputs it declares; the .pre-commit-config.yaml names hooks that exist."""
+    workflow, config = (
+        yaml.safe_load(block)
+        for block in re.findall(r"```yaml\n(.*?)```", (ROOT / "docs" / "ci.md").read_text(), re.S)
+    )
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    (gate,) = [s for s in workflow["steps"] if s.get("id") == "runway"]
+    read = set(re.findall(r"steps\.runway\.outputs\.([\w-]+)", yaml.safe_dump(workflow)))
+    hooks = {h["id"] for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+
+    assert set(gate["with"]) <= set(action["inputs"])
+    assert read == {"report", "check-report"} <= set(action["outputs"])
+    assert [h["id"] for h in config["repos"][0]["hooks"]] == sorted(hooks, reverse=True)
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     """A pull request's checkout: models/good/ (an example Runway admits), models/bad/ (one it
@@ -343,10 +360,12 @@ def hooks() -> Iterator[HookRepository]:
     write_config(project, repository, "runway-validate", "runway-render-check")
     git("-C", str(project), "add", ".pre-commit-config.yaml")
     started = time.monotonic()
-    done = pre_commit(project, repository.home, "install-hooks")
+    try:
+        done = pre_commit(project, repository.home, "install-hooks")
+    finally:
+        shutil.rmtree(project)
     assert done.returncode == 0, done.stdout + done.stderr
     print(f"pre-commit install-hooks: {time.monotonic() - started:.1f} s")
-    shutil.rmtree(project)
     yield repository
 
 
