@@ -349,6 +349,19 @@ def test_the_stand_in_refuses_what_it_does_not_model(
 # The hooks, with pre-commit itself.
 
 
+def test_the_hooks_manifest_is_valid_for_pre_commit(tmp_path: Path) -> None:
+    manifest = ROOT / ".pre-commit-hooks.yaml"
+    broken = tmp_path / ".pre-commit-hooks.yaml"
+    broken.write_text(manifest.read_text().replace("  language: python", "  language: pythn", 1))
+
+    valid = pre_commit(tmp_path, tmp_path, "validate-manifest", str(manifest))
+    refused = pre_commit(tmp_path, tmp_path, "validate-manifest", str(broken))
+
+    assert (valid.returncode, valid.stdout, valid.stderr) == (0, "", "")
+    assert refused.returncode == 1
+    assert "but got: 'pythn'" in refused.stdout
+
+
 @pytest.fixture(scope="module")
 def hooks() -> Iterator[HookRepository]:
     """This checkout as a hook repository, its environment installed (once per snapshot)."""
