@@ -5,10 +5,11 @@ The action: valid against GitHub's action metadata schema (SchemaStore's, as che
 vendors it: no network), and run step by step on a workspace with a good and a bad
 ModelDeployment by tests/support/actionrunner.py, which stands in for GitHub's runner (there is
 none here: it runs each `run:` step with bash as the runner does, substitutes the expressions it
-knows and refuses any other, and skips actions/setup-python only, which downloads a Python from
-GitHub, where the test says so). Runway is the one on PATH (`install: false`: this checkout's
-code): the install step's `pip install` of the action's checkout is what pre-commit does below
-(language: python), which the hooks' tests run once per snapshot.
+knows and refuses any other; it may skip actions/setup-python only, which downloads a Python
+from GitHub, for the reason SETUP_PYTHON gives). Runway is the one on PATH (`install: false`:
+this checkout's code), so the action's own `if:` leaves out setup-python and the install step:
+that step's `pip install` of the action's checkout is what pre-commit does below (language:
+python), once per snapshot, and running it here too would add 20 to 100 s to every run.
 
 The hooks: run by pre-commit itself (the pinned package) from a snapshot of this checkout,
 installed once into .cache/pre-commit (tests/support/precommit.py), on a repository holding
