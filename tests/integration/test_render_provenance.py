@@ -79,7 +79,7 @@ def test_a_render_commit_names_the_source_repository_commit_and_command(
 
     command = (
         f'["runway", "render", "{models}", "--repo", "{out}", "--commit", "--author-name", '
-        '"<redacted>git.example.com/gitops.git", "--author-email", "ci@example.com"]'
+        '"https://<redacted>@git.example.com/gitops.git", "--author-email", "ci@example.com"]'
     )
     assert trailers(out) == [
         "Runway-Source-Repository: https://git.example.com/platform/models.git",
