@@ -24,11 +24,9 @@ from core.model.names import PICKER_SUFFIX
 from core.model.plugin import PodSecurity, Provider
 from core.rendering.assemble import render_model
 from core.rendering.inferencegateway import GatewayTarget
-from core.selection.configs import ProviderRegistry
-from kubeio.registry import build_registry
-from kubeio.shipped import bundled_config_objects, bundled_versions
+from kubeio.shipped import bundled_versions
 from tests.support.builders import shipped_registry
-from tests.support.matrix import cases, kaito_cases
+from tests.support.matrix import byo_registry, cases, kaito_cases
 
 # The endpoint picker Runway renders beside a model behind the gateway.
 PICKER = PodSecurity()
@@ -120,7 +118,7 @@ def written() -> list[Written]:
     """Every pod template the render matrix (tests/support/matrix.py cases) and the KAITO cases
     (kaito_cases, on both installs) render, gateway objects included."""
     shipped = shipped_registry()
-    byo = _byo_registry()
+    byo = byo_registry()
     inputs = [(ident, obj, shipped) for ident, obj in cases(shipped)] + [
         (case.ident, case.obj, shipped if case.auto_provisioning else byo) for case in kaito_cases()
     ]
@@ -134,12 +132,3 @@ def written() -> list[Written]:
         for rendered in render_model(md, registry, pins, target):
             found += [Written(ident, provider, t) for t in templates(rendered)]
     return found
-
-
-def _byo_registry() -> ProviderRegistry:
-    """The shipped configs, with KAITO on the platform's own nodes (no node auto-provisioning)."""
-    configs = bundled_config_objects()
-    for config in configs:
-        if config["metadata"]["name"] == "kaito":
-            config["metadata"]["annotations"]["kaito.airunway.ai/node-auto-provisioning"] = "false"
-    return build_registry(configs)
