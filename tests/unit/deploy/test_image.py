@@ -45,7 +45,9 @@ def path_with(tmp_path: Path, *builders: str) -> str:
 
 def make(path: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     assert MAKE is not None
-    environ = {k: v for k, v in os.environ.items() if k not in ("IMAGE", "PUSH", "MAKEFLAGS")}
+    # Run as a user's shell would, also under `make test`: MAKELEVEL would make it say make[1].
+    outer = ("IMAGE", "PUSH", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")
+    environ = {k: v for k, v in os.environ.items() if k not in outer}
     return subprocess.run(
         [MAKE, "--no-print-directory", "-C", str(ROOT), *args],
         env={**environ, "PATH": path, **env},
