@@ -1,5 +1,5 @@
-"""Every command block in the README and docs/ that claims an output is run, and what it prints
-must be what the block says.
+"""Every command block in the README, docs/ and docs/internals/ that claims an output is run,
+and what it prints must be what the block says.
 
 A claim is a fenced block with `$ COMMAND` lines: the lines after each command, up to the next
 one, are its output (standard output and standard error as a terminal shows them), and a last
@@ -26,7 +26,11 @@ import pytest
 from tests.support.paths import ROOT
 
 BIN = Path(sys.executable).parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs" / "internals").glob("*.md")),
+]
 EXIT = re.compile(r"^\[exit (\d+)\]$")
 RUNNABLE = re.compile(r"^(runway|cat|echo)\b")
 
@@ -152,12 +156,20 @@ def busy_port(scratch: Path) -> AbstractContextManager[object]:
 
 SETUPS: dict[str, Callable[[Path], AbstractContextManager[object]]] = {
     "docs/cli.md": cli_files,
+    "docs/internals/cli.md": cli_files,
     "docs/operations.md:runway serve --cert tls/tls.crt --key tls/tls.key --port 18445": busy_port,
+    "docs/internals/operations.md:runway serve --cert tls/tls.crt --key tls/tls.key --port 18445": (
+        busy_port
+    ),
 }
+GATEWAY_ON_A_CLUSTER = (
+    "a cluster with the gateway part, LiteLLM and an OpenAI key; "
+    "tests/integration/test_gateway_sync*.py and the e2e tier run these steps"
+)
 NOT_RUN = {
-    "docs/gateway.md:kubectl -n gateway create secret generic openai-key "
-    '--from-literal=apiKey="$OPENAI_API_KEY"': "a cluster with the gateway part, LiteLLM and an "
-    "OpenAI key; tests/integration/test_gateway_sync*.py and the e2e tier run these steps",
+    f"{page}:kubectl -n gateway create secret generic openai-key "
+    '--from-literal=apiKey="$OPENAI_API_KEY"': GATEWAY_ON_A_CLUSTER
+    for page in ("docs/gateway.md",)
 }
 
 
