@@ -9,6 +9,8 @@
 #   unit tier checks that they agree with pyproject.toml and with the tested virtualenv);
 # - Runway itself is built without build isolation, so nothing is resolved at build time.
 # `git` is inside: `runway render --push` and `runway gateway-sync` may run in the cluster.
+# `make image` builds it as the chart deploys it (runway-webhook:<appVersion>) and `make image-push`
+# pushes it: do so before `helm install --wait` (docs/image.md).
 ARG PYTHON_IMAGE=python:3.11.7-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build

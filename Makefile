@@ -150,6 +150,25 @@ manifests: $(TEST_STAMP)
 chart: $(TEST_STAMP)
 	$(BIN)/python -m tools.chart
 
+# The Runway image (Dockerfile), tagged as the chart deploys it (image.repository:image.tag in
+# charts/runway/values.yaml) unless IMAGE=registry/name:tag says otherwise, built with the first
+# OCI builder on PATH of IMAGE_BUILDERS. `make image-push` (or PUSH=1 make image) also pushes it:
+# build and push before `helm install --wait` (docs/image.md).
+.PHONY: image image-push
+IMAGE_BUILDERS := docker podman buildah nerdctl
+IMAGE ?= $(shell awk '/^[^ \#]/ {in_image = ($$1 == "image:")} \
+	in_image && $$1 == "repository:" {repo = $$2} in_image && $$1 == "tag:" {gsub(/"/, "", $$2); tag = $$2} \
+	END {print repo ":" tag}' charts/runway/values.yaml)
+image:
+	@builder=; for b in $(IMAGE_BUILDERS); do command -v $$b >/dev/null 2>&1 && { builder=$$b; break; }; done; \
+	if [ -z "$$builder" ]; then \
+		echo "make image: no OCI image builder on PATH (looked for $(IMAGE_BUILDERS))" >&2; exit 1; \
+	fi; \
+	echo "$$builder build -t $(IMAGE) ."; $$builder build -t '$(IMAGE)' . || exit $$?; \
+	if [ -n "$(PUSH)" ]; then echo "$$builder push $(IMAGE)"; $$builder push '$(IMAGE)'; fi
+image-push: PUSH = 1
+image-push: image
+
 # The schema pack (renderer/output/schemas/) at the pins of core/model/versions.env: Go-module upstreams are
 # downloaded, KAITO and Dynamo CRDs are read from UPSTREAM_CRDS (development time only).
 UPSTREAM_CRDS ?= ../shared/upstream-crds

@@ -7,7 +7,10 @@ Every template is its kustomize source with four kinds of change, each listed in
   - named values replace literal settings (image, replicas, workers, port, resources, ...), each
     replacement found exactly as often as the table says, or the generator fails;
   - a condition wraps the file (an optional part) and TLS material joins the webhooks.
-Chart.yaml, values.yaml, values.schema.json, _helpers.tpl and NOTES.txt are written by hand.
+Every object and pod template gets the standard labels (label(), _helpers.tpl). The chart's
+README.md is written from values.yaml (tools/chartdoc.py).
+Chart.yaml, values.yaml, values.schema.json, _helpers.tpl, NOTES.txt and templates/tests/ (the
+`helm test` pod) are written by hand.
 The e2e tier (tests/e2e/test_helm.py) holds `helm template` equal to `kubectl kustomize` object
 for object; tests/unit/deploy/test_chart.py fails when a template differs from what this writes.
 
@@ -23,6 +26,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
+
+from tools import chartdoc
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "runway"
@@ -78,6 +85,10 @@ metadata:
     helm.sh/hook-delete-policy: before-hook-creation
 """
 SCHEDULING = """\
+      {{- with .Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
       {{- with .Values.{part}.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}
@@ -254,6 +265,53 @@ data:
 """
 
 _BRACES = re.compile(r"\{\{|\}\}")
+NAME_LABEL = "app.kubernetes.io/name:"
+
+
+def _labels_include(indent: int, with_name: bool) -> str:
+    helper = "runway.labels" if with_name else "runway.releaseLabels"
+    return f'{" " * indent}{{{{- include "{helper}" . | nindent {indent} }}}}'
+
+
+def block_end(lines: list[str], start: int, indent: int) -> int:
+    """The index after the block of lines indented deeper than `indent` that follows `start`."""
+    end = start + 1
+    while end < len(lines) and (
+        not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent
+    ):
+        end += 1
+    return end
+
+
+def _add_labels(lines: list[str], at: int, indent: int, default_name: bool) -> list[str]:
+    """The lines with the standard labels added to the `metadata:` at `at` (indented `indent`):
+    beside its own labels, app.kubernetes.io/name only where it has none (default_name)."""
+    end = block_end(lines, at, indent)
+    labels = f"{' ' * (indent + 2)}labels:"
+    if labels in lines[at + 1 : end]:
+        start = lines.index(labels, at + 1, end)
+        own = lines[start + 1 : block_end(lines, start, indent + 2)]
+        named = any(line.strip().startswith(NAME_LABEL) for line in own)
+        include = _labels_include(indent + 4, with_name=default_name and not named)
+        return [*lines[: start + 1], include, *lines[start + 1 :]]
+    if not default_name:
+        raise ValueError(f"a pod template's metadata without labels: {lines[at:end]}")
+    return [*lines[: at + 1], labels, _labels_include(indent + 4, True), *lines[at + 1 :]]
+
+
+def label(text: str) -> str:
+    """`text` with the standard labels (_helpers.tpl) on every object's metadata and on every pod
+    template's: selectors are left as they are, so `helm upgrade` never has to change one."""
+    lines = text.split("\n")
+    at = 0
+    while at < len(lines):
+        line = lines[at]
+        if line == "metadata:":
+            lines = _add_labels(lines, at, 0, default_name=True)
+        elif line.strip() == "metadata:" and lines[at - 1].strip() == "template:":
+            lines = _add_labels(lines, at, len(line) - len(line.lstrip()), default_name=False)
+        at += 1
+    return "\n".join(lines)
 
 
 def escape(text: str) -> str:
@@ -274,7 +332,11 @@ def render(template: Template, kustomize: Path, problems: list[str]) -> str:
         text = text.replace(change.old, change.new)
     if template.namespaced:
         text = text.replace(NAMESPACE, RELEASE_NAMESPACE)
-    body = template.preamble + text
+    try:
+        body = label(template.preamble + text)
+    except ValueError as error:
+        problems.append(f"{template.target}: {error}")
+        body = template.preamble + text
     if template.condition:
         body = f"{{{{- if {template.condition} }}}}\n{body}{{{{- end }}}}\n"
     return HEADER.format(source=", ".join(f"kustomize/{s}" for s in template.sources)) + body
@@ -287,9 +349,16 @@ def outputs(root: Path = ROOT) -> tuple[dict[str, str], list[str]]:
     problems: list[str] = []
     files = {f"templates/{t.target}": render(t, kustomize, problems) for t in SOURCES}
     files[DASHBOARD_COPY] = (kustomize / DASHBOARD_SOURCE).read_text("utf-8")
-    files["templates/dashboard.yaml"] = (
-        HEADER.format(source=f"kustomize/{DASHBOARD_SOURCE}") + DASHBOARD_TEMPLATE
+    readme, undescribed = chartdoc.readme(
+        (CHART / "Chart.yaml").read_text("utf-8"),
+        (CHART / "values.yaml").read_text("utf-8"),
+        yaml.safe_load((CHART / "values.schema.json").read_text("utf-8")),
     )
+    files["README.md"] = readme
+    problems += undescribed
+    files["templates/dashboard.yaml"] = HEADER.format(
+        source=f"kustomize/{DASHBOARD_SOURCE}"
+    ) + label(DASHBOARD_TEMPLATE)
     return files, problems
 
 

@@ -12,6 +12,11 @@ the API server still resolves the webhook through the Service, verifies the char
 for runway-webhook.<namespace>.svc against the chart's caBundle, and calls the chart's paths.
 The portal's container (ui.enabled) runs the same way, with its own ServiceAccount's token; its
 oauth2-proxy sidecar is not built here, so the test sends a user's token as the proxy forwards it.
+`helm test`'s pod (templates/tests/webhook.yaml) runs the same way: KWOK reports it Running, its
+own command runs as a local process (`python` is this interpreter, its Secret volume's items are
+files here, and a sitecustomize resolves the Service's DNS name to 127.0.0.1 as cluster DNS and
+the ExternalName Service would), and the test sets the pod's phase to Succeeded or Failed from
+the process's exit status, as a kubelet would; Helm then reports what it reads from the pod.
 """
 
 from __future__ import annotations
@@ -48,6 +53,15 @@ TIMEOUT = 120
 # The differences the chart makes on purpose: `helm uninstall` keeps the CRDs, and the provider
 # configs are created once the webhook that validates them runs (post-install hooks).
 HELM_ONLY_ANNOTATIONS = {"helm.sh/resource-policy", "helm.sh/hook", "helm.sh/hook-delete-policy"}
+CHART_NAME = "runway"
+# The standard labels with the release's and the chart's names and versions (and
+# app.kubernetes.io/name: runway where an object has no name label of its own).
+RELEASE_LABELS = {
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+    "app.kubernetes.io/managed-by",
+    "helm.sh/chart",
+}
 WEBHOOK_NAMES = [
     "mutate.modeldeployments.airunway.ai",
     "validate.modeldeployments.airunway.ai",
@@ -73,9 +87,11 @@ def run(argv: Sequence[str | Path], *, check: bool = True) -> subprocess.Complet
     return done
 
 
-def template(helm: Path, *sets: str, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+def template(
+    helm: Path, *sets: str, namespace: str = NAMESPACE, flags: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     args = [a for s in sets for a in ("--set", s)]
-    done = run([helm, "template", RELEASE, CHART, "--namespace", namespace, *args])
+    done = run([helm, "template", RELEASE, CHART, "--namespace", namespace, *flags, *args])
     assert done.stderr == ""
     return [d for d in yaml.safe_load_all(done.stdout) if d]
 
@@ -97,13 +113,27 @@ def key(obj: dict[str, Any]) -> tuple[str, str, str]:
     return (obj["kind"], meta.get("namespace", ""), meta["name"])
 
 
-def without_helm_annotations(obj: dict[str, Any]) -> dict[str, Any]:
+def _without(meta: dict[str, Any], field: str, names: set[str]) -> None:
+    values = meta.get(field, {})
+    for name in names:
+        values.pop(name, None)
+    if field in meta and not values:
+        del meta[field]
+
+
+def without_helm_metadata(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` without what only the chart adds: its annotations, and the standard labels on the
+    object and on its pod template (app.kubernetes.io/name where the chart's name is its value:
+    kustomize's own name labels, the selectors' ones, stay)."""
     obj = json.loads(json.dumps(obj))
-    annotations = obj["metadata"].get("annotations", {})
-    for name in HELM_ONLY_ANNOTATIONS:
-        annotations.pop(name, None)
-    if "annotations" in obj["metadata"] and not annotations:
-        del obj["metadata"]["annotations"]
+    metas = [obj["metadata"]]
+    if obj["kind"] == "Deployment":
+        metas.append(obj["spec"]["template"]["metadata"])
+    _without(obj["metadata"], "annotations", HELM_ONLY_ANNOTATIONS)
+    for meta in metas:
+        if meta.get("labels", {}).get("app.kubernetes.io/name") == CHART_NAME:
+            del meta["labels"]["app.kubernetes.io/name"]
+        _without(meta, "labels", RELEASE_LABELS)
     return obj
 
 
@@ -159,7 +189,9 @@ def test_the_chart_renders_what_kustomize_builds(
     helm: Path, sets: tuple[str, ...], kustomizations: tuple[str, ...], tmp_path: Path
 ) -> None:
     chart = {
-        key(o): without_helm_annotations(o) for o in template(helm, "namespace.create=true", *sets)
+        key(o): without_helm_metadata(o)
+        # the `helm test` Pod has no kustomize counterpart
+        for o in template(helm, "namespace.create=true", *sets, flags=["--skip-tests"])
     }
     built = {key(o): o for o in kustomized(kustomizations, tmp_path / "overlay")}
 
@@ -283,6 +315,93 @@ def test_every_ui_value_lands_where_it_belongs(helm: Path) -> None:
     assert [k for k in map(key, template(helm, "ui.applyAsUser=true")) if "runway-ui" in k[2]] == []
 
 
+# Every optional part of the chart on: what the label and pull-Secret tests render.
+EVERYTHING = (
+    "namespace.create=true",
+    "tls.mode=cert-manager",
+    "ui.enabled=true",
+    "monitoring.serviceMonitor=true",
+    "monitoring.prometheusRule=true",
+    "monitoring.dashboard=true",
+)
+
+
+def pod_specs(objects: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """The pod spec of every object that runs pods (a Deployment's template, a Pod)."""
+    return {
+        key(o): o["spec"]["template"]["spec"] if o["kind"] == "Deployment" else o["spec"]
+        for o in objects
+        if o["kind"] in ("Deployment", "Pod")
+    }
+
+
+def test_image_pull_secrets_reach_every_pod_the_chart_deploys(helm: Path) -> None:
+    pulled = pod_specs(
+        template(
+            helm, *EVERYTHING, "imagePullSecrets[0].name=regcred", "imagePullSecrets[1].name=b"
+        )
+    )
+    default = pod_specs(template(helm, *EVERYTHING))
+
+    assert sorted(pulled) == [
+        ("Deployment", NAMESPACE, "runway-status-controller"),
+        ("Deployment", NAMESPACE, "runway-ui"),
+        ("Deployment", NAMESPACE, "runway-webhook"),
+        ("Pod", NAMESPACE, "runway-test-webhook"),
+    ]
+    assert {k: s.get("imagePullSecrets") for k, s in pulled.items()} == {
+        k: [{"name": "regcred"}, {"name": "b"}] for k in pulled
+    }
+    assert {k: s.get("imagePullSecrets") for k, s in default.items()} == {k: None for k in default}
+
+
+def test_every_object_carries_the_standard_labels_with_the_release_name(helm: Path) -> None:
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    done = run(
+        [
+            helm,
+            "template",
+            "platform-runway",
+            CHART,
+            "--namespace",
+            NAMESPACE,
+            *[a for s in EVERYTHING for a in ("--set", s)],
+        ]
+    )
+    objects = [d for d in yaml.safe_load_all(done.stdout) if d]
+    standard = {
+        "app.kubernetes.io/instance": "platform-runway",
+        "app.kubernetes.io/version": chart["appVersion"],
+        "app.kubernetes.io/managed-by": "Helm",
+        "helm.sh/chart": f"runway-{chart['version']}",
+    }
+    templates = {
+        key(o): o["spec"]["template"]["metadata"]["labels"]
+        for o in objects
+        if o["kind"] == "Deployment"
+    }
+
+    assert len(objects) == 37  # every template, the hooks and the test Pod included
+    for obj in objects:
+        labels = obj["metadata"].get("labels", {})
+        assert {k: labels.get(k) for k in standard} == standard, key(obj)
+        assert labels.get("app.kubernetes.io/name") in (
+            CHART_NAME,
+            "runway-webhook",
+            "runway-status-controller",
+            "runway-ui",
+        ), key(obj)
+    assert {
+        k: {n: v for n, v in labels.items() if n in standard} for k, labels in templates.items()
+    } == {k: standard for k in templates}
+    for obj in objects:
+        if obj["kind"] == "Deployment":
+            # the selector stays kustomize's, so an upgrade from an older chart never replaces it
+            assert obj["spec"]["selector"] == {
+                "matchLabels": {"app.kubernetes.io/name": obj["metadata"]["name"]}
+            }
+
+
 CLUSTER_SCOPED = {
     "ClusterRole",
     "ClusterRoleBinding",
@@ -348,6 +467,10 @@ def test_helm_tls_issues_a_chain_for_the_service_and_every_webhook_trusts_it(hel
         ("ui.workers=0", "at '/ui/workers': minimum: got 0, want 1"),
         ("ui.applyAsUser=yes", "at '/ui/applyAsUser': got string, want boolean"),
         ("ui.oauth2Proxy.image.tag=", "at '/ui/oauth2Proxy/image/tag'"),
+        (
+            "imagePullSecrets[0].secret=regcred",
+            "at '/imagePullSecrets/0': additional properties 'secret' not allowed",
+        ),
         (
             "ui.oauth2proxy.image.tag=v1",
             "at '/ui': additional properties 'oauth2proxy' not allowed",
@@ -675,6 +798,147 @@ def test_an_upgrade_keeps_the_ca_the_api_server_trusts(
     assert replicas == 3
     plane.kubectl("create", "namespace", "team-b")
     assert admitted(plane, "qwen", "team-b")["spec"]["provider"]["name"] == "kuberay"
+
+
+# What cluster DNS does for the `helm test` pod: the Service's name resolves to where the Service
+# points (here the webhook's process on 127.0.0.1), read by the pod's Python at start-up.
+CLUSTER_DNS = """\
+import socket
+
+_getaddrinfo = socket.getaddrinfo
+
+
+def _resolve(host, *args, **kwargs):
+    return _getaddrinfo({names!r}.get(host, host), *args, **kwargs)
+
+
+socket.getaddrinfo = _resolve
+"""
+
+
+def helm_test_pod_command(
+    cluster: Cluster, pod: dict[str, Any], workdir: Path, *, url: tuple[str, str] | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """The `helm test` pod's command, and its environment, as a process here: `python` is this
+    interpreter, each Secret volume's items are files under `workdir` at the mount path's place,
+    and the webhook Service's DNS name resolves to 127.0.0.1 (CLUSTER_DNS). `url` replaces a text
+    in the URL argument (to break it)."""
+    (container,) = pod["spec"]["containers"]
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    paths: dict[str, str] = {}
+    for mount in container["volumeMounts"]:
+        secret = volumes[mount["name"]]["secret"]
+        data = live_json(cluster, "-n", NAMESPACE, "secret", secret["secretName"])["data"]
+        local = workdir / mount["name"]
+        local.mkdir()
+        for item in secret["items"]:
+            (local / item["path"]).write_bytes(base64.b64decode(data[item["key"]]))
+        paths[mount["mountPath"]] = str(local)
+    assert container["command"][:2] == ["python", "-c"], container["command"]
+    argv = [sys.executable, *container["command"][1:]]
+    for old, new in paths.items():
+        argv = [a.replace(old + "/", new + "/") if a.startswith(old + "/") else a for a in argv]
+    if url is not None:
+        argv = [a.replace(*url) if a.startswith("https://") else a for a in argv]
+    site = workdir / "cluster-dns"
+    site.mkdir()
+    service = f"runway-webhook.{NAMESPACE}.svc"
+    (site / "sitecustomize.py").write_text(CLUSTER_DNS.format(names={service: "127.0.0.1"}))
+    return argv, {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)}
+
+
+def pod_phase(cluster: Cluster, name: str) -> str:
+    done = cluster.kubectl("-n", NAMESPACE, "get", "pod", name, "-o", "json", check=False)
+    return str(json.loads(done.stdout)["status"].get("phase", "")) if done.returncode == 0 else ""
+
+
+def helm_test(
+    helm: Path, cluster: Cluster, workdir: Path, *, url: tuple[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """`helm test`, with the test pod's command run here once KWOK reports the pod Running, and
+    the pod's phase set from the command's exit status as a kubelet would: (the command, helm)."""
+    name = f"{RELEASE}-test-webhook"
+    helm_proc = subprocess.Popen(
+        [str(helm), "--kubeconfig", str(cluster.kubeconfig), "test", RELEASE, "-n", NAMESPACE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(workdir)},
+    )
+    try:
+
+        def running() -> bool:
+            if helm_proc.poll() is not None:
+                raise AssertionError(f"helm test exited early: {helm_proc.communicate()}")
+            return pod_phase(cluster, name) == "Running"
+
+        wait_until(running, timeout=60, what="KWOK to run the test pod")
+        pod = live_json(cluster, "-n", NAMESPACE, "pod", name)
+        argv, env = helm_test_pod_command(cluster, pod, workdir, url=url)
+        command = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=False
+        )
+        phase = "Succeeded" if command.returncode == 0 else "Failed"
+        cluster.kubectl(
+            "-n",
+            NAMESPACE,
+            "patch",
+            "pod",
+            name,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            json.dumps({"status": {"phase": phase}}),
+        )
+        out, err = helm_proc.communicate(timeout=TIMEOUT)
+    finally:
+        if helm_proc.poll() is None:
+            helm_proc.kill()
+            helm_proc.communicate()
+    return command, subprocess.CompletedProcess(helm_proc.args, helm_proc.returncode, out, err)
+
+
+def suite(stdout: str) -> list[str]:
+    """`helm test`'s report of its test pods, without the times."""
+    lines = stdout.splitlines()
+    assert lines[0] == f"NAME: {RELEASE}" and "STATUS: deployed" in lines, stdout
+    return [
+        line
+        for line in lines[lines.index("STATUS: deployed") :]
+        if line.startswith(("TEST", "Phase"))
+    ]
+
+
+def test_helm_test_checks_the_webhook_answers_over_tls_and_fails_when_it_does_not(
+    helm: Path, plane: Cluster, installed: Webhook, tmp_path: Path
+) -> None:
+    """The chart's `helm test` pod (templates/tests/webhook.yaml) against the installed webhook,
+    then with its URL broken: Helm reports the pod's phase, which follows the command's exit."""
+    url = f"https://runway-webhook.{NAMESPACE}.svc:{installed.port}/readyz"
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "broken").mkdir()
+
+    command, done = helm_test(helm, plane, tmp_path / "ok")
+    broken, failed = helm_test(helm, plane, tmp_path / "broken", url=("/readyz", "/nothing"))
+
+    assert (command.returncode, command.stdout, command.stderr) == (
+        0,
+        f'{url}: 200 {{"status":"ready"}}\n',
+        "",
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert suite(done.stdout) == [
+        "TEST SUITE:     runway-test-webhook",
+        "Phase:          Succeeded",
+    ]
+    assert (broken.returncode, broken.stdout) == (1, "")
+    assert broken.stderr == f"{url.replace('/readyz', '/nothing')}: HTTP Error 404: NOT FOUND\n"
+    assert failed.returncode == 1
+    assert suite(failed.stdout) == ["TEST SUITE:     runway-test-webhook", "Phase:          Failed"]
+    assert failed.stderr == (
+        f"Error: resource Pod/{NAMESPACE}/runway-test-webhook not ready. status: Failed, "
+        "message: pod runway-test-webhook failed\n"
+    )
 
 
 def ui_pod_command(args: list[str], *, port: int, key: Path, kubeconfig: Path) -> list[str]:

@@ -24,3 +24,21 @@ key: {{ $leaf.Key | b64enc }}
 ca: {{ .Values.tls.caBundle | quote }}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The standard labels (Helm's and Kubernetes' recommended ones), on every object the chart renders
+and on every pod template (tools/chart.py adds them). runway.labels names the chart; an object
+whose own app.kubernetes.io/name is a selector label (runway-webhook, ...) keeps it and gets
+runway.releaseLabels only, so no selector changes and `helm upgrade` never has to replace one.
+*/}}
+{{- define "runway.releaseLabels" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+
+{{- define "runway.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+{{ include "runway.releaseLabels" . }}
+{{- end -}}

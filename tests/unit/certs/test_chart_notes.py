@@ -15,7 +15,7 @@ from tests.support.paths import ROOT
 
 CHART = ROOT / "charts" / "runway"
 MANUAL = re.compile(r'\{\{- if eq \.Values\.tls\.mode "manual" \}\}\n(.*?)\{\{- end \}\}', re.S)
-NAMED = re.compile(r"^kind: (\w+)\nmetadata:\n  name: ([\w-]+)$", re.M)
+NAMED = re.compile(r"^kind: (\w+)\nmetadata:\n(?:  labels:\n(?:    .*\n)+)?  name: ([\w-]+)$", re.M)
 
 
 def manual_tls_commands(namespace: str) -> list[str]:
@@ -53,18 +53,25 @@ def test_the_manual_tls_notes_run_as_printed(
     )
     assert "runway-webhook" in chart_names()["Service"]
     kubectl = shlex.split(secret)
-    assert kubectl[:6] == ["kubectl", "-n", "team-a", "create", "secret", "tls"]
+    assert kubectl[:7] == [
+        "kubectl",
+        "-n",
+        "team-a",
+        "create",
+        "secret",
+        "generic",
+        "runway-webhook-tls",
+    ]
     mounted = re.findall(
         r"secretName: ([\w-]+)", (CHART / "templates" / "deployment.yaml").read_text()
     )
     assert kubectl[6] in mounted
-    assert [
-        (flag, Path(file).is_file())
-        for flag, file in zip(kubectl[7::2], kubectl[8::2], strict=True)
-    ] == [
-        ("--cert", True),
-        ("--key", True),
-    ]
+    # The Secret holds ca.crt too: the chart's `helm test` pod verifies the webhook with it.
+    files = [flag.removeprefix("--from-file=").split("=", 1) for flag in kubectl[8:]]
+    assert (kubectl[7], [(key, Path(file).is_file()) for key, file in files]) == (
+        "--type=kubernetes.io/tls",
+        [("tls.crt", True), ("tls.key", True), ("ca.crt", True)],
+    )
     args = parse(shlex.split(inject)[1:])
     assert (args.action, Path(args.ca).is_file()) == ("inject", True)
     assert (set(args.mutating), set(args.validating)) == (

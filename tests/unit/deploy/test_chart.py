@@ -23,8 +23,10 @@ def test_every_generated_file_is_committed_as_generated() -> None:
         "templates/dashboard.yaml",
         chart.DASHBOARD_COPY,
     }
-    hand_written = {"templates/_helpers.tpl", "templates/NOTES.txt"}
-    on_disk = {p.relative_to(CHART).as_posix() for p in (CHART / "templates").iterdir()}
+    hand_written = {"templates/_helpers.tpl", "templates/NOTES.txt", "templates/tests/webhook.yaml"}
+    on_disk = {
+        p.relative_to(CHART).as_posix() for p in (CHART / "templates").rglob("*") if p.is_file()
+    }
     assert on_disk == {n for n in generated | hand_written if n.startswith("templates/")}
 
 
@@ -76,7 +78,7 @@ def test_the_values_schema_and_templates_name_the_same_settings() -> None:
         return found
 
     read = set()
-    for template in (CHART / "templates").iterdir():
+    for template in (p for p in (CHART / "templates").rglob("*") if p.is_file()):
         text = template.read_text()
         for part in text.split(".Values.")[1:]:
             read.add(part.split()[0].rstrip("}").rstrip(")"))
@@ -105,3 +107,81 @@ def test_the_portal_is_off_by_default_and_apply_as_user_adds_flags_not_rights() 
         '{{ if .Values.ui.applyAsUser }}, "--apply-as-user"{{ end }}]'
     ]
     assert sorted(n for n, text in files.items() if '"impersonate"' in text) == []
+
+
+def test_every_object_and_pod_template_gets_the_standard_labels_and_selectors_stay() -> None:
+    source = (
+        "kind: Service\n"
+        "metadata:\n"
+        "  name: s\n"
+        "spec:\n"
+        "  selector:\n"
+        "    app.kubernetes.io/name: w\n"
+        "---\n"
+        "kind: Deployment\n"
+        "metadata:\n"
+        "  labels:\n"
+        "    app.kubernetes.io/name: w\n"
+        "    team: a\n"
+        "spec:\n"
+        "  selector:\n"
+        "    matchLabels:\n"
+        "      app.kubernetes.io/name: w\n"
+        "  template:\n"
+        "    metadata:\n"
+        "      labels:\n"
+        "        app.kubernetes.io/name: w\n"
+    )
+
+    assert chart.label(source) == (
+        "kind: Service\n"
+        "metadata:\n"
+        "  labels:\n"
+        '    {{- include "runway.labels" . | nindent 4 }}\n'
+        "  name: s\n"
+        "spec:\n"
+        "  selector:\n"
+        "    app.kubernetes.io/name: w\n"
+        "---\n"
+        "kind: Deployment\n"
+        "metadata:\n"
+        "  labels:\n"
+        '    {{- include "runway.releaseLabels" . | nindent 4 }}\n'
+        "    app.kubernetes.io/name: w\n"
+        "    team: a\n"
+        "spec:\n"
+        "  selector:\n"
+        "    matchLabels:\n"
+        "      app.kubernetes.io/name: w\n"
+        "  template:\n"
+        "    metadata:\n"
+        "      labels:\n"
+        '        {{- include "runway.releaseLabels" . | nindent 8 }}\n'
+        "        app.kubernetes.io/name: w\n"
+    )
+
+
+def test_every_generated_object_is_labelled() -> None:
+    files, _ = chart.outputs()
+    for name, text in files.items():
+        if name.startswith("templates/"):
+            lines = text.splitlines()
+            objects = [i for i, line in enumerate(lines) if line == "metadata:"]
+            assert objects, name
+            for i in objects:
+                block = lines[i + 1 : chart.block_end(lines, i, 0)]
+                assert any('include "runway.' in line for line in block), (name, lines[i - 2 : i])
+
+
+def test_a_pod_template_without_labels_is_named(tmp_path: Path) -> None:
+    (tmp_path / "d.yaml").write_text(
+        "kind: Deployment\nmetadata:\n  name: d\nspec:\n  template:\n    metadata:\n"
+        "      annotations: {}\n    spec: {}\n"
+    )
+    problems: list[str] = []
+
+    chart.render(chart.Template("d.yaml", ("d.yaml",)), tmp_path, problems)
+
+    assert problems == [
+        "d.yaml: a pod template's metadata without labels: ['    metadata:', '      annotations: {}']"
+    ]
