@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, TypeAlias
 
 from core.fields.errors import FieldError
@@ -250,6 +251,34 @@ class MultiNode:
     why_not: str = "the provider places every replica on one node"
 
 
+class PodSecurityLevel(StrEnum):
+    """The Pod Security Standards' levels (kubernetes.io/docs/concepts/security/
+    pod-security-standards), as the namespace label pod-security.kubernetes.io/enforce names them."""
+
+    PRIVILEGED = "privileged"
+    BASELINE = "baseline"
+    RESTRICTED = "restricted"
+
+
+@dataclass(frozen=True, slots=True)
+class PodSecurity:
+    """The Pod Security level every pod Runway writes for a provider meets, and, below
+    restricted, why not (with the upstream source that says so) and what the next stricter level
+    refuses in those pods, each as the API server's Pod Security admission words it (e.g.
+    "runAsNonRoot != true"): the e2e check (tests/e2e/test_pod_security.py) holds both true.
+    `apart` gives the pods of another kind of object (the object that templates them) a level of
+    their own, with its reason: e.g. an image build Job beside the serving pods."""
+
+    level: PodSecurityLevel = PodSecurityLevel.RESTRICTED
+    reason: str = ""
+    refused: tuple[str, ...] = ()
+    apart: Mapping[str, PodSecurity] = field(default_factory=dict)
+
+    def of(self, kind: str) -> PodSecurity:
+        """The declaration for the pods an object of `kind` templates."""
+        return self.apart.get(kind, self)
+
+
 @dataclass(frozen=True, slots=True)
 class Provider:
     """A provider package as the core sees it: the one value its __init__ builds (PROVIDER),
@@ -286,3 +315,6 @@ class Provider:
     test_backend_reason: str = ""
     # Whether it places a replica across nodes (pipeline parallelism), or why not.
     multinode: MultiNode = MultiNode()
+    # The Pod Security level the pods Runway writes for it meet (restricted unless it says
+    # otherwise, and why).
+    pod_security: PodSecurity = PodSecurity()

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.model.kinds import DEFAULT_GPU_TYPE, Engine, ModelDeployment, VolumePurpose, dig
+from core.rendering.podsecurity import ROOT_IMAGE, Hardening, harden, harden_container
 
 MANAGED_BY = "runway"
 LABEL_MODEL_DEPLOYMENT = "airunway.ai/model-deployment"
@@ -243,18 +244,26 @@ def placement(md: ModelDeployment) -> dict[str, Any]:
     return out
 
 
-def engine_pod_spec(md: ModelDeployment, containers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def engine_pod_spec(
+    md: ModelDeployment,
+    containers: Sequence[Mapping[str, Any]],
+    *,
+    hardening: Hardening = ROOT_IMAGE,
+) -> dict[str, Any]:
     """The spec of a pod whose container runs an engine: the containers, the spec's placement,
-    and no service links. With links on (Kubernetes' default), every Service of the namespace
-    becomes env in the pod: a Service named `vllm`, anyone's, sets `VLLM_PORT=tcp://IP:PORT`,
-    and vLLM stops at start on it ("VLLM_PORT '...' appears to be a URI", vllm/envs.py
-    `get_vllm_port`, read wherever vLLM opens a port for its workers; the serving tier,
-    tests/serving/test_service_links.py, shows it). The engines find Services by DNS."""
-    return {
+    no service links, and the securityContext its image allows (core/rendering/podsecurity.py;
+    the vLLM image's, which runs as root, unless `hardening` says otherwise). With links on
+    (Kubernetes' default), every Service of the namespace becomes env in the pod: a Service named
+    `vllm`, anyone's, sets `VLLM_PORT=tcp://IP:PORT`, and vLLM stops at start on it ("VLLM_PORT
+    '...' appears to be a URI", vllm/envs.py `get_vllm_port`, read wherever vLLM opens a port for
+    its workers; the serving tier, tests/serving/test_service_links.py, shows it). The engines
+    find Services by DNS."""
+    spec = {
         "containers": [dict(c) for c in containers],
         "enableServiceLinks": False,
         **placement(md),
     }
+    return harden(spec, hardening)
 
 
 SHM_VOLUME = {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "20Gi"}}
@@ -317,8 +326,8 @@ def deployment_and_service(
     into the Deployment spec."""
     selector = {LABEL_MODEL_DEPLOYMENT: md.name, "app.kubernetes.io/component": component}
     pod_spec = engine_pod_spec(md, [container])
-    if init_containers:
-        pod_spec["initContainers"] = [dict(c) for c in init_containers]
+    if init_containers:  # hardened as the serving container is: they share its pod
+        pod_spec["initContainers"] = [harden_container(c, ROOT_IMAGE) for c in init_containers]
     if volumes:
         pod_spec["volumes"] = [dict(v) for v in volumes]
     template: dict[str, Any] = {

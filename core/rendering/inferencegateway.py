@@ -22,6 +22,7 @@ from core.model.plugin import UpstreamKind
 from core.model.servednames import served_name
 from core.model.versions import Versions
 from core.rendering.common import object_meta
+from core.rendering.podsecurity import NON_ROOT_IMAGE, harden
 
 if TYPE_CHECKING:
     from core.selection.configs import ProviderRegistry
@@ -282,12 +283,18 @@ def _picker(
                 "selector": {"matchLabels": labels},
                 "template": {
                     "metadata": {"labels": labels},
-                    "spec": {
-                        "serviceAccountName": name,
-                        "terminationGracePeriodSeconds": 130,
-                        "containers": [container],
-                        "volumes": [{"name": "config", "configMap": {"name": name}}],
-                    },
+                    # Both pickers shipped run as user 65532: GAIE's epp image on
+                    # distroless/static:nonroot (its Dockerfile's BASE_IMAGE), llm-d's
+                    # inference scheduler with USER 65532:65532 (its Dockerfile).
+                    "spec": harden(
+                        {
+                            "serviceAccountName": name,
+                            "terminationGracePeriodSeconds": 130,
+                            "containers": [container],
+                            "volumes": [{"name": "config", "configMap": {"name": name}}],
+                        },
+                        NON_ROOT_IMAGE,
+                    ),
                 },
             },
         },

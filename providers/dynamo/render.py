@@ -22,6 +22,7 @@ from core.rendering.common import (
     served_model_name,
     user_args,
 )
+from core.rendering.podsecurity import ROOT_IMAGE, harden, harden_container
 from providers.dynamo.epp import block_flag, epp
 
 _RUNTIME = {"vllm": "vllm-runtime", "sglang": "sglang-runtime", "trtllm": "tensorrtllm-runtime"}
@@ -88,6 +89,8 @@ def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> lis
                 service["frontendSidecar"] = _sidecar(image, secret)
     if is_test_backend(md):
         _as_mocker(md, services, pins)
+    for service in services.values():
+        service["extraPodSpec"] = _hardened(service["extraPodSpec"])
     if secret:
         for service in services.values():
             service["envFromSecret"] = secret
@@ -104,6 +107,15 @@ def render(md: ModelDeployment, pins: Versions, context: ProviderContext) -> lis
         graph = deep_merge(graph, {"spec": overrides["spec"]})
     claims = [c for c in managed_claims(md) if not _creates(md, c["metadata"]["name"])]
     return [graph, *claims]
+
+
+def _hardened(extra: Mapping[str, Any]) -> dict[str, Any]:
+    """A service's extraPodSpec with the root-image securityContext (core/rendering/
+    podsecurity.py) on the pod and on mainContainer: the operator merges both into the pod it
+    builds, and adds only fsGroup itself (providers/dynamo/__init__.py POD_SECURITY)."""
+    out = harden(extra, ROOT_IMAGE)
+    out["mainContainer"] = harden_container(extra["mainContainer"], ROOT_IMAGE)
+    return out
 
 
 def _frontend(overrides: Mapping[str, Any], image: str) -> dict[str, Any]:

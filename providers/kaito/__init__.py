@@ -7,7 +7,8 @@ template always runs the user's image (there is no default to catalogue).
 
 from dataclasses import replace
 
-from core.model.plugin import MultiNode, Provider
+from core.model.plugin import MultiNode, PodSecurity, PodSecurityLevel, Provider
+from core.rendering.podsecurity import root_image
 from providers.kaito.overrides import NAME, OVERRIDES
 from providers.kaito.pods import PODS
 from providers.kaito.render import render
@@ -28,6 +29,27 @@ MULTINODE = MultiNode(
         "pod. Remove the key, or use a provider that offers multi-node serving"
     ),
 )
+# A preset's pods are KAITO's own, built from the Workspace, which has no pod fields: Runway
+# declares nothing for them. What Runway writes: a llama.cpp Workspace's inference.template, which
+# KAITO copies into the pod (render.py), and in built mode the image build Job (build.py).
+POD_SECURITY = replace(
+    root_image(
+        "a llama.cpp Workspace's pods run aikit's runner or built image, or the user's, and its "
+        "wait-for-image init container the registry image (docker.io/library/registry), none of "
+        "them shown to run as a numeric non-root user; a preset's pods are KAITO's own (the "
+        "Workspace has no pod fields), not declared by Runway"
+    ),
+    apart={
+        "Job": PodSecurity(
+            PodSecurityLevel.PRIVILEGED,
+            "the image build (built mode) runs rootless BuildKit, which builds in a user "
+            "namespace of its own: it needs the seccomp and AppArmor profiles Unconfined, as "
+            "BuildKit's own rootless Job sets them (moby/buildkit "
+            "examples/kubernetes/job.rootless.yaml)",
+            ("forbidden AppArmor profile", "seccompProfile"),
+        )
+    },
+)
 PROVIDER = Provider(
     NAME,
     OVERRIDES,
@@ -36,4 +58,5 @@ PROVIDER = Provider(
     WATCHED,
     rules=RULES,
     multinode=MULTINODE,
+    pod_security=POD_SECURITY,
 )

@@ -21,6 +21,7 @@ from core.rendering.common import (
     placement,
     pod_labels,
 )
+from core.rendering.podsecurity import ROOT_IMAGE, harden
 from providers.kaito.aikit import Gguf, facts, gguf, premade, runner_image
 from providers.kaito.build import (
     SYNC_WAVE,
@@ -118,7 +119,9 @@ def _inference(
         spec["initContainers"] = [wait_for_image(md, built, tag, registry_image(pins))]
     if volumes:
         spec["volumes"] = volumes
-    return {"template": {"metadata": {"labels": pod_labels(md)}, "spec": spec}}
+    # KAITO copies the template into the pod unchanged: its securityContext is Runway's
+    # (providers/kaito/__init__.py POD_SECURITY).
+    return {"template": {"metadata": {"labels": pod_labels(md)}, "spec": harden(spec, ROOT_IMAGE)}}
 
 
 def _image_and_args(

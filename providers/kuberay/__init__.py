@@ -11,7 +11,7 @@ core's GPU invariant.
 
 from dataclasses import replace
 
-from core.model.plugin import MultiNode, Provider
+from core.model.plugin import MultiNode, PodSecurity, Provider
 from providers.kuberay.flags import FLAGS
 from providers.kuberay.invariants import invariants, serving_containers
 from providers.kuberay.overrides import NAME, OVERRIDES
@@ -20,6 +20,13 @@ from providers.kuberay.render import render
 from providers.kuberay.rules import RULES
 from providers.kuberay.status import WATCHED, operator_service
 
+# Restricted: the Ray image runs as the numeric user 1000 (ray's docker/base-deps/Dockerfile
+# `USER $RAY_UID`, RAY_UID=1000; ray-llm builds on it), so its pods run with runAsNonRoot and no
+# capabilities (render.py). KubeRay <KUBERAY_VERSION> adds to a worker pod only the wait-gcs-ready
+# init container, with a copy of the Ray container's securityContext
+# (ray-operator/controllers/ray/common/pod.go:241-268), and to the head an autoscaler only with
+# enableInTreeAutoscaling, which Runway leaves off (pod.go:181-195).
+POD_SECURITY = PodSecurity()
 PROVIDER = Provider(
     NAME,
     OVERRIDES,
@@ -31,4 +38,5 @@ PROVIDER = Provider(
     invariants=invariants,
     serving_containers=serving_containers,
     multinode=MultiNode(offered=True),
+    pod_security=POD_SECURITY,
 )

@@ -33,6 +33,7 @@ from core.rendering.common import (
     pod_labels,
     served_model_name,
 )
+from core.rendering.podsecurity import NON_ROOT_IMAGE
 
 _RAY_IMAGE = "rayproject/ray-llm:{version}-py311-cu128"
 _IGNORED_ANNOTATION = "airunway.ai/overrides-ignored"
@@ -145,7 +146,7 @@ def _pod_spec(md: ModelDeployment, container: dict[str, Any]) -> dict[str, Any]:
     volumes, mounts = claim_volumes(md)
     if mounts:
         container["volumeMounts"] = mounts
-    spec = engine_pod_spec(md, [container])
+    spec = engine_pod_spec(md, [container], hardening=NON_ROOT_IMAGE)
     if volumes:
         spec["volumes"] = volumes
     return spec

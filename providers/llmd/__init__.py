@@ -13,6 +13,7 @@ An aggregated replica across nodes (pipeline-parallel-size > 1) is a LeaderWorke
 from core.checks.flags import VLLM_SERVER_FLAGS
 from core.model.plugin import MultiNode, Provider
 from core.rendering.leaderworkerset import VLLM_PODS, serving_containers
+from core.rendering.podsecurity import VLLM_IMAGE
 from providers.llmd.invariants import invariants
 from providers.llmd.overrides import NAME, OVERRIDES
 from providers.llmd.pods import RULES
@@ -30,4 +31,5 @@ PROVIDER = Provider(
     invariants=invariants,
     serving_containers=serving_containers,
     multinode=MultiNode(offered=True),
+    pod_security=VLLM_IMAGE,
 )

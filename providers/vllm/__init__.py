@@ -14,6 +14,7 @@ the pool and the Service select its leaders.
 from core.checks.flags import VLLM_SERVER_FLAGS
 from core.model.plugin import MultiNode, Provider
 from core.rendering.leaderworkerset import VLLM_PODS, serving_containers
+from core.rendering.podsecurity import VLLM_IMAGE
 from providers.vllm.overrides import NAME, OVERRIDES
 from providers.vllm.render import render
 from providers.vllm.rules import RULES
@@ -29,4 +30,5 @@ PROVIDER = Provider(
     flags=VLLM_SERVER_FLAGS,
     serving_containers=serving_containers,
     multinode=MultiNode(offered=True),
+    pod_security=VLLM_IMAGE,
 )

@@ -8,6 +8,9 @@ Everything lands in the cache directory (default `.cache/cluster`, or $RUNWAY_CL
   bin/kwok, kwok/stages.yaml            KWOK's fake nodes and pod lifecycles (tests/cluster/kwok.py)
   bin/argocd, bin/kustomize, ...        a slim Argo CD (tests/cluster/argocd.py)
   bin/source-controller, ...            Flux (tests/cluster/flux.py)
+  bin/kstatus                           Flux's kstatus status.Compute (tests/cluster/kstatus)
+  argolua.compiled                      Argo CD's Lua health test compiled into the Go build cache
+                                        (tests/cluster/argolua.py)
   crds/<upstream>/<version>/*.yaml      Argo CD and Flux CRDs from their Go modules at the pins
 The CRDs of the kinds Runway renders are not fetched here: the test cluster installs them from
 Runway's schema pack (renderer/output/schemas/, `make schemas`), so the e2e tier tests exactly the
@@ -66,6 +69,9 @@ VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/versi
 KUBERNETES_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 HELM_MODULE = "helm.sh/helm/v4"
 LWS_MODULE = "sigs.k8s.io/lws"
+# Flux's kstatus: kustomize-controller imports github.com/fluxcd/cli-utils/pkg/kstatus (Flux's fork
+# of sigs.k8s.io/cli-utils), at the version its wrapper module selects.
+KSTATUS_MODULE = "github.com/fluxcd/cli-utils"
 
 
 def kubernetes_ldflags(version: str) -> tuple[str, ...]:
@@ -110,6 +116,8 @@ def binaries(versions: Versions) -> tuple[Binary, ...]:
             HELM_MODULE + "/cmd/helm",
             (f"-X {HELM_MODULE}/internal/version.version={versions.as_env()['HELM_VERSION']}",),
         ),
+        # status.Compute of Flux's kstatus over objects on stdin (tests/e2e/test_kstatus.py).
+        Binary("kstatus", HERE / "kstatus", "."),
     )
 
 
@@ -229,11 +237,23 @@ def stamp_of(binary: Binary, go: str) -> str:
     return digest.hexdigest()
 
 
+def check_kstatus_pin() -> None:
+    """tests/cluster/kstatus computes status with the kstatus Flux's kustomize-controller runs."""
+    flux = required_version(HERE / "flux-kustomize", KSTATUS_MODULE)
+    ours = required_version(HERE / "kstatus", KSTATUS_MODULE)
+    if ours != flux:
+        raise SystemExit(
+            f"[cluster] kstatus/go.mod requires {KSTATUS_MODULE} {ours} but kustomize-controller "
+            f"(flux-kustomize/go.mod) uses {flux}: run `go get {KSTATUS_MODULE}@{flux}` there"
+        )
+
+
 def build_binaries(cache: Path, versions: Versions) -> None:
     go = go_version()
     check_pin(KUBERNETES, KUBERNETES_MODULE, "KUBERNETES_VERSION", versions.kubernetes)
     check_pin(HERE / "helm", HELM_MODULE, "HELM_VERSION", versions.as_env()["HELM_VERSION"])
     check_pin(HERE / "lws", LWS_MODULE, "LWS_VERSION", versions.as_env()["LWS_VERSION"])
+    check_kstatus_pin()
     for binary in binaries(versions):
         build_binary(binary, cache / "bin", go)
 
@@ -321,12 +341,13 @@ def main(env: Mapping[str, str]) -> int:
     build_binaries(cache, versions)
     fetch_crds(cache, versions)
     # They import this module.
-    from tests.cluster import argocd, flux, kwok  # noqa: PLC0415
+    from tests.cluster import argocd, argolua, flux, kwok  # noqa: PLC0415
 
     go = go_version()
     flux.build(cache, versions, go)
     kwok.build(cache, versions, go)
     argocd.build(cache, versions, go)
+    argolua.build(cache, versions, go)
     return 0
 
 

@@ -19,8 +19,7 @@ from core.model.kinds import ModelDeployment
 from core.rendering.inferencegateway import GatewayTarget
 from core.rendering.invariants import check_invariants
 from core.selection.configs import ProviderRegistry
-from kubeio.registry import build_registry
-from kubeio.shipped import bundled_config_objects, bundled_flag_catalogs, bundled_versions
+from kubeio.shipped import bundled_flag_catalogs, bundled_versions
 from renderer.output.folders import HYDRATED_FILE
 from renderer.output.render import RenderContext, render_one
 from renderer.output.schemapack import load_pack
@@ -28,6 +27,7 @@ from renderer.output.strict import Schemas
 from tests.support.builders import shipped_registry
 from tests.support.matrix import (
     KaitoCase,
+    byo_registry,
     cases,
     engine_args,
     kaito_cases,
@@ -133,15 +133,6 @@ def test_every_admitted_case_renders_strictly_and_fits_together(
         assert unknown_flags(args, CATALOGS[name]) == []
 
 
-def _byo_registry() -> ProviderRegistry:
-    """The shipped configs, with KAITO on the platform's own nodes (no node auto-provisioning)."""
-    configs = bundled_config_objects()
-    for config in configs:
-        if config["metadata"]["name"] == "kaito":
-            config["metadata"]["annotations"]["kaito.airunway.ai/node-auto-provisioning"] = "false"
-    return build_registry(configs)
-
-
 KAITO = kaito_cases()
 
 
@@ -167,7 +158,7 @@ def test_the_kaito_cases_cover_both_installs_and_every_kind_of_model() -> None:
 def test_kaito_workspaces_are_what_that_kaito_admits_and_the_route_matches_its_name(
     case: KaitoCase, schemas: Schemas
 ) -> None:
-    registry = SHIPPED if case.auto_provisioning else _byo_registry()
+    registry = SHIPPED if case.auto_provisioning else byo_registry()
     admission = admit(case.obj, registry=registry)
     assert admission.errors == (), case.ident
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from core.model.kinds import ModelDeployment
 from core.selection.configs import ProviderRegistry
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects
 from providers.dynamo import PROVIDER as dynamo  # noqa: N811 - the value, as the module was used
 from providers.modules import plugins
 
@@ -255,3 +257,12 @@ def kaito_cases() -> list[KaitoCase]:
             )
         )
     return out
+
+
+def byo_registry() -> ProviderRegistry:
+    """The shipped configs, with KAITO on the platform's own nodes (no node auto-provisioning)."""
+    configs = bundled_config_objects()
+    for config in configs:
+        if config["metadata"]["name"] == "kaito":
+            config["metadata"]["annotations"]["kaito.airunway.ai/node-auto-provisioning"] = "false"
+    return build_registry(configs)

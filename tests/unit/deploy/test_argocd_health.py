@@ -2,8 +2,11 @@
 language of Argo CD's gopher-lua, over generated statuses. The ModelDeployment script must
 agree with kstatus (Flux's health, cli-utils pkg/kstatus/status: observedGeneration behind the
 generation or Reconciling=True is InProgress, Stalled=True is Failed, else Current) on every
-status the status controller writes, and call Healthy only what serves. The e2e tier
-(tests/e2e/test_argocd.py) runs the same scripts in the real application controller."""
+status the status controller writes, and call Healthy only what serves. The tests of Argo CD's
+layout (resource_customizations/**/health_test.yaml) hold here too, and match docs/status.md.
+The e2e tier runs the same scripts in the real application controller (tests/e2e/test_argocd.py),
+in Argo CD's own test (tests/e2e/test_argocd_lua.py) and against the real kstatus
+(tests/e2e/test_kstatus.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +20,15 @@ from hypothesis import strategies as st
 
 from core.model.kinds import ModelDeployment
 from core.model.plugin import Workload
-from core.status.modeldeployment import GatewayState, model_deployment_status
+from core.status.modeldeployment import PHASES, GatewayState, model_deployment_status
+from tests.support.health import (
+    CUSTOMIZATIONS,
+    HealthTest,
+    checks,
+    documented,
+    health_tests,
+    model_deployment_tests,
+)
 from tests.support.paths import ROOT
 from tests.support.stored import stored
 
@@ -133,3 +144,45 @@ def test_every_script_answers_progressing_for_an_object_without_status() -> None
     answers = {k: health(k, {"metadata": {"name": "m", "generation": 1}})["status"] for k in keys}
 
     assert answers == dict.fromkeys(keys, "Progressing")
+
+
+@pytest.mark.parametrize("test", health_tests(), ids=lambda t: t.name)
+def test_the_deployed_scripts_give_every_answer_of_the_health_tests(test: HealthTest) -> None:
+    key = f"resource.customizations.health.{test.check.replace('/', '_')}"
+
+    assert health(key, test.obj()) == {"status": test.status, "message": test.message}
+
+
+def test_every_check_is_tested_on_each_of_its_testdata_files_and_no_other() -> None:
+    tested = {
+        check: sorted(t.input_path for t in health_tests() if t.check == check)
+        for check in checks()
+    }
+
+    assert tested == {
+        check: sorted(
+            p.relative_to(CUSTOMIZATIONS / check).as_posix()
+            for p in (CUSTOMIZATIONS / check / "testdata").glob("*.yaml")
+        )
+        for check in checks()
+    }
+    deployed = yaml.safe_load(SCRIPTS.read_text())["data"]
+    assert sorted(deployed) == [
+        f"resource.customizations.health.{c.replace('/', '_')}" for c in checks()
+    ]
+
+
+def test_the_model_deployment_testdata_hold_every_phase_the_controller_writes() -> None:
+    objs = {t.case: t.obj() for t in model_deployment_tests()}
+    written = {o["status"].get("phase") for o in objs.values()}
+
+    assert written == {None, *PHASES}  # None: no controller has written (the CRD's default)
+    assert objs["unreported"]["status"] == {"observedGeneration": 0}
+    behind = objs["generation-behind"]
+    assert behind["metadata"]["generation"] == behind["status"]["observedGeneration"] + 1
+
+
+def test_the_argo_cd_answers_are_what_docs_status_promises() -> None:
+    promised = {case: argo for case, (_, argo) in documented().items()}
+
+    assert promised == {t.case: t.status for t in model_deployment_tests()}

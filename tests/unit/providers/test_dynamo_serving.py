@@ -79,7 +79,9 @@ def test_a_replica_across_two_nodes_is_a_multinode_worker_with_tp_per_node_and_p
                     "--pipeline-parallel-size",
                     "2",
                 ],
-            }
+                "securityContext": {"allowPrivilegeEscalation": False},
+            },
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         },
         "multinode": {"nodeCount": 2},
     }
@@ -247,7 +249,11 @@ def test_frontend_sizing_renders_into_the_frontend_service(shipped: ProviderRegi
         "replicas": 3,
         "resources": {"requests": {"cpu": "6", "memory": "4Gi"}},
         "extraPodSpec": {
-            "mainContainer": {"image": f"nvcr.io/nvidia/ai-dynamo/sglang-runtime:{TAG}"}
+            "mainContainer": {
+                "image": f"nvcr.io/nvidia/ai-dynamo/sglang-runtime:{TAG}",
+                "securityContext": {"allowPrivilegeEscalation": False},
+            },
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         },
         "envs": [{"name": "DYN_ROUTER_MODE", "value": "kv"}],
     }

@@ -144,6 +144,7 @@ def test_a_premade_image_runs_with_its_config_file_on_kaitos_port() -> None:
             "ports": [{"containerPort": 5000, "protocol": "TCP"}],
             "env": [],
             "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}},
+            "securityContext": {"allowPrivilegeEscalation": False},
         }
     ]
 
@@ -244,9 +245,11 @@ def test_direct_mode_runs_aikits_runner_for_the_device_with_the_cache_at_models(
                     {"name": "cache", "mountPath": "/model-cache"},
                     {"name": "cache", "mountPath": "/models"},
                 ],
+                "securityContext": {"allowPrivilegeEscalation": False},
             }
         ],
         "volumes": [{"name": "cache", "persistentVolumeClaim": {"claimName": "m-cache"}}],
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
     }
     assert (claim["kind"], claim["metadata"]["name"]) == ("PersistentVolumeClaim", "m-cache")
 
@@ -391,6 +394,7 @@ def test_built_mode_renders_the_aikitfile_the_job_and_then_the_workspace() -> No
                 },
                 {"name": "IMAGE_TAG", "value": "v0.21.0-e78b36919471"},
             ],
+            "securityContext": {"allowPrivilegeEscalation": False},
         }
     ]
     schemas = BuiltinSchemas(bundled_versions().kubernetes)

@@ -103,9 +103,15 @@ SHM = {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "20Gi"}}
 
 def expected_group(leader: dict[str, Any]) -> list[dict[str, Any]]:
     def template(container: dict[str, Any]) -> dict[str, Any]:
+        hardened = {**container, "securityContext": {"allowPrivilegeEscalation": False}}
         return {
             "metadata": {"labels": POD_LABELS},
-            "spec": {"containers": [container], "enableServiceLinks": False, "volumes": [SHM]},
+            "spec": {
+                "containers": [hardened],
+                "enableServiceLinks": False,
+                "volumes": [SHM],
+                "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+            },
         }
 
     return [

@@ -89,6 +89,7 @@ def test_dynamo_worker_args_image_and_stripped_transformer_keys(shipped: Provide
             '{"enable_kv_cache_events": true, "endpoint": "tcp://*:5557", '
             '"publisher": "zmq", "topic": "kv-events"}',
         ],
+        "securityContext": {"allowPrivilegeEscalation": False},
     }
     assert worker["resources"] == {"limits": {"gpu": "2"}, "requests": {"gpu": "2"}}
     assert graph["spec"]["services"]["Frontend"]["envs"] == [
@@ -367,6 +368,7 @@ def test_llmd_disaggregated_renders_decode_first_then_prefill(shipped: ProviderR
                         "failureThreshold": 3,
                     },
                     "env": [side_channel],
+                    "securityContext": {"allowPrivilegeEscalation": False},
                 }
             ],
             "initContainers": [
@@ -381,9 +383,11 @@ def test_llmd_disaggregated_renders_decode_first_then_prefill(shipped: ProviderR
                     ],
                     "ports": [{"name": "http", "containerPort": 8000, "protocol": "TCP"}],
                     "restartPolicy": "Always",
+                    "securityContext": {"allowPrivilegeEscalation": False},
                 }
             ],
             "enableServiceLinks": False,
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         },
     }
     prefill = objects[2]["spec"]["template"]

@@ -117,6 +117,11 @@ def test_mocker_engine_is_chosen_as_vllm_and_says_why(shipped: ProviderRegistry)
     }
 
 
+# The securityContext Runway writes for a root image (core/rendering/podsecurity.py ROOT_IMAGE).
+NO_ESCALATION = {"allowPrivilegeEscalation": False}
+RUNTIME_DEFAULT = {"seccompProfile": {"type": "RuntimeDefault"}}
+
+
 def test_mocker_renders_mocker_workers_behind_a_standalone_frontend(
     shipped: ProviderRegistry,
 ) -> None:
@@ -129,7 +134,10 @@ def test_mocker_renders_mocker_workers_behind_a_standalone_frontend(
                 "componentType": "frontend",
                 "replicas": 1,
                 "resources": {"requests": SMALL},
-                "extraPodSpec": {"mainContainer": {"image": PLANNER}},
+                "extraPodSpec": {
+                    "mainContainer": {"image": PLANNER, "securityContext": NO_ESCALATION},
+                    "securityContext": RUNTIME_DEFAULT,
+                },
                 "envs": [{"name": "DYN_ROUTER_MODE", "value": "round-robin"}],
             },
             "VllmWorker": {
@@ -141,7 +149,9 @@ def test_mocker_renders_mocker_workers_behind_a_standalone_frontend(
                         "image": PLANNER,
                         "command": ["python3", "-m", "dynamo.mocker"],
                         "args": MOCKER_ARGS,
-                    }
+                        "securityContext": NO_ESCALATION,
+                    },
+                    "securityContext": RUNTIME_DEFAULT,
                 },
             },
         },

@@ -1,0 +1,33 @@
+// tests/cluster/kstatus: status.Compute of kstatus as Flux's kustomize-controller runs it. Flux
+// uses its own fork, github.com/fluxcd/cli-utils (pkg/kstatus), not sigs.k8s.io/cli-utils: the
+// version here is the one tests/cluster/flux-kustomize/go.mod selects for kustomize-controller at
+// FLUX_KUSTOMIZE_CONTROLLER_VERSION; tests/cluster/kstatus.py checks that they agree.
+module runway.local/cluster/kstatus
+
+go 1.26.0
+
+require (
+	github.com/fluxcd/cli-utils v1.2.3
+	k8s.io/apimachinery v0.36.4
+)
+
+require (
+	github.com/fxamacker/cbor/v2 v2.9.0 // indirect
+	github.com/go-logr/logr v1.4.3 // indirect
+	github.com/json-iterator/go v1.1.12 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
+	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
+	github.com/x448/float16 v0.8.4 // indirect
+	go.yaml.in/yaml/v2 v2.4.3 // indirect
+	golang.org/x/net v0.56.0 // indirect
+	golang.org/x/text v0.39.0 // indirect
+	gopkg.in/inf.v0 v0.9.1 // indirect
+	k8s.io/api v0.36.4 // indirect
+	k8s.io/klog/v2 v2.140.0 // indirect
+	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a // indirect
+	k8s.io/utils v0.0.0-20260507154919-ff6756f316d2 // indirect
+	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
+	sigs.k8s.io/randfill v1.0.0 // indirect
+	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
+)
