@@ -1,5 +1,5 @@
-"""Every command block in the README and docs/ that claims an output is run, and what it prints
-must be what the block says.
+"""Every command block in the README, docs/ and docs/internals/ that claims an output is run,
+and what it prints must be what the block says.
 
 A claim is a fenced block with `$ COMMAND` lines: the lines after each command, up to the next
 one, are its output (standard output and standard error as a terminal shows them), and a last
@@ -26,7 +26,10 @@ import pytest
 from tests.support.paths import ROOT
 
 BIN = Path(sys.executable).parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# The user's pages: the README and docs/*.md. docs/internals/ says how it works, for contributors.
+USER_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [*USER_PAGES, *sorted((ROOT / "docs" / "internals").glob("*.md"))]
+MAX_USER_WORDS = 12_000
 EXIT = re.compile(r"^\[exit (\d+)\]$")
 RUNNABLE = re.compile(r"^(runway|cat|echo)\b")
 
@@ -150,14 +153,36 @@ def busy_port(scratch: Path) -> AbstractContextManager[object]:
     return stack
 
 
+QUICKSTART = (
+    "examples/vllm-1gpu.yaml examples/llmd-explicit.yaml --repo gitops --gateway gateways/inference"
+)
+
+
+def quickstart_commit(scratch: Path) -> AbstractContextManager[object]:
+    """docs/quickstart.md, after step 2: its two examples rendered and committed into `gitops/`."""
+    runway(scratch, "render", *QUICKSTART.split(), "--commit")
+    return nullcontext()
+
+
 SETUPS: dict[str, Callable[[Path], AbstractContextManager[object]]] = {
+    "docs/quickstart.md:cat gitops/rendered/models/qwen-7b/runway.metadata": quickstart_commit,
+    "docs/quickstart.md:runway render examples/vllm-1gpu.yaml examples/llmd-explicit.yaml "
+    "--repo gitops --check --gateway gateways/inference -q": quickstart_commit,
     "docs/cli.md": cli_files,
+    "docs/internals/cli.md": cli_files,
     "docs/operations.md:runway serve --cert tls/tls.crt --key tls/tls.key --port 18445": busy_port,
+    "docs/internals/operations.md:runway serve --cert tls/tls.crt --key tls/tls.key --port 18445": (
+        busy_port
+    ),
 }
+GATEWAY_ON_A_CLUSTER = (
+    "a cluster with the gateway part, LiteLLM and an OpenAI key; "
+    "tests/integration/test_gateway_sync*.py and the e2e tier run these steps"
+)
 NOT_RUN = {
-    "docs/gateway.md:kubectl -n gateway create secret generic openai-key "
-    '--from-literal=apiKey="$OPENAI_API_KEY"': "a cluster with the gateway part, LiteLLM and an "
-    "OpenAI key; tests/integration/test_gateway_sync*.py and the e2e tier run these steps",
+    f"{page}:kubectl -n gateway create secret generic openai-key "
+    '--from-literal=apiKey="$OPENAI_API_KEY"': GATEWAY_ON_A_CLUSTER
+    for page in ("docs/gateway.md",)
 }
 
 
@@ -266,3 +291,66 @@ def test_the_readme_is_a_short_guide_and_every_link_resolves() -> None:
     assert broken == []
     linked = {m.partition("#")[0] for m in LINK.findall(readme)}
     assert {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")} <= linked
+
+
+def words(path: Path) -> int:
+    """Words as `wc -w` counts them: runs of bytes other than ASCII white space."""
+    return len(path.read_bytes().split())
+
+
+def test_the_user_pages_are_short_enough_to_read() -> None:
+    counts = {page.relative_to(ROOT).as_posix(): words(page) for page in USER_PAGES}
+
+    assert sum(counts.values()) <= MAX_USER_WORDS, (
+        f"README.md and docs/*.md hold {sum(counts.values())} words (at most {MAX_USER_WORDS}): "
+        f"move how it works to docs/internals/ ({counts})"
+    )
+
+
+def test_words_are_counted_as_wc_counts_them(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_bytes("one  two\tthree\n`four`, five-six \u00e9t\u00e9\n\n".encode())
+
+    assert words(page) == 6
+
+
+def section(text: str, heading: str) -> str:
+    """The body of a `## heading` section, up to the next heading of any level."""
+    body = text.split(f"\n{heading}\n", 1)[1]
+    return re.split(r"^#+ ", body, maxsplit=1, flags=re.M)[0].strip()
+
+
+def test_the_readme_says_in_three_lines_why_a_team_picks_runway() -> None:
+    why = section(
+        (ROOT / "README.md").read_text(), "## Why Runway instead of AI Runway's controller"
+    )
+    lines = why.split("\n\n")[0].splitlines()
+
+    assert len(lines) == 3
+    assert all(line.startswith("- **") for line in lines)
+    assert "](docs/airunway.md)" in lines[2]
+
+
+def test_the_readme_says_what_gateway_is_and_links_a_one_page_quick_start() -> None:
+    readme = (ROOT / "README.md").read_text()
+    prose = " ".join(readme.split())
+    quickstart = ROOT / "docs" / "quickstart.md"
+    blocks = [
+        " ".join(step.command.split()[:2]) for block in claims(quickstart) for step in block.steps
+    ]
+
+    assert (
+        "`--gateway NAMESPACE/NAME` names the Gateway API `Gateway` that the HTTPRoute of every "
+        "model with `spec.gateway.enabled: true` attaches to"
+    ) in prose
+    assert "**[Quick start](docs/quickstart.md)**" in readme.split("## The two commands")[0]
+    assert quickstart.read_text().split("```sh\n", 1)[1].startswith("make install")
+    assert {"runway validate", "runway render"} <= set(blocks)
+    assert words(quickstart) <= 800
+
+
+def test_the_flow_diagram_is_near_the_top_of_the_readme_and_in_gitops() -> None:
+    readme = (ROOT / "README.md").read_text()
+
+    assert "](docs/images/flow.svg)" in readme.split("## ")[0]
+    assert "](images/flow.svg)" in (ROOT / "docs" / "gitops.md").read_text()
