@@ -31,21 +31,10 @@ import pytest
 import yaml
 
 from tests.support.actionrunner import ActionRun, Unknown, run_action
-from tests.support.ciformats import junit_errors, sarif_errors
+from tests.support.ciformats import REFUSED, WHY, junit_errors, sarif_errors
 from tests.support.paths import EXAMPLES, ROOT
 from tests.support.precommit import HookRepository, git, git_env, hook_repository, pre_commit
 
-BAD = """\
-apiVersion: airunway.ai/v1alpha1
-kind: ModelDeployment
-metadata:
-  name: refused
-  namespace: models
-spec:
-  model:
-    id: ""
-"""
-WHY = "spec.model.id: Required value: required when spec.model.source is huggingface"
 # YAML a repository holds that is no Kubernetes object: validate refuses it as unusable input.
 WORKFLOW = "name: ci\non: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps: []\n"
 TEMPLATE = "metadata:\n  name: {{ .Release.Name }}\n"
@@ -127,7 +116,7 @@ def workspace(tmp_path: Path) -> Path:
     shutil.copy(
         EXAMPLES / "cpu-llamacpp.yaml", tmp_path / "work" / "models" / "good" / "cpu" / "llama.yaml"
     )
-    (tmp_path / "work" / "models" / "bad" / "refused.yaml").write_text(BAD)
+    (tmp_path / "work" / "models" / "bad" / "refused.yaml").write_text(REFUSED)
     return tmp_path / "work"
 
 
@@ -441,7 +430,7 @@ def test_the_validate_hook_passes_a_whole_repository_and_leaves_out_other_yaml(
 
 
 def test_the_validate_hook_fails_on_a_denied_object(hooks: HookRepository, project: Path) -> None:
-    (project / "models" / "refused.yaml").write_text(BAD)
+    (project / "models" / "refused.yaml").write_text(REFUSED)
     write_config(project, hooks, "runway-validate")
     git("-C", str(project), "add", ".")
 

@@ -14,20 +14,8 @@ import pytest
 
 from cli.exits import Exit
 from cli.main import main
-from tests.support.ciformats import junit_errors, sarif_errors
+from tests.support.ciformats import REFUSED, WHY, junit_errors, sarif_errors
 from tests.support.paths import EXAMPLES
-
-REFUSED = """\
-apiVersion: airunway.ai/v1alpha1
-kind: ModelDeployment
-metadata:
-  name: refused
-  namespace: models
-spec:
-  model:
-    id: ""
-"""
-WHY = "spec.model.id: Required value: required when spec.model.source is huggingface"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

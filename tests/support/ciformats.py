@@ -17,6 +17,19 @@ from importlib import resources
 
 import jsonschema
 
+# A ModelDeployment admission refuses, and the one finding it gives (the CI-format tests' input).
+REFUSED = """\
+apiVersion: airunway.ai/v1alpha1
+kind: ModelDeployment
+metadata:
+  name: refused
+  namespace: models
+spec:
+  model:
+    id: ""
+"""
+WHY = "spec.model.id: Required value: required when spec.model.source is huggingface"
+
 
 def sarif_errors(text: str) -> list[str]:
     """Every violation of the SARIF 2.1.0 schema by the log `text`, sorted (none: valid)."""
