@@ -101,11 +101,12 @@ class Run:
     errors: int
     cpu_ms_per_request: float
     spread: tuple[int, ...]  # connections per worker, largest first
+    split: tuple[float, ...]  # each worker's share of the server's CPU, largest first
 
 
 def wrk_run(server: Webhook, script: Path) -> Run:
     workers = _workers(server.proc.pid)
-    before = sum(_cpu_seconds(pid) for pid in workers)
+    before = [_cpu_seconds(pid) for pid in workers]
     spread: list[tuple[int, ...]] = []
     sampler = threading.Timer(SECONDS / 2, lambda: spread.append(_spread(server.port, workers)))
     sampler.start()
@@ -118,7 +119,8 @@ def wrk_run(server: Webhook, script: Path) -> Run:
         check=True,
     ).stdout
     sampler.join()
-    cpu = sum(_cpu_seconds(pid) for pid in workers) - before
+    used = [_cpu_seconds(pid) - start for pid, start in zip(workers, before, strict=True)]
+    cpu = sum(used)
     requests = int(_find(r"(\d+) requests in", out))
     errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
     errors += int(_find(r"Non-2xx or 3xx responses: (\d+)", out, "0"))
@@ -130,6 +132,7 @@ def wrk_run(server: Webhook, script: Path) -> Run:
         errors=errors,
         cpu_ms_per_request=cpu * 1000 / max(requests, 1),
         spread=spread[0] if spread else (),
+        split=tuple(sorted((round(u / cpu, 2) if cpu else 0.0 for u in used), reverse=True)),
     )
 
 
@@ -207,14 +210,35 @@ def compare() -> dict[str, Any]:
                     timeout=60,
                     check=True,
                 )
-            for _ in range(RUNS):
+            for round_ in range(RUNS):
                 runs["floor"].append(wrk_run(echo, script))
                 runs["runway"].append(wrk_run(runway, script))
                 runs["explicit"].append(wrk_run(runway, no_rules))
+                _print_round(round_, runs)
         finally:
             runway.stop()
             echo.stop()
     return {name: _median(items) for name, items in runs.items()}
+
+
+def _print_round(round_: int, runs: dict[str, list[Run]]) -> None:
+    """One alternating round as it ends: each server's rate, p99 and how its workers shared the
+    connections and the CPU; the ratios of this round alone."""
+    floor, runway = runs["floor"][-1], runs["runway"][-1]
+    cells = "  ".join(
+        f"{name} {r[-1].rate:.0f}/s p99 {r[-1].p99_ms:.1f} ms conns {r[-1].spread} "
+        f"cpu {r[-1].split}"
+        for name, r in runs.items()
+    )
+    print(
+        f"  round {round_ + 1}: {cells}  ratio {runway.rate / floor.rate:.2f} "
+        f"p99 {runway.p99_ms / floor.p99_ms:.2f}  load {_load()}",
+        flush=True,
+    )
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def _median(runs: list[Run]) -> dict[str, Any]:
@@ -225,6 +249,7 @@ def _median(runs: list[Run]) -> dict[str, Any]:
         "cpu_ms": statistics.median(r.cpu_ms_per_request for r in runs),
         "errors": sum(r.errors for r in runs),
         "spreads": [r.spread for r in runs],
+        "splits": [r.split for r in runs],
     }
 
 
@@ -240,13 +265,15 @@ def report(result: dict[str, Any]) -> None:
         print(
             f"  {name:10} {row['rate']:7.0f} req/s  p50 {row['p50_ms']:6.2f} ms  "
             f"p99 {row['p99_ms']:6.2f} ms  server CPU {row['cpu_ms']:.2f} ms/request  "
-            f"errors {row['errors']}  connections per worker {row['spreads']}"
+            f"errors {row['errors']}  connections per worker {row['spreads']}  "
+            f"CPU share per worker {row['splits']}"
         )
     verdict = "meets" if rate >= TARGET_RATE else "MISSES"
     print(f"  req/s ratio runway/floor {rate:.2f} (target >= {TARGET_RATE}): {verdict}")
     verdict = "meets" if p99 <= TARGET_P99 else "MISSES"
     print(f"  p99 ratio runway/floor {p99:.2f} (target <= {TARGET_P99}): {verdict}")
     bare = result["explicit"]
+    print(f"  load average {_load()}")
     print(
         f"  without rule evaluation: req/s ratio {bare['rate'] / floor['rate']:.2f}, "
         f"p99 ratio {bare['p99_ms'] / floor['p99_ms']:.2f}"

@@ -9,6 +9,7 @@ from typing import Any
 from gunicorn.glogging import Logger
 
 from kubeio.serverlogs import gunicorn_logconfig
+from webhook.balance import assign_row, claim_row, release_row, shares_starting
 from webhook.multiprocess import server_exiting, server_starting, worker_exited
 from webhook.settings import Settings
 from webhook.tls import server_context
@@ -48,9 +49,13 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "loglevel": "info",
         "proc_name": "runway-webhook",
         "post_worker_init": settle_worker,
-        # One metrics directory per server, which every worker writes (webhook/multiprocess.py).
-        "on_starting": server_starting,
-        "child_exit": worker_exited,
+        # One metrics directory per server, which every worker writes (webhook/multiprocess.py),
+        # and one table of the workers' open connections, which keeps them even
+        # (webhook/balance.py).
+        "on_starting": starting,
+        "pre_fork": assign_row,
+        "post_fork": claim_row,
+        "child_exit": exited,
         "on_exit": server_exiting,
         "logconfig_dict": gunicorn_logconfig(
             {
@@ -60,6 +65,18 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
             }
         ),
     }
+
+
+def starting(server: Any) -> None:
+    """gunicorn's on_starting (master)."""
+    server_starting(server)
+    shares_starting(server)
+
+
+def exited(server: Any, worker: Any) -> None:
+    """gunicorn's child_exit (master)."""
+    worker_exited(server, worker)
+    release_row(server, worker)
 
 
 def settle_worker(worker: Any) -> None:

@@ -29,7 +29,11 @@ kept sending stalled the accept loop: a new client's handshake waited 19-37 s (d
   and reconnecting lets the kernel spread it again. The bound is in time, not in requests: with
   a bound of 100 requests, connections on the less busy worker reached it sooner, reconnected,
   and half of them landed on the busier worker, so load drifted onto one worker (13 of 47
-  samples of 8 connections had 7 or 8 on one worker).
+  samples of 8 connections had 7 or 8 on one worker);
+* answers "Connection: close" too while this worker holds more than an even share of all the
+  workers' open connections (webhook/balance.py): the kernel deals a new connection at random,
+  (6,2) of 8 as often as (4,4), and a worker holding six was bound by its GIL while the other
+  waited; a connection dealt badly is dealt again until the spread is even.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import resource
 import selectors
 import socket
 import ssl
+import threading
 import time
 from collections import deque
 from functools import partial
@@ -51,6 +56,7 @@ from gunicorn import sock as gsock
 from gunicorn.http.errors import NoMoreData
 from gunicorn.workers.gthread import TConn, ThreadWorker
 
+from webhook.balance import ConnectionShares
 from webhook.framing import FramedBody, answer_framing_error, is_framing_error
 
 READ_SECONDS = 5.0  # the API server's own webhook timeout is at most 5 s (webhooks.yaml)
@@ -162,6 +168,7 @@ class BoundedConn(TConn):  # type: ignore[misc]  # gunicorn ships no type hints
     accepted = 0.0  # time.monotonic() at accept
     opened = 0.0  # time.monotonic() when the handshake was done
     started: float | None = None  # time.monotonic() of the current request's first byte
+    leaving = False  # answered "Connection: close" to spread the connections (balance.py)
     ahead: bytearray  # the current request as read ahead so far
 
     def read_ahead(self, *, readable: bool) -> bool | None:
@@ -253,6 +260,22 @@ class BoundedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
         self.worker_connections = self.limit + 1
         self.max_keepalived = self.limit
         self.reading_conns: deque[BoundedConn] = deque()  # requests being read ahead
+        self.shares: ConnectionShares | None = None  # in the worker process (init_process)
+        # connections told to close to even the spread, not yet closed: already counted out
+        # (pool threads add, the main loop takes away)
+        self.leaving = 0
+        self.leaving_lock = threading.Lock()
+
+    def init_process(self) -> None:
+        # set by the master's pre_fork hook (webhook/balance.py), after __init__; absent under
+        # a gunicorn configuration without the hook
+        self.shares = getattr(self, "connection_shares", None)
+        super().init_process()
+
+    def wait_for_and_dispatch_events(self, timeout: float) -> None:
+        super().wait_for_and_dispatch_events(timeout)
+        if self.shares is not None:
+            self.shares.publish(self.nr_conns - self.leaving)
 
     @classmethod
     def check_config(cls, cfg: Any, log: Any) -> None:
@@ -333,6 +356,10 @@ class BoundedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
 
     def finish_request(self, conn: BoundedConn, fs: Any) -> None:
         result = None if fs.cancelled() or fs.exception() is not None else fs.result()
+        if conn.leaving:  # its answer is written: closed now, or being closed
+            conn.leaving = False
+            with self.leaving_lock:
+                self.leaving -= 1
         if result is CLOSED:
             self.nr_conns -= 1  # closed by the thread that served it
         elif result is WAIT and self.alive:
@@ -432,6 +459,11 @@ class BoundedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
         assert conn.reader is not None  # set by init(), which handle() runs first
         if time.monotonic() - conn.opened >= CONNECTION_SECONDS or conn.reader.expired:
             req.must_close = True
+        elif self.shares is not None and self.shares.over_share(self.nr_conns - self.leaving):
+            # more than an even share of the workers' connections: this one is dealt again
+            req.must_close = conn.leaving = True
+            with self.leaving_lock:
+                self.leaving += 1
         req.body = FramedBody(req.body, req)  # a malformed body is a 400, not a 500
         keep: bool = super().handle_request(req, conn)
         return keep and not conn.reader.expired
