@@ -7,13 +7,18 @@ and allows it, which is the floor: TLS, gunicorn, Flask and JSON with no admissi
 alternately, RUNS times; the medians are compared. Also printed: server CPU per request (the
 workers' utime+stime over the requests answered) and how the connections sat on the workers,
 and a third row, the same ModelDeployment with its engine and provider set explicitly: no
-selection rule is evaluated, so it shows the admission path without CEL.
+selection rule is evaluated, so it shows the admission path without CEL. A fourth, "fixed", is
+Runway's own server and app whose /mutate handler returns the answer it computed once at start
+(decoding, metrics and the 1.7 KB answer as always, no admission work): what stands between it
+and the floor is the stack, what stands between Runway and it is the admission itself.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import os
 import re
 import shutil
 import statistics
@@ -29,9 +34,14 @@ from typing import Any
 import yaml
 from flask import Flask, Response, jsonify, request
 
+from kubeio.registry import load_registry
 from tests.support.cluster import free_port
 from tests.support.wait import wait_until
 from tests.support.webhook import Webhook, issue_certs, review, start_webhook
+from webhook.app import create_app
+from webhook.handlers import Answer, mutate_model_deployment
+from webhook.multiprocess import ENV
+from webhook.review import AdmissionRequest, Undecodable, decode_review
 from webhook.server import WebhookServer
 from webhook.settings import Settings
 
@@ -70,16 +80,40 @@ class EchoServer(WebhookServer):
         return echo_app()
 
 
-def start_echo(workdir: Path) -> Webhook:
-    """`python -m bench.webhook --echo`: the floor app under the webhook's gunicorn options."""
-    certs = issue_certs(workdir / "echo-certs")
+class FixedAnswerServer(WebhookServer):
+    """Runway's server and app; /mutate answers what the shipped handler answered `body` once."""
+
+    def __init__(self, settings: Settings, body: bytes) -> None:
+        self.body = body
+        super().__init__(settings)
+
+    def load(self) -> Flask:
+        decoded = decode_review(self.body, "application/json")
+        if isinstance(decoded, Undecodable):
+            raise SystemExit(f"the bench's review is not usable: {decoded.message}")
+        answer = mutate_model_deployment(decoded, load_registry(None))
+
+        def fixed(req: AdmissionRequest, registry: object) -> Answer:
+            return answer
+
+        settings = dataclasses.replace(self.settings, metrics_dir=os.environ.get(ENV, ""))
+        return create_app(settings, replaced={"/mutate": fixed})
+
+
+def start_echo(workdir: Path, *, fixed: Path | None = None) -> Webhook:
+    """`python -m bench.webhook --echo`: the floor app under the webhook's gunicorn options;
+    with `fixed` (a review), Runway's app answering that review's answer to every request."""
+    name = "fixed" if fixed else "echo"
+    certs = issue_certs(workdir / f"{name}-certs")
     port = free_port()
-    log = workdir / "echo.log"
+    log = workdir / f"{name}.log"
     argv = [sys.executable, "-m", "bench.webhook", "--echo", str(certs), str(port)]
+    if fixed:
+        argv += ["--fixed", str(fixed)]
     handle = log.open("wb")
     proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
     server = Webhook(port, certs, proc, log, [handle])
-    wait_until(lambda: _ready(server), timeout=30, what="echo floor /readyz")
+    wait_until(lambda: _ready(server), timeout=30, what=f"{name} server /readyz")
     return server
 
 
@@ -201,9 +235,10 @@ def compare() -> dict[str, Any]:
         no_rules.write_text(_lua(workdir / "explicit.json"))
         runway = start_webhook(workdir, workers=WORKERS)
         echo = start_echo(workdir)
-        runs: dict[str, list[Run]] = {"floor": [], "runway": [], "explicit": []}
+        fixed = start_echo(workdir, fixed=workdir / "review.json")
+        runs: dict[str, list[Run]] = {"floor": [], "runway": [], "explicit": [], "fixed": []}
         try:
-            for server in (runway, echo):  # warm up: imports, rule compilation, TLS sessions
+            for server in (runway, echo, fixed):  # warm up: imports, rule compilation, TLS sessions
                 subprocess.run(
                     ["wrk", "-t1", "-c2", "-d2s", "-s", str(script), f"{server.url}/mutate"],
                     capture_output=True,
@@ -214,10 +249,12 @@ def compare() -> dict[str, Any]:
                 runs["floor"].append(wrk_run(echo, script))
                 runs["runway"].append(wrk_run(runway, script))
                 runs["explicit"].append(wrk_run(runway, no_rules))
+                runs["fixed"].append(wrk_run(fixed, script))
                 _print_round(round_, runs)
         finally:
             runway.stop()
             echo.stop()
+            fixed.stop()
     return {name: _median(items) for name, items in runs.items()}
 
 
@@ -260,7 +297,12 @@ def report(result: dict[str, Any]) -> None:
         f"webhook /mutate over TLS, wrk {CONNECTIONS} keep-alive connections, {WORKERS} workers, "
         f"{SECONDS} s x {RUNS} runs (medians; wrk shares the 2 cores):"
     )
-    rows = (("echo floor", floor), ("runway", runway), ("no rules", result["explicit"]))
+    rows = (
+        ("echo floor", floor),
+        ("runway", runway),
+        ("no rules", result["explicit"]),
+        ("fixed", result["fixed"]),
+    )
     for name, row in rows:
         print(
             f"  {name:10} {row['rate']:7.0f} req/s  p50 {row['p50_ms']:6.2f} ms  "
@@ -273,6 +315,13 @@ def report(result: dict[str, Any]) -> None:
     verdict = "meets" if p99 <= TARGET_P99 else "MISSES"
     print(f"  p99 ratio runway/floor {p99:.2f} (target <= {TARGET_P99}): {verdict}")
     bare = result["explicit"]
+    fixed = result["fixed"]
+    print(
+        f"  fixed answer (Runway's stack, no admission work): req/s ratio "
+        f"{fixed['rate'] / floor['rate']:.2f}, p99 ratio {fixed['p99_ms'] / floor['p99_ms']:.2f}, "
+        f"server CPU per request {fixed['cpu_ms'] / floor['cpu_ms']:.2f}x the floor's; the "
+        f"admission's own {runway['cpu_ms'] - fixed['cpu_ms']:.3f} ms per request"
+    )
     print(f"  load average {_load()}")
     print(
         f"  without rule evaluation: req/s ratio {bare['rate'] / floor['rate']:.2f}, "
@@ -280,19 +329,23 @@ def report(result: dict[str, Any]) -> None:
     )
 
 
-def serve_echo(certs: Path, port: int) -> None:
+def serve_echo(certs: Path, port: int, fixed: Path | None) -> None:
     settings = Settings(
         port=port, cert=str(certs / "tls.crt"), key=str(certs / "tls.key"), workers=WORKERS
     )
-    EchoServer(settings).run()
+    if fixed is not None:
+        FixedAnswerServer(settings, fixed.read_bytes()).run()
+    else:
+        EchoServer(settings).run()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.webhook")
     parser.add_argument("--echo", nargs=2, metavar=("CERTS", "PORT"), help=argparse.SUPPRESS)
+    parser.add_argument("--fixed", metavar="REVIEW", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.echo:
-        serve_echo(Path(args.echo[0]), int(args.echo[1]))
+        serve_echo(Path(args.echo[0]), int(args.echo[1]), args.fixed)
         return
     report(compare())
 

@@ -12,6 +12,7 @@ import functools
 import logging
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from flask import Blueprint, Flask, Response, jsonify, request
@@ -75,12 +76,15 @@ def admission_routes(
     *,
     destinations: Destinations = NO_DESTINATIONS,
     access: SecretAccess | None = None,
+    replaced: Mapping[str, Handler] | None = None,
 ) -> Blueprint:
+    """`replaced`: handlers in place of ROUTES' by path (bench.webhook's fixed-answer row)."""
     routes = Blueprint("admission", __name__)
     handlers = dict(ROUTES)
     handlers["/validate-externalmodelprovider"] = functools.partial(
         validate_external_provider, destinations=destinations, access=access
     )
+    handlers.update(replaced or {})
 
     def view(path: str, handler: Handler) -> Any:
         def admit_view() -> Response:
@@ -227,8 +231,14 @@ def _drain(stream: Any, length: int | None, limit: int) -> None:
         remaining -= len(chunk)
 
 
-def create_app(settings: Settings | None = None, *, source: ProviderSource | None = None) -> Flask:
-    """The webhook app; with no settings, from RUNWAY_* variables (what gunicorn workers do)."""
+def create_app(
+    settings: Settings | None = None,
+    *,
+    source: ProviderSource | None = None,
+    replaced: Mapping[str, Handler] | None = None,
+) -> Flask:
+    """The webhook app; with no settings, from RUNWAY_* variables (what gunicorn workers do).
+    `replaced`: handlers in place of the shipped ones, by path (bench.webhook)."""
     settings = settings if settings is not None else Settings.from_env(os.environ)
     metrics = Metrics(multiprocess_dir=settings.metrics_dir, certificate=settings.cert)
     source = source if source is not None else source_for(settings, observer=metrics)
@@ -237,7 +247,11 @@ def create_app(settings: Settings | None = None, *, source: ProviderSource | Non
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.register_blueprint(
         admission_routes(
-            source, metrics, destinations=settings.destinations(), access=access_for(settings)
+            source,
+            metrics,
+            destinations=settings.destinations(),
+            access=access_for(settings),
+            replaced=replaced,
         )
     )
     app.register_blueprint(health_routes(source, metrics))
