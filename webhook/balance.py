@@ -33,13 +33,14 @@ class ConnectionShares:
         self._memory = mmap.mmap(-1, self.rows * 2 * 8)  # anonymous, shared: inherited by fork
         self._table = memoryview(self._memory).cast("q")
         self.row = -1  # this worker's row, set in the worker (claim_row); -1 in the master
+        self._published = 0  # what this worker last wrote into its row
 
     def free_row(self, taken: set[int]) -> int:
         """(master) The first row not in `taken` (the rows of the live workers); -1 if none."""
         return next((row for row in range(self.rows) if row not in taken), -1)
 
     def claim(self, row: int, pid: int) -> None:
-        self._table[row * 2 + _COUNT] = 0
+        self._table[row * 2 + _COUNT] = self._published = 0
         self._table[row * 2 + _PID] = pid
 
     def release(self, row: int) -> None:
@@ -48,9 +49,9 @@ class ConnectionShares:
         self._table[row * 2 + _COUNT] = 0
 
     def publish(self, connections: int) -> None:
-        """(worker) How many connections this worker holds now."""
-        if self.row >= 0 and self._table[self.row * 2 + _COUNT] != connections:
-            self._table[self.row * 2 + _COUNT] = connections
+        """(worker) How many connections this worker holds now (written when it changed)."""
+        if connections != self._published and self.row >= 0:
+            self._table[self.row * 2 + _COUNT] = self._published = connections
 
     def over_share(self, connections: int) -> bool:
         """(worker) Whether `connections` (this worker's) is more than an even share, rounded
