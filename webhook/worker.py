@@ -275,7 +275,14 @@ class BoundedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
     def wait_for_and_dispatch_events(self, timeout: float) -> None:
         super().wait_for_and_dispatch_events(timeout)
         if self.shares is not None:
-            self.shares.publish(self.nr_conns - self.leaving)
+            self.shares.publish(self.serving())
+
+    def serving(self) -> int:
+        """The connections that count for the spread: those that have sent a whole request,
+        less those told to close. One waiting for its handshake or its first byte, or still
+        sending its request (a slow client), is not counted, so
+        that idle or slow connections never make a worker close its clients' connections."""
+        return self.nr_conns - len(self.pending_conns) - len(self.reading_conns) - self.leaving
 
     @classmethod
     def check_config(cls, cfg: Any, log: Any) -> None:
@@ -459,7 +466,7 @@ class BoundedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
         assert conn.reader is not None  # set by init(), which handle() runs first
         if time.monotonic() - conn.opened >= CONNECTION_SECONDS or conn.reader.expired:
             req.must_close = True
-        elif self.shares is not None and self.shares.over_share(self.nr_conns - self.leaving):
+        elif self.shares is not None and self.shares.over_share(self.serving()):
             # more than an even share of the workers' connections: this one is dealt again
             req.must_close = conn.leaving = True
             with self.leaving_lock:
