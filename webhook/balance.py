@@ -7,9 +7,10 @@ holding six was bound by its GIL while the other waited (bench/RESULTS.md).
 
 The master maps a small shared table before it forks any worker (`server_starting`), gives each
 worker a row of it (`assign_row`, gunicorn's pre_fork) and clears the row of a worker that
-exits (`release_row`). A worker writes how many connections it holds into its row
-(`ConnectionShares.publish`) and, after answering a request, asks whether it holds more than
-its even share of all the workers' connections (`ConnectionShares.over_share`): then it answers
+exits (`release_row`). A worker writes how many connections it serves into its row
+(`ConnectionShares.publish`; the worker decides which count: webhook/worker.py counts those that
+have sent a whole request) and, after answering a request, asks whether it serves more than its
+even share of all the workers' connections (`ConnectionShares.over_share`): then it answers
 "Connection: close" and the client's next connection is dealt again. One worker, or an even
 spread, never closes anything; a deal that keeps landing badly is dealt again until it is even.
 """

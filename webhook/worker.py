@@ -30,10 +30,10 @@ kept sending stalled the accept loop: a new client's handshake waited 19-37 s (d
   a bound of 100 requests, connections on the less busy worker reached it sooner, reconnected,
   and half of them landed on the busier worker, so load drifted onto one worker (13 of 47
   samples of 8 connections had 7 or 8 on one worker);
-* answers "Connection: close" too while this worker holds more than an even share of all the
-  workers' open connections (webhook/balance.py): the kernel deals a new connection at random,
-  (6,2) of 8 as often as (4,4), and a worker holding six was bound by its GIL while the other
-  waited; a connection dealt badly is dealt again until the spread is even.
+* answers "Connection: close" too while this worker serves more than an even share of all the
+  workers' connections that send requests (webhook/balance.py): the kernel deals a new one at
+  random, (6,2) of 8 as often as (4,4), and a worker holding six was bound by its GIL while
+  the other waited; a connection dealt badly is dealt again until the spread is even.
 """
 
 from __future__ import annotations
@@ -280,8 +280,8 @@ class BoundedThreadWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn ships
     def serving(self) -> int:
         """The connections that count for the spread: those that have sent a whole request,
         less those told to close. One waiting for its handshake or its first byte, or still
-        sending its request (a slow client), is not counted, so
-        that idle or slow connections never make a worker close its clients' connections."""
+        sending its request (a slow client), is not counted, so that idle or slow connections
+        never make a worker close its clients' connections."""
         return self.nr_conns - len(self.pending_conns) - len(self.reading_conns) - self.leaving
 
     @classmethod
