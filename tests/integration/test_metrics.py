@@ -25,6 +25,7 @@ SCRAPES = 20
 WORKERS = 2
 METRICS_DIR = re.compile(r"metrics directory created path=(\S+)")
 COUNTER_FILE = re.compile(r"^counter_(\d+)\.db$")
+GAUGE_FILE = re.compile(r"^gauge_\w+?_(\d+)\.db$")
 
 
 def scrape(hook: Webhook) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
@@ -59,6 +60,10 @@ def counter_pids(directory: Path) -> set[int]:
     return {int(m.group(1)) for p in directory.iterdir() if (m := COUNTER_FILE.match(p.name))}
 
 
+def gauge_pids(directory: Path) -> set[int]:
+    return {int(m.group(1)) for p in directory.iterdir() if (m := GAUGE_FILE.match(p.name))}
+
+
 def test_metrics_add_up_over_workers_and_survive_a_killed_worker(tmp_path: Path) -> None:
     hook = start_webhook(tmp_path, workers=WORKERS)
     try:
@@ -74,6 +79,16 @@ def test_metrics_add_up_over_workers_and_survive_a_killed_worker(tmp_path: Path)
             lambda: hook.log_text().count("Booting worker with pid") == WORKERS + 1,
             timeout=30,
             what="the killed worker to be replaced",
+        )
+        # The new worker reports itself (not yet ready) when it builds its app, after it logs
+        # "Booting", and ready once it has read the provider configs: until then the server is
+        # rightly not ready. Once the new worker has reported and /readyz says every worker is
+        # ready, every scrape must be whole.
+        wait_until(
+            lambda: (gauge_pids(directory) - {victim} - workers_counting)
+            and hook.request("GET", "/readyz")[0] == 200,
+            timeout=30,
+            what="the replaced worker to be ready",
         )
         after = [counted(scrape(hook)) for _ in range(SCRAPES)]
         cert_expiry = scrape(hook)["runway_serving_certificate_expiry_timestamp_seconds"]
