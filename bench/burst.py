@@ -48,11 +48,18 @@ from tests.support.burst import (
     Outcome,
     burst_models,
     classify,
+    connections_to,
     nearest_rank,
     shipped_webhooks,
     status_message,
 )
-from tests.support.burst_metrics import RoundMetrics, round_metrics
+from tests.support.burst_metrics import (
+    Latency,
+    RoundMetrics,
+    latency_line,
+    round_metrics,
+    webhook_latency,
+)
 from tests.support.cluster import Cluster, missing_binaries, start_cluster
 from tests.support.paths import ROOT
 from tests.support.promtext import Scrape, parse
@@ -65,6 +72,7 @@ CLIENT_TIMEOUT = 60  # seconds a create may take on the client's side before it 
 TARGET_RATIO = 2.0  # p99 with the webhook at most twice the p99 without (issue #46)
 GROUP, VERSION, PLURAL = "airunway.ai", "v1alpha1", "modeldeployments"
 CONFIG = "runway"  # the shipped configurations' name
+SAMPLE_SECONDS = 0.05
 FAILED = (Outcome.WEBHOOK_TIMEOUT, Outcome.WEBHOOK_ERROR)
 
 
@@ -83,6 +91,8 @@ class Round:
     wall_s: float  # release to the last answer
     metrics: RoundMetrics
     load: str
+    webhook_side: Latency | None  # the webhook's own histogram over the round
+    connections: tuple[int, int]  # to the webhook: distinct ones seen, most open at once
 
     def latencies(self) -> list[float]:
         return [c.ms for c in self.creates]
@@ -143,6 +153,38 @@ def scrape(cluster: Cluster) -> Scrape:
         return parse(got.read().decode())
 
 
+class Sampler:
+    """Samples the TCP connections to the webhook's port every SAMPLE_SECONDS while a round runs:
+    how many distinct ones the API server opened (a lower bound: one opened and closed between
+    two samples is missed) and how many were open at once."""
+
+    def __init__(self, port: int) -> None:
+        self.port, self.seen, self.most = port, set[tuple[str, str]](), 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.wait(SAMPLE_SECONDS):
+            now = connections_to(Path("/proc/net/tcp").read_text(), self.port)
+            self.seen |= now
+            self.most = max(self.most, len(now))
+
+    def __enter__(self) -> Sampler:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.thread.join(timeout=10)
+
+
+def webhook_scrape(hook: Webhook) -> Scrape:
+    status, body = hook.request("GET", "/metrics")
+    if status != 200:
+        raise RuntimeError(f"the webhook's /metrics answered {status}")
+    return parse(body.decode())
+
+
 class Plane:
     """The cluster, the webhook and the bench's user: switches the webhook in and out."""
 
@@ -201,15 +243,25 @@ class Plane:
         if mode == "none":
             models = [admit(m, registry=self.registry).obj for m in models]
         load = Path("/proc/loadavg").read_text().split()[:3]
-        before = scrape(self.cluster)
-        creates, wall = fire(self.cluster, self.user.token, namespace, models)
-        after = scrape(self.cluster)
+        before, hook_before = scrape(self.cluster), webhook_scrape(self.hook)
+        with Sampler(self.hook.port) as sampler:
+            creates, wall = fire(self.cluster, self.user.token, namespace, models)
+        after, hook_after = scrape(self.cluster), webhook_scrape(self.hook)
         stored = self.objects.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
         assert isinstance(stored, dict)
         self.objects.delete_collection_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
         self.cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
         metrics = round_metrics(before, after, resource=PLURAL)
-        done = Round(mode, number, tuple(creates), wall, metrics, " ".join(load))
+        done = Round(
+            mode,
+            number,
+            tuple(creates),
+            wall,
+            metrics,
+            " ".join(load),
+            webhook_latency(hook_before, hook_after),
+            (len(sampler.seen), sampler.most),
+        )
         return done, {i["metadata"]["name"]: _comparable(i) for i in stored["items"]}
 
     def close(self) -> None:
@@ -296,6 +348,13 @@ def _row(r: Round) -> str:
         r.load,
     ]
     lines = ["| " + " | ".join(cells) + " |", *(f"    {line}" for line in r.metrics.lines())]
+    if r.webhook_side is not None:
+        lines.append(f"    {latency_line(r.webhook_side)}")
+    if r.mode == "webhook":
+        seen, most = r.connections
+        lines.append(
+            f"    connections to the webhook: {seen} distinct (at least), {most} open at once"
+        )
     failures = Counter(c.message for c in r.creates if c.outcome is not Outcome.CREATED)
     lines += [f"    {n}x {message}" for message, n in failures.most_common(5)]
     return "\n".join(lines)

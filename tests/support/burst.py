@@ -105,3 +105,15 @@ def status_message(body: bytes) -> str:
         return body.decode(errors="replace")[:300]
     message = status.get("message") if isinstance(status, Mapping) else None
     return str(message if message is not None else status)[:300].replace("\n", " ")
+
+
+def connections_to(table: str, port: int) -> set[tuple[str, str]]:
+    """The established TCP connections to local `port` in a /proc/net/tcp table, as (local,
+    remote) address pairs (the kernel's hex spelling); a new pair is a new connection, and over
+    TLS a new handshake."""
+    wanted, out = f":{port:04X}", set()
+    for line in table.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) > 3 and fields[1].endswith(wanted) and fields[3] == "01":
+            out.add((fields[1], fields[2]))
+    return out

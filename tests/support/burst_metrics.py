@@ -28,6 +28,7 @@ class Latency:
     mean: float
     p50: float
     p99: float
+    top: str = ""  # the highest bucket holding observations, and how many it holds
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,9 +41,9 @@ class RoundMetrics:
     throttled: float  # apiserver_request_total with code 429, any verb
 
     def lines(self) -> list[str]:
-        out = [_latency_line(x) for x in self.webhooks]
+        out = [latency_line(x) for x in self.webhooks]
         if self.creates is not None:
-            out.append(_latency_line(self.creates))
+            out.append(latency_line(self.creates))
         out += [
             f"webhook answers by code: {_pairs(self.webhook_codes)}",
             f"webhook rejections: {_pairs(self.rejections)}",
@@ -87,16 +88,29 @@ def _is_create(labels: Mapping[str, str], resource: str) -> bool:
     )
 
 
+def webhook_latency(before: Scrape, after: Scrape) -> Latency | None:
+    """The webhook's own time to answer (its runway_admission_duration_seconds, every worker),
+    from the request read to the answer written: the part of the API server's call spent in
+    Runway's code rather than in connecting, TLS and queueing for a thread."""
+    found = histogram_deltas(before, after, "runway_admission_duration_seconds")
+    return _latency("webhook's own answer time", found[()]) if () in found else None
+
+
 def _latency(what: str, histogram: Histogram) -> Latency:
     count = int(histogram.count)
     mean = histogram.total / histogram.count if histogram.count else math.nan
-    return Latency(what, count, mean, histogram.quantile(0.5), histogram.quantile(0.99))
+    low, below, top = 0.0, 0.0, ""
+    for le, cumulative in histogram.buckets:
+        if cumulative > below:
+            top = f"{cumulative - below:.0f} in ({low:g}, {le:g}] s"
+        low, below = le, cumulative
+    return Latency(what, count, mean, histogram.quantile(0.5), histogram.quantile(0.99), top)
 
 
-def _latency_line(x: Latency) -> str:
+def latency_line(x: Latency) -> str:
     return (
         f"{x.what}: {x.count} observed, mean {x.mean * 1e3:.1f} ms, "
-        f"p50 ≈ {x.p50 * 1e3:.1f} ms, p99 ≈ {x.p99 * 1e3:.1f} ms (from buckets)"
+        f"p50 ≈ {x.p50 * 1e3:.1f} ms, p99 ≈ {x.p99 * 1e3:.1f} ms (from buckets; {x.top})"
     )
 
 

@@ -15,6 +15,7 @@ from tests.support.burst import (
     Outcome,
     burst_models,
     classify,
+    connections_to,
     nearest_rank,
     shipped_webhooks,
     status_message,
@@ -173,18 +174,18 @@ apiserver_request_duration_seconds_count{dry_run="All",resource="modeldeployment
 
 
 def rounded(x: Latency) -> Latency:
-    return Latency(x.what, x.count, round(x.mean, 6), round(x.p50, 6), round(x.p99, 6))
+    return Latency(x.what, x.count, round(x.mean, 6), round(x.p50, 6), round(x.p99, 6), x.top)
 
 
 def test_round_metrics_are_the_deltas_by_webhook_code_and_priority_level() -> None:
     metrics = round_metrics(parse(BEFORE), parse(AFTER), resource="modeldeployments")
 
     assert [rounded(x) for x in metrics.webhooks] == [
-        Latency("m admit rejected=true", 4, 1.3, 0.066667, 0.1)
+        Latency("m admit rejected=true", 4, 1.3, 0.066667, 0.1, "1 in (0.1, inf] s")
     ]
     assert metrics.creates is not None
     assert rounded(metrics.creates) == Latency(
-        "API server POST modeldeployments", 6, 0.2, 0.5, 0.99
+        "API server POST modeldeployments", 6, 0.2, 0.5, 0.99, "6 in (0, 1] s"
     )
     assert (
         metrics.webhook_codes,
@@ -203,3 +204,21 @@ def test_round_metrics_are_the_deltas_by_webhook_code_and_priority_level() -> No
         {(("priority_level", "workload-low"), ("reason", "time-out")): 2.0},
         2.0,
     )
+
+
+TCP = """\
+  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:20FB 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1
+   1: 0100007F:20FB 0100007F:A001 01 00000000:00000000 00:00000000 00000000     0        0 2 1
+   2: 0100007F:20FB 0100007F:A002 01 00000000:00000000 00:00000000 00000000     0        0 3 1
+   3: 0100007F:20FB 0100007F:A003 06 00000000:00000000 00:00000000 00000000     0        0 4 1
+   4: 0100007F:A001 0100007F:20FB 01 00000000:00000000 00:00000000 00000000     0        0 5 1
+   5: 0100007F:20FC 0100007F:A004 01 00000000:00000000 00:00000000 00000000     0        0 6 1
+"""
+
+
+def test_connections_to_a_port_are_the_established_ones_on_its_side() -> None:
+    assert connections_to(TCP, 0x20FB) == {
+        ("0100007F:20FB", "0100007F:A001"),
+        ("0100007F:20FB", "0100007F:A002"),
+    }
