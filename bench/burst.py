@@ -38,6 +38,8 @@ from typing import Any
 import kubernetes
 import yaml
 
+from bench.webhook import _cpu_seconds as cpu_seconds  # one reader of /proc/PID/stat's times
+from bench.webhook import _workers as workers_of
 from certs.inject import inject_ca_bundle
 from cli.manifests import crds_yaml
 from core.admission.pipeline import admit
@@ -91,6 +93,7 @@ class Round:
     wall_s: float  # release to the last answer
     metrics: RoundMetrics
     load: str
+    cpu: dict[str, float]  # CPU seconds each process used over the round
     webhook_side: Latency | None  # the webhook's own histogram over the round
     connections: tuple[int, int]  # to the webhook: distinct ones seen, most open at once
 
@@ -244,8 +247,10 @@ class Plane:
             models = [admit(m, registry=self.registry).obj for m in models]
         load = Path("/proc/loadavg").read_text().split()[:3]
         before, hook_before = scrape(self.cluster), webhook_scrape(self.hook)
+        cpu_before = self.cpu()
         with Sampler(self.hook.port) as sampler:
             creates, wall = fire(self.cluster, self.user.token, namespace, models)
+        cpu_after = self.cpu()
         after, hook_after = scrape(self.cluster), webhook_scrape(self.hook)
         stored = self.objects.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
         assert isinstance(stored, dict)
@@ -259,10 +264,24 @@ class Plane:
             wall,
             metrics,
             " ".join(load),
+            {name: cpu_after[name] - cpu_before[name] for name in cpu_before},
             webhook_latency(hook_before, hook_after),
             (len(sampler.seen), sampler.most),
         )
         return done, {i["metadata"]["name"]: _comparable(i) for i in stored["items"]}
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds used so far by kube-apiserver, etcd, the webhook (server and workers) and
+        this process (the client)."""
+        procs = dict(zip(self.cluster.names, self.cluster.processes, strict=True))
+        hook = self.hook.proc.pid
+        mine = os.times()
+        return {
+            "kube-apiserver": cpu_seconds(procs["kube-apiserver"].pid),
+            "etcd": cpu_seconds(procs["etcd"].pid),
+            "webhook": sum(cpu_seconds(p) for p in (hook, *workers_of(hook))),
+            "client": mine.user + mine.system,
+        }
 
     def close(self) -> None:
         self.api.close()  # type: ignore[no-untyped-call]  # the client ships no type hints
@@ -350,6 +369,8 @@ def _row(r: Round) -> str:
     lines = ["| " + " | ".join(cells) + " |", *(f"    {line}" for line in r.metrics.lines())]
     if r.webhook_side is not None:
         lines.append(f"    {latency_line(r.webhook_side)}")
+    used = ", ".join(f"{name} {seconds:.2f}" for name, seconds in r.cpu.items())
+    lines.append(f"    CPU s over the burst: {used}; total {sum(r.cpu.values()):.2f}")
     if r.mode == "webhook":
         seen, most = r.connections
         lines.append(
