@@ -12,7 +12,7 @@ from kubeio.serverlogs import gunicorn_logconfig
 from webhook.balance import assign_row, claim_row, release_row, shares_starting
 from webhook.multiprocess import server_exiting, server_starting, worker_exited
 from webhook.settings import Settings
-from webhook.tls import server_context
+from webhook.tls import ServerContexts
 from webhook.worker import MAX_CONNECTIONS
 
 
@@ -41,7 +41,7 @@ def gunicorn_options(settings: Settings) -> dict[str, Any]:
         "graceful_timeout": 20,
         "certfile": settings.cert,
         "keyfile": settings.key,
-        "ssl_context": server_context,  # cert and key from one version of the files
+        "ssl_context": ServerContexts(),  # cert and key from one version of the files
         "control_socket_disable": True,  # read-only containers; nothing manages it at runtime
         "accesslog": None,
         "logger_class": AccessOffLogger,
