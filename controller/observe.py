@@ -32,7 +32,7 @@ from controller.watching import KindWatch, WatchParts, resync
 from core.selection.configs import ProviderRegistry
 from kubeio.backoff import Backoff
 from kubeio.repeats import Repeats
-from kubeio.watch import WatchTiming, watch
+from kubeio.watch import PAGE, WatchTiming, watch
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,7 @@ class ObserveSettings:
     backoff_seconds: float = 0.5  # a failed reconcile's first delay, doubled per failure ...
     backoff_most: float = 300.0  # ... up to this (per object: others go on at once)
     log_every: float = 60.0  # the same warning about the same object at most this often
+    list_page: int = PAGE  # objects per page of a list
 
 
 class Observer:
@@ -84,6 +85,7 @@ class Observer:
             list_seconds=LIST_SECONDS,
             retry_seconds=settings.retry_seconds,
             absent_seconds=ABSENT_SECONDS,
+            page=settings.list_page,
         )
         self._reconciler = Reconciler(
             ReconcileParts(

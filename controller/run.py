@@ -110,7 +110,9 @@ def start(
         settings.probe_port,
         healthy=lambda: all(t.is_alive() for t in threads) or stop.is_set(),
         ready=lambda: observer.cache.synced(KINDS),
-        metrics=metrics.render,
+        metrics=lambda: metrics.render(
+            queue_depth=len(observer.queue), cached=observer.cache.counts()
+        ),
     )
 
     def shut_down() -> None:

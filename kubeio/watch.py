@@ -4,7 +4,10 @@
 One round lists the kind, hands the items to the listener, then watches from the list's
 resourceVersion and hands it each event. The round ends when the watch ran its course (the
 server closes it after `watch_seconds`), when the server answers 410 Gone (the resourceVersion
-expired) or when a list or watch fails; the next round lists again. A watch silent GRACE_SECONDS
+expired) or when a list or watch fails; the next round lists again. A list is read in pages of
+`page` objects (limit and continue: one consistent snapshot, never the whole kind in one answer).
+A metadata-only kind (Watched.metadata_only) is listed and watched as PartialObjectMetadata, as
+controller-runtime's metadata informers ask: the API server sends each object's metadata alone. A watch silent GRACE_SECONDS
 past its server-side timeout counts as failed (a frozen API server keeps the connection open and
 sends nothing). A failed round waits before the next one: `retry_seconds`, doubling per failure in
 a row up to `retry_most`, stretched by up to `jitter` of itself (kubeio.backoff.Backoff); so does
@@ -32,6 +35,10 @@ GRACE_SECONDS = 30.0  # a watch silent this long past its server-side timeout is
 GONE = 410  # the watch's resourceVersion is too old: list again, a normal end
 ABSENT = 404  # the API server serves no such kind
 ROUNDS = "rounds"  # the one key of a loop's backoff
+PAGE = 500  # objects per page of a list (client-go's informers list in pages of 500 too)
+# The Accept headers of a metadata-only list and watch (meta.k8s.io/v1 PartialObjectMetadata).
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 
 
 class Outcome(StrEnum):
@@ -44,13 +51,15 @@ class Outcome(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Watched:
-    """What is listed and watched: a custom resource's plural, in one namespace or all."""
+    """What is listed and watched: a resource's plural, in one namespace or all, the objects
+    matching `label_selector` only, whole or their metadata alone."""
 
     group: str
     version: str
     plural: str
     namespace: str | None = None  # None: every namespace (or a cluster-scoped kind)
     label_selector: str | None = None
+    metadata_only: bool = False  # PartialObjectMetadata: no spec, no status
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +72,7 @@ class WatchTiming:
     retry_most: float = 0.0  # the longest wait after failures in a row (below retry_seconds: it)
     jitter: float = 0.0  # each wait stretched by up to this fraction of itself
     absent_seconds: float = 30.0  # before a kind that is not served is listed again
+    page: int = PAGE  # objects per page of a list
 
 
 class Listener(Protocol):
@@ -131,9 +141,8 @@ def _round(
 ) -> tuple[Outcome, Exception | None]:
     try:
         api = kubernetes.client.CustomObjectsApi(connect())
-        listed = _list(api, watched, _request_timeout=(CONNECT_SECONDS, timing.list_seconds))
-        listener.listed([dict(item) for item in listed.get("items") or ()])
-        version = (listed.get("metadata") or {}).get("resourceVersion")
+        items, version = _paged(api, watched, timing)
+        listener.listed(items)
         for event in _events(api, watched, version, stop, timing):
             if event.get("type") == "ERROR":  # an error the client did not raise: list again
                 return Outcome.ENDED, None
@@ -147,10 +156,32 @@ def _round(
     return Outcome.ENDED, None
 
 
+def _paged(
+    api: kubernetes.client.CustomObjectsApi, watched: Watched, timing: WatchTiming
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Every object of `watched`, read a page at a time, and the list's resourceVersion."""
+    items: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        page: dict[str, Any] = {"limit": timing.page}
+        if token:
+            page["_continue"] = token
+        listed = _list(
+            api, watched, _request_timeout=(CONNECT_SECONDS, timing.list_seconds), **page
+        )
+        items += (dict(item) for item in listed.get("items") or ())
+        meta = listed.get("metadata") or {}
+        token = meta.get("continue") or None
+        if token is None:
+            return items, meta.get("resourceVersion")
+
+
 def _list(api: kubernetes.client.CustomObjectsApi, watched: Watched, **kwargs: Any) -> Any:
     """The list of `watched` (with watch=True from Watch.stream, its event stream)."""
     if watched.label_selector:
         kwargs["label_selector"] = watched.label_selector
+    if watched.metadata_only:
+        kwargs["_headers"] = {"Accept": METADATA_WATCH if kwargs.get("watch") else METADATA_LIST}
     if watched.namespace:
         return api.list_namespaced_custom_object(
             watched.group, watched.version, watched.namespace, watched.plural, **kwargs
