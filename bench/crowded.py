@@ -366,8 +366,6 @@ def _controller(
             namespace,
             "--identity",
             "crowded-bench",
-            "--health-seconds",
-            "0",
             "--probe-port",
             str(port),
         ],

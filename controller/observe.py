@@ -51,6 +51,7 @@ class ObserveSettings:
     backoff_most: float = 300.0  # ... up to this (per object: others go on at once)
     log_every: float = 60.0  # the same warning about the same object at most this often
     list_page: int = PAGE  # objects per page of a list
+    workers: int = 4  # threads writing statuses (one key is with one of them at a time)
 
 
 class Observer:

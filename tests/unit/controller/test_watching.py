@@ -82,4 +82,5 @@ def _drain(queue: Queue) -> list[tuple[str, str]]:
     taken = []
     while (key := queue.take(timeout=0)) is not None:
         taken.append(key)
+        queue.done(key)
     return taken
