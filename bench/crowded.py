@@ -84,6 +84,14 @@ def rss_of(status: str) -> tuple[float, float]:
     return fields["VmRSS"], fields["VmHWM"]
 
 
+def cpu_of(stat: str) -> float:
+    """User plus system CPU seconds from the text of /proc/PID/stat."""
+    fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces
+    if len(fields) < 13:
+        raise ValueError("/proc/PID/stat: too few fields")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass(frozen=True, slots=True)
 class Sample:
     seconds: float  # since the controller started
@@ -316,6 +324,10 @@ def _populate(
     return models
 
 
+def _cpu(pid: int) -> float:
+    return cpu_of(Path(f"/proc/{pid}/stat").read_text())
+
+
 def _load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -414,6 +426,8 @@ def _run(cluster: Cluster, args: argparse.Namespace) -> None:
     phases = Phases(api)
     threading.Thread(target=phases.run, args=(stop,), daemon=True).start()
     port = free_port()
+    servers = {n: cluster.processes[cluster.names.index(n)].pid for n in ("kube-apiserver", "etcd")}
+    before = {n: _cpu(pid) for n, pid in servers.items()}
     started = time.perf_counter()
     log = (cluster.workdir / "controller.log").open("wb")
     process = _controller(cluster, spaces[0], port, log)
@@ -430,6 +444,9 @@ def _run(cluster: Cluster, args: argparse.Namespace) -> None:
             what="every first status",
         )
         first = time.perf_counter() - started
+        first_cpu = {"controller": _cpu(process.pid)} | {
+            n: _cpu(pid) - before[n] for n, pid in servers.items()
+        }
         step = max(len(models) // args.changes, 1)
         for namespace, name in models[::step][: args.changes]:
             meta = apps.read_namespaced_deployment(name, namespace).metadata
@@ -458,12 +475,13 @@ def _run(cluster: Cluster, args: argparse.Namespace) -> None:
             process.wait()
         log.close()
         api.close()  # type: ignore[no-untyped-call]
-    _report(args, sampler, Measured(first, samples, peak, len(models)))
+    _report(args, sampler, Measured(first, first_cpu, samples, peak, len(models)))
 
 
 @dataclass(frozen=True, slots=True)
 class Measured:
     first: float  # seconds to the first status on every model
+    first_cpu: dict[str, float]  # CPU seconds of the controller, kube-apiserver, etcd by then
     latencies: list[float]  # ms, one per upstream change
     peak: float  # the controller's VmHWM, MB
     models: int
@@ -471,6 +489,7 @@ class Measured:
 
 def _report(args: argparse.Namespace, sampler: Sampler, measured: Measured) -> None:
     first, peak, models = measured.first, measured.peak, measured.models
+    cores = os.cpu_count() or 1
     latencies = sorted(measured.latencies)
     p50 = statistics.median(latencies)
     p99 = latencies[max(int(len(latencies) * 0.99) - 1, 0)]
@@ -486,7 +505,9 @@ def _report(args: argparse.Namespace, sampler: Sampler, measured: Measured) -> N
     rows = [
         (
             "first status on every model",
-            f"{first:.1f} s",
+            f"{first:.1f} s (CPU s: "
+            + ", ".join(f"{n} {v:.1f}" for n, v in measured.first_cpu.items())
+            + f"; their sum over {cores} cores: {sum(measured.first_cpu.values()) / cores:.1f} s)",
             f"<= {FIRST_TARGET:.0f} s",
             first <= FIRST_TARGET,
         ),

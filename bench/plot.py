@@ -40,6 +40,8 @@ def ticks(low: float, high: float, most: int = 6) -> list[float]:
     step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
     digits = max(-math.floor(math.log10(step)), 0) + 1
     first = math.floor(low / step) * step
+    if first > low:  # low / step underflowed to 0 (a subnormal low)
+        first -= step
     count = math.ceil((high - first) / step) + 1
     return [round(first + i * step, digits) for i in range(count)]
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import kubernetes
 
-from controller.cache import Cache, ConfigMarks
+from controller.cache import Cache, ConfigMarks, held
 from controller.classify import Prober
 from controller.health import HealthParts, check_providers
 from controller.kinds import PROVIDER_CONFIGS, Kind
@@ -112,6 +112,7 @@ class Observer:
             KindWatch(kind, self._watching),
             stop,
             self._timing,
+            keep=held,  # compacted as decoded: a page at a time, never the whole list twice
         )
 
     def resync(self) -> None:

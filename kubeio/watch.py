@@ -7,7 +7,9 @@ server closes it after `watch_seconds`), when the server answers 410 Gone (the r
 expired) or when a list or watch fails; the next round lists again. A list is read in pages of
 `page` objects (limit and continue: one consistent snapshot, never the whole kind in one answer).
 A metadata-only kind (Watched.metadata_only) is listed and watched as PartialObjectMetadata, as
-controller-runtime's metadata informers ask: the API server sends each object's metadata alone. A watch silent GRACE_SECONDS
+controller-runtime's metadata informers ask: the API server sends each object's metadata alone.
+`keep` turns each listed object and each event's object into what the listener is handed, as it
+is decoded (client-go's informer transform: a page is freed before the next one is read). A watch silent GRACE_SECONDS
 past its server-side timeout counts as failed (a frozen API server keeps the connection open and
 sends nothing). A failed round waits before the next one: `retry_seconds`, doubling per failure in
 a row up to `retry_most`, stretched by up to `jitter` of itself (kubeio.backoff.Backoff); so does
@@ -99,13 +101,14 @@ def watch(
     timing: WatchTiming,
     *,
     clock: Callable[[], float] = time.monotonic,
+    keep: Callable[[dict[str, Any]], dict[str, Any]] = dict,
 ) -> None:
     """List and watch `watched` in rounds until `stop` is set (see the module docstring);
-    `connect` gives each round its client."""
+    `connect` gives each round its client, `keep` makes each object what the listener gets."""
     backoff = backoff_of(timing)
     while not stop.is_set():
         started = clock()
-        outcome, error = _round(connect, watched, listener, stop, timing)
+        outcome, error = _round(connect, _Round(watched, listener, stop, timing, keep))
         listener.ended(outcome, error)
         wait = pause(outcome, clock() - started, backoff, timing)
         if wait is not None:
@@ -132,21 +135,28 @@ def pause(outcome: Outcome, ran: float, backoff: Backoff, timing: WatchTiming) -
     return backoff.fail(ROUNDS)[1]
 
 
+@dataclass(frozen=True, slots=True)
+class _Round:
+    watched: Watched
+    listener: Listener
+    stop: threading.Event
+    timing: WatchTiming
+    keep: Callable[[dict[str, Any]], dict[str, Any]]
+
+
 def _round(
-    connect: Callable[[], kubernetes.client.ApiClient],
-    watched: Watched,
-    listener: Listener,
-    stop: threading.Event,
-    timing: WatchTiming,
+    connect: Callable[[], kubernetes.client.ApiClient], this: _Round
 ) -> tuple[Outcome, Exception | None]:
+    watched, listener, stop, timing = this.watched, this.listener, this.stop, this.timing
     try:
         api = kubernetes.client.CustomObjectsApi(connect())
-        items, version = _paged(api, watched, timing)
+        items, version = _paged(api, watched, timing, this.keep)
         listener.listed(items)
+        del items  # the listener holds what it keeps
         for event in _events(api, watched, version, stop, timing):
             if event.get("type") == "ERROR":  # an error the client did not raise: list again
                 return Outcome.ENDED, None
-            listener.changed(str(event.get("type")), dict(event.get("object") or {}))
+            listener.changed(str(event.get("type")), this.keep(dict(event.get("object") or {})))
     except kubernetes.client.ApiException as err:
         if err.status == GONE:
             return Outcome.ENDED, None
@@ -157,7 +167,10 @@ def _round(
 
 
 def _paged(
-    api: kubernetes.client.CustomObjectsApi, watched: Watched, timing: WatchTiming
+    api: kubernetes.client.CustomObjectsApi,
+    watched: Watched,
+    timing: WatchTiming,
+    keep: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Every object of `watched`, read a page at a time, and the list's resourceVersion."""
     items: list[dict[str, Any]] = []
@@ -169,7 +182,7 @@ def _paged(
         listed = _list(
             api, watched, _request_timeout=(CONNECT_SECONDS, timing.list_seconds), **page
         )
-        items += (dict(item) for item in listed.get("items") or ())
+        items += (keep(dict(item)) for item in listed.get("items") or ())
         meta = listed.get("metadata") or {}
         token = meta.get("continue") or None
         if token is None:

@@ -1,21 +1,26 @@
 """The crowded-cluster bench's parts that need no cluster (bench/crowded.py, bench/plot.py): the
 SVG writer is deterministic and well-formed, its ticks cover the data, the bench reads the
-controller's /metrics and /proc/PID/status and turns samples into rates and a CSV; and the
-controller's cache and metrics say what it holds (controller/cache.py, controller/metrics.py)."""
+controller's /metrics, /proc/PID/status and /proc/PID/stat and turns samples into rates and a
+CSV; and the controller's cache holds objects compacted (shared keys and short strings, no
+managedFields, the same content) and says what it holds (controller/cache.py, metrics.py)."""
 
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import os
+import sys
 import xml.etree.ElementTree as ET
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.crowded import Sample, csv_of, parse_metrics, plot_of, rates, rss_of
+from bench.crowded import Sample, cpu_of, csv_of, parse_metrics, plot_of, rates, rss_of
 from bench.plot import Panel, Series, render, ticks
-from controller.cache import Cache
+from controller.cache import SHORT, Cache, compact, held
 from controller.metrics import Metrics
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -135,3 +140,56 @@ def test_the_cache_holds_objects_without_managed_fields_and_counts_them() -> Non
         [("Deployment", "ns", "a"), ("ModelDeployment", "ns", "m")],
         {"Deployment": 1, "ModelDeployment": 1},
     )
+
+
+def test_held_objects_share_their_keys_and_short_strings_and_keep_their_content() -> None:
+    def decoded(name: str) -> dict[str, Any]:  # two objects decoded apart, as two watch events
+        return json.loads(
+            json.dumps(
+                {
+                    "metadata": {"name": name, "namespace": "team-a", "managedFields": [{}]},
+                    "status": {"conditions": [{"type": "Available", "status": "True"}]},
+                    "spec": {"note": "n" * (SHORT + 1)},
+                }
+            )
+        )
+
+    a, b = held(decoded("a")), held(decoded("b"))
+    first, second = (
+        next(iter(a["status"]["conditions"][0])),
+        next(iter(b["status"]["conditions"][0])),
+    )
+    assert a == {**decoded("a"), "metadata": {"name": "a", "namespace": "team-a"}}
+    assert first is second and a["metadata"]["namespace"] is b["metadata"]["namespace"]
+    assert a["spec"]["note"] is not b["spec"]["note"]  # a long string is held as it came
+
+
+def test_an_object_too_deep_to_walk_is_held_as_it_came() -> None:
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(sys.getrecursionlimit() + 10):
+        inner["x"] = {}
+        inner = inner["x"]
+    obj = {"metadata": {"name": "deep", "namespace": "ns"}, "spec": deep}
+    assert held(obj) is obj
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=80),
+        lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
+        max_leaves=30,
+    )
+)
+def test_compacting_keeps_any_decoded_json_equal(value: Any) -> None:
+    assert compact(value) == value
+
+
+def test_cpu_seconds_come_from_the_stat_file_and_a_short_one_is_named() -> None:
+    ticks_per_second = os.sysconf("SC_CLK_TCK")
+    stat = (
+        f"42 (run way) S 1 42 42 0 -1 4194560 1 0 0 0 {3 * ticks_per_second} {ticks_per_second} 0 0"
+    )
+    assert cpu_of(stat) == 4.0
+    with pytest.raises(ValueError, match="too few fields"):
+        cpu_of("42 (x) S 1")
