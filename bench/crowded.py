@@ -134,6 +134,7 @@ def plot_of(samples: Sequence[Sample], title: str) -> str:
                 "controller resident memory",
                 "RSS (MB)",
                 (Series("VmRSS", tuple((s.seconds, s.rss_mb) for s in samples)),),
+                target=RSS_TARGET,
             ),
             Panel(
                 "watch events reaching the cache (listed objects included)",

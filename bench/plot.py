@@ -27,6 +27,7 @@ class Panel:
     title: str
     y_label: str
     series: tuple[Series, ...]
+    target: float | None = None  # drawn as a dashed line, named in the legend
 
 
 def ticks(low: float, high: float, most: int = 6) -> list[float]:
@@ -76,6 +77,8 @@ def render(title: str, x_label: str, panels: Sequence[Panel]) -> str:
     for index, panel in enumerate(panels):
         top = TOP + index * (PANEL_HEIGHT + GAP)
         ys = [y for s in panel.series for _, y in s.points]
+        if panel.target is not None:
+            ys.append(panel.target)
         y_ticks = ticks(min(0.0, *ys) if ys else 0.0, max(ys, default=1.0))
         y_low, y_high = y_ticks[0], y_ticks[-1]
 
@@ -119,6 +122,15 @@ def render(title: str, x_label: str, panels: Sequence[Panel]) -> str:
                 f'<line x1="{lx}" y1="{ly}" x2="{lx + 18}" y2="{ly}" stroke="{colour}" '
                 f'stroke-width="3"/><text x="{lx + 24}" y="{ly}" dominant-baseline="middle">'
                 f"{escape(series.name)}</text>"
+            )
+        if panel.target is not None:
+            ty, ly = _px(y_of(panel.target)), top + 14 + len(panel.series) * 16
+            lx = LEFT + plot_w + 12
+            out.append(
+                f'<line x1="{LEFT}" y1="{ty}" x2="{LEFT + plot_w}" y2="{ty}" stroke="#000" '
+                f'stroke-dasharray="6 4"/><line x1="{lx}" y1="{ly}" x2="{lx + 18}" y2="{ly}" '
+                f'stroke="#000" stroke-dasharray="6 4"/><text x="{lx + 24}" y="{ly}" '
+                f'dominant-baseline="middle">target {_number(panel.target)}</text>'
             )
     out.append(
         f'<text x="{LEFT + plot_w // 2}" y="{height - 12}" text-anchor="middle">'

@@ -87,6 +87,7 @@ class Observer:
             retry_seconds=settings.retry_seconds,
             absent_seconds=ABSENT_SECONDS,
             page=settings.list_page,
+            resume=True,  # a watch that ran its course goes on from where it was, unlisted
         )
         self._reconciler = Reconciler(
             ReconcileParts(

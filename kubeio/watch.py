@@ -4,7 +4,11 @@
 One round lists the kind, hands the items to the listener, then watches from the list's
 resourceVersion and hands it each event. The round ends when the watch ran its course (the
 server closes it after `watch_seconds`), when the server answers 410 Gone (the resourceVersion
-expired) or when a list or watch fails; the next round lists again. A list is read in pages of
+expired) or when a list or watch fails; the next round lists again. With `resume` (the status
+controller's), after a watch that ran its course the next round watches on from the last
+resourceVersion it saw (an event's or a bookmark's, which the server sends while the selected
+objects stay quiet) as client-go's reflector does: 10,000 objects are not listed and queued
+again every `watch_seconds`; only 410 Gone or a failure lists again. A list is read in pages of
 `page` objects (limit and continue: one consistent snapshot, never the whole kind in one answer).
 A metadata-only kind (Watched.metadata_only) is listed and watched as PartialObjectMetadata, as
 controller-runtime's metadata informers ask: the API server sends each object's metadata alone.
@@ -75,6 +79,7 @@ class WatchTiming:
     jitter: float = 0.0  # each wait stretched by up to this fraction of itself
     absent_seconds: float = 30.0  # before a kind that is not served is listed again
     page: int = PAGE  # objects per page of a list
+    resume: bool = False  # after a watch that ran its course, watch on without a list
 
 
 class Listener(Protocol):
@@ -84,7 +89,7 @@ class Listener(Protocol):
         """A list answered: every object of the kind now (a fresh start)."""
 
     def changed(self, event: str, obj: dict[str, Any]) -> None:
-        """A watch event: ADDED, MODIFIED, DELETED (or BOOKMARK) and its object."""
+        """A watch event: ADDED, MODIFIED or DELETED, and its object (never a bookmark)."""
 
     def ended(self, outcome: Outcome, error: Exception | None) -> None:
         """A round ended; `error` says why when it failed or the kind is absent."""
@@ -106,9 +111,13 @@ def watch(
     """List and watch `watched` in rounds until `stop` is set (see the module docstring);
     `connect` gives each round its client, `keep` makes each object what the listener gets."""
     backoff = backoff_of(timing)
+    version: str | None = None  # where the next round watches on from; None: it lists first
     while not stop.is_set():
         started = clock()
-        outcome, error = _round(connect, _Round(watched, listener, stop, timing, keep))
+        outcome, error, version = _round(
+            connect, _Round(watched, listener, stop, timing, keep), version
+        )
+        version = version if timing.resume else None
         listener.ended(outcome, error)
         wait = pause(outcome, clock() - started, backoff, timing)
         if wait is not None:
@@ -145,25 +154,32 @@ class _Round:
 
 
 def _round(
-    connect: Callable[[], kubernetes.client.ApiClient], this: _Round
-) -> tuple[Outcome, Exception | None]:
+    connect: Callable[[], kubernetes.client.ApiClient], this: _Round, version: str | None
+) -> tuple[Outcome, Exception | None, str | None]:
+    """How the round ended, why, and the resourceVersion to watch on from (None: list)."""
     watched, listener, stop, timing = this.watched, this.listener, this.stop, this.timing
     try:
         api = kubernetes.client.CustomObjectsApi(connect())
-        items, version = _paged(api, watched, timing, this.keep)
-        listener.listed(items)
-        del items  # the listener holds what it keeps
+        if version is None:
+            items, version = _paged(api, watched, timing, this.keep)
+            listener.listed(items)
+            del items  # the listener holds what it keeps
         for event in _events(api, watched, version, stop, timing):
-            if event.get("type") == "ERROR":  # an error the client did not raise: list again
-                return Outcome.ENDED, None
-            listener.changed(str(event.get("type")), this.keep(dict(event.get("object") or {})))
+            kind = str(event.get("type"))
+            if kind == "ERROR":  # an error the client did not raise: list again
+                return Outcome.ENDED, None, None
+            obj = dict(event.get("object") or {})
+            seen = (obj.get("metadata") or {}).get("resourceVersion")
+            if kind != "BOOKMARK":
+                listener.changed(kind, this.keep(obj))
+            version = str(seen) if seen else version
     except kubernetes.client.ApiException as err:
         if err.status == GONE:
-            return Outcome.ENDED, None
-        return (Outcome.ABSENT if err.status == ABSENT else Outcome.FAILED), err
+            return Outcome.ENDED, None, None
+        return (Outcome.ABSENT if err.status == ABSENT else Outcome.FAILED), err, None
     except Exception as err:  # a watch thread's boundary: the loop restarts, it never dies
-        return Outcome.FAILED, err
-    return Outcome.ENDED, None
+        return Outcome.FAILED, err, None
+    return Outcome.ENDED, None, version
 
 
 def _paged(
@@ -217,6 +233,7 @@ def _events(
             api,
             watched,
             resource_version=version,
+            allow_watch_bookmarks=True,
             timeout_seconds=timing.watch_seconds,
             _request_timeout=(CONNECT_SECONDS, timing.watch_seconds + GRACE_SECONDS),
         ):

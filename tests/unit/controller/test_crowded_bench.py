@@ -48,6 +48,7 @@ def test_the_plot_is_the_same_text_for_the_same_samples_and_well_formed() -> Non
     assert first == again
     assert root.tag == f"{SVG}svg"
     assert len(list(root.iter(f"{SVG}polyline"))) == 4  # RSS, two event rates, queue depth
+    assert "target 300" in texts
     for label in (
         "crowded (2026-12-08)",
         "RSS (MB)",
