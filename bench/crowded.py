@@ -45,6 +45,7 @@ from typing import IO, Any
 import kubernetes
 
 from bench.plot import Panel, Series, render
+from bench.status_loop import _ready  # the same Deployment status write as the loop bench
 from core.admission.pipeline import admit
 from core.selection.configs import ProviderRegistry
 from kubeio.registry import build_registry
@@ -191,21 +192,6 @@ def _secret(name: str, namespace: str) -> dict[str, Any]:
 def _config_map(name: str, namespace: str) -> dict[str, Any]:
     meta = {"name": name, "namespace": namespace, "labels": {"app": "unrelated"}}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"c": "x" * 300}}
-
-
-def _ready(generation: int) -> dict[str, Any]:
-    return {
-        "status": {
-            "observedGeneration": generation,
-            "replicas": 1,
-            "updatedReplicas": 1,
-            "readyReplicas": 1,
-            "availableReplicas": 1,
-            "conditions": [
-                {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}
-            ],
-        }
-    }
 
 
 class Phases:
