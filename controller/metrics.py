@@ -1,8 +1,12 @@
-"""The status controller's counters, from a fixed label set, as Prometheus text (/metrics)."""
+"""The status controller's counters, from a fixed label set, as Prometheus text (/metrics): its
+reconciles, watch events and restarts per kind, dry runs and leadership, and at render time the
+queue's depth and how many objects of each kind the cache holds (what a crowded cluster's bench,
+bench/crowded.py, samples)."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from controller.kinds import KINDS
@@ -19,6 +23,7 @@ class Metrics:
     seconds_sum: float = 0.0
     seconds_count: int = 0
     watch_restarts: dict[str, int] = field(default_factory=dict)
+    watch_events: dict[str, int] = field(default_factory=dict)
     dry_runs: dict[str, int] = field(default_factory=lambda: {"refused": 0, "passed": 0})
     leader: bool = False
 
@@ -36,7 +41,13 @@ class Metrics:
         with self.lock:
             self.watch_restarts[kind] = self.watch_restarts.get(kind, 0) + 1
 
-    def render(self) -> str:
+    def event(self, kind: str) -> None:
+        """One watch event (or one listed object) of `kind` reached the cache."""
+        with self.lock:
+            self.watch_events[kind] = self.watch_events.get(kind, 0) + 1
+
+    def render(self, *, queue_depth: int = 0, cached: Mapping[str, int] | None = None) -> str:
+        held = cached or {}
         with self.lock:
             lines = [
                 "# TYPE runway_status_reconciles_total counter",
@@ -53,6 +64,19 @@ class Metrics:
                     f"{self.watch_restarts.get(k.kind, 0)}"
                     for k in KINDS
                 ),
+                "# TYPE runway_status_watch_events_total counter",
+                *(
+                    f'runway_status_watch_events_total{{kind="{k.kind}"}} '
+                    f"{self.watch_events.get(k.kind, 0)}"
+                    for k in KINDS
+                ),
+                "# TYPE runway_status_cached_objects gauge",
+                *(
+                    f'runway_status_cached_objects{{kind="{k.kind}"}} {held.get(k.kind, 0)}'
+                    for k in KINDS
+                ),
+                "# TYPE runway_status_queue_depth gauge",
+                f"runway_status_queue_depth {queue_depth}",
                 "# TYPE runway_status_dry_runs_total counter",
                 *(
                     f'runway_status_dry_runs_total{{result="{k}"}} {v}'

@@ -21,7 +21,7 @@ from typing import Any
 
 import kubernetes
 
-from controller.cache import Cache, ConfigMarks
+from controller.cache import Cache, ConfigMarks, held
 from controller.classify import Prober
 from controller.health import HealthParts, check_providers
 from controller.kinds import PROVIDER_CONFIGS, Kind
@@ -32,7 +32,7 @@ from controller.watching import KindWatch, WatchParts, resync
 from core.selection.configs import ProviderRegistry
 from kubeio.backoff import Backoff
 from kubeio.repeats import Repeats
-from kubeio.watch import WatchTiming, watch
+from kubeio.watch import PAGE, WatchTiming, watch
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,8 @@ class ObserveSettings:
     backoff_seconds: float = 0.5  # a failed reconcile's first delay, doubled per failure ...
     backoff_most: float = 300.0  # ... up to this (per object: others go on at once)
     log_every: float = 60.0  # the same warning about the same object at most this often
+    list_page: int = PAGE  # objects per page of a list
+    workers: int = 4  # threads writing statuses (one key is with one of them at a time)
 
 
 class Observer:
@@ -84,6 +86,8 @@ class Observer:
             list_seconds=LIST_SECONDS,
             retry_seconds=settings.retry_seconds,
             absent_seconds=ABSENT_SECONDS,
+            page=settings.list_page,
+            resume=True,  # a watch that ran its course goes on from where it was, unlisted
         )
         self._reconciler = Reconciler(
             ReconcileParts(
@@ -109,6 +113,7 @@ class Observer:
             KindWatch(kind, self._watching),
             stop,
             self._timing,
+            keep=held,  # compacted as decoded: a page at a time, never the whole list twice
         )
 
     def resync(self) -> None:

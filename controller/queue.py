@@ -1,7 +1,11 @@
 """The work queue of the status controller: ModelDeployment keys to reconcile, each taken once
 however often it is queued, some due later (a key whose reconcile failed comes back after its own
 backoff, kubeio.backoff.Backoff, so one object whose write keeps failing is retried later and
-later while every other object is reconciled at once; client-go's workqueue is the model)."""
+later while every other object is reconciled at once; client-go's workqueue is the model).
+
+Several workers take from one queue; a key is with one of them at a time: from `take` to `done`
+it is in flight, and a key queued meanwhile waits until `done`, then goes to the back of the
+queue (so two workers never write the same ModelDeployment at once)."""
 
 from __future__ import annotations
 
@@ -23,13 +27,17 @@ class Queue:
         self._clock = clock
         self._later: list[tuple[float, tuple[str, str]]] = []  # a heap by due time
         self._due: dict[tuple[str, str], float] = {}
+        self._flying: set[tuple[str, str]] = set()  # taken, not done
+        self._again: set[tuple[str, str]] = set()  # queued while in flight
 
     def add(self, key: tuple[str, str]) -> None:
         with self._cond:
             self._add(key)
 
     def _add(self, key: tuple[str, str]) -> None:  # the lock is held
-        if key not in self._queued:
+        if key in self._flying:
+            self._again.add(key)
+        elif key not in self._queued:
             self._queued.add(key)
             self._order.append(key)
             self._cond.notify()
@@ -59,6 +67,7 @@ class Queue:
         return None
 
     def take(self, timeout: float) -> tuple[str, str] | None:
+        """The next key (in flight until `done`), or None after `timeout` seconds."""
         with self._cond:
             wait = self._move_due()
             if not self._order:
@@ -68,7 +77,16 @@ class Queue:
                 return None
             key = self._order.popleft()
             self._queued.discard(key)
+            self._flying.add(key)
             return key
+
+    def done(self, key: tuple[str, str]) -> None:
+        """The worker that took `key` is finished with it: queued meanwhile, it is queued now."""
+        with self._cond:
+            self._flying.discard(key)
+            if key in self._again:
+                self._again.discard(key)
+                self._add(key)
 
     def __len__(self) -> int:
         with self._cond:

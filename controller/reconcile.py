@@ -53,21 +53,24 @@ class ReconcileParts:
 
 
 class Reconciler:
-    """The worker; the provider registry is rebuilt from the cached configs when one of them
-    changed what selection reads (ConfigMarks)."""
+    """The workers (several threads may run `work`: the queue gives a key to one at a time); the
+    provider registry is rebuilt from the cached configs when one of them changed what selection
+    reads (ConfigMarks)."""
 
     def __init__(self, parts: ReconcileParts) -> None:
         self._parts = parts
+        self._lock = threading.Lock()
         self._registry: ProviderRegistry | None = None
         self._built_at = -1  # the ConfigMarks change count the registry was built at
 
     def registry(self) -> ProviderRegistry:
-        changes = self._parts.marks.changes
-        if self._registry is None or self._built_at != changes:
-            configs = self._parts.cache.of_kind(PROVIDER_CONFIGS.kind)
-            self._registry = build_registry(configs or None)
-            self._built_at = changes
-        return self._registry
+        with self._lock:
+            changes = self._parts.marks.changes
+            if self._registry is None or self._built_at != changes:
+                configs = self._parts.cache.of_kind(PROVIDER_CONFIGS.kind)
+                self._registry = build_registry(configs or None)
+                self._built_at = changes
+            return self._registry
 
     def status_of(self, obj: Mapping[str, Any]) -> dict[str, Any] | None:
         """The status `obj` (a stored ModelDeployment) should have now; None when its provider
@@ -135,11 +138,14 @@ class Reconciler:
             key = self._parts.queue.take(timeout=0.5)
             if key is None:
                 continue
-            if not self._parts.leading():
-                continue  # the leader writes; a follower keeps its cache warm
-            started = time.perf_counter()
-            result = self._reconcile_once(key)
-            self._parts.metrics.reconciled(result, time.perf_counter() - started)
+            try:
+                if not self._parts.leading():
+                    continue  # the leader writes; a follower keeps its cache warm
+                started = time.perf_counter()
+                result = self._reconcile_once(key)
+                self._parts.metrics.reconciled(result, time.perf_counter() - started)
+            finally:
+                self._parts.queue.done(key)
 
     def _reconcile_once(self, key: tuple[str, str]) -> str:
         subject = f"{key[0]}/{key[1]}"

@@ -90,7 +90,10 @@ def start(
         )
         for kind in KINDS
     ]
-    threads.append(threading.Thread(target=observer.work, args=(stop,), name="worker", daemon=True))
+    threads += [
+        threading.Thread(target=observer.work, args=(stop,), name=f"worker-{i}", daemon=True)
+        for i in range(max(settings.observe.workers, 1))
+    ]
     if prober is not None:
         threads.append(
             threading.Thread(target=prober.run, args=(stop,), name="dry-runs", daemon=True)
@@ -110,7 +113,9 @@ def start(
         settings.probe_port,
         healthy=lambda: all(t.is_alive() for t in threads) or stop.is_set(),
         ready=lambda: observer.cache.synced(KINDS),
-        metrics=metrics.render,
+        metrics=lambda: metrics.render(
+            queue_depth=len(observer.queue), cached=observer.cache.counts()
+        ),
     )
 
     def shut_down() -> None:
@@ -188,11 +193,11 @@ def run(
 
 
 def wait(running: Running, settings: ControllerSettings, stop: threading.Event) -> None:
-    """Until `stop`, then until the Lease is released and the worker has finished its write (at
+    """Until `stop`, then until the Lease is released and the workers have finished their writes (at
     most a renewal period and 5 s). The watches are daemon threads blocked in their streams:
     they end with the process."""
     stop.wait()
     deadline = time.monotonic() + settings.lease.renew + 5
     for thread in running.threads:
-        if thread.name in ("lease", "worker"):
+        if thread.name == "lease" or thread.name.startswith("worker"):
             thread.join(timeout=max(deadline - time.monotonic(), 0))

@@ -61,10 +61,12 @@ class KindWatch:
     def listed(self, items: list[dict[str, Any]]) -> None:
         self._parts.cache.replace(self._kind.kind, items)
         for obj in items:
+            self._parts.metrics.event(self._kind.kind)
             self._changed(obj)
             self._gateway_input(obj, "ADDED")
 
     def changed(self, event: str, obj: dict[str, Any]) -> None:
+        self._parts.metrics.event(self._kind.kind)
         meta = obj.get("metadata") or {}
         if event == "DELETED":
             self._parts.cache.drop(

@@ -4,7 +4,16 @@
 One round lists the kind, hands the items to the listener, then watches from the list's
 resourceVersion and hands it each event. The round ends when the watch ran its course (the
 server closes it after `watch_seconds`), when the server answers 410 Gone (the resourceVersion
-expired) or when a list or watch fails; the next round lists again. A watch silent GRACE_SECONDS
+expired) or when a list or watch fails; the next round lists again. With `resume` (the status
+controller's), after a watch that ran its course the next round watches on from the last
+resourceVersion it saw (an event's or a bookmark's, which the server sends while the selected
+objects stay quiet) as client-go's reflector does: 10,000 objects are not listed and queued
+again every `watch_seconds`; only 410 Gone or a failure lists again. A list is read in pages of
+`page` objects (limit and continue: one consistent snapshot, never the whole kind in one answer).
+A metadata-only kind (Watched.metadata_only) is listed and watched as PartialObjectMetadata, as
+controller-runtime's metadata informers ask: the API server sends each object's metadata alone.
+`keep` turns each listed object and each event's object into what the listener is handed, as it
+is decoded (client-go's informer transform: a page is freed before the next one is read). A watch silent GRACE_SECONDS
 past its server-side timeout counts as failed (a frozen API server keeps the connection open and
 sends nothing). A failed round waits before the next one: `retry_seconds`, doubling per failure in
 a row up to `retry_most`, stretched by up to `jitter` of itself (kubeio.backoff.Backoff); so does
@@ -32,6 +41,10 @@ GRACE_SECONDS = 30.0  # a watch silent this long past its server-side timeout is
 GONE = 410  # the watch's resourceVersion is too old: list again, a normal end
 ABSENT = 404  # the API server serves no such kind
 ROUNDS = "rounds"  # the one key of a loop's backoff
+PAGE = 500  # objects per page of a list (client-go's informers list in pages of 500 too)
+# The Accept headers of a metadata-only list and watch (meta.k8s.io/v1 PartialObjectMetadata).
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 
 
 class Outcome(StrEnum):
@@ -44,13 +57,15 @@ class Outcome(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Watched:
-    """What is listed and watched: a custom resource's plural, in one namespace or all."""
+    """What is listed and watched: a resource's plural, in one namespace or all, the objects
+    matching `label_selector` only, whole or their metadata alone."""
 
     group: str
     version: str
     plural: str
     namespace: str | None = None  # None: every namespace (or a cluster-scoped kind)
     label_selector: str | None = None
+    metadata_only: bool = False  # PartialObjectMetadata: no spec, no status
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +78,8 @@ class WatchTiming:
     retry_most: float = 0.0  # the longest wait after failures in a row (below retry_seconds: it)
     jitter: float = 0.0  # each wait stretched by up to this fraction of itself
     absent_seconds: float = 30.0  # before a kind that is not served is listed again
+    page: int = PAGE  # objects per page of a list
+    resume: bool = False  # after a watch that ran its course, watch on without a list
 
 
 class Listener(Protocol):
@@ -72,7 +89,7 @@ class Listener(Protocol):
         """A list answered: every object of the kind now (a fresh start)."""
 
     def changed(self, event: str, obj: dict[str, Any]) -> None:
-        """A watch event: ADDED, MODIFIED, DELETED (or BOOKMARK) and its object."""
+        """A watch event: ADDED, MODIFIED or DELETED, and its object (never a bookmark)."""
 
     def ended(self, outcome: Outcome, error: Exception | None) -> None:
         """A round ended; `error` says why when it failed or the kind is absent."""
@@ -89,13 +106,18 @@ def watch(
     timing: WatchTiming,
     *,
     clock: Callable[[], float] = time.monotonic,
+    keep: Callable[[dict[str, Any]], dict[str, Any]] = dict,
 ) -> None:
     """List and watch `watched` in rounds until `stop` is set (see the module docstring);
-    `connect` gives each round its client."""
+    `connect` gives each round its client, `keep` makes each object what the listener gets."""
     backoff = backoff_of(timing)
+    version: str | None = None  # where the next round watches on from; None: it lists first
     while not stop.is_set():
         started = clock()
-        outcome, error = _round(connect, watched, listener, stop, timing)
+        outcome, error, version = _round(
+            connect, _Round(watched, listener, stop, timing, keep), version
+        )
+        version = version if timing.resume else None
         listener.ended(outcome, error)
         wait = pause(outcome, clock() - started, backoff, timing)
         if wait is not None:
@@ -122,35 +144,73 @@ def pause(outcome: Outcome, ran: float, backoff: Backoff, timing: WatchTiming) -
     return backoff.fail(ROUNDS)[1]
 
 
+@dataclass(frozen=True, slots=True)
+class _Round:
+    watched: Watched
+    listener: Listener
+    stop: threading.Event
+    timing: WatchTiming
+    keep: Callable[[dict[str, Any]], dict[str, Any]]
+
+
 def _round(
-    connect: Callable[[], kubernetes.client.ApiClient],
-    watched: Watched,
-    listener: Listener,
-    stop: threading.Event,
-    timing: WatchTiming,
-) -> tuple[Outcome, Exception | None]:
+    connect: Callable[[], kubernetes.client.ApiClient], this: _Round, version: str | None
+) -> tuple[Outcome, Exception | None, str | None]:
+    """How the round ended, why, and the resourceVersion to watch on from (None: list)."""
+    watched, listener, stop, timing = this.watched, this.listener, this.stop, this.timing
     try:
         api = kubernetes.client.CustomObjectsApi(connect())
-        listed = _list(api, watched, _request_timeout=(CONNECT_SECONDS, timing.list_seconds))
-        listener.listed([dict(item) for item in listed.get("items") or ()])
-        version = (listed.get("metadata") or {}).get("resourceVersion")
+        if version is None:
+            items, version = _paged(api, watched, timing, this.keep)
+            listener.listed(items)
+            del items  # the listener holds what it keeps
         for event in _events(api, watched, version, stop, timing):
-            if event.get("type") == "ERROR":  # an error the client did not raise: list again
-                return Outcome.ENDED, None
-            listener.changed(str(event.get("type")), dict(event.get("object") or {}))
+            kind = str(event.get("type"))
+            if kind == "ERROR":  # an error the client did not raise: list again
+                return Outcome.ENDED, None, None
+            obj = dict(event.get("object") or {})
+            seen = (obj.get("metadata") or {}).get("resourceVersion")
+            if kind != "BOOKMARK":
+                listener.changed(kind, this.keep(obj))
+            version = str(seen) if seen else version
     except kubernetes.client.ApiException as err:
         if err.status == GONE:
-            return Outcome.ENDED, None
-        return (Outcome.ABSENT if err.status == ABSENT else Outcome.FAILED), err
+            return Outcome.ENDED, None, None
+        return (Outcome.ABSENT if err.status == ABSENT else Outcome.FAILED), err, None
     except Exception as err:  # a watch thread's boundary: the loop restarts, it never dies
-        return Outcome.FAILED, err
-    return Outcome.ENDED, None
+        return Outcome.FAILED, err, None
+    return Outcome.ENDED, None, version
+
+
+def _paged(
+    api: kubernetes.client.CustomObjectsApi,
+    watched: Watched,
+    timing: WatchTiming,
+    keep: Callable[[dict[str, Any]], dict[str, Any]],
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Every object of `watched`, read a page at a time, and the list's resourceVersion."""
+    items: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        page: dict[str, Any] = {"limit": timing.page}
+        if token:
+            page["_continue"] = token
+        listed = _list(
+            api, watched, _request_timeout=(CONNECT_SECONDS, timing.list_seconds), **page
+        )
+        items += (keep(dict(item)) for item in listed.get("items") or ())
+        meta = listed.get("metadata") or {}
+        token = meta.get("continue") or None
+        if token is None:
+            return items, meta.get("resourceVersion")
 
 
 def _list(api: kubernetes.client.CustomObjectsApi, watched: Watched, **kwargs: Any) -> Any:
     """The list of `watched` (with watch=True from Watch.stream, its event stream)."""
     if watched.label_selector:
         kwargs["label_selector"] = watched.label_selector
+    if watched.metadata_only:
+        kwargs["_headers"] = {"Accept": METADATA_WATCH if kwargs.get("watch") else METADATA_LIST}
     if watched.namespace:
         return api.list_namespaced_custom_object(
             watched.group, watched.version, watched.namespace, watched.plural, **kwargs
@@ -173,6 +233,7 @@ def _events(
             api,
             watched,
             resource_version=version,
+            allow_watch_bookmarks=True,
             timeout_seconds=timing.watch_seconds,
             _request_timeout=(CONNECT_SECONDS, timing.watch_seconds + GRACE_SECONDS),
         ):

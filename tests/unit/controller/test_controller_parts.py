@@ -188,3 +188,26 @@ def test_the_owner_index_agrees_with_a_scan_after_any_puts_drops_and_relabels(
                 and o["metadata"]["labels"].get("airunway.ai/model-deployment") == md
             }
             assert cache.owned_by(namespace, md) == expected
+
+
+def test_a_key_queued_while_in_flight_waits_for_done_then_goes_to_the_back() -> None:
+    queue = Queue()
+    queue.add(("ns", "a"))
+    queue.add(("ns", "b"))
+    first = queue.take(timeout=0)
+    queue.add(("ns", "a"))  # changed again while a worker writes it
+    second = queue.take(timeout=0)
+    third = queue.take(timeout=0)  # not "a": it is still in flight
+    queue.done(("ns", "a"))
+    queue.done(("ns", "b"))
+    fourth = queue.take(timeout=0)
+    queue.done(("ns", "a"))
+    fifth = queue.take(timeout=0)
+
+    assert (first, second, third, fourth, fifth) == (
+        ("ns", "a"),
+        ("ns", "b"),
+        None,
+        ("ns", "a"),
+        None,
+    )

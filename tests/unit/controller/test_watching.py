@@ -1,7 +1,8 @@
 """The status controller's watch of a kind (controller/watching.py over kubeio.watch) against
 tests/support/fakeapi.py: the provider configs reach the cache, a failed list counts one restart
 of that kind's watch (runway_status_watch_restarts_total) and a normal end counts none, and a
-change of what selection reads queues every ModelDeployment while a status write does not."""
+change of what selection reads queues every ModelDeployment while a status write does not; and
+the controller's watch (kubeio.watch with resume) goes on after a normal end without a list."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from controller.queue import Queue
 from controller.watching import KindWatch, WatchParts
 from kubeio.repeats import Repeats
 from kubeio.shipped import bundled_config_objects
-from kubeio.watch import Outcome
+from kubeio.watch import Outcome, WatchTiming, watch
 from tests.support.fakeapi import fake_api_server
 from tests.support.wait import wait_until
 
@@ -82,4 +83,49 @@ def _drain(queue: Queue) -> list[tuple[str, str]]:
     taken = []
     while (key := queue.take(timeout=0)) is not None:
         taken.append(key)
+        queue.done(key)
     return taken
+
+
+class Rounds:
+    """A kubeio.watch.Listener counting lists and events; it sets `stop` after `rounds`."""
+
+    def __init__(self, stop: threading.Event, rounds: int) -> None:
+        self.stop, self.rounds = stop, rounds
+        self.seen: list[str] = []
+
+    def listed(self, items: list[dict[str, Any]]) -> None:
+        self.seen.append(f"listed {len(items)}")
+
+    def changed(self, event: str, obj: dict[str, Any]) -> None:
+        self.seen.append(event)
+
+    def ended(self, outcome: Outcome, error: Exception | None) -> None:
+        self.seen.append(str(outcome))
+        if self.seen.count(str(outcome)) >= self.rounds:
+            self.stop.set()
+
+    def waited(self) -> None:
+        return None
+
+
+def test_the_controllers_watch_goes_on_after_a_normal_end_without_listing_again() -> None:
+    stop = threading.Event()
+    rounds = Rounds(stop, 3)
+    ticks = iter(range(1_000))
+    timing = WatchTiming(watch_seconds=5, list_seconds=5, retry_seconds=0.01, resume=True)
+    with fake_api_server(on_request=lambda kind, index: None, list_status=lambda i: 200) as server:
+        watch(
+            server.client,
+            PROVIDER_CONFIGS.watched(None),
+            rounds,
+            stop,
+            timing,
+            clock=lambda: float(next(ticks)),
+        )
+        requests = (server.count("list"), server.count("watch"))
+
+    assert (rounds.seen, requests) == (
+        [f"listed {len(NAMES)}", *["MODIFIED", "ended"] * 3],
+        (1, 3),
+    )
