@@ -250,7 +250,7 @@ def _stamped(asked: Asked, target: Target) -> RenderReport | Stamp | None:
     path = store.stamp(cache_name(target.path, asked.shard))
     if not path.is_file():
         return None
-    read = _inputs(asked, target)
+    read = _inputs(asked, target, store.sources)
     # Another setting or set of files: a render as usual (the stamp's report is not even read).
     stamp = Stamp.load(path, *read) if read is not None else None
     if stamp is None or read is None:
@@ -310,14 +310,14 @@ def _look(target: Target) -> CleanCheck | None:
     return None if leftovers(repo) else CleanCheck(repo, checked_path(target.path))
 
 
-def _inputs(asked: Asked, target: Target) -> tuple[str, str] | None:
+def _inputs(asked: Asked, target: Target, parsed: Path) -> tuple[str, str] | None:
     """The stamp's digest of the inputs, and of them but the sources' bytes (renderer.reuse.stamp);
     None when a file cannot be read (the render as usual says why)."""
     try:
-        sources = file_keys(asked.sources, recursive=asked.recursive)
+        sources = file_keys(asked.sources, recursive=asked.recursive, parsed=parsed)
         providers = []
         if asked.providers and STDIN not in asked.providers:
-            providers = [key for _, key in file_keys(asked.providers)]
+            providers = [key for _, key in file_keys(asked.providers, parsed=parsed)]
         schemas = files_digest([Path(d) for d in asked.crds]) if asked.crds else None
     except (OSError, SourceError):
         return None

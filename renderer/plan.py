@@ -161,7 +161,7 @@ def plan(
     git_dir = Path(target.repo) / ".git"
     kept = Store(git_dir) if git_dir.is_dir() else None
     fingerprint = runway_fingerprint(kept.fingerprint if kept else None)
-    parsed = ParsedSources(kept.sources if kept else None, fingerprint)
+    parsed = ParsedSources(kept.sources if kept else None, fingerprint, by_stat=not asked.full)
     read = _read(asked, parsed, stamp)
     configs = _config_objects(read.docs, asked.providers, parsed)
     schema_digest, load_schemas = _schema_source(asked, cluster_crds)

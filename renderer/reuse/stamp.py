@@ -27,9 +27,8 @@ compares every file by content.
 
 from __future__ import annotations
 
-import itertools
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -40,9 +39,9 @@ from renderer.git.safefs import read_text
 from renderer.output.folders import Result, report_line
 from renderer.output.ownership import Removals
 from renderer.reuse.digests import builtin_schemas_version, digest
-from renderer.reuse.parsecache import file_key
 from renderer.reuse.rendercache import Shared
-from renderer.reuse.store import NextPickle, Store, cache_key
+from renderer.reuse.sourcekeys import SourceKeys
+from renderer.reuse.store import NextPickle, Store, cache_key, types_of
 from renderer.settings import Asked, RenderSettings, Target, checked_path
 
 STAMP_FORMAT = 5
@@ -223,11 +222,17 @@ def stamp_path(git_dir: Path, settings: RenderSettings) -> Path:
     return Store(git_dir).stamp(cache_key(settings))
 
 
-def file_keys(paths: Sequence[str], *, recursive: bool = True) -> list[tuple[str, str]]:
+def file_keys(
+    paths: Sequence[str], *, recursive: bool = True, parsed: Path | None = None
+) -> list[tuple[str, str]]:
     """The path and file_key of each file that reading `paths` reads (folders walked as a
-    render walks them, with every folder under them when `recursive`), in order."""
-    found = yaml_files(paths, recursive=recursive)
-    return [(str(path), file_key(path, path.read_bytes())) for path in found]
+    render walks them, with every folder under them when `recursive`), in order. `parsed`: the
+    parsed sources' folder, where the files' Stats vouch for their keys
+    (renderer.reuse.sourcekeys): only files whose Stats changed are read."""
+    keys = SourceKeys.within(parsed)
+    found = [(str(path), keys.key(path)[0]) for path in yaml_files(paths, recursive=recursive)]
+    keys.save()
+    return found
 
 
 def tree_if_clean(repo: Repo, subdir: str) -> Callable[[], str | None]:
@@ -263,29 +268,24 @@ def _rows(raw: Any) -> tuple[StampRow, ...]:
     of 10,000); the warnings and schemas most rows share (one object, as saved) are checked
     once. The rows are kept as read."""
     rows = tuple(raw)
-    if not _types(rows) <= {tuple} or any(len(row) != ROW_FIELDS for row in rows):
+    if not types_of(rows) <= {tuple} or any(len(row) != ROW_FIELDS for row in rows):
         raise TypeError("a result that is not a row")
     keys, names, errors, warnings, engines, providers, schemas, lines = (
         zip(*rows, strict=True) if rows else ((),) * ROW_FIELDS
     )
-    if not _types(names) <= {tuple} or not _types(keys, lines, *names) <= {str}:
+    if not types_of(names) <= {tuple} or not types_of(keys, lines, *names) <= {str}:
         raise TypeError("a result field of the wrong type")
-    if not _types(errors, engines, providers) <= {str, type(None)}:
+    if not types_of(errors, engines, providers) <= {str, type(None)}:
         raise TypeError("a result field of the wrong type")
     for shared in {id(w): w for w in warnings}.values():
-        if type(shared) is not tuple or not _types(shared) <= {str}:
+        if type(shared) is not tuple or not types_of(shared) <= {str}:
             raise TypeError("warnings that are not texts")
     for shared in {id(s): s for s in schemas}.values():
-        if type(shared) is not tuple or not _types(shared) <= {tuple}:
+        if type(shared) is not tuple or not types_of(shared) <= {tuple}:
             raise TypeError("schemas that are not pairs")
-        if any(len(pair) != 2 for pair in shared) or not _types(*shared) <= {str}:
+        if any(len(pair) != 2 for pair in shared) or not types_of(*shared) <= {str}:
             raise TypeError("a schema that is not a pair of texts")
     return tuple(map(StampRow._make, rows))
-
-
-def _types(*columns: Iterable[Any]) -> set[type]:
-    """The types of the values in `columns`."""
-    return set(map(type, itertools.chain.from_iterable(columns)))
 
 
 def _texts(raw: Any) -> tuple[str, ...]:
