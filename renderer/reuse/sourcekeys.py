@@ -107,7 +107,7 @@ class SourceKeys:
         record = folder / RECORD_NAME if folder is not None else self.record
         if record is None:
             return
-        known = self._entries() if record == self.record else {}
+        known = self._entries()
         entries = {**known, **self._learned}
         if keep is not None:
             entries = {name: entry for name, entry in entries.items() if name in keep}
