@@ -6,13 +6,13 @@ from __future__ import annotations
 import pickle
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from core.fields.errors import SourceError
-from kubeio.sources import Document, expand_lists, parse_stream, split_stream, yaml_files
+from kubeio.sources import Document, expand_lists, parse_stream, split_stream
 from renderer.pool import fork_pool
 from renderer.reuse.digests import digest, object_digest
-from renderer.reuse.sourcekeys import RECORD_NAME, SourceKeys
+from renderer.reuse.sourcekeys import SourceFile, SourceKeys
 from renderer.reuse.store import NextPickle, Store
 
 # Unparsed source bytes from which a render parses them in a pool (ParsedSources.prefetch): a
@@ -25,24 +25,6 @@ PREFETCH_BYTES = 1 << 20
 Piece = tuple[int, list[tuple[int, dict[str, Any]]], list[str | None]]
 
 
-class SourceFile(NamedTuple):
-    """A source file as read: its path, its bytes (None: its Stat vouched for its key, and
-    they are read when needed: `content`) and its file_key."""
-
-    path: Path
-    data: bytes | None
-    key: str
-
-    def content(self) -> bytes:
-        """Its bytes, read now if they were not (SourceError when they cannot be)."""
-        if self.data is not None:
-            return self.data
-        try:
-            return self.path.read_bytes()
-        except OSError as err:
-            raise SourceError(str(self.path), f"cannot read: {err.strerror or err}") from None
-
-
 class ParsedSources:
     """Source files parsed once per content: the documents of each YAML file and each object's
     canonical digest, pickled in a folder (inside .git), one entry per file path (named by the
@@ -53,10 +35,16 @@ class ParsedSources:
     this time are dropped by `finish`. Without a folder, or with an unreadable entry, files
     are parsed as usual."""
 
-    def __init__(self, folder: Path | None, fingerprint: str, *, by_stat: bool = True) -> None:
+    def __init__(
+        self,
+        folder: Path | None,
+        fingerprint: str,
+        *,
+        by_stat: bool = True,
+        keys: SourceKeys | None = None,
+    ) -> None:
         self.folder = folder
         self.fingerprint = fingerprint
-        self.used: set[str] = set()
         self.digests: dict[int, str] = {}  # id(object) -> digest(canonical(object))
         self.pending: dict[str, Any] = {}  # parsed this time, stored by `finish`
         self.read_keys: list[
@@ -66,9 +54,9 @@ class ParsedSources:
         # entries a worker parsed (prefetch), until `documents` takes them
         self._prefetched: dict[str, tuple[str, list[tuple[str, Piece]]]] = {}
         self._entries: dict[str, tuple[str, list[tuple[str, Piece]]] | None] = {}  # as read
-        # files keyed by their Stats (renderer.reuse.sourcekeys); without `by_stat`, every
-        # file is read (the Stats learned are recorded)
-        self._keys = SourceKeys.within(folder, trust=by_stat)
+        # files keyed by their Stats (renderer.reuse.sourcekeys): `keys`, those the render
+        # asked already, else a record of its own; without `by_stat`, every file is read
+        self._keys = keys or SourceKeys.within(folder, trust=by_stat)
 
     def read(self, paths: Sequence[str]) -> list[Document]:
         """The documents of the files, each `kind: List` as its items (kubeio.sources)."""
@@ -81,16 +69,10 @@ class ParsedSources:
         """The files reading `paths` reads (folders walked as kubeio.sources walks them, with
         every folder under them when `recursive`), each read and keyed, in order; their parsed
         documents stay cached whether asked for or not."""
-        found = []
-        for path in yaml_files(paths, recursive=recursive):
-            try:
-                key, data = self._keys.key(path)
-            except OSError as err:
-                raise SourceError(str(path), f"cannot read: {err.strerror or err}") from None
+        found = self._keys.files(paths, recursive=recursive)
+        for path, _, key in found:
             self.read_keys.append(key)
             self.read_paths.append(str(path))
-            self.used.add(self._name(path))
-            found.append(SourceFile(path, data, key))
         return found
 
     def prefetch(self, files: Sequence[SourceFile], workers: int) -> None:
@@ -202,11 +184,16 @@ class ParsedSources:
         for name, value in self.pending.items():
             self._store(folder / name, value)
         self.pending.clear()
-        self._keys.save(folder, keep=set(self.read_paths))
-        if folder.is_dir():
+        # the entries are those of the files the last render read: when these are the same
+        # files, there is nothing to drop (a render killed before saving the record leaves the
+        # last one's, so the next drops what it must)
+        listing = digest(*self.read_paths)
+        if folder.is_dir() and listing != self._keys.listing():
+            used = {self._name(Path(path)) for path in self.read_paths}
             for entry in folder.iterdir():
-                if entry.name not in self.used and entry.name != RECORD_NAME:
+                if entry.name not in used:
                     entry.unlink(missing_ok=True)
+        self._keys.save(folder, keep=set(self.read_paths), listing=listing)
 
 
 def _parsed_pieces(task: tuple[Path | None, str, SourceFile]) -> bytes | None:

@@ -4,7 +4,7 @@ last read is not read again.
 A render keys every source file by its path and bytes (renderer.reuse.parsecache.file_key):
 10,000 files laid out one per ModelDeployment were 10,000 reads and digests on every render,
 twice on a render that renders (the stamp's inputs, then the plan), most of a re-render that
-changes nothing. The record, a file in .git next to the parsed sources, holds for each path the
+changes nothing. The record, a file in .git beside the parsed sources' folder, holds for each path the
 Stat of the file (device, inode, size, mtime and ctime in nanoseconds) taken just before its
 bytes were read, with their key. A file whose Stat is that one is keyed as recorded; any other
 file is read, and its new Stat recorded.
@@ -28,19 +28,48 @@ from __future__ import annotations
 import os
 import pickle
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
+from core.fields.errors import SourceError
+from kubeio.sources import yaml_files
 from renderer.reuse.digests import digest
 from renderer.reuse.store import NextPickle, Store, types_of
 
 RECORD_FORMAT = 1
-RECORD_NAME = "stats.pickle"  # in the parsed sources' folder; never a parsed entry's name
+RECORD_SUFFIX = (
+    "-keys.pickle"  # the record beside the parsed sources' folder: runway-sources-keys.pickle
+)
 # A Stat vouches for a file's bytes only when its ctime is this long before the Stat was taken
 # (git as Debian builds it compares whole seconds: one second covers any file system's tick).
 RACY_NS = 1_000_000_000
 
 # The Stat of a file as recorded: device, inode, size, mtime_ns, ctime_ns.
 Signature = tuple[int, int, int, int, int]
+
+
+class SourceFile(NamedTuple):
+    """A source file as read: its path, its bytes (None: its Stat vouched for its key, and
+    they are read when needed: `content`) and its file_key."""
+
+    path: Path
+    data: bytes | None
+    key: str
+
+    def content(self) -> bytes:
+        """Its bytes, read now if they were not (SourceError when they cannot be)."""
+        if self.data is not None:
+            return self.data
+        try:
+            return self.path.read_bytes()
+        except OSError as err:
+            raise SourceError(str(self.path), f"cannot read: {err.strerror or err}") from None
+
+
+def record_of(folder: Path | None) -> Path | None:
+    """The record of the parsed sources' `folder`: a file beside it."""
+    return folder.with_name(folder.name + RECORD_SUFFIX) if folder is not None else None
 
 
 def file_key(path: Path, data: bytes) -> str:
@@ -62,6 +91,26 @@ class SourceKeys:
         self.record, self._trust, self._racy = record, trust, racy_ns
         self._known: dict[str, tuple[Signature, str]] | None = None
         self._learned: dict[str, tuple[Signature, str]] = {}
+        self._listing: str | None = None
+        self._walked: dict[tuple[tuple[str, ...], bool], list[SourceFile]] = {}
+
+    def files(self, paths: Sequence[str], *, recursive: bool = True) -> list[SourceFile]:
+        """The files reading `paths` reads (folders walked as kubeio.sources walks them, with
+        every folder under them when `recursive`), each keyed, in order; walked and keyed once
+        for this object (a render asks for them when it looks at its stamp, then when it plans).
+        SourceError when one cannot be read."""
+        asked = (tuple(paths), recursive)
+        if asked not in self._walked:
+            found = []
+            for path in yaml_files(paths, recursive=recursive):
+                try:
+                    key, data = self.key(path)
+                except OSError as err:
+                    why = f"cannot read: {err.strerror or err}"
+                    raise SourceError(str(path), why) from None
+                found.append(SourceFile(path, data, key))
+            self._walked[asked] = found
+        return self._walked[asked]
 
     def key(self, path: Path) -> tuple[str, bytes | None]:
         """`path`'s file_key, and its bytes when they were read to key it (None: its Stat
@@ -96,41 +145,50 @@ class SourceKeys:
     ) -> SourceKeys:
         """The keys recorded in the parsed sources' `folder` (renderer.reuse.parsecache);
         without `trust`, every file is read (and what is learned recorded)."""
-        record = folder / RECORD_NAME if folder is not None else None
-        return cls(record, trust=trust, racy_ns=racy_ns)
+        return cls(record_of(folder), trust=trust, racy_ns=racy_ns)
 
-    def save(self, folder: Path | None = None, keep: set[str] | None = None) -> None:
+    def listing(self) -> str | None:
+        """The `listing` the record was saved with (renderer.reuse.parsecache: the digest of
+        the paths the last render read)."""
+        self._entries()
+        return self._listing
+
+    def save(
+        self, folder: Path | None = None, keep: set[str] | None = None, listing: str | None = None
+    ) -> None:
         """The record (in the parsed sources' `folder`, when given: the repository may not
         have existed when the files were read) with what was learned, entries of paths not in
-        `keep` (when given) dropped; written only when that changes it. Best effort: a record
+        `keep` (when given) dropped, and `listing` (when given); written only when that
+        changes it. Best effort: a record
         that cannot be written means files read again next time."""
-        record = folder / RECORD_NAME if folder is not None else self.record
+        record = record_of(folder) if folder is not None else self.record
         if record is None:
             return
         known = self._entries()
         entries = {**known, **self._learned}
         if keep is not None:
             entries = {name: entry for name, entry in entries.items() if name in keep}
-        if entries != known or record != self.record:
-            body = pickle.dumps(entries, protocol=pickle.HIGHEST_PROTOCOL)
+        listing = listing or self._listing
+        if entries != known or record != self.record or listing != self._listing:
+            body = pickle.dumps((entries, listing), protocol=pickle.HIGHEST_PROTOCOL)
             Store.save(record, (RECORD_FORMAT, digest(body), body), best_effort=True)
-        self.record, self._known, self._learned = record, entries, {}
+        self.record, self._known, self._learned, self._listing = record, entries, {}, listing
 
     def _entries(self) -> dict[str, tuple[Signature, str]]:
         if self._known is None:
             found = Store.load(self.record, _shape) if self.record is not None else None
-            self._known = found if found is not None else {}
+            self._known, self._listing = found if found is not None else ({}, None)
         return self._known
 
 
-def _shape(read: NextPickle) -> dict[str, tuple[Signature, str]]:
+def _shape(read: NextPickle) -> tuple[dict[str, tuple[Signature, str]], str | None]:
     """The record's entries, each of the shape it must have (else TypeError: no record);
     checked a field at a time over every entry."""
     version, checksum, body = read()
     if version != RECORD_FORMAT or type(body) is not bytes or checksum != digest(body):
         raise TypeError("a record of another version, or damaged")
-    raw = pickle.loads(body)
-    if type(raw) is not dict:
+    raw, listing = pickle.loads(body)
+    if type(raw) is not dict or (listing is not None and type(listing) is not str):
         raise TypeError("a record of another shape")
     entries = list(raw.values())
     if (
@@ -144,4 +202,4 @@ def _shape(read: NextPickle) -> dict[str, tuple[Signature, str]]:
         raise TypeError("an entry of another shape")
     if types_of(*stats) - {int}:
         raise TypeError("a Stat that is not numbers")
-    return raw
+    return raw, listing

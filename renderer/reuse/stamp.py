@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kubeio.sources import yaml_files
 from renderer.git.runner import Repo
 from renderer.git.safefs import read_text
 from renderer.output.folders import Result, report_line
@@ -223,14 +222,12 @@ def stamp_path(git_dir: Path, settings: RenderSettings) -> Path:
 
 
 def file_keys(
-    paths: Sequence[str], *, recursive: bool = True, parsed: Path | None = None
+    paths: Sequence[str], keys: SourceKeys, *, recursive: bool = True
 ) -> list[tuple[str, str]]:
     """The path and file_key of each file that reading `paths` reads (folders walked as a
-    render walks them, with every folder under them when `recursive`), in order. `parsed`: the
-    parsed sources' folder, where the files' Stats vouch for their keys
-    (renderer.reuse.sourcekeys): only files whose Stats changed are read."""
-    keys = SourceKeys.within(parsed)
-    found = [(str(path), keys.key(path)[0]) for path in yaml_files(paths, recursive=recursive)]
+    render walks them, with every folder under them when `recursive`), in order: only files
+    whose Stats changed are read (renderer.reuse.sourcekeys: `keys`, the render's)."""
+    found = [(str(f.path), f.key) for f in keys.files(paths, recursive=recursive)]
     keys.save()
     return found
 

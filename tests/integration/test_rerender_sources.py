@@ -18,7 +18,7 @@ import pytest
 import renderer.flow
 from kubeio.yamlio import dump_all
 from renderer.flow import render as run_render
-from renderer.reuse.sourcekeys import RACY_NS, RECORD_NAME
+from renderer.reuse.sourcekeys import RACY_NS, record_of
 from renderer.settings import RenderReport, RenderSettings
 from tests.support.builders import model_deployment
 
@@ -52,9 +52,12 @@ def write_sources(src: Path, seqs: int = 128) -> list[Path]:
 
 
 def recorded(repo: Path) -> set[str]:
-    with (repo / ".git" / "runway-sources" / RECORD_NAME).open("rb") as handle:
+    record = record_of(repo / ".git" / "runway-sources")
+    assert record is not None
+    with record.open("rb") as handle:
         _, _, body = pickle.load(handle)
-    return set(pickle.loads(body))
+    entries, _ = pickle.loads(body)
+    return set(entries)
 
 
 def test_an_edit_that_keeps_size_and_mtime_is_rendered_as_a_new_render_renders_it(

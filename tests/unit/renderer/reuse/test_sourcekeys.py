@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from renderer.reuse.digests import digest
-from renderer.reuse.sourcekeys import RECORD_FORMAT, RECORD_NAME, SourceKeys, file_key
+from renderer.reuse.sourcekeys import RECORD_FORMAT, SourceKeys, file_key, record_of
 
 
 def sources(folder: Path, count: int = 3) -> list[Path]:
@@ -32,13 +32,15 @@ def learned(folder: Path, paths: list[Path]) -> Path:
     for path in paths:
         keys.key(path)
     keys.save()
-    return folder / RECORD_NAME
+    record = record_of(folder)
+    assert record is not None
+    return record
 
 
 def test_a_file_whose_stat_is_recorded_is_keyed_without_reading_it(tmp_path: Path) -> None:
     paths = sources(tmp_path)
-    learned(tmp_path, paths)
-    keys = SourceKeys.within(tmp_path)
+    learned(tmp_path / "parsed", paths)
+    keys = SourceKeys.within(tmp_path / "parsed")
     for path in paths:
         key, data = keys.key(path)
         assert data is None
@@ -47,40 +49,40 @@ def test_a_file_whose_stat_is_recorded_is_keyed_without_reading_it(tmp_path: Pat
 
 def test_an_edit_that_keeps_the_size_and_puts_the_mtime_back_is_seen(tmp_path: Path) -> None:
     paths = sources(tmp_path)
-    learned(tmp_path, paths)
+    learned(tmp_path / "parsed", paths)
     before = os.stat(paths[1])
     paths[1].write_text(paths[1].read_text().replace("m1", "x1"))
     os.utime(paths[1], ns=(before.st_atime_ns, before.st_mtime_ns))
     assert os.stat(paths[1]).st_size == before.st_size
-    key, data = SourceKeys.within(tmp_path).key(paths[1])
+    key, data = SourceKeys.within(tmp_path / "parsed").key(paths[1])
     assert data == paths[1].read_bytes()
     assert key == file_key(paths[1], data)
 
 
 def test_a_file_replaced_by_another_is_read(tmp_path: Path) -> None:
     paths = sources(tmp_path)
-    learned(tmp_path, paths)
+    learned(tmp_path / "parsed", paths)
     other = tmp_path / "other"
     other.write_text(paths[0].read_text().replace("m0", "y0"))
     os.replace(other, paths[0])
-    key, data = SourceKeys.within(tmp_path).key(paths[0])
+    key, data = SourceKeys.within(tmp_path / "parsed").key(paths[0])
     assert data is not None and key == file_key(paths[0], data)
 
 
 def test_a_file_changed_within_the_racy_window_is_not_recorded(tmp_path: Path) -> None:
     paths = sources(tmp_path)
-    keys = SourceKeys.within(tmp_path)  # the files were written just now: racy
+    keys = SourceKeys.within(tmp_path / "parsed")  # the files were written just now: racy
     for path in paths:
         keys.key(path)
     keys.save()
-    again = SourceKeys.within(tmp_path)
+    again = SourceKeys.within(tmp_path / "parsed")
     assert all(again.key(path)[1] is not None for path in paths)
 
 
 def test_without_trust_every_file_is_read(tmp_path: Path) -> None:
     paths = sources(tmp_path)
-    learned(tmp_path, paths)
-    keys = SourceKeys.within(tmp_path, trust=False)
+    learned(tmp_path / "parsed", paths)
+    keys = SourceKeys.within(tmp_path / "parsed", trust=False)
     assert all(keys.key(path)[1] == path.read_bytes() for path in paths)
 
 
@@ -91,9 +93,11 @@ def test_save_keeps_only_the_paths_read_and_records_in_a_new_folder(tmp_path: Pa
         keys.key(path)
     folder = tmp_path / "parsed"
     keys.save(folder, keep={str(paths[0])})
-    with (folder / RECORD_NAME).open("rb") as handle:
+    record = record_of(folder)
+    assert record is not None and record.parent == tmp_path  # beside the folder
+    with record.open("rb") as handle:
         version, _, body = pickle.load(handle)
-    entries = pickle.loads(body)
+    entries, _ = pickle.loads(body)
     assert version == RECORD_FORMAT
     assert list(entries) == [str(paths[0])]
 
@@ -132,7 +136,7 @@ def test_a_damaged_record_means_the_files_are_read_never_a_wrong_key(
         damaged = good[:at] + bytes([good[at] ^ data.draw(st.integers(1, 255))]) + good[at + 1 :]
     elif how == "shape":
         name = data.draw(st.sampled_from([str(p) for p in paths]))
-        body = pickle.dumps({name: value})
+        body = pickle.dumps(({name: value}, None))
         damaged = pickle.dumps((RECORD_FORMAT, digest(body), body))
     else:
         damaged = pickle.dumps(value)
