@@ -136,7 +136,7 @@ class Stamp:
                 raise TypeError("a digest that is not text")
             if inputs is not None and recorded != inputs and framed != frame:
                 return None
-            sources = tuple(map(_source, raw_sources))
+            sources = _sources(raw_sources)
             rows, removals = read()
             return cls(
                 fingerprint, recorded, tree, _rows(rows), _removals(removals), framed, sources
@@ -292,13 +292,18 @@ def _texts(raw: Any) -> tuple[str, ...]:
     return found
 
 
-def _source(raw: Any) -> Source:
-    """One recorded source file, each field of the type it must have (else TypeError)."""
-    path, key, namespaces, configs = raw
-    texts = (path, key, *namespaces)
-    if not all(isinstance(t, str) for t in texts) or type(configs) is not bool:
+def _sources(raw: Any) -> tuple[Source, ...]:
+    """The recorded source files, each field of the type it must have (else TypeError);
+    checked a field at a time over every row, as the results are (_rows)."""
+    rows = tuple(raw)
+    if types_of(rows) - {tuple, list} or any(len(row) != len(Source._fields) for row in rows):
+        raise TypeError("a source that is not a row")
+    paths, keys, names, configs = zip(*rows, strict=True) if rows else ((),) * 4
+    if types_of(paths, keys) - {str} or types_of(names) - {tuple, list}:
         raise TypeError("a source field of the wrong type")
-    return Source(path, key, tuple(namespaces), configs)
+    if types_of(*names) - {str} or types_of(configs) - {bool}:
+        raise TypeError("a source field of the wrong type")
+    return tuple(map(Source._make, zip(paths, keys, map(tuple, names), configs, strict=True)))
 
 
 def _removals(raw: Any) -> Removals:
