@@ -40,7 +40,6 @@ from renderer.reuse.stamp import (
     stamp_frame,
     stamp_inputs,
     stamped_settings,
-    tree_if_clean,
 )
 from renderer.reuse.store import Store, cache_name
 from renderer.settings import (
@@ -94,16 +93,18 @@ def render(
         settings.branch,
     )
     try:
-        delta, keys = None, None
+        delta, keys, looked = None, None, None
         if not (target.check or asked.full or asked.crds_from_cluster):
             # the source files, keyed by their Stats: once for the stamp and the plan
             keys = SourceKeys.within(Store(Path(target.repo).resolve() / ".git").sources)
             found = _stamped(asked, target, keys)
             if isinstance(found, RenderReport):
                 return found
-            delta = found
-        # git looks at the output folder while the renderers are imported (renderer.reuse.cleantree)
-        looked = _look(target) if delta is not None else None
+            if found is not None:  # git looked at the output folder already
+                delta, looked = found
+        if delta is not None and looked is None:
+            # git looks at the output folder while the renderers are imported
+            looked = _look(target)
         target = replace(target, provenance=_provenance(settings))
         return as_usual(
             asked, target, cluster_crds, progress, stamp=delta, looked=looked, keys=keys
@@ -246,11 +247,14 @@ def _again(
     return stages.begin(planned, None if planned.full else rendition.done.cache)
 
 
-def _stamped(asked: Asked, target: Target, keys: SourceKeys) -> RenderReport | Stamp | None:
-    """The report of a render that would change nothing, when the stamp shows it; the stamp,
-    when only the bytes of some source files differ from it (renderer.reuse.delta); None: render
-    as usual. Pushes, as a render does; when the push is rejected, the render as usual starts
-    from the remote's head."""
+def _stamped(
+    asked: Asked, target: Target, keys: SourceKeys
+) -> RenderReport | tuple[Stamp | None, CleanCheck] | None:
+    """The report of a render that would change nothing, when the stamp shows it; else what
+    git found of the output folder (renderer.reuse.cleantree, asked while the sources were
+    keyed), with the stamp when only the bytes of some source files differ from it
+    (renderer.reuse.delta); None: render as usual. Pushes, as a render does; when the push is
+    rejected, the render as usual starts from the remote's head."""
     subdir = checked_path(target.path)
     work = Path(target.repo).resolve()
     if not (work / ".git").is_dir():
@@ -259,25 +263,25 @@ def _stamped(asked: Asked, target: Target, keys: SourceKeys) -> RenderReport | S
     path = store.stamp(cache_name(target.path, asked.shard))
     if not path.is_file():
         return None
-    read = _inputs(asked, target, keys)
-    # Another setting or set of files: a render as usual (the stamp's report is not even read).
-    stamp = Stamp.load(path, *read) if read is not None else None
-    if stamp is None or read is None:
-        return None
-    if stamp.inputs != read[0]:
-        return stamp
     repo = Repo(work, target.author)  # commits nothing: no identity needed
     with locked(repo):
         if leftovers(repo):  # of a killed render: the render as usual recovers them
             return None
-        tree = tree_if_clean(repo, subdir)  # git looks at the tree while Runway reads
+        looked = CleanCheck(repo, subdir, held=True)  # git looks at the tree while Runway reads
         try:
+            read = _inputs(asked, target, keys)
+            # Another setting or set of files: a render as usual (the report is not even read).
+            stamp = Stamp.load(path, *read) if read is not None else None
+            if stamp is None or read is None:
+                return None, looked
+            if stamp.inputs != read[0]:
+                return stamp, looked
             same = stamp.fingerprint == runway_fingerprint(store.fingerprint)
             results = stamp.results(repo.work / subdir)
         finally:
-            clean = tree() == stamp.tree
-        if not (same and clean):
-            return None
+            looked.settle()  # git done before the repository is let go
+        if not (same and looked.clean_tree() == stamp.tree):
+            return None, looked
         pushed = None
         if target.push:
             answer = push_once(repo, target.push, target.branch)

@@ -23,6 +23,11 @@ whole seconds, so a file edited to the same size in the same second as its last 
 ctime, with its mtime put back, reads as unchanged (files git writes or Runway writes are
 "racily clean" for that second, and git compares those by content). `runway render --full`
 compares every file by content.
+
+The source files are keyed the same way (renderer.reuse.sourcekeys): a file's bytes are read
+and digested only when its Stat (with its ctime, which no edit keeps) differs from the one
+recorded when they were last read, and a Stat taken within a second of the file's last change
+is not recorded; `--full` reads every source file.
 """
 
 from __future__ import annotations
@@ -230,28 +235,6 @@ def file_keys(
     found = [(str(f.path), f.key) for f in keys.files(paths, recursive=recursive)]
     keys.save()
     return found
-
-
-def tree_if_clean(repo: Repo, subdir: str) -> Callable[[], str | None]:
-    """HEAD's tree at `subdir` when the index and the work tree hold exactly it there: nothing
-    staged, changed, deleted, untracked or ignored (git compares by content whatever its stat
-    cache cannot settle); else None. Git starts now; calling the answer waits for it."""
-    status = repo.start(
-        "status",
-        "--porcelain",
-        "-z",
-        "--untracked-files=all",
-        "--ignored",
-        "--",
-        subdir,
-        check=False,
-    )
-
-    def answer() -> str | None:
-        done = status()
-        return head_tree(repo, subdir) if done.returncode == 0 and not done.stdout else None
-
-    return answer
 
 
 def head_tree(repo: Repo, subdir: str) -> str | None:
