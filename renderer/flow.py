@@ -32,6 +32,7 @@ from renderer.git.runner import GitError, Repo
 from renderer.git.safefs import UnsafePath
 from renderer.reuse.cleantree import CleanCheck
 from renderer.reuse.digests import files_digest, runway_fingerprint
+from renderer.reuse.sourcekeys import SourceKeys
 from renderer.reuse.stamp import (
     Stamp,
     file_keys,
@@ -39,7 +40,6 @@ from renderer.reuse.stamp import (
     stamp_frame,
     stamp_inputs,
     stamped_settings,
-    tree_if_clean,
 )
 from renderer.reuse.store import Store, cache_name
 from renderer.settings import (
@@ -93,16 +93,22 @@ def render(
         settings.branch,
     )
     try:
-        delta = None
+        delta, keys, looked = None, None, None
         if not (target.check or asked.full or asked.crds_from_cluster):
-            found = _stamped(asked, target)
+            # the source files, keyed by their Stats: once for the stamp and the plan
+            keys = SourceKeys.within(Store(Path(target.repo).resolve() / ".git").sources)
+            found = _stamped(asked, target, keys)
             if isinstance(found, RenderReport):
                 return found
-            delta = found
-        # git looks at the output folder while the renderers are imported (renderer.reuse.cleantree)
-        looked = _look(target) if delta is not None else None
+            if found is not None:  # git looked at the output folder already
+                delta, looked = found
+        if delta is not None and looked is None:
+            # git looks at the output folder while the renderers are imported
+            looked = _look(target)
         target = replace(target, provenance=_provenance(settings))
-        return as_usual(asked, target, cluster_crds, progress, stamp=delta, looked=looked)
+        return as_usual(
+            asked, target, cluster_crds, progress, stamp=delta, looked=looked, keys=keys
+        )
     except UnsafePath as err:  # a link in the tree: the repository cannot be used as it is
         raise GitError(str(err)) from None
 
@@ -115,12 +121,13 @@ def as_usual(
     *,
     stamp: Stamp | None = None,
     looked: CleanCheck | None = None,
+    keys: SourceKeys | None = None,
 ) -> RenderReport:
     """A render as usual. In a repository that exists, the render holds it from the start, and
     git looks at the output folder while the sources are read (renderer.reuse.cleantree).
     `stamp`: the last render's, when only the bytes of some source files differ from its inputs
     (then only their namespaces may be rendered: renderer.reuse.delta). `looked`: git asked
-    already."""
+    already. `keys`: the source files keyed already (renderer.reuse.sourcekeys)."""
     from renderer import plan as planning  # noqa: PLC0415 - the renderers: see the module's text
     from renderer import stages  # noqa: PLC0415
 
@@ -143,14 +150,17 @@ def as_usual(
         )
         check = (looked or CleanCheck(repo, subdir)) if cached and cached.is_file() else None
         kept = stamp if check is not None else None
-        planned = planning.plan(asked, target, cluster_crds, progress, opened=repo, stamp=kept)
+        planned = planning.plan(
+            asked, target, cluster_crds, progress, opened=repo, stamp=kept, keys=keys
+        )
         cache = stages.load_cache(planned)
         part = planned.read.delta
         clean = check.tree(cache, part) if check is not None else None
         if part is not None and (
             kept is None or clean is None or cache is None or cache.tree != kept.tree
         ):  # git does not vouch for the tree as the stamp's: every document is read
-            planned, part = planning.plan(asked, target, cluster_crds, progress, opened=repo), None
+            planned = planning.plan(asked, target, cluster_crds, progress, opened=repo, keys=keys)
+            part = None
             clean = check.tree(cache) if check is not None else None
         if part is not None and kept is not None:  # only the changed files' namespaces
             planned = planning.narrowed(planned, part, kept)
@@ -237,11 +247,14 @@ def _again(
     return stages.begin(planned, None if planned.full else rendition.done.cache)
 
 
-def _stamped(asked: Asked, target: Target) -> RenderReport | Stamp | None:
-    """The report of a render that would change nothing, when the stamp shows it; the stamp,
-    when only the bytes of some source files differ from it (renderer.reuse.delta); None: render
-    as usual. Pushes, as a render does; when the push is rejected, the render as usual starts
-    from the remote's head."""
+def _stamped(
+    asked: Asked, target: Target, keys: SourceKeys
+) -> RenderReport | tuple[Stamp | None, CleanCheck] | None:
+    """The report of a render that would change nothing, when the stamp shows it; else what
+    git found of the output folder (renderer.reuse.cleantree, asked while the sources were
+    keyed), with the stamp when only the bytes of some source files differ from it
+    (renderer.reuse.delta); None: render as usual. Pushes, as a render does; when the push is
+    rejected, the render as usual starts from the remote's head."""
     subdir = checked_path(target.path)
     work = Path(target.repo).resolve()
     if not (work / ".git").is_dir():
@@ -250,25 +263,25 @@ def _stamped(asked: Asked, target: Target) -> RenderReport | Stamp | None:
     path = store.stamp(cache_name(target.path, asked.shard))
     if not path.is_file():
         return None
-    read = _inputs(asked, target)
-    # Another setting or set of files: a render as usual (the stamp's report is not even read).
-    stamp = Stamp.load(path, *read) if read is not None else None
-    if stamp is None or read is None:
-        return None
-    if stamp.inputs != read[0]:
-        return stamp
     repo = Repo(work, target.author)  # commits nothing: no identity needed
     with locked(repo):
         if leftovers(repo):  # of a killed render: the render as usual recovers them
             return None
-        tree = tree_if_clean(repo, subdir)  # git looks at the tree while Runway reads
+        looked = CleanCheck(repo, subdir, held=True)  # git looks at the tree while Runway reads
         try:
+            read = _inputs(asked, target, keys)
+            # Another setting or set of files: a render as usual (the report is not even read).
+            stamp = Stamp.load(path, *read) if read is not None else None
+            if stamp is None or read is None:
+                return None, looked
+            if stamp.inputs != read[0]:
+                return stamp, looked
             same = stamp.fingerprint == runway_fingerprint(store.fingerprint)
             results = stamp.results(repo.work / subdir)
         finally:
-            clean = tree() == stamp.tree
-        if not (same and clean):
-            return None
+            looked.settle()  # git done before the repository is let go
+        if not (same and looked.clean_tree() == stamp.tree):
+            return None, looked
         pushed = None
         if target.push:
             answer = push_once(repo, target.push, target.branch)
@@ -310,18 +323,18 @@ def _look(target: Target) -> CleanCheck | None:
     return None if leftovers(repo) else CleanCheck(repo, checked_path(target.path))
 
 
-def _inputs(asked: Asked, target: Target) -> tuple[str, str] | None:
+def _inputs(asked: Asked, target: Target, keys: SourceKeys) -> tuple[str, str] | None:
     """The stamp's digest of the inputs, and of them but the sources' bytes (renderer.reuse.stamp);
     None when a file cannot be read (the render as usual says why)."""
     try:
-        sources = file_keys(asked.sources, recursive=asked.recursive)
+        sources = file_keys(asked.sources, keys, recursive=asked.recursive)
         providers = []
         if asked.providers and STDIN not in asked.providers:
-            providers = [key for _, key in file_keys(asked.providers)]
+            providers = [key for _, key in file_keys(asked.providers, keys)]
         schemas = files_digest([Path(d) for d in asked.crds]) if asked.crds else None
     except (OSError, SourceError):
         return None
     stamped = stamped_settings(asked, target, schemas)
-    keys = [key for _, key in sources] + providers
+    read = [key for _, key in sources] + providers
     frame = stamp_frame(stamped, [path for path, _ in sources], providers)
-    return stamp_inputs(stamped, keys), frame
+    return stamp_inputs(stamped, read), frame

@@ -44,6 +44,7 @@ from renderer.reuse.digests import (
     runway_fingerprint,
 )
 from renderer.reuse.parsecache import ParsedSources
+from renderer.reuse.sourcekeys import SourceKeys
 from renderer.reuse.stamp import Source, Stamp, named_schemas, stamp_frame, stamp_inputs
 from renderer.reuse.stamp import stamped_settings as stamped_of
 from renderer.reuse.store import Store, cache_name
@@ -154,14 +155,17 @@ def plan(
     *,
     opened: Repo | None = None,
     stamp: Stamp | None = None,
+    keys: SourceKeys | None = None,
 ) -> Plan:
     """The render, its inputs read; with `stamp`, when only the bytes of some source files
     differ from its inputs, only the documents of their namespaces are (renderer.reuse.delta).
-    `opened`: the repository, when the caller holds it already."""
+    `opened`: the repository, when the caller holds it already; `keys`: the source files keyed
+    already (renderer.reuse.sourcekeys)."""
     git_dir = Path(target.repo) / ".git"
     kept = Store(git_dir) if git_dir.is_dir() else None
     fingerprint = runway_fingerprint(kept.fingerprint if kept else None)
-    parsed = ParsedSources(kept.sources if kept else None, fingerprint)
+    folder = kept.sources if kept else None
+    parsed = ParsedSources(folder, fingerprint, by_stat=not asked.full, keys=keys)
     read = _read(asked, parsed, stamp)
     configs = _config_objects(read.docs, asked.providers, parsed)
     schema_digest, load_schemas = _schema_source(asked, cluster_crds)

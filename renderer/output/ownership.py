@@ -103,14 +103,26 @@ def duplicates(
     }
 
 
-def portable(path: str | Path, work: Path, cwd: Path | None = None) -> str:
+def portable(
+    path: str | Path, work: Path, cwd: Path | None = None, folders: dict[str, Path] | None = None
+) -> str:
     """A source path as recorded, the same wherever the repositories are checked out: relative
     to the GitOps work tree when inside it, else relative to the current directory (`cwd`,
-    resolved) when inside that, else absolute; its folder resolved, its own name kept."""
+    resolved) when inside that, else absolute; its folder resolved, its own name kept.
+    `folders`: folders resolved already, by their path as given (filled as they are)."""
     given = Path(path)
-    where = given.parent.resolve() / given.name if given.name else given.resolve()
+    if given.name:
+        parent = str(given.parent)
+        known = folders.get(parent) if folders is not None else None
+        if known is None:
+            known = given.parent.resolve()
+            if folders is not None:
+                folders[parent] = known
+        where = known / given.name
+    else:
+        where = given.resolve()
     for base in (work, cwd or Path.cwd().resolve()):
-        if where == base or base in where.parents:
+        if where.is_relative_to(base):  # it, or under it
             return where.relative_to(base).as_posix()
     return where.as_posix()
 
@@ -234,11 +246,12 @@ def origins_of(
     found: dict[str, str] = {}
     paths: dict[str, str] = {}  # origin as read -> as recorded (a file holds many documents)
     cwd = Path.cwd().resolve()
+    folders: dict[str, Path] = {}  # each folder resolved once (a file per model: 500 in one)
     keys = keys if keys is not None else [output_key(doc.obj) for doc in docs]
     for doc, key in zip(docs, keys, strict=True):
         if key is not None and key not in found:
             if doc.origin not in paths:
-                paths[doc.origin] = portable(doc.origin, work, cwd)
+                paths[doc.origin] = portable(doc.origin, work, cwd, folders)
             found[key] = paths[doc.origin]
     return found
 

@@ -38,18 +38,33 @@ Git = Callable[[], subprocess.CompletedProcess[str]]
 class CleanCheck:
     """Git asked, now, whether `subdir` is clean and what HEAD holds there; `tree` answers."""
 
-    def __init__(self, repo: Repo, subdir: str) -> None:
+    def __init__(self, repo: Repo, subdir: str, *, held: bool = False) -> None:
         self._repo, self._subdir = repo, subdir
         plain_parts(subdir)
         # No optional locks: git may start before the render holds the repository, and a
         # render must find no index.lock of a live git when it takes it (renderer.git.locks).
+        # `held`: the caller holds the repository and waits for git (`settle`) before it lets
+        # go: git may refresh its index, so that the next status is not slower for it.
         status = repo.start(
-            *("--no-optional-locks", "status", "--porcelain", "-z", "--untracked-files=all"),
-            *("--ignored", "--", subdir),
+            *(() if held else ("--no-optional-locks",)),
+            *("status", "--porcelain", "-z", "--untracked-files=all", "--ignored", "--", subdir),
             check=False,
         )
         head = repo.start("rev-parse", "-q", "--verify", f"HEAD:{subdir}", check=False)
         self._status, self._head = functools.cache(status), functools.cache(head)
+
+    def settle(self) -> None:
+        """Git done."""
+        self._status()
+        self._head()
+
+    def clean_tree(self) -> str | None:
+        """HEAD's tree at `subdir` when the index and the work tree hold exactly it there:
+        nothing staged, changed, deleted, untracked or ignored; else None."""
+        changed, head = self._status(), self._head()
+        if changed.returncode != 0 or changed.stdout or head.returncode != 0:
+            return None
+        return head.stdout.strip()
 
     def tree(self, cache: RenderCache | None, part: Namespaces | None = None) -> DiskTree | None:
         """The tree under `subdir` (as Repo.scan gives it) when git vouches for it as `cache`

@@ -30,8 +30,8 @@ from kubeio.sources import Document, expand_lists
 from renderer.output.ownership import Removals, output_key
 from renderer.output.shard import Namespaces, Part
 from renderer.reuse.incremental import Rendered
-from renderer.reuse.parsecache import SourceFile
 from renderer.reuse.rendercache import RenderCache
+from renderer.reuse.sourcekeys import SourceFile
 from renderer.reuse.stamp import Source, Stamp
 
 

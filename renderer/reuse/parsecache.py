@@ -6,12 +6,13 @@ from __future__ import annotations
 import pickle
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from core.fields.errors import SourceError
-from kubeio.sources import Document, expand_lists, parse_stream, split_stream, yaml_files
+from kubeio.sources import Document, expand_lists, parse_stream, split_stream
 from renderer.pool import fork_pool
 from renderer.reuse.digests import digest, object_digest
+from renderer.reuse.sourcekeys import SourceFile, SourceKeys
 from renderer.reuse.store import NextPickle, Store
 
 # Unparsed source bytes from which a render parses them in a pool (ParsedSources.prefetch): a
@@ -24,14 +25,6 @@ PREFETCH_BYTES = 1 << 20
 Piece = tuple[int, list[tuple[int, dict[str, Any]]], list[str | None]]
 
 
-class SourceFile(NamedTuple):
-    """A source file as read: its path, its bytes and its file_key."""
-
-    path: Path
-    data: bytes
-    key: str
-
-
 class ParsedSources:
     """Source files parsed once per content: the documents of each YAML file and each object's
     canonical digest, pickled in a folder (inside .git), one entry per file path (named by the
@@ -42,10 +35,16 @@ class ParsedSources:
     this time are dropped by `finish`. Without a folder, or with an unreadable entry, files
     are parsed as usual."""
 
-    def __init__(self, folder: Path | None, fingerprint: str) -> None:
+    def __init__(
+        self,
+        folder: Path | None,
+        fingerprint: str,
+        *,
+        by_stat: bool = True,
+        keys: SourceKeys | None = None,
+    ) -> None:
         self.folder = folder
         self.fingerprint = fingerprint
-        self.used: set[str] = set()
         self.digests: dict[int, str] = {}  # id(object) -> digest(canonical(object))
         self.pending: dict[str, Any] = {}  # parsed this time, stored by `finish`
         self.read_keys: list[
@@ -55,6 +54,9 @@ class ParsedSources:
         # entries a worker parsed (prefetch), until `documents` takes them
         self._prefetched: dict[str, tuple[str, list[tuple[str, Piece]]]] = {}
         self._entries: dict[str, tuple[str, list[tuple[str, Piece]]] | None] = {}  # as read
+        # files keyed by their Stats (renderer.reuse.sourcekeys): `keys`, those the render
+        # asked already, else a record of its own; without `by_stat`, every file is read
+        self._keys = keys or SourceKeys.within(folder, trust=by_stat)
 
     def read(self, paths: Sequence[str]) -> list[Document]:
         """The documents of the files, each `kind: List` as its items (kubeio.sources)."""
@@ -67,17 +69,10 @@ class ParsedSources:
         """The files reading `paths` reads (folders walked as kubeio.sources walks them, with
         every folder under them when `recursive`), each read and keyed, in order; their parsed
         documents stay cached whether asked for or not."""
-        found = []
-        for path in yaml_files(paths, recursive=recursive):
-            try:
-                data = path.read_bytes()
-            except OSError as err:
-                raise SourceError(str(path), f"cannot read: {err.strerror or err}") from None
-            key = file_key(path, data)
+        found = self._keys.files(paths, recursive=recursive)
+        for path, _, key in found:
             self.read_keys.append(key)
             self.read_paths.append(str(path))
-            self.used.add(self._name(path))
-            found.append(SourceFile(path, data, key))
         return found
 
     def prefetch(self, files: Sequence[SourceFile], workers: int) -> None:
@@ -88,10 +83,13 @@ class ParsedSources:
         pickled; a file a worker could not parse is left to `documents`, which parses it here
         and says why it cannot be read."""
         todo = [found for found in files if not self._holds(found)]
-        if workers < 2 or len(todo) < 2 or sum(len(f.data) for f in todo) < PREFETCH_BYTES:
+        if workers < 2 or len(todo) < 2:
+            return
+        todo = [found._replace(data=found.content()) for found in todo]
+        if sum(len(found.content()) for found in todo) < PREFETCH_BYTES:
             return
         # the largest first, so that no worker is left with a large file at the end
-        todo.sort(key=lambda found: len(found.data), reverse=True)
+        todo.sort(key=lambda found: len(found.content()), reverse=True)
         tasks = [(self.folder, self.fingerprint, found) for found in todo]
         with fork_pool(min(workers, len(todo))) as pool:
             answers = pool.imap(_parsed_pieces, tasks, chunksize=1)
@@ -105,7 +103,7 @@ class ParsedSources:
 
     def documents(self, source: SourceFile) -> list[Document]:
         """One file's documents (not yet expanded: see `read`), from the cache or parsed."""
-        path, data, key = source
+        path, _, key = source
         name = self._name(path)
         # an entry read before (prefetch) is not kept: a stale one held the old objects alive
         known = self._entries.pop(name) if name in self._entries else self._read_entry(name)
@@ -116,7 +114,7 @@ class ParsedSources:
         if known is not None and known[0] == key:
             return self._documents(str(path), known[1])
         try:
-            text = data.decode("utf-8")
+            text = source.content().decode("utf-8")
         except UnicodeDecodeError as err:
             raise SourceError(str(path), f"cannot read: {err}") from None
         pieces = self._pieces(text, str(path), dict(known[1]) if known is not None else {})
@@ -186,10 +184,16 @@ class ParsedSources:
         for name, value in self.pending.items():
             self._store(folder / name, value)
         self.pending.clear()
-        if folder.is_dir():
+        # the entries are those of the files the last render read: when these are the same
+        # files, there is nothing to drop (a render killed before saving the record leaves the
+        # last one's, so the next drops what it must)
+        listing = digest(*self.read_paths)
+        if folder.is_dir() and listing != self._keys.listing():
+            used = {self._name(Path(path)) for path in self.read_paths}
             for entry in folder.iterdir():
-                if entry.name not in self.used:
+                if entry.name not in used:
                     entry.unlink(missing_ok=True)
+        self._keys.save(folder, keep=set(self.read_paths), listing=listing)
 
 
 def _parsed_pieces(task: tuple[Path | None, str, SourceFile]) -> bytes | None:
@@ -198,18 +202,13 @@ def _parsed_pieces(task: tuple[Path | None, str, SourceFile]) -> bytes | None:
     file is not UTF-8 or does not parse (the render parses it again, and says why)."""
     folder, fingerprint, source = task
     try:
-        text = source.data.decode("utf-8")
+        text = source.content().decode("utf-8")
         parsing = ParsedSources(folder, fingerprint)
         known = parsing._entry(parsing._name(source.path))
         pieces = parsing._pieces(text, str(source.path), dict(known[1]) if known else {})
         return pickle.dumps((source.key, pieces), pickle.HIGHEST_PROTOCOL)
     except Exception:  # anything: told by the parse that follows in the render
         return None
-
-
-def file_key(path: Path, data: bytes) -> str:
-    """One source file as read: its path and its bytes."""
-    return digest(str(path), data)
 
 
 def _entry_shape(read: NextPickle) -> tuple[str, list[tuple[str, Piece]]]:

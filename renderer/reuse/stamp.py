@@ -23,26 +23,29 @@ whole seconds, so a file edited to the same size in the same second as its last 
 ctime, with its mtime put back, reads as unchanged (files git writes or Runway writes are
 "racily clean" for that second, and git compares those by content). `runway render --full`
 compares every file by content.
+
+The source files are keyed the same way (renderer.reuse.sourcekeys): a file's bytes are read
+and digested only when its Stat (with its ctime, which no edit keeps) differs from the one
+recorded when they were last read, and a Stat taken within a second of the file's last change
+is not recorded; `--full` reads every source file.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kubeio.sources import yaml_files
 from renderer.git.runner import Repo
 from renderer.git.safefs import read_text
 from renderer.output.folders import Result, report_line
 from renderer.output.ownership import Removals
 from renderer.reuse.digests import builtin_schemas_version, digest
-from renderer.reuse.parsecache import file_key
 from renderer.reuse.rendercache import Shared
-from renderer.reuse.store import NextPickle, Store, cache_key
+from renderer.reuse.sourcekeys import SourceKeys
+from renderer.reuse.store import NextPickle, Store, cache_key, types_of
 from renderer.settings import Asked, RenderSettings, Target, checked_path
 
 STAMP_FORMAT = 5
@@ -138,7 +141,7 @@ class Stamp:
                 raise TypeError("a digest that is not text")
             if inputs is not None and recorded != inputs and framed != frame:
                 return None
-            sources = tuple(map(_source, raw_sources))
+            sources = _sources(raw_sources)
             rows, removals = read()
             return cls(
                 fingerprint, recorded, tree, _rows(rows), _removals(removals), framed, sources
@@ -223,33 +226,15 @@ def stamp_path(git_dir: Path, settings: RenderSettings) -> Path:
     return Store(git_dir).stamp(cache_key(settings))
 
 
-def file_keys(paths: Sequence[str], *, recursive: bool = True) -> list[tuple[str, str]]:
+def file_keys(
+    paths: Sequence[str], keys: SourceKeys, *, recursive: bool = True
+) -> list[tuple[str, str]]:
     """The path and file_key of each file that reading `paths` reads (folders walked as a
-    render walks them, with every folder under them when `recursive`), in order."""
-    found = yaml_files(paths, recursive=recursive)
-    return [(str(path), file_key(path, path.read_bytes())) for path in found]
-
-
-def tree_if_clean(repo: Repo, subdir: str) -> Callable[[], str | None]:
-    """HEAD's tree at `subdir` when the index and the work tree hold exactly it there: nothing
-    staged, changed, deleted, untracked or ignored (git compares by content whatever its stat
-    cache cannot settle); else None. Git starts now; calling the answer waits for it."""
-    status = repo.start(
-        "status",
-        "--porcelain",
-        "-z",
-        "--untracked-files=all",
-        "--ignored",
-        "--",
-        subdir,
-        check=False,
-    )
-
-    def answer() -> str | None:
-        done = status()
-        return head_tree(repo, subdir) if done.returncode == 0 and not done.stdout else None
-
-    return answer
+    render walks them, with every folder under them when `recursive`), in order: only files
+    whose Stats changed are read (renderer.reuse.sourcekeys: `keys`, the render's)."""
+    found = [(str(f.path), f.key) for f in keys.files(paths, recursive=recursive)]
+    keys.save()
+    return found
 
 
 def head_tree(repo: Repo, subdir: str) -> str | None:
@@ -263,29 +248,24 @@ def _rows(raw: Any) -> tuple[StampRow, ...]:
     of 10,000); the warnings and schemas most rows share (one object, as saved) are checked
     once. The rows are kept as read."""
     rows = tuple(raw)
-    if not _types(rows) <= {tuple} or any(len(row) != ROW_FIELDS for row in rows):
+    if not types_of(rows) <= {tuple} or any(len(row) != ROW_FIELDS for row in rows):
         raise TypeError("a result that is not a row")
     keys, names, errors, warnings, engines, providers, schemas, lines = (
         zip(*rows, strict=True) if rows else ((),) * ROW_FIELDS
     )
-    if not _types(names) <= {tuple} or not _types(keys, lines, *names) <= {str}:
+    if not types_of(names) <= {tuple} or not types_of(keys, lines, *names) <= {str}:
         raise TypeError("a result field of the wrong type")
-    if not _types(errors, engines, providers) <= {str, type(None)}:
+    if not types_of(errors, engines, providers) <= {str, type(None)}:
         raise TypeError("a result field of the wrong type")
     for shared in {id(w): w for w in warnings}.values():
-        if type(shared) is not tuple or not _types(shared) <= {str}:
+        if type(shared) is not tuple or not types_of(shared) <= {str}:
             raise TypeError("warnings that are not texts")
     for shared in {id(s): s for s in schemas}.values():
-        if type(shared) is not tuple or not _types(shared) <= {tuple}:
+        if type(shared) is not tuple or not types_of(shared) <= {tuple}:
             raise TypeError("schemas that are not pairs")
-        if any(len(pair) != 2 for pair in shared) or not _types(*shared) <= {str}:
+        if any(len(pair) != 2 for pair in shared) or not types_of(*shared) <= {str}:
             raise TypeError("a schema that is not a pair of texts")
     return tuple(map(StampRow._make, rows))
-
-
-def _types(*columns: Iterable[Any]) -> set[type]:
-    """The types of the values in `columns`."""
-    return set(map(type, itertools.chain.from_iterable(columns)))
 
 
 def _texts(raw: Any) -> tuple[str, ...]:
@@ -295,13 +275,18 @@ def _texts(raw: Any) -> tuple[str, ...]:
     return found
 
 
-def _source(raw: Any) -> Source:
-    """One recorded source file, each field of the type it must have (else TypeError)."""
-    path, key, namespaces, configs = raw
-    texts = (path, key, *namespaces)
-    if not all(isinstance(t, str) for t in texts) or type(configs) is not bool:
+def _sources(raw: Any) -> tuple[Source, ...]:
+    """The recorded source files, each field of the type it must have (else TypeError);
+    checked a field at a time over every row, as the results are (_rows)."""
+    rows = tuple(raw)
+    if types_of(rows) - {tuple, list} or any(len(row) != len(Source._fields) for row in rows):
+        raise TypeError("a source that is not a row")
+    paths, keys, names, configs = zip(*rows, strict=True) if rows else ((),) * 4
+    if types_of(paths, keys) - {str} or types_of(names) - {tuple, list}:
         raise TypeError("a source field of the wrong type")
-    return Source(path, key, tuple(namespaces), configs)
+    if types_of(*names) - {str} or types_of(configs) - {bool}:
+        raise TypeError("a source field of the wrong type")
+    return tuple(map(Source._make, zip(paths, keys, map(tuple, names), configs, strict=True)))
 
 
 def _removals(raw: Any) -> Removals:

@@ -9,9 +9,10 @@ in renderer/git/.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -110,6 +111,11 @@ class Store:
         value = build()
         self.save(path, value, best_effort=True)
         return value
+
+
+def types_of(*columns: Iterable[Any]) -> set[type]:
+    """The types of the values in `columns` (a shape checks a field of every row at once)."""
+    return set(map(type, itertools.chain.from_iterable(columns)))
 
 
 def cache_key(settings: RenderSettings) -> str:
