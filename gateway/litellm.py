@@ -7,6 +7,13 @@ the request, which holds the provider key); errors carry the route and the HTTP 
 Redirects are never followed: the master key would go with the request to wherever LiteLLM (or
 anything in front of it) points.
 
+Connections are kept alive and reused (issue #46: a pass of 1,000 writes paid a TCP connect for
+each): a connection goes back to the client's pool only after an answer read whole that did not
+say Connection: close, an idle one is dropped after KEEP_IDLE seconds (uvicorn, which serves
+LiteLLM, closes idle ones after 5 s), and a request that finds its reused connection closed by
+LiteLLM is sent once more on a new one (nothing reached LiteLLM's handler: the answer never
+began). Threads may share one client: each exchange holds its connection alone.
+
 Every exchange is bounded as a whole (issue #40, items 9 and 14): it must end within `timeout`
 seconds in total (a watchdog shuts the socket down at the deadline, so a LiteLLM that trickles
 its headers or body one byte at a time cannot hold a pass), and an answer is read in chunks up
@@ -39,6 +46,9 @@ TIMEOUT = 30.0  # seconds for a whole exchange: connect, request, headers and th
 MAX_ANSWER = 4 * 2**20
 MAX_WRITE_ANSWER = 2**16  # bytes of a write's answer read (and dropped)
 CHUNK = 2**16
+KEEP_IDLE = 2.0  # seconds an idle kept-alive connection is reused (uvicorn closes them at 5 s)
+# A reused connection LiteLLM closed while it was idle: the request never reached a handler.
+STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
 # What the sync reads of an entry of /model/info; everything else is dropped as it is read.
 PARAM_KEYS = ("model", "api_base")
 INFO_KEYS = ("id", "mode", "runway_managed_by", "runway_owner", "requested_by")
@@ -64,6 +74,10 @@ class LiteLLM:
     url: str  # e.g. http://litellm.gateway.svc:4000
     master_key: str = field(repr=False)
     timeout: float = TIMEOUT
+    _idle: list[tuple[http.client.HTTPConnection, float]] = field(
+        default_factory=list, repr=False, compare=False
+    )  # kept-alive connections and when each went idle
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def model_info(self) -> list[dict[str, Any]]:
         """Every deployment LiteLLM routes to (config and DB entries alike), each reduced to
@@ -81,6 +95,23 @@ class LiteLLM:
             raise LiteLLMUnavailable(f"{self.url}/v1/models: no data list in the answer")
         return {m["id"] for m in data if isinstance(m, Mapping) and isinstance(m.get("id"), str)}
 
+    def deployment(self, model_id: str) -> dict[str, Any] | None:
+        """The entry with model_info.id `model_id`, reduced as model_info() reduces, or None when
+        LiteLLM has none: GET /model/info?litellm_model_id=ID, LiteLLM's lookup of one deployment
+        by id in its router (400 when there is none). An answer listing other entries too (a
+        LiteLLM that ignores the parameter lists them all) is searched for the id."""
+        route = "/model/info?" + urllib.parse.urlencode({"litellm_model_id": model_id})
+        status, raw = self._exchange(route, None, MAX_ANSWER)
+        if status in (400, 404):
+            return None
+        data = self._parse(route, status, raw).pop("data", None)
+        if not isinstance(data, list):
+            raise LiteLLMUnavailable(f"{self.url}{route}: no data list in the answer")
+        entries = (_entry(d) for d in data if isinstance(d, Mapping))
+        return next(
+            (e for e in entries if e is not None and e["model_info"].get("id") == model_id), None
+        )
+
     def new(self, body: Mapping[str, Any]) -> None:
         self._post("/model/new", body)
 
@@ -92,6 +123,10 @@ class LiteLLM:
 
     def _get(self, route: str) -> dict[str, Any]:
         status, raw = self._exchange(route, None, MAX_ANSWER)
+        return self._parse(route, status, raw)
+
+    def _parse(self, route: str, status: int, raw: bytes) -> dict[str, Any]:
+        """The JSON object of a 2xx answer, else LiteLLMUnavailable naming why."""
         if not 200 <= status < 300:
             raise LiteLLMUnavailable(f"{self.url}{route} answered {_status(status)}")
         if len(raw) > MAX_ANSWER:
@@ -122,34 +157,96 @@ class LiteLLM:
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
+        path = f"{target.path}?{target.query}" if target.query else target.path
+        request = ("GET" if body is None else "POST", path, data, headers)
+        deadline = time.monotonic() + self.timeout
+        for reused in (True, False):
+            connection = self._idle_connection() if reused else self._new_connection(target, route)
+            if connection is None:
+                continue
+            try:
+                return self._send(connection, request, limit, deadline)
+            except _Stale as stale:
+                if reused:
+                    continue  # LiteLLM closed it while idle: once more on a new connection
+                reason = _reason(stale.__cause__ or stale)
+                raise LiteLLMUnavailable(f"{self.url}{route}: {reason}") from None
+            except _Late:
+                raise LiteLLMUnavailable(self._late(route)) from None
+            except (OSError, http.client.HTTPException, ValueError) as err:
+                raise LiteLLMUnavailable(f"{self.url}{route}: {_reason(err)}") from None
+        raise AssertionError("unreachable: a new connection answers or raises")
+
+    def _idle_connection(self) -> http.client.HTTPConnection | None:
+        """The most recently used idle connection, if it went idle less than KEEP_IDLE ago."""
+        now = time.monotonic()
+        with self._lock:
+            while self._idle:
+                connection, since = self._idle.pop()
+                if now - since < KEEP_IDLE:
+                    return connection
+                connection.close()
+        return None
+
+    def _new_connection(
+        self, target: urllib.parse.SplitResult, route: str
+    ) -> http.client.HTTPConnection:
         kind = (
             http.client.HTTPSConnection if target.scheme == "https" else http.client.HTTPConnection
         )
-        deadline = time.monotonic() + self.timeout
         try:
-            connection = kind(target.hostname or "", target.port, timeout=self.timeout)
+            return kind(target.hostname or "", target.port, timeout=self.timeout)
         except ValueError as err:  # a port that is not a number
             raise LiteLLMUnavailable(f"{self.url}{route}: {err}") from None
+
+    def _send(
+        self,
+        connection: http.client.HTTPConnection,
+        request: tuple[str, str, bytes | None, dict[str, str]],
+        limit: int,
+        deadline: float,
+    ) -> tuple[int, bytes]:
+        """One exchange on `connection`, which goes back to the pool when it can carry another."""
+        keep = False
         watchdog: _Watchdog | None = None
         try:
-            connection.connect()  # within the timeout; the watchdog needs the socket
+            if connection.sock is None:
+                connection.connect()  # within the timeout; the watchdog needs the socket
             watchdog = _Watchdog(connection.sock, deadline - time.monotonic())
-            connection.request(
-                "GET" if body is None else "POST", target.path, body=data, headers=headers
-            )
-            answer = connection.getresponse()
-            return answer.status, _read(answer, limit, watchdog)
-        except (OSError, http.client.HTTPException, ValueError) as err:
+            method, path, data, headers = request
+            try:
+                connection.request(method, path, body=data, headers=headers)
+                answer = connection.getresponse()
+            except STALE as err:
+                raise _Stale from err
+            raw = _read(answer, limit, watchdog)
+            keep = not answer.will_close and len(raw) <= limit and answer.length in (None, 0)
+            answer.close()
+            return answer.status, raw
+        except (OSError, http.client.HTTPException, ValueError):
             if watchdog is not None and watchdog.fired.is_set():
-                raise LiteLLMUnavailable(self._late(route)) from None
-            raise LiteLLMUnavailable(f"{self.url}{route}: {_reason(err)}") from None
+                raise _Late from None
+            raise
         finally:
             if watchdog is not None:
                 watchdog.cancel()
-            connection.close()
+            keep = keep and watchdog is not None and not watchdog.fired.is_set()
+            if keep:
+                with self._lock:
+                    self._idle.append((connection, time.monotonic()))
+            else:
+                connection.close()
 
     def _late(self, route: str) -> str:
         return f"{self.url}{route}: no whole answer within {self.timeout:g} s"
+
+
+class _Stale(Exception):
+    """A reused connection found closed before any answer began."""
+
+
+class _Late(Exception):
+    """The watchdog cut the exchange at its deadline."""
 
 
 @dataclass
