@@ -58,6 +58,11 @@ class LiteLLMUnavailable(Unavailable):
     """LiteLLM could not be reached or answered something that is not the management API."""
 
 
+class NoLookup(LiteLLMUnavailable):
+    """GET /model/info?litellm_model_id=ID answered 404: no such route here (LiteLLM answers an
+    unknown id with 400), so entries are to be found in the whole listing instead."""
+
+
 @dataclass(frozen=True)
 class WriteFailed(Exception):
     """A management write answered an error status (the body is deliberately not kept)."""
@@ -98,12 +103,15 @@ class LiteLLM:
     def deployment(self, model_id: str) -> dict[str, Any] | None:
         """The entry with model_info.id `model_id`, reduced as model_info() reduces, or None when
         LiteLLM has none: GET /model/info?litellm_model_id=ID, LiteLLM's lookup of one deployment
-        by id in its router (400 when there is none). An answer listing other entries too (a
-        LiteLLM that ignores the parameter lists them all) is searched for the id."""
+        by id in its router (400 when there is none; NoLookup for a 404, no such route). An answer
+        listing other entries too (a LiteLLM that ignores the parameter lists them all) is
+        searched for the id."""
         route = "/model/info?" + urllib.parse.urlencode({"litellm_model_id": model_id})
         status, raw = self._exchange(route, None, MAX_ANSWER)
-        if status in (400, 404):
+        if status == 400:
             return None
+        if status == 404:
+            raise NoLookup(f"{self.url}{route} answered HTTP 404")
         data = self._parse(route, status, raw).pop("data", None)
         if not isinstance(data, list):
             raise LiteLLMUnavailable(f"{self.url}{route}: no data list in the answer")
