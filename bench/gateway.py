@@ -1,88 +1,164 @@
-"""Time from sync to Ready: one gateway-sync pass (in process) that registers N provider models in
-the real LiteLLM proxy (tests/support/litellm_server.py; only the persistence of
-/model/new|update|delete is substituted) and confirms each in /model/info and /v1/models; then a
-pass with nothing to change (the re-send of every key a fresh process does once), and one that
-deletes them all."""
+"""Time from sync to Ready: gateway-sync passes (in process) against the real LiteLLM proxy
+(tests/support/litellm_server.py; only the persistence of /model/new|update|delete is
+substituted) for N provider models: one that registers them all and confirms each, one with
+nothing to change, one after a single model's base URL changed, and one that deletes them all.
+Every pass prints its time, its Ready count and the requests it sent to LiteLLM by kind (counted
+at the sync's own client, tests/support/litellm.py CountingLiteLLM).
+
+The passes share one Syncer whose View of LiteLLM is trusted for RELIST seconds, as a loop's
+passes are for one --interval (gateway/run.py): the first pass lists LiteLLM, the others use
+what it learned. Rows for 1,000 models are checked against issue #46's targets.
+
+`python -m bench.gateway [--sizes 1,10,50,1000] [--profile]`: --profile prints a cProfile of
+the 1,000-model register pass (the largest size given).
+"""
 
 from __future__ import annotations
 
+import argparse
+import cProfile
+import io
+import pstats
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from core.model.destinations import Destinations
 from gateway.apikeys import FileSecrets
-from gateway.litellm import LiteLLM
-from gateway.merge import plan
+from gateway.merge import Plan, plan
 from gateway.sync import Syncer
 from kubeio.registry import build_registry
 from kubeio.shipped import bundled_config_objects, bundled_versions
 from tests.support.answers import FakeUpstream
 from tests.support.builders import external_model_provider
-from tests.support.litellm import MASTER_KEY, start_proxy
+from tests.support.litellm import MASTER_KEY, CountingLiteLLM, Proxy, start_proxy
 
-SIZES = (1, 10, 50)
+SIZES = (1, 10, 50, 1000)
+TARGETS = {"register": 5.0, "one changed": 0.5}  # seconds, for 1,000 models (issue #46)
+TARGET_SIZE = 1000
+RELIST = 3600.0  # every pass of the bench falls within one interval of the first
 SECRET = {
     "apiVersion": "v1",
     "kind": "Secret",
     "metadata": {"name": "provider-key", "namespace": "gw"},
     "stringData": {"apiKey": "sk-bench-key"},
 }
-
-
 # The stand-in upstream listens on loopback, which base URLs may not name unless allowed.
 LOOPBACK = Destinations.parse(["127.0.0.1"])
 
 
-def main() -> None:
-    registry = build_registry(bundled_config_objects(), flags={})
-    pins = bundled_versions()
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="bench.gateway")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
     upstream = FakeUpstream("bench").start()
     with tempfile.TemporaryDirectory() as work:
-        proxy = start_proxy(
-            Path(work),
-            [
-                {
-                    "model_name": "config-model",
-                    "litellm_params": {"model": "openai/c", "api_base": upstream.url},
-                    "model_info": {"id": "config-1"},
-                }
-            ],
-        )
+        proxy = start_proxy(Path(work), [_config_model(upstream.url)])
         try:
-            syncer = Syncer(LiteLLM(proxy.url, MASTER_KEY), FileSecrets([SECRET]))
-            for size in SIZES:
-                providers = [
-                    external_model_provider(
-                        f"p{i}", "gw", baseURL=upstream.url, models=[{"servedName": f"m{i}"}]
-                    )
-                    for i in range(size)
-                ]
-                desired = plan([], providers, registry=registry, pins=pins, destinations=LOOPBACK)
-                empty = plan([], [], registry=registry, pins=pins)
-                timings = []
-                for label, target in (
-                    ("register", desired),
-                    ("unchanged", desired),
-                    ("delete", empty),
-                ):
-                    start = time.perf_counter()
-                    results = syncer.reconcile(target)
-                    elapsed = time.perf_counter() - start
-                    ready = sum(r.registered for r in results)
-                    timings.append(f"{label} {elapsed * 1000:.0f} ms ({ready} Ready)")
-                print(f"gateway-sync {size:>3} models: " + "; ".join(timings))
-            start = time.perf_counter()
-            samples = []
-            for _ in range(20):
-                t0 = time.perf_counter()
-                proxy.models()
-                samples.append(time.perf_counter() - t0)
-            print(f"LiteLLM GET /v1/models median {statistics.median(samples) * 1000:.1f} ms")
+            print(f"load average {_load()} (before)")
+            seconds: dict[tuple[int, str], float] = {}
+            for size in sizes:
+                profile = args.profile and size == max(sizes)
+                seconds.update(_size(proxy, upstream.url, size, profile=profile))
+            _listing(proxy)
+            _summary(seconds)
+            print(f"load average {_load()} (after)")
         finally:
             proxy.stop()
             upstream.stop()
+
+
+def _size(proxy: Proxy, upstream: str, size: int, *, profile: bool) -> dict[tuple[int, str], float]:
+    """The four passes of one size; their seconds by (size, pass)."""
+    registry = build_registry(bundled_config_objects(), flags={})
+    pins = bundled_versions()
+
+    def desired(moved: str) -> Plan:
+        providers = [
+            external_model_provider(
+                f"p{i}",
+                "gw",
+                baseURL=moved if i == 0 else upstream,
+                models=[{"servedName": f"m{i}"}],
+            )
+            for i in range(size)
+        ]
+        return plan([], providers, registry=registry, pins=pins, destinations=LOOPBACK)
+
+    client = CountingLiteLLM(proxy.url, MASTER_KEY)
+    syncer = Syncer(client, FileSecrets([SECRET]), relist=RELIST)
+    passes = (
+        ("register", desired(upstream)),
+        ("unchanged", desired(upstream)),
+        ("one changed", desired(f"{upstream}/moved")),
+        ("delete", plan([], [], registry=registry, pins=pins)),
+    )
+    seconds = {}
+    for label, target in passes:
+        profiler = cProfile.Profile() if profile and label == "register" else None
+        start = time.perf_counter()
+        if profiler is not None:
+            results = profiler.runcall(syncer.reconcile, target)
+        else:
+            results = syncer.reconcile(target)
+        elapsed = time.perf_counter() - start
+        ready = sum(r.registered for r in results)
+        seconds[(size, label)] = elapsed
+        requests = ", ".join(f"{k} {v}" for k, v in client.take().items()) or "none"
+        print(
+            f"gateway-sync {size:>4} models, {label:<11} {elapsed * 1000:>7.0f} ms "
+            f"({ready} Ready); requests: {requests}"
+        )
+        if profiler is not None:
+            _print_profile(profiler)
+    return seconds
+
+
+def _listing(proxy: Proxy) -> None:
+    samples = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        proxy.models()
+        samples.append(time.perf_counter() - t0)
+    print(f"LiteLLM GET /v1/models median {statistics.median(samples) * 1000:.1f} ms")
+
+
+def _summary(seconds: dict[tuple[int, str], float]) -> None:
+    for label, target in TARGETS.items():
+        got = seconds.get((TARGET_SIZE, label))
+        if got is None:
+            continue
+        verdict = "PASS" if got <= target else "MISS"
+        print(
+            f"target {TARGET_SIZE} models {label}: {got:.2f} s against <= {target:g} s "
+            f"(ratio {got / target:.2f}) {verdict}; load average {_load()}"
+        )
+
+
+def _print_profile(profiler: cProfile.Profile) -> None:
+    for key in ("tottime", "cumulative"):
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats(key).print_stats(15)
+        lines = [line for line in out.getvalue().splitlines() if line.strip()]
+        print(f"profile of the register pass, by {key}:")
+        print("\n".join(f"  {line}" for line in lines[-16:]))
+
+
+def _config_model(url: str) -> dict[str, Any]:
+    return {
+        "model_name": "config-model",
+        "litellm_params": {"model": "openai/c", "api_base": url},
+        "model_info": {"id": "config-1"},
+    }
+
+
+def _load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 if __name__ == "__main__":

@@ -7,17 +7,21 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from gateway.litellm import LiteLLM
 from tests.support.cluster import free_port, terminate
 from tests.support.wait import wait_until
 
@@ -68,6 +72,32 @@ class Proxy:
 
     def stop(self) -> int:
         return terminate(self.process)
+
+
+@dataclass
+class CountingLiteLLM(LiteLLM):
+    """The sync's own LiteLLM client, counting the requests it sends by kind ("GET /model/info",
+    "GET /model/info?litellm_model_id", "POST /model/new", ...); every request still goes to
+    LiteLLM as the client sends it."""
+
+    counts: Counter[str] = field(default_factory=Counter, repr=False, compare=False)
+    _count_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def _exchange(
+        self, route: str, body: Mapping[str, Any] | None, limit: int
+    ) -> tuple[int, bytes]:
+        path = urllib.parse.urlsplit(route)
+        query = "?" + "&".join(sorted(urllib.parse.parse_qs(path.query))) if path.query else ""
+        with self._count_lock:
+            self.counts[f"{'GET' if body is None else 'POST'} {path.path}{query}"] += 1
+        return super()._exchange(route, body, limit)
+
+    def take(self) -> dict[str, int]:
+        """The counts since the last take, and start again."""
+        with self._count_lock:
+            taken = dict(sorted(self.counts.items()))
+            self.counts.clear()
+        return taken
 
 
 def _alive(url: str) -> bool:
