@@ -149,7 +149,7 @@ class Syncer:
     ) -> dict[str, dict[str, Any]]:
         """The /model/new body of every desired model that can be written; a result for each
         that cannot (its Secret unreadable, or its id held by an entry runway did not create)."""
-        foreign = view.foreign_ids()
+        foreign = view.foreign_ids
         bodies: dict[str, dict[str, Any]] = {}
         for model in plan.models:
             try:

@@ -92,8 +92,13 @@ class Visible:
 
 @dataclass(frozen=True, slots=True)
 class View:
+    """Kept small, since it outlives a pass: our entries reduced, of every other entry only its
+    id and (when /v1/models offers its name) its registration, and of /v1/models only the names
+    an entry holds."""
+
     ours: Mapping[str, Mapping[str, Any]]  # by model_info.id
-    foreign: tuple[Mapping[str, Any], ...]
+    foreign: tuple[Registration, ...]  # the entries runway did not create, under public names
+    foreign_ids: frozenset[str]
     public: frozenset[str]
     listed_at: float  # the clock's time of the listing the View started from
 
@@ -101,13 +106,18 @@ class View:
     def listed(cls, entries: Sequence[Mapping[str, Any]], public: set[str], at: float) -> View:
         """The View of one listing: /model/info's (reduced) entries and /v1/models' names."""
         ours = {str(e["model_info"]["id"]): e for e in entries if is_ours(e)}
-        return cls(ours, tuple(e for e in entries if not is_ours(e)), frozenset(public), at)
+        others = [e for e in entries if not is_ours(e)]
+        held = {e.get("model_name") for e in entries}
+        return cls(
+            ours,
+            tuple(registrations(others, public)),
+            frozenset(str((e.get("model_info") or {}).get("id")) for e in others),
+            frozenset(n for n in public if n in held),
+            at,
+        )
 
     def registrations(self) -> list[Registration]:
-        return registrations([*self.foreign, *self.ours.values()], set(self.public))
-
-    def foreign_ids(self) -> set[str]:
-        return {str((e.get("model_info") or {}).get("id")) for e in self.foreign}
+        return [*self.foreign, *registrations(self.ours.values(), set(self.public))]
 
     def shows(self, body: Mapping[str, Any]) -> bool:
         """Whether LiteLLM held `body` as sent (its visible fields) under a public name."""
@@ -127,9 +137,9 @@ class View:
         for body in written:
             ours[str(body["model_info"]["id"])] = kept(body)
             added.add(body["model_name"])
-        held = {e.get("model_name") for e in (*self.foreign, *ours.values())}
+        held = {r.served_name for r in self.foreign} | {e["model_name"] for e in ours.values()}
         public = (self.public - (gone - held)) | added
-        return View(ours, self.foreign, frozenset(public), self.listed_at)
+        return View(ours, self.foreign, self.foreign_ids, frozenset(public), self.listed_at)
 
 
 def kept(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -174,7 +174,8 @@ def test_a_view_after_writes_and_deletes() -> None:
     after = view.after(["runway:1", "runway:2", "runway:unknown"], [body("b", "runway:3")])
 
     assert sorted(after.ours) == ["runway:3"]
-    assert after.public == {"shared", "alias", "b"}  # "shared" is still config-1's
+    assert after.public == {"shared", "b"}  # "shared" is still config-1's; no entry is "alias"
+    assert after.foreign_ids == {"config-1"}
     assert after.listed_at == 5.0
     assert "api_key" not in after.ours["runway:3"]["litellm_params"]
     assert after.shows(body("b", "runway:3"))
