@@ -17,12 +17,13 @@ began). Threads may share one client: each exchange holds its connection alone.
 Every exchange is bounded as a whole (issue #40, items 9 and 14): it must end within `timeout`
 seconds in total (a watchdog shuts the socket down at the deadline, so a LiteLLM that trickles
 its headers or body one byte at a time cannot hold a pass), and an answer is read in chunks up
-to MAX_ANSWER bytes, refused past it. The cap is sized from the memory of a sync parsing answers
-near it (docs/gateway.md, "Memory"): parsed JSON takes up to ~20 times its size, so 8 MiB keeps
-the worst measured case under half the gateway's 384Mi limit. Every entry of /model/info is
-reduced at once to the fields the sync reads (model_name a string or None; litellm_params model
-and api_base; model_info id, mode and the runway_* fields), entries with neither a name nor an id
-are dropped, so no answer shape or nesting depth can raise anything but LiteLLMUnavailable.
+to MAX_PARSED bytes (MAX_ANSWER for the /model/info listing), refused past it. The caps are
+sized from the memory of a sync reading answers near them (docs/gateway.md, "Memory"): parsed
+whole, JSON takes up to ~20 times its size, so other answers stay at 4 MiB; /model/info is
+decoded one entry at a time (gateway/listing.py), each entry reduced at once to the fields the
+sync reads (model_name a string or None; litellm_params model and api_base; model_info id, mode
+and the runway_* fields; at most listing.MAX_ENTRIES of them), entries with neither a name nor
+an id dropped, so no answer shape or nesting depth can raise anything but LiteLLMUnavailable.
 """
 
 from __future__ import annotations
@@ -36,14 +37,16 @@ import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from core.fields.errors import Unavailable
+from gateway import listing
 
 TIMEOUT = 30.0  # seconds for a whole exchange: connect, request, headers and the whole answer
-# Bytes of one answer: /model/info of a real LiteLLM is about 1 KiB per deployment, so about
-# 8,000 deployments; docs/gateway.md has the measured memory at this size.
-MAX_ANSWER = 4 * 2**20
+# Bytes of a /model/info listing, decoded one entry at a time (gateway/listing.py): LiteLLM
+# 1.108.7 answers about 8 KiB per deployment, so about 2,000 deployments.
+MAX_ANSWER = 16 * 2**20
+MAX_PARSED = 4 * 2**20  # bytes of any other answer, parsed whole (/v1/models: ~80 B a name)
 MAX_WRITE_ANSWER = 2**16  # bytes of a write's answer read (and dropped)
 CHUNK = 2**16
 KEEP_IDLE = 2.0  # seconds an idle kept-alive connection is reused (uvicorn closes them at 5 s)
@@ -86,12 +89,8 @@ class LiteLLM:
 
     def model_info(self) -> list[dict[str, Any]]:
         """Every deployment LiteLLM routes to (config and DB entries alike), each reduced to
-        model_name (str or None), litellm_params and model_info (dicts)."""
-        data = self._get("/model/info").pop("data", None)
-        if not isinstance(data, list):
-            raise LiteLLMUnavailable(f"{self.url}/model/info: no data list in the answer")
-        entries = (_entry(d) for d in data if isinstance(d, Mapping))
-        return [e for e in entries if e is not None]
+        model_name (str or None), litellm_params and model_info (dicts) as it is decoded."""
+        return self._entries("/model/info", MAX_ANSWER)
 
     def public_models(self) -> set[str]:
         """The names /v1/models offers (what a client sees as routable)."""
@@ -107,18 +106,8 @@ class LiteLLM:
         listing other entries too (a LiteLLM that ignores the parameter lists them all) is
         searched for the id."""
         route = "/model/info?" + urllib.parse.urlencode({"litellm_model_id": model_id})
-        status, raw = self._exchange(route, None, MAX_ANSWER)
-        if status == 400:
-            return None
-        if status == 404:
-            raise NoLookup(f"{self.url}{route} answered HTTP 404")
-        data = self._parse(route, status, raw).pop("data", None)
-        if not isinstance(data, list):
-            raise LiteLLMUnavailable(f"{self.url}{route}: no data list in the answer")
-        entries = (_entry(d) for d in data if isinstance(d, Mapping))
-        return next(
-            (e for e in entries if e is not None and e["model_info"].get("id") == model_id), None
-        )
+        found = self._entries(route, MAX_PARSED, absent=True)
+        return next((e for e in found if e["model_info"].get("id") == model_id), None)
 
     def new(self, body: Mapping[str, Any]) -> None:
         self._post("/model/new", body)
@@ -130,15 +119,7 @@ class LiteLLM:
         self._post("/model/delete", {"id": model_id})
 
     def _get(self, route: str) -> dict[str, Any]:
-        status, raw = self._exchange(route, None, MAX_ANSWER)
-        return self._parse(route, status, raw)
-
-    def _parse(self, route: str, status: int, raw: bytes) -> dict[str, Any]:
-        """The JSON object of a 2xx answer, else LiteLLMUnavailable naming why."""
-        if not 200 <= status < 300:
-            raise LiteLLMUnavailable(f"{self.url}{route} answered {_status(status)}")
-        if len(raw) > MAX_ANSWER:
-            raise LiteLLMUnavailable(f"{self.url}{route}: the answer exceeds {MAX_ANSWER} bytes")
+        raw = self._answer(route, MAX_PARSED)
         try:
             answer = json.loads(raw)
         except (ValueError, RecursionError):
@@ -148,6 +129,47 @@ class LiteLLM:
         if not isinstance(answer, dict):
             raise LiteLLMUnavailable(f"{self.url}{route}: the answer is not a JSON object")
         return answer
+
+    def _entries(self, route: str, limit: int, *, absent: bool = False) -> list[dict[str, Any]]:
+        """The reduced entries of a /model/info answer, decoded one at a time (gateway.listing);
+        with `absent`, none for a 400 (LiteLLM's answer for an unknown id) and NoLookup for a
+        404."""
+        raw = self._answer(route, limit, absent=absent)
+        if raw is None:
+            return []
+        try:
+            return listing.entries(raw.decode(), _entry)
+        except listing.NotAnObject:
+            raise LiteLLMUnavailable(
+                f"{self.url}{route}: the answer is not a JSON object"
+            ) from None
+        except listing.NoDataList:
+            raise LiteLLMUnavailable(f"{self.url}{route}: no data list in the answer") from None
+        except listing.TooMany:
+            many = f"more than {listing.MAX_ENTRIES} entries in the answer"
+            raise LiteLLMUnavailable(f"{self.url}{route}: {many}") from None
+        except (ValueError, RecursionError):
+            raise LiteLLMUnavailable(f"{self.url}{route}: the answer is not JSON") from None
+
+    @overload
+    def _answer(self, route: str, limit: int) -> bytes: ...
+
+    @overload
+    def _answer(self, route: str, limit: int, *, absent: bool) -> bytes | None: ...
+
+    def _answer(self, route: str, limit: int, *, absent: bool = False) -> bytes | None:
+        """The body of a 2xx answer of at most `limit` bytes, else LiteLLMUnavailable naming
+        why; with `absent`, None for a 400 and NoLookup for a 404."""
+        status, raw = self._exchange(route, None, limit)
+        if absent and status == 400:
+            return None
+        if absent and status == 404:
+            raise NoLookup(f"{self.url}{route} answered HTTP 404")
+        if not 200 <= status < 300:
+            raise LiteLLMUnavailable(f"{self.url}{route} answered {_status(status)}")
+        if len(raw) > limit:
+            raise LiteLLMUnavailable(f"{self.url}{route}: the answer exceeds {limit} bytes")
+        return raw
 
     def _post(self, route: str, body: Mapping[str, Any]) -> None:
         status, _ = self._exchange(route, body, MAX_WRITE_ANSWER)
