@@ -9,6 +9,12 @@ The passes share one Syncer whose View of LiteLLM is trusted for RELIST seconds,
 passes are for one --interval (gateway/run.py): the first pass lists LiteLLM, the others use
 what it learned. Rows for 1,000 models are checked against issue #46's targets.
 
+LiteLLM registers one model per request (gateway/sync.py cites where), so registering N models
+costs at least N of LiteLLM's own /model/new: the floor row times FLOOR_WRITES bare /model/new
+sent one after another over one kept-alive connection (no sync, no confirmation) just before
+the register pass, with the LiteLLM process's CPU per write (/proc/PID/stat), and the register
+pass is printed as a ratio to that floor scaled to its size.
+
 `python -m bench.gateway [--sizes 1,10,50,1000] [--profile]`: --profile prints a cProfile of
 the 1,000-model register pass (the largest size given).
 """
@@ -17,11 +23,15 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import http.client
 import io
+import json
+import os
 import pstats
 import statistics
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +49,8 @@ from tests.support.litellm import MASTER_KEY, CountingLiteLLM, Proxy, start_prox
 SIZES = (1, 10, 50, 1000)
 TARGETS = {"register": 5.0, "one changed": 0.5}  # seconds, for 1,000 models (issue #46)
 TARGET_SIZE = 1000
+FLOOR_WRITES = 250  # bare /model/new timed for the floor (then deleted, untimed)
+TARGET_FLOOR_RATIO = 1.25  # the register pass against LiteLLM's own floor at its size
 RELIST = 3600.0  # every pass of the bench falls within one interval of the first
 SECRET = {
     "apiVersion": "v1",
@@ -62,11 +74,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         try:
             print(f"load average {_load()} (before)")
             seconds: dict[tuple[int, str], float] = {}
+            floor = 0.0
             for size in sizes:
                 profile = args.profile and size == max(sizes)
+                if size == max(sizes):
+                    floor = _floor(proxy, upstream.url)
                 seconds.update(_size(proxy, upstream.url, size, profile=profile))
             _listing(proxy)
-            _summary(seconds)
+            _summary(seconds, floor, max(sizes))
             print(f"load average {_load()} (after)")
         finally:
             proxy.stop()
@@ -101,6 +116,7 @@ def _size(proxy: Proxy, upstream: str, size: int, *, profile: bool) -> dict[tupl
     seconds = {}
     for label, target in passes:
         profiler = cProfile.Profile() if profile and label == "register" else None
+        cpu = _cpu(proxy)
         start = time.perf_counter()
         if profiler is not None:
             results = profiler.runcall(syncer.reconcile, target)
@@ -109,14 +125,53 @@ def _size(proxy: Proxy, upstream: str, size: int, *, profile: bool) -> dict[tupl
         elapsed = time.perf_counter() - start
         ready = sum(r.registered for r in results)
         seconds[(size, label)] = elapsed
+        cpu = _cpu(proxy) - cpu
         requests = ", ".join(f"{k} {v}" for k, v in client.take().items()) or "none"
         print(
             f"gateway-sync {size:>4} models, {label:<11} {elapsed * 1000:>7.0f} ms "
-            f"({ready} Ready); requests: {requests}"
+            f"({ready} Ready; LiteLLM CPU {cpu * 1000:.0f} ms); requests: {requests}"
         )
         if profiler is not None:
             _print_profile(profiler)
     return seconds
+
+
+def _floor(proxy: Proxy, upstream: str) -> float:
+    """Seconds per bare /model/new: FLOOR_WRITES sent one after another over one kept-alive
+    connection, answers read whole; then the entries are deleted (untimed)."""
+    target = urllib.parse.urlsplit(proxy.url)
+    connection = http.client.HTTPConnection(target.hostname or "", target.port, timeout=60)
+    headers = {"Authorization": f"Bearer {MASTER_KEY}", "Content-Type": "application/json"}
+
+    def post(route: str, body: dict[str, Any]) -> None:
+        connection.request("POST", route, body=json.dumps(body), headers=headers)
+        answer = connection.getresponse()
+        answer.read()
+        assert answer.status == 200, (route, answer.status)
+
+    ids = [f"floor-{i}" for i in range(FLOOR_WRITES)]
+    cpu = _cpu(proxy)
+    start = time.perf_counter()
+    for mid in ids:
+        params = {"model": "openai/floor", "api_base": upstream, "api_key": "sk-floor"}
+        post("/model/new", {"model_name": mid, "litellm_params": params, "model_info": {"id": mid}})
+    elapsed = time.perf_counter() - start
+    cpu = _cpu(proxy) - cpu
+    for mid in ids:
+        post("/model/delete", {"id": mid})
+    connection.close()
+    print(
+        f"floor: {FLOOR_WRITES} bare /model/new in {elapsed * 1000:.0f} ms "
+        f"({elapsed / FLOOR_WRITES * 1000:.1f} ms each; LiteLLM CPU "
+        f"{cpu / FLOOR_WRITES * 1000:.1f} ms each); load average {_load()}"
+    )
+    return elapsed / FLOOR_WRITES
+
+
+def _cpu(proxy: Proxy) -> float:
+    """CPU seconds (user and system) the LiteLLM process has used."""
+    fields = Path(f"/proc/{proxy.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _listing(proxy: Proxy) -> None:
@@ -128,7 +183,7 @@ def _listing(proxy: Proxy) -> None:
     print(f"LiteLLM GET /v1/models median {statistics.median(samples) * 1000:.1f} ms")
 
 
-def _summary(seconds: dict[tuple[int, str], float]) -> None:
+def _summary(seconds: dict[tuple[int, str], float], floor: float, size: int) -> None:
     for label, target in TARGETS.items():
         got = seconds.get((TARGET_SIZE, label))
         if got is None:
@@ -137,6 +192,15 @@ def _summary(seconds: dict[tuple[int, str], float]) -> None:
         print(
             f"target {TARGET_SIZE} models {label}: {got:.2f} s against <= {target:g} s "
             f"(ratio {got / target:.2f}) {verdict}; load average {_load()}"
+        )
+    got = seconds.get((size, "register"))
+    if got is not None and floor:
+        ratio = got / (floor * size)
+        verdict = "PASS" if ratio <= TARGET_FLOOR_RATIO else "MISS"
+        print(
+            f"target {size} models register / LiteLLM floor ({floor * size:.2f} s for {size} "
+            f"bare /model/new): {ratio:.2f} against <= {TARGET_FLOOR_RATIO:g} {verdict}; "
+            f"load average {_load()}"
         )
 
 

@@ -80,7 +80,7 @@ def entry(model: DesiredModel, key: str | None) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Written:
-    """What writing one entry did: the action taken (None: nothing to do) or the failure."""
+    """What writing one entry did: the action taken ("new", "update"), or the failure."""
 
     action: str | None = None
     failure: WriteFailed | None = None
@@ -120,13 +120,12 @@ class Syncer:
                 gone.add(f"gateway-sync delete failed: {failure}", mid)
         gone.flush()
         order = sorted(bodies)
-        written = dict(
-            zip(order, _fanout(lambda m: self._write(bodies[m], view), order), strict=True)
-        )
+        actions = {m: a for m in order if (a := self._action(bodies[m], view)) is not None}
+        todo = sorted(actions)
+        sent = _fanout(lambda m: self._write(bodies[m], actions[m]), todo)
+        written = dict(zip(todo, sent, strict=True))
         failures = self._logged(written, bodies)
-        waiting = {
-            m for m in order if written[m].action or written[m].failure or not view.shows(bodies[m])
-        }
+        waiting = set(written) | {m for m in order if not view.shows(bodies[m])}
         confirmed = (set(bodies) - waiting) | self._confirm(
             {m: bodies[m] for m in waiting}, failures
         )
@@ -196,33 +195,39 @@ class Syncer:
             return err
         return None
 
-    def _write(self, body: dict[str, Any], view: View) -> Written:
-        """Create, update or replace one entry as `view` shows it (runs in a writer thread: it
-        changes nothing of the Syncer's)."""
+    def _action(self, body: Mapping[str, Any], view: View) -> str | None:
+        """What writing `body` takes, LiteLLM as `view` shows it: "new", "replace" (delete and
+        new: model_info is kept as created by /model/update), "update", or None (nothing)."""
         mid = str(body["model_info"]["id"])
         existing = view.ours.get(mid)
+        if existing is None:
+            return "new"
+        if Visible.of(existing).recorded != Visible.of(body).recorded:
+            return "replace"
+        if Visible.of(existing) != Visible.of(body):
+            return "update"
+        return "update" if self.sent.get(mid) != self._fingerprint(body) else None
+
+    def _write(self, body: Mapping[str, Any], action: str) -> Written:
+        """One entry written as `action` says (runs in a writer thread: it changes nothing of
+        the Syncer's)."""
+        mid = str(body["model_info"]["id"])
         try:
-            if existing is not None and Visible.of(existing).recorded != Visible.of(body).recorded:
-                # model_info is kept as created by /model/update: replace the entry instead.
+            if action == "replace":
                 self.litellm.delete(mid)
-                existing = None
-            if existing is None:
+            if action in ("new", "replace"):
                 self.litellm.new(body)
                 return Written("new")
-            if Visible.of(existing) != Visible.of(body) or self.sent.get(mid) != self._fingerprint(
-                body
-            ):
-                self.litellm.update(
-                    {
-                        "model_name": body["model_name"],
-                        "litellm_params": body["litellm_params"],
-                        "model_info": {"id": mid},
-                    }
-                )
-                return Written("update")
+            self.litellm.update(
+                {
+                    "model_name": body["model_name"],
+                    "litellm_params": body["litellm_params"],
+                    "model_info": {"id": mid},
+                }
+            )
         except WriteFailed as err:
             return Written(failure=err)
-        return Written()
+        return Written("update")
 
     def _confirm(
         self, bodies: Mapping[str, Mapping[str, Any]], failures: Mapping[str, WriteFailed]
