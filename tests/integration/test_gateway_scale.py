@@ -16,24 +16,20 @@ from pathlib import Path
 
 import pytest
 
-from core.model.destinations import Destinations
 from gateway.apikeys import FileSecrets
-from gateway.merge import Plan, plan
+from gateway.merge import Plan
 from gateway.status import ModelResult
 from gateway.sync import LOOKUPS, Syncer
-from kubeio.registry import build_registry
-from kubeio.shipped import bundled_config_objects, bundled_versions
 from tests.support.answers import FakeUpstream
-from tests.support.builders import external_model_provider
-from tests.support.litellm import MASTER_KEY, CountingLiteLLM, Proxy, start_proxy
+from tests.support.litellm import (
+    MASTER_KEY,
+    PROVIDER_SECRET,
+    CountingLiteLLM,
+    Proxy,
+    providers_plan,
+    running_proxy,
+)
 
-SECRET = {
-    "apiVersion": "v1",
-    "kind": "Secret",
-    "metadata": {"name": "provider-key", "namespace": "gw"},
-    "stringData": {"apiKey": "sk-scale-key"},
-}
-LOOPBACK = Destinations.parse(["127.0.0.1"])
 RELIST = 3600.0  # every pass of a test falls within one interval of its first
 ONE_CHANGE = {"GET /model/info?litellm_model_id": 1, "POST /model/update": 1}
 
@@ -47,36 +43,18 @@ def upstream() -> Iterator[FakeUpstream]:
 
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory: pytest.TempPathFactory, upstream: FakeUpstream) -> Iterator[Proxy]:
-    config_model = {
-        "model_name": "config-model",
-        "litellm_params": {"model": "openai/cfg", "api_base": upstream.url},
-        "model_info": {"id": "config-1"},
-    }
-    started = start_proxy(tmp_path_factory.mktemp("litellm"), [config_model])
-    try:
+    with running_proxy(tmp_path_factory.mktemp("litellm"), upstream.url) as started:
         yield started
-    finally:
-        assert started.stop() in (0, -15), started.log.read_text()[-3000:]
 
 
 def desired(size: int, base_url: str, *, moved: str | None = None, extra: int = 0) -> Plan:
     """`size` providers of one model each (p0's base URL `moved` when given), and `extra` more."""
-    providers = [
-        external_model_provider(
-            f"p{i}",
-            "gw",
-            baseURL=moved if moved is not None and i == 0 else base_url,
-            models=[{"servedName": f"m{i}"}],
-        )
-        for i in range(size + extra)
-    ]
-    registry = build_registry(bundled_config_objects(), flags={})
-    return plan([], providers, registry=registry, pins=bundled_versions(), destinations=LOOPBACK)
+    return providers_plan(size + extra, base_url, moved=moved)
 
 
 def syncer(proxy: Proxy) -> tuple[Syncer, CountingLiteLLM]:
     client = CountingLiteLLM(proxy.url, MASTER_KEY)
-    return Syncer(client, FileSecrets([SECRET]), relist=RELIST), client
+    return Syncer(client, FileSecrets([PROVIDER_SECRET]), relist=RELIST), client
 
 
 def ready(results: Sequence[ModelResult]) -> int:
