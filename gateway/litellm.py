@@ -11,8 +11,9 @@ Connections are kept alive and reused (issue #46: a pass of 1,000 writes paid a 
 each): a connection goes back to the client's pool only after an answer read whole that did not
 say Connection: close, an idle one is dropped after KEEP_IDLE seconds (uvicorn, which serves
 LiteLLM, closes idle ones after 5 s), and a request that finds its reused connection closed by
-LiteLLM is sent once more on a new one (nothing reached LiteLLM's handler: the answer never
-began). Threads may share one client: each exchange holds its connection alone.
+LiteLLM before any answer began is sent once more on a new one (a closed idle connection; were
+it a write LiteLLM did take, the second answers an error, and the sync re-checks every failed
+write in /model/info). Threads may share one client: each exchange holds its connection alone.
 
 Every exchange is bounded as a whole (issue #40, items 9 and 14): it must end within `timeout`
 seconds in total (a watchdog shuts the socket down at the deadline, so a LiteLLM that trickles
