@@ -125,7 +125,8 @@ class Syncer:
         sent = _fanout(lambda m: self._write(bodies[m], actions[m]), todo)
         written = dict(zip(todo, sent, strict=True))
         failures = self._logged(written, bodies)
-        waiting = set(written) | {m for m in order if not view.shows(bodies[m])}
+        # Not written: LiteLLM holds it as sent (_action); it waits only if its name is not public.
+        waiting = set(written) | {m for m in order if bodies[m]["model_name"] not in view.public}
         confirmed = (set(bodies) - waiting) | self._confirm(
             {m: bodies[m] for m in waiting}, failures
         )
@@ -185,8 +186,10 @@ class Syncer:
         return failures
 
     def _fingerprint(self, body: Mapping[str, Any]) -> str:
-        canonical = json.dumps(body, sort_keys=True).encode()
-        return hmac.new(self.litellm.master_key.encode(), canonical, hashlib.sha256).hexdigest()
+        """A keyed digest of what /model/info does not show back of an entry: its key (every
+        other field of a body is in Visible, compared as such)."""
+        key = json.dumps([body["model_info"]["id"], body["litellm_params"].get("api_key")])
+        return hmac.new(self.litellm.master_key.encode(), key.encode(), hashlib.sha256).hexdigest()
 
     def _delete(self, mid: str) -> WriteFailed | None:
         try:
@@ -202,11 +205,12 @@ class Syncer:
         existing = view.ours.get(mid)
         if existing is None:
             return "new"
-        if Visible.of(existing).recorded != Visible.of(body).recorded:
+        held, wanted = Visible.of(existing), Visible.of(body)
+        if held.recorded != wanted.recorded:
             return "replace"
-        if Visible.of(existing) != Visible.of(body):
+        if held != wanted or self.sent.get(mid) != self._fingerprint(body):
             return "update"
-        return "update" if self.sent.get(mid) != self._fingerprint(body) else None
+        return None
 
     def _write(self, body: Mapping[str, Any], action: str) -> Written:
         """One entry written as `action` says (runs in a writer thread: it changes nothing of

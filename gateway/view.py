@@ -119,15 +119,6 @@ class View:
     def registrations(self) -> list[Registration]:
         return [*self.foreign, *registrations(self.ours.values(), set(self.public))]
 
-    def shows(self, body: Mapping[str, Any]) -> bool:
-        """Whether LiteLLM held `body` as sent (its visible fields) under a public name."""
-        held = self.ours.get(str(body["model_info"]["id"]))
-        return (
-            held is not None
-            and Visible.of(held) == Visible.of(body)
-            and body["model_name"] in self.public
-        )
-
     def after(self, deleted: Iterable[str], written: Iterable[Mapping[str, Any]]) -> View:
         """This View with the ids `deleted` gone and the confirmed `written` bodies held (their
         names public); a name no entry holds any more is no longer public."""
