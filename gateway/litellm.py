@@ -7,15 +7,24 @@ the request, which holds the provider key); errors carry the route and the HTTP 
 Redirects are never followed: the master key would go with the request to wherever LiteLLM (or
 anything in front of it) points.
 
+Connections are kept alive and reused (issue #46: a pass of 1,000 writes paid a TCP connect for
+each): a connection goes back to the client's pool only after an answer read whole that did not
+say Connection: close, an idle one is dropped after KEEP_IDLE seconds (uvicorn, which serves
+LiteLLM, closes idle ones after 5 s), and a request that finds its reused connection closed by
+LiteLLM before any answer began is sent once more on a new one (a closed idle connection; were
+it a write LiteLLM did take, the second answers an error, and the sync re-checks every failed
+write in /model/info). Threads may share one client: each exchange holds its connection alone.
+
 Every exchange is bounded as a whole (issue #40, items 9 and 14): it must end within `timeout`
 seconds in total (a watchdog shuts the socket down at the deadline, so a LiteLLM that trickles
 its headers or body one byte at a time cannot hold a pass), and an answer is read in chunks up
-to MAX_ANSWER bytes, refused past it. The cap is sized from the memory of a sync parsing answers
-near it (docs/gateway.md, "Memory"): parsed JSON takes up to ~20 times its size, so 8 MiB keeps
-the worst measured case under half the gateway's 384Mi limit. Every entry of /model/info is
-reduced at once to the fields the sync reads (model_name a string or None; litellm_params model
-and api_base; model_info id, mode and the runway_* fields), entries with neither a name nor an id
-are dropped, so no answer shape or nesting depth can raise anything but LiteLLMUnavailable.
+to MAX_PARSED bytes (MAX_ANSWER for the /model/info listing), refused past it. The caps are
+sized from the memory of a sync reading answers near them (docs/gateway.md, "Memory"): parsed
+whole, JSON takes up to ~20 times its size, so other answers stay at 4 MiB; /model/info is
+decoded one entry at a time (gateway/listing.py), each entry reduced at once to the fields the
+sync reads (model_name a string or None; litellm_params model and api_base; model_info id, mode
+and the runway_* fields; at most listing.MAX_ENTRIES of them), entries with neither a name nor
+an id dropped, so no answer shape or nesting depth can raise anything but LiteLLMUnavailable.
 """
 
 from __future__ import annotations
@@ -29,16 +38,21 @@ import time
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from core.fields.errors import Unavailable
+from gateway import listing
 
 TIMEOUT = 30.0  # seconds for a whole exchange: connect, request, headers and the whole answer
-# Bytes of one answer: /model/info of a real LiteLLM is about 1 KiB per deployment, so about
-# 8,000 deployments; docs/gateway.md has the measured memory at this size.
-MAX_ANSWER = 4 * 2**20
+# Bytes of a /model/info listing, decoded one entry at a time (gateway/listing.py): LiteLLM
+# 1.108.7 answers about 8 KiB per deployment, so about 2,000 deployments.
+MAX_ANSWER = 16 * 2**20
+MAX_PARSED = 4 * 2**20  # bytes of any other answer, parsed whole (/v1/models: ~80 B a name)
 MAX_WRITE_ANSWER = 2**16  # bytes of a write's answer read (and dropped)
 CHUNK = 2**16
+KEEP_IDLE = 2.0  # seconds an idle kept-alive connection is reused (uvicorn closes them at 5 s)
+# A reused connection LiteLLM closed while it was idle: the request never reached a handler.
+STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
 # What the sync reads of an entry of /model/info; everything else is dropped as it is read.
 PARAM_KEYS = ("model", "api_base")
 INFO_KEYS = ("id", "mode", "runway_managed_by", "runway_owner", "requested_by")
@@ -46,6 +60,11 @@ INFO_KEYS = ("id", "mode", "runway_managed_by", "runway_owner", "requested_by")
 
 class LiteLLMUnavailable(Unavailable):
     """LiteLLM could not be reached or answered something that is not the management API."""
+
+
+class NoLookup(LiteLLMUnavailable):
+    """GET /model/info?litellm_model_id=ID answered 404: no such route here (LiteLLM answers an
+    unknown id with 400), so entries are to be found in the whole listing instead."""
 
 
 @dataclass(frozen=True)
@@ -64,15 +83,15 @@ class LiteLLM:
     url: str  # e.g. http://litellm.gateway.svc:4000
     master_key: str = field(repr=False)
     timeout: float = TIMEOUT
+    _idle: list[tuple[http.client.HTTPConnection, float]] = field(
+        default_factory=list, repr=False, compare=False
+    )  # kept-alive connections and when each went idle
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def model_info(self) -> list[dict[str, Any]]:
         """Every deployment LiteLLM routes to (config and DB entries alike), each reduced to
-        model_name (str or None), litellm_params and model_info (dicts)."""
-        data = self._get("/model/info").pop("data", None)
-        if not isinstance(data, list):
-            raise LiteLLMUnavailable(f"{self.url}/model/info: no data list in the answer")
-        entries = (_entry(d) for d in data if isinstance(d, Mapping))
-        return [e for e in entries if e is not None]
+        model_name (str or None), litellm_params and model_info (dicts) as it is decoded."""
+        return self._entries("/model/info", MAX_ANSWER)
 
     def public_models(self) -> set[str]:
         """The names /v1/models offers (what a client sees as routable)."""
@@ -80,6 +99,16 @@ class LiteLLM:
         if not isinstance(data, list):
             raise LiteLLMUnavailable(f"{self.url}/v1/models: no data list in the answer")
         return {m["id"] for m in data if isinstance(m, Mapping) and isinstance(m.get("id"), str)}
+
+    def deployment(self, model_id: str) -> dict[str, Any] | None:
+        """The entry with model_info.id `model_id`, reduced as model_info() reduces, or None when
+        LiteLLM has none: GET /model/info?litellm_model_id=ID, LiteLLM's lookup of one deployment
+        by id in its router (400 when there is none; NoLookup for a 404, no such route). An answer
+        listing other entries too (a LiteLLM that ignores the parameter lists them all) is
+        searched for the id."""
+        route = "/model/info?" + urllib.parse.urlencode({"litellm_model_id": model_id})
+        found = self._entries(route, MAX_PARSED, absent=True)
+        return next((e for e in found if e["model_info"].get("id") == model_id), None)
 
     def new(self, body: Mapping[str, Any]) -> None:
         self._post("/model/new", body)
@@ -91,11 +120,7 @@ class LiteLLM:
         self._post("/model/delete", {"id": model_id})
 
     def _get(self, route: str) -> dict[str, Any]:
-        status, raw = self._exchange(route, None, MAX_ANSWER)
-        if not 200 <= status < 300:
-            raise LiteLLMUnavailable(f"{self.url}{route} answered {_status(status)}")
-        if len(raw) > MAX_ANSWER:
-            raise LiteLLMUnavailable(f"{self.url}{route}: the answer exceeds {MAX_ANSWER} bytes")
+        raw = self._answer(route, MAX_PARSED)
         try:
             answer = json.loads(raw)
         except (ValueError, RecursionError):
@@ -105,6 +130,47 @@ class LiteLLM:
         if not isinstance(answer, dict):
             raise LiteLLMUnavailable(f"{self.url}{route}: the answer is not a JSON object")
         return answer
+
+    def _entries(self, route: str, limit: int, *, absent: bool = False) -> list[dict[str, Any]]:
+        """The reduced entries of a /model/info answer, decoded one at a time (gateway.listing);
+        with `absent`, none for a 400 (LiteLLM's answer for an unknown id) and NoLookup for a
+        404."""
+        raw = self._answer(route, limit, absent=absent)
+        if raw is None:
+            return []
+        try:
+            return listing.entries(raw.decode(), _entry)
+        except listing.NotAnObject:
+            raise LiteLLMUnavailable(
+                f"{self.url}{route}: the answer is not a JSON object"
+            ) from None
+        except listing.NoDataList:
+            raise LiteLLMUnavailable(f"{self.url}{route}: no data list in the answer") from None
+        except listing.TooMany:
+            many = f"more than {listing.MAX_ENTRIES} entries in the answer"
+            raise LiteLLMUnavailable(f"{self.url}{route}: {many}") from None
+        except (ValueError, RecursionError):
+            raise LiteLLMUnavailable(f"{self.url}{route}: the answer is not JSON") from None
+
+    @overload
+    def _answer(self, route: str, limit: int) -> bytes: ...
+
+    @overload
+    def _answer(self, route: str, limit: int, *, absent: bool) -> bytes | None: ...
+
+    def _answer(self, route: str, limit: int, *, absent: bool = False) -> bytes | None:
+        """The body of a 2xx answer of at most `limit` bytes, else LiteLLMUnavailable naming
+        why; with `absent`, None for a 400 and NoLookup for a 404."""
+        status, raw = self._exchange(route, None, limit)
+        if absent and status == 400:
+            return None
+        if absent and status == 404:
+            raise NoLookup(f"{self.url}{route} answered HTTP 404")
+        if not 200 <= status < 300:
+            raise LiteLLMUnavailable(f"{self.url}{route} answered {_status(status)}")
+        if len(raw) > limit:
+            raise LiteLLMUnavailable(f"{self.url}{route}: the answer exceeds {limit} bytes")
+        return raw
 
     def _post(self, route: str, body: Mapping[str, Any]) -> None:
         status, _ = self._exchange(route, body, MAX_WRITE_ANSWER)
@@ -122,34 +188,96 @@ class LiteLLM:
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
+        path = f"{target.path}?{target.query}" if target.query else target.path
+        request = ("GET" if body is None else "POST", path, data, headers)
+        deadline = time.monotonic() + self.timeout
+        for reused in (True, False):
+            connection = self._idle_connection() if reused else self._new_connection(target, route)
+            if connection is None:
+                continue
+            try:
+                return self._send(connection, request, limit, deadline)
+            except _Stale as stale:
+                if reused:
+                    continue  # LiteLLM closed it while idle: once more on a new connection
+                reason = _reason(stale.__cause__ or stale)
+                raise LiteLLMUnavailable(f"{self.url}{route}: {reason}") from None
+            except _Late:
+                raise LiteLLMUnavailable(self._late(route)) from None
+            except (OSError, http.client.HTTPException, ValueError) as err:
+                raise LiteLLMUnavailable(f"{self.url}{route}: {_reason(err)}") from None
+        raise AssertionError("unreachable: a new connection answers or raises")
+
+    def _idle_connection(self) -> http.client.HTTPConnection | None:
+        """The most recently used idle connection, if it went idle less than KEEP_IDLE ago."""
+        now = time.monotonic()
+        with self._lock:
+            while self._idle:
+                connection, since = self._idle.pop()
+                if now - since < KEEP_IDLE:
+                    return connection
+                connection.close()
+        return None
+
+    def _new_connection(
+        self, target: urllib.parse.SplitResult, route: str
+    ) -> http.client.HTTPConnection:
         kind = (
             http.client.HTTPSConnection if target.scheme == "https" else http.client.HTTPConnection
         )
-        deadline = time.monotonic() + self.timeout
         try:
-            connection = kind(target.hostname or "", target.port, timeout=self.timeout)
+            return kind(target.hostname or "", target.port, timeout=self.timeout)
         except ValueError as err:  # a port that is not a number
             raise LiteLLMUnavailable(f"{self.url}{route}: {err}") from None
+
+    def _send(
+        self,
+        connection: http.client.HTTPConnection,
+        request: tuple[str, str, bytes | None, dict[str, str]],
+        limit: int,
+        deadline: float,
+    ) -> tuple[int, bytes]:
+        """One exchange on `connection`, which goes back to the pool when it can carry another."""
+        keep = False
         watchdog: _Watchdog | None = None
         try:
-            connection.connect()  # within the timeout; the watchdog needs the socket
+            if connection.sock is None:
+                connection.connect()  # within the timeout; the watchdog needs the socket
             watchdog = _Watchdog(connection.sock, deadline - time.monotonic())
-            connection.request(
-                "GET" if body is None else "POST", target.path, body=data, headers=headers
-            )
-            answer = connection.getresponse()
-            return answer.status, _read(answer, limit, watchdog)
-        except (OSError, http.client.HTTPException, ValueError) as err:
+            method, path, data, headers = request
+            try:
+                connection.request(method, path, body=data, headers=headers)
+                answer = connection.getresponse()
+            except STALE as err:
+                raise _Stale from err
+            raw = _read(answer, limit, watchdog)
+            keep = not answer.will_close and len(raw) <= limit and answer.length in (None, 0)
+            answer.close()
+            return answer.status, raw
+        except (OSError, http.client.HTTPException, ValueError):
             if watchdog is not None and watchdog.fired.is_set():
-                raise LiteLLMUnavailable(self._late(route)) from None
-            raise LiteLLMUnavailable(f"{self.url}{route}: {_reason(err)}") from None
+                raise _Late from None
+            raise
         finally:
             if watchdog is not None:
                 watchdog.cancel()
-            connection.close()
+            keep = keep and watchdog is not None and not watchdog.fired.is_set()
+            if keep:
+                with self._lock:
+                    self._idle.append((connection, time.monotonic()))
+            else:
+                connection.close()
 
     def _late(self, route: str) -> str:
         return f"{self.url}{route}: no whole answer within {self.timeout:g} s"
+
+
+class _Stale(Exception):
+    """A reused connection found closed before any answer began."""
+
+
+class _Late(Exception):
+    """The watchdog cut the exchange at its deadline."""
 
 
 @dataclass

@@ -163,7 +163,12 @@ def connect(settings: SyncSettings) -> Connection:
     else:
         api = api_client(settings.kubeconfig, context=settings.context)
         secrets = ClusterSecrets(api)
-    return Connection(Syncer(litellm, secrets, confirm_timeout=settings.confirm_timeout), api)
+    # A loop's passes trust the View of LiteLLM for one interval: a pass a change wakes writes
+    # and confirms what changed, the resync lists LiteLLM again (gateway.view).
+    syncer = Syncer(
+        litellm, secrets, confirm_timeout=settings.confirm_timeout, relist=settings.interval
+    )
+    return Connection(syncer, api)
 
 
 def sync_once(settings: SyncSettings, connection: Connection | None = None) -> SyncReport:

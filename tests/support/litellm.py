@@ -3,21 +3,31 @@ what is substituted) on 127.0.0.1, and run `runway gateway-sync` / `gateway-plan
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from core.model.destinations import Destinations
+from gateway.litellm import LiteLLM
+from gateway.merge import Plan, plan
+from kubeio.registry import build_registry
+from kubeio.shipped import bundled_config_objects, bundled_versions
+from tests.support.builders import external_model_provider
 from tests.support.cluster import free_port, terminate
 from tests.support.wait import wait_until
 
@@ -27,6 +37,15 @@ RUNWAY = Path(sys.executable).parent / "runway"
 LITELLM_PYTHON = ROOT / ".venv-litellm" / "bin" / "python"
 MASTER_KEY = "sk-master-runway-test"  # a throwaway key of a proxy that lives for one test session
 START_TIMEOUT = 120  # LiteLLM imports for ~5 s on an idle machine; 2 shared cores are slower
+# The stand-in upstreams listen on loopback, which base URLs may not name unless allowed.
+LOOPBACK = Destinations.parse(["127.0.0.1"])
+# The Secret external_model_provider's models use by default (tests/support/builders.py).
+PROVIDER_SECRET = {
+    "apiVersion": "v1",
+    "kind": "Secret",
+    "metadata": {"name": "provider-key", "namespace": "gw"},
+    "stringData": {"apiKey": "sk-provider-key-for-tests"},
+}
 
 
 @dataclass
@@ -68,6 +87,32 @@ class Proxy:
 
     def stop(self) -> int:
         return terminate(self.process)
+
+
+@dataclass
+class CountingLiteLLM(LiteLLM):
+    """The sync's own LiteLLM client, counting the requests it sends by kind ("GET /model/info",
+    "GET /model/info?litellm_model_id", "POST /model/new", ...); every request still goes to
+    LiteLLM as the client sends it."""
+
+    counts: Counter[str] = field(default_factory=Counter, repr=False, compare=False)
+    _count_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def _exchange(
+        self, route: str, body: Mapping[str, Any] | None, limit: int
+    ) -> tuple[int, bytes]:
+        path = urllib.parse.urlsplit(route)
+        query = "?" + "&".join(sorted(urllib.parse.parse_qs(path.query))) if path.query else ""
+        with self._count_lock:
+            self.counts[f"{'GET' if body is None else 'POST'} {path.path}{query}"] += 1
+        return super()._exchange(route, body, limit)
+
+    def take(self) -> dict[str, int]:
+        """The counts since the last take, and start again."""
+        with self._count_lock:
+            taken = dict(sorted(self.counts.items()))
+            self.counts.clear()
+        return taken
 
 
 def _alive(url: str) -> bool:
@@ -138,6 +183,41 @@ def start_proxy(
         proxy.stop()
         raise
     return proxy
+
+
+def config_model(api_base: str, **params: str) -> dict[str, Any]:
+    """The config.yaml entry "config-model" (id config-1), which the sync must never touch."""
+    return {
+        "model_name": "config-model",
+        "litellm_params": {"model": "openai/cfg", "api_base": api_base, **params},
+        "model_info": {"id": "config-1"},
+    }
+
+
+@contextlib.contextmanager
+def running_proxy(workdir: Path, api_base: str, **params: str) -> Iterator[Proxy]:
+    """The proxy with config_model(api_base, **params), stopped at the end (cleanly)."""
+    started = start_proxy(workdir, [config_model(api_base, **params)])
+    try:
+        yield started
+    finally:
+        assert started.stop() in (0, -15), started.log.read_text()[-3000:]
+
+
+def providers_plan(size: int, base_url: str, *, moved: str | None = None) -> Plan:
+    """The plan of `size` ExternalModelProviders p0, p1, ... of one model each (m0, m1, ...) at
+    `base_url` (p0's at `moved` when given), with the shipped configs."""
+    providers = [
+        external_model_provider(
+            f"p{i}",
+            "gw",
+            baseURL=moved if moved is not None and i == 0 else base_url,
+            models=[{"servedName": f"m{i}"}],
+        )
+        for i in range(size)
+    ]
+    registry = build_registry(bundled_config_objects(), flags={})
+    return plan([], providers, registry=registry, pins=bundled_versions(), destinations=LOOPBACK)
 
 
 def write_objects(folder: Path, *objects: Mapping[str, Any]) -> Path:

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gateway.litellm import MAX_ANSWER, LiteLLM, LiteLLMUnavailable
+from gateway.listing import MAX_ENTRIES
+from gateway.litellm import MAX_ANSWER, MAX_PARSED, LiteLLM, LiteLLMUnavailable
 from tests.support.answers import SHAPES, Answer, AnswerServer, generated_info
 from tests.support.wait import wait_until
 
@@ -85,11 +86,33 @@ def test_an_answer_past_the_cap_is_refused(server: AnswerServer, shape: str) -> 
     ]
 
 
+def test_other_answers_keep_the_smaller_cap(server: AnswerServer) -> None:
+    body = json.dumps({"data": [{"id": "m"}]}).encode()
+    server.answers = {"/v1/models": Answer(200, body + b" " * MAX_PARSED)}
+
+    with pytest.raises(LiteLLMUnavailable) as raised:
+        LiteLLM(server.url, KEY).public_models()
+
+    assert str(raised.value) == f"{server.url}/v1/models: the answer exceeds {MAX_PARSED} bytes"
+
+
+def test_a_listing_of_more_entries_than_kept_is_refused(server: AnswerServer) -> None:
+    many = [{"model_name": f"m{i}"} for i in range(MAX_ENTRIES + 1)]
+    server.answers = {"/model/info": Answer(200, json.dumps({"data": many}).encode())}
+
+    assert _outcome(LiteLLM(server.url, KEY)) == [
+        f"{server.url}/model/info: more than {MAX_ENTRIES} entries in the answer"
+    ]
+
+
 PEAK = """
 import sys
 import gateway.run  # everything the sync imports, the Kubernetes client included
-from gateway.litellm import LiteLLM
-LiteLLM(sys.argv[1], "k").model_info()
+from gateway.litellm import LiteLLM, LiteLLMUnavailable
+try:
+    LiteLLM(sys.argv[1], "k").model_info()
+except LiteLLMUnavailable as err:  # past listing.MAX_ENTRIES: refused after reading it all
+    assert "more than" in str(err), err
 status = open("/proc/self/status").read().split("VmHWM:")[1].split()
 print(int(status[0]) // 1024)
 """
