@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 LITELLM_VENV  := .venv-litellm
 LITELLM_STAMP := $(LITELLM_VENV)/.installed
 
-.PHONY: lock serving install browser screenshots test lint format test-unit test-e2e bench bench-compare bench-large clean manifests chart cluster schemas flags fuzz parsers facts
+.PHONY: lock serving install browser screenshots test lint format test-unit test-e2e bench bench-compare bench-large bench-cluster clean manifests chart cluster schemas flags fuzz parsers facts
 
 TEST_STAMP := $(VENV)/.installed-test
 
@@ -218,6 +218,15 @@ bench-compare: $(TEST_STAMP) cluster
 # `runway render --commit` of 10,000 ModelDeployments (first, unchanged, one changed).
 bench-large: $(TEST_STAMP)
 	$(BIN)/python -m bench.render --count 10000 --shards 1,2,4
+
+# The loads through the real kube-apiserver and etcd of `make cluster`, all on loopback: 300
+# ModelDeployments created at once with the webhook (gunicorn over TLS, 2 workers) in the path,
+# against the same burst without it (bench/burst.py); and the status controller, as its own
+# process, with 10,000 ModelDeployments beside 10,000 Secrets and 10,000 ConfigMaps
+# (bench/crowded.py, which draws bench/crowded.svg).
+bench-cluster: $(TEST_STAMP) cluster
+	$(BIN)/python -m bench.burst
+	$(BIN)/python -m bench.crowded
 
 # Generated AdmissionReviews of every hardening class (issue #13), in process and over TLS
 # under a slow-client attack; prints the counts and fails on any 5xx, traceback or slow answer.
