@@ -85,8 +85,10 @@ def test_metrics_add_up_over_workers_and_survive_a_killed_worker(tmp_path: Path)
         # rightly not ready. Once the new worker has reported and /readyz says every worker is
         # ready, every scrape must be whole.
         wait_until(
-            lambda: (gauge_pids(directory) - {victim} - workers_counting)
-            and hook.request("GET", "/readyz")[0] == 200,
+            lambda: (
+                (gauge_pids(directory) - {victim} - workers_counting)
+                and hook.request("GET", "/readyz")[0] == 200
+            ),
             timeout=30,
             what="the replaced worker to be ready",
         )
