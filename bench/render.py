@@ -24,6 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kubeio.yamlio import dump, dump_all, load_all
 from renderer.output.folders import METADATA_FILE, kustomization
@@ -57,6 +58,7 @@ class Row:
     rewritten: int
     rendered: int
     exit_code: int
+    peak_pss_mb: float = 0.0  # the tree's PSS at its peak (see _tree_rss_kb)
 
 
 def write_sources(
@@ -106,8 +108,11 @@ def deployments(
     )
 
 
-def _tree_rss_kb(root: int) -> int:
-    """RSS of `root` and all its descendants, from /proc."""
+def _tree_rss_kb(root: int) -> tuple[int, int]:
+    """RSS of `root` and all its descendants, from /proc, and their PSS (smaps_rollup): a
+    forked worker's RSS counts every page it shares with the render that forked it, so the
+    sum of RSS counts those pages once per process; PSS divides each shared page among the
+    processes that map it."""
     parents: dict[int, int] = {}
     rss: dict[int, int] = {}
     for entry in os.scandir("/proc"):
@@ -128,21 +133,35 @@ def _tree_rss_kb(root: int) -> int:
             if parent in family and pid not in family:
                 family.add(pid)
                 changed = True
+    pss = 0
     for pid in family:
         total += rss.get(pid, 0)
-    return total
+        pss += _pss_kb(pid)
+    return total, pss
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def run(what: str, argv: list[str], repo: Path) -> Row:
     before = _stamps(repo / "rendered")
-    peak = [0]
+    peak = [0, 0]
     cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def sample() -> None:
         while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
+            rss, pss = _tree_rss_kb(proc.pid)
+            peak[:] = [max(peak[0], rss), max(peak[1], pss)]
             time.sleep(0.1)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -158,7 +177,16 @@ def run(what: str, argv: list[str], repo: Path) -> Row:
     after = _stamps(repo / "rendered")
     rewritten = sum(1 for p, s in after.items() if before.get(p) != s)
     rendered = len(report["results"]) - report["reused"]
-    return Row(what, seconds, cpu_seconds, peak[0] / 1024, rewritten, rendered, proc.returncode)
+    return Row(
+        what,
+        seconds,
+        cpu_seconds,
+        peak[0] / 1024,
+        rewritten,
+        rendered,
+        proc.returncode,
+        peak[1] / 1024,
+    )
 
 
 def _stamps(root: Path) -> dict[str, tuple[int, int]]:
@@ -306,6 +334,68 @@ def matrix(src: Path, work: Path, count: int) -> tuple[list[Row], list[Path]]:
     return rows, clones
 
 
+def profile_first(count: int, namespaces: int, into: Path) -> None:
+    """The first render + commit in this process, twice: under cProfile (into/first.prof and the
+    top functions printed), then under tracemalloc, with a snapshot each time the traced memory
+    grew by a fifth since the last one (the largest: the top allocations at the peak, printed).
+    The render's pool workers are forked from it: neither profile sees their work."""
+    import contextlib  # noqa: PLC0415 - profiling only
+    import cProfile  # noqa: PLC0415
+    import io  # noqa: PLC0415
+    import pstats  # noqa: PLC0415
+    import tracemalloc  # noqa: PLC0415
+
+    from cli.main import main as runway  # noqa: PLC0415
+
+    into.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="runway-profile-") as tmp:
+        src = Path(tmp) / "src"
+        src.mkdir()
+        write_sources(src, count, namespaces=namespaces)
+        argv = ["render", str(src), "--commit", "-o", "json", "--repo"]
+        profiler = cProfile.Profile()
+        with contextlib.redirect_stdout(io.StringIO()):
+            profiler.runcall(runway, [*argv, str(Path(tmp) / "profiled")])
+        profiler.dump_stats(into / "first.prof")
+        stats = pstats.Stats(str(into / "first.prof"))
+        print(f"cProfile of the first render of {count} ({namespaces} namespaces), parent only:")
+        stats.sort_stats("cumulative").print_stats(40)
+        stats.sort_stats("tottime").print_stats(30)
+        largest: list[Any] = [None, 0]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(0.25):
+                now = tracemalloc.get_traced_memory()[0]
+                if now > largest[1] * 1.2:
+                    largest[:] = [tracemalloc.take_snapshot(), now]
+
+        tracemalloc.start(8)
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                runway([*argv, str(Path(tmp) / "traced")])
+        finally:
+            done.set()
+            sampler.join()
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+    print(
+        f"tracemalloc: peak {peak / 2**20:.0f} MiB traced; the largest snapshot "
+        f"({largest[1] / 2**20:.0f} MiB), top allocations by line, then by traceback:"
+    )
+    snapshot = largest[0]
+    if snapshot is None:
+        return
+    for stat in snapshot.statistics("lineno")[:25]:
+        print(f"  {stat}")
+    for stat in snapshot.statistics("traceback")[:8]:
+        print(f"  {stat.size / 2**20:.1f} MiB in {stat.count} blocks:")
+        for line in stat.traceback.format()[-8:]:
+            print(f"    {line}")
+
+
 def first_only(count: int, namespaces: int, shards: int) -> None:
     """The first render + commit alone (with `shards`, the matrix of them, and the check that
     their union is the full render): `--first`, the rows of issue #46 at 100,000."""
@@ -320,11 +410,16 @@ def first_only(count: int, namespaces: int, shards: int) -> None:
             f"load average {os.getloadavg()[0]:.1f} after the first render:"
         )
         target = TARGET_FIRST_100K_SECONDS * count / 100_000
-        print(f"  {'what':28} {'wall s':>7} {'cpu s':>7} {'ratio':>22} {'target':>9} {'RSS MB':>7}")
+        print(
+            f"  {'what':28} {'wall s':>7} {'cpu s':>7} {'ratio':>22} {'target':>9} {'RSS MB':>7} "
+            f"{'PSS MB':>7}"
+        )
         print(
             f"  {first.what:28} {first.seconds:7.2f} {first.cpu_seconds:7.2f} "
-            f"{first.seconds / target:>10.2f} of target {target:7.1f} s {first.peak_rss_mb:7.0f}"
-            f"  (RSS target {TARGET_RSS_100K_MB} MB: {first.peak_rss_mb / TARGET_RSS_100K_MB:.2f})"
+            f"{first.seconds / target:>10.2f} of target {target:7.1f} s {first.peak_rss_mb:7.0f} "
+            f"{first.peak_pss_mb:7.0f}  (target {TARGET_RSS_100K_MB} MB: RSS "
+            f"{first.peak_rss_mb / TARGET_RSS_100K_MB:.2f}, PSS "
+            f"{first.peak_pss_mb / TARGET_RSS_100K_MB:.2f} of it)"
         )
         if not shards:
             return
@@ -335,7 +430,7 @@ def first_only(count: int, namespaces: int, shards: int) -> None:
             print(
                 f"  {row.what:28} {row.seconds:7.2f} {row.cpu_seconds:7.2f} "
                 f"{row.seconds / first.seconds:>6.3f} of full wall, {row.cpu_seconds / first.cpu_seconds:.3f} "
-                f"of its cpu (target <= {1 / 6:.3f}) {row.peak_rss_mb:7.0f}"
+                f"of its cpu (target <= {1 / 6:.3f}) {row.peak_rss_mb:7.0f} {row.peak_pss_mb:7.0f}"
             )
         problems = shard_union(full, clones)
         print(
@@ -346,6 +441,14 @@ def first_only(count: int, namespaces: int, shards: int) -> None:
             print(f"    {problem}")
         if problems:
             raise SystemExit(1)
+
+
+def alone(args: argparse.Namespace) -> None:
+    """--profile, or --first (with --matrix)."""
+    if args.profile is not None:
+        profile_first(args.count, args.namespaces, args.profile)
+    else:
+        first_only(args.count, args.namespaces, args.matrix)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -363,11 +466,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--matrix", type=int, default=0, help="with --first: N shards, one process each, in turn"
     )
+    parser.add_argument(
+        "--profile", type=Path, help="cProfile and tracemalloc of the first render, into DIR"
+    )
     args = parser.parse_args(argv)
     compile_bytecode()
     count = args.count
-    if args.first:
-        first_only(count, args.namespaces, args.matrix)
+    if args.profile is not None or args.first:  # issue #46's rows, at 100,000
+        alone(args)
         return
     shards = [int(n) for n in args.shards.split(",") if n]
     with tempfile.TemporaryDirectory(prefix="runway-bench-") as tmp:

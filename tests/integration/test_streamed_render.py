@@ -29,7 +29,7 @@ from tests.support.builders import model_deployment
 from tests.support.paths import EXAMPLES
 
 LISTING = Path(__file__).resolve().parent.parent / "data" / "streamed" / "listing.json"
-MODELS = 240
+MODELS = 300  # past STREAM_BLOBS (renderer.stages): the write stage streams its blobs
 NAMESPACES = 47  # prime to the 3 providers: each namespace has models of each
 # the command a folder's runway.metadata records (renderer.git.provenance): fixed, so that the
 # listing does not depend on where the test's folders are
