@@ -6,6 +6,13 @@ and its worker processes together (sampled), and how many files on disk were (re
 `python -m bench.render` runs 1,000 ModelDeployments (`make bench`); `--count 10000` is
 `make bench-large`. The targets are the issue's, for 10,000; at other sizes they are scaled
 linearly for time (the memory target is not scaled).
+
+Issue #46's rows: `--first --count 100000 --namespaces 500` times the first render + commit
+alone (RSS and PSS of the command and its workers; target 80 s and 600 MB at 100,000), and
+`--matrix 8` then renders the same sources in 8 shards, one process after another, each into a
+repository of its own as a CI matrix's jobs would, each row against the full render, and checks
+that their union is the full render byte for byte (exit 1 if not). `--profile DIR` runs the first
+render in process under cProfile, then under tracemalloc (the top allocations at the peak).
 """
 
 from __future__ import annotations
