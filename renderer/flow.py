@@ -185,7 +185,7 @@ def _publish(
     the rest from."""
     from renderer import stages  # noqa: PLC0415 - imported by as_usual already
 
-    rendition, written = stages.write(rendering, widen)
+    rendition, written = stages.write(rendering, widen, commit=bool(target.commit or target.push))
     planned = rendering.planned
     repo, subdir = planned.where.repo, planned.where.subdir
     tree = None  # HEAD's tree at `subdir` after the commit: the render cache's `tree`

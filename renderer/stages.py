@@ -15,25 +15,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections import ChainMap
+from collections.abc import Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from core.checks.credentials import credential_kind
 from core.fields.errors import RunwayError
 from renderer.git import commits
+from renderer.git.bulk import Blobs, BlobSink
+from renderer.git.commits import BULK
 from renderer.git.disk import DiskTree, scan, tree_writer, write_tree
-from renderer.git.writer import TreeWriter
+from renderer.git.writer import Stat, TreeWriter
 from renderer.output.folders import METADATA_FILE, Result
 from renderer.output.ownership import another_file, claims, read_record
-from renderer.output.tree import Folder, Tree
+from renderer.output.tree import Folder, Tree, WrittenFolder
 from renderer.plan import Plan
 from renderer.reuse import incremental
 from renderer.reuse.delta import widened
+from renderer.reuse.digests import folder_digest
 from renderer.reuse.incremental import Begun, Rendered
 from renderer.reuse.rendercache import RenderCache
 from renderer.reuse.stamp import Stamp
 from renderer.settings import RenderReport
+
+# ModelDeployments rendered from which the write stage sends each file to git as it writes it:
+# four files or more each, past BULK files (the count from which the commit is a fast-import)
+STREAM_BLOBS = BULK // 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +56,12 @@ class Rendition:
 
 @dataclass(frozen=True, slots=True)
 class Written:
-    """What the write stage did: the paths (in the output folder) written or removed."""
+    """What the write stage did: the paths (in the output folder) written or removed, in
+    order, and the blobs of those written, when they were sent to git as they were
+    (renderer.git.bulk: their marks are their places in `touched`)."""
 
     touched: tuple[str, ...]
+    blobs: Blobs | None = None
 
 
 def load_cache(planned: Plan) -> RenderCache | None:
@@ -131,11 +142,15 @@ def render(planned: Plan, cache: RenderCache | None, clean: DiskTree | None = No
 
 
 def finish(
-    rendering: Rendering, rendered: Sequence[Result], stamp: Stamp | None = None
+    rendering: Rendering,
+    rendered: Sequence[Result],
+    stamp: Stamp | None = None,
+    streamed: Set[str] = frozenset(),
 ) -> Rendition:
     """The render, its stale ModelDeployments `rendered`: a shard takes the shared files whole
     (renderer.output.shard); with `stamp`, a render of some namespaces takes the stamp's
-    results and the cache's entries of every other (renderer.reuse.delta)."""
+    results and the cache's entries of every other (renderer.reuse.delta). `streamed`: the
+    paths the write stage wrote already (their folders are WrittenFolders)."""
     planned, current = rendering.planned, rendering.current
     done = incremental.finish(rendering.begun, rendered)
     part = planned.part
@@ -146,47 +161,66 @@ def finish(
         where = planned.where
         done = widened(done, stamp, cache, part, where.repo.work / where.subdir)
     # compared now, before the rest is written: `current` read each file before it was replaced
-    return Rendition(done, current, changes(current, done.files))
+    return Rendition(done, current, changes(current, done.files, streamed))
 
 
-def write(rendering: Rendering, stamp: Stamp | None = None) -> tuple[Rendition, Written]:
+def write(
+    rendering: Rendering, stamp: Stamp | None = None, *, commit: bool = False
+) -> tuple[Rendition, Written]:
     """The write stage, taking the render's chunks as they are rendered: each rendered folder
-    is written as it arrives, while the rest render; then the rest of the tree. Only files
-    whose bytes change are written, none holding a credential; the render cache learns the
-    Stats of what was written. `stamp`: see finish."""
+    is written as it arrives, while the rest render, and then let go (its Result keeps its
+    names: renderer.output.tree.WrittenFolder); then the rest of the tree. Only files whose
+    bytes change are written, none holding a credential; the render cache learns the Stats of
+    what was written. `stamp`: see finish. With `commit` (a commit follows), a render of
+    STREAM_BLOBS ModelDeployments or more sends each file's bytes to git as it is written
+    (renderer.git.bulk.BlobSink), for the commit to name."""
     planned = rendering.planned
     where, current = planned.where, rendering.current
-    with tree_writer(where.repo, where.subdir) as writer:
-        rendered = _write_folders(writer, current, rendering.begun.chunks)
-        rendition = finish(rendering, rendered, stamp)
-        done = rendition.done
-        refuse_credentials(done.files, current)
-        write_tree(writer, done.files, current, done.files.unchanged)
-    known = {**current.stats, **writer.stats} if isinstance(current, DiskTree) else writer.stats
+    many = commit and len(rendering.begun.stale) >= STREAM_BLOBS
+    sink = BlobSink(where.repo) if many else None
+    try:
+        with tree_writer(where.repo, where.subdir, sink) as writer:
+            root = where.repo.work / where.subdir
+            rendered = _write_folders(writer, current, rendering.begun.chunks, root)
+            rendition = finish(rendering, rendered, stamp, frozenset(writer.written))
+            done = rendition.done
+            refuse_credentials(done.files, current)
+            write_tree(writer, done.files, current, done.files.unchanged)
+        blobs = sink.close() if sink is not None else None
+    except BaseException:
+        if sink is not None:
+            sink.abort()
+        raise
+    known: Mapping[str, Stat] = writer.stats
+    if isinstance(current, DiskTree):  # as scanned, where not written since
+        known = ChainMap(writer.stats, current.stats)  # type: ignore[arg-type]
     done.cache.record_stats(where.repo.work / where.subdir, known, done.files)
     planned.read.parsed.finish(where.store.sources)  # the repository exists now
-    return rendition, Written(tuple(writer.written))
+    return rendition, Written(tuple(writer.written), blobs)
 
 
 def _write_folders(
-    writer: TreeWriter, current: Mapping[str, str], chunks: Iterator[list[Result]]
+    writer: TreeWriter, current: Mapping[str, str], chunks: Iterator[list[Result]], root: Path
 ) -> list[Result]:
     """Every chunk's Results, the folders of rendered ModelDeployments written as they arrive
-    (only files whose bytes change). Only folders rendering found free of credentials are
+    (only files whose bytes change), each Result then holding its folder as written (`root`:
+    the output folder), not its texts. Only folders rendering found free of credentials are
     written here; everything else waits for the tree. Each file replaced is read first, so
     `current` keeps the tree as it was (what the report and the rest of the write compare
     against)."""
     rendered: list[Result] = []
     for chunk in chunks:
-        rendered += chunk
         for result in chunk:
             if result.error is not None or not result.scanned:
+                rendered.append(result)
                 continue
             files = [(f"{result.key}/{name}", text) for name, text in result.files.items()]
             writer.check(path for path, _ in files)
             for path, text in files:
                 if path not in current or current[path] != text:
                     writer.write(path, text)
+            names, digest = sorted(result.files), folder_digest(result.files)
+            rendered.append(replace(result, files=WrittenFolder(root, result.key, names, digest)))
     return rendered
 
 
@@ -199,7 +233,10 @@ def commit(
     touched = written.touched if clean else None
     texts = rendition.done.files.written
     count = len(written.touched)
-    return commits.commit(where.repo, where.subdir, count, texts, touched, trailers=trailers)
+    streamed = (written.blobs, written.touched) if written.blobs is not None else None
+    return commits.commit(
+        where.repo, where.subdir, count, texts, touched, trailers=trailers, streamed=streamed
+    )
 
 
 def keep(planned: Plan, rendition: Rendition, tree: str | None) -> None:
@@ -263,11 +300,16 @@ def refuse_credentials(files: Tree, current: Mapping[str, str]) -> None:
                 )
 
 
-def changes(before: Mapping[str, str], after: Tree) -> dict[str, list[str]]:
-    """The paths added, changed and removed, each sorted."""
-    both = (set(after) & set(before)) - after.unchanged
+def changes(
+    before: Mapping[str, str], after: Tree, streamed: Set[str] = frozenset()
+) -> dict[str, list[str]]:
+    """The paths added, changed and removed, each sorted. `streamed`: paths written already,
+    each because its bytes changed (the tree holds them as on disk now)."""
+    both = set(after) & set(before)
     return {
         "added": sorted(set(after) - set(before)),
-        "changed": sorted(p for p in both if after[p] != before[p]),
+        "changed": sorted(
+            p for p in both if (p in streamed if p in after.unchanged else after[p] != before[p])
+        ),
         "removed": sorted(set(before) - set(after)),
     }

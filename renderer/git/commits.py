@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from renderer.git.bulk import commit_with_blobs
+from renderer.git.bulk import Blobs, commit_with_blobs
 from renderer.git.gittrees import (
     folders_of,
     mktree_input,
@@ -45,6 +45,7 @@ def commit(
     touched: Sequence[str] | None = None,
     *,
     trailers: str = "",
+    streamed: tuple[Blobs, Sequence[str]] | None = None,
 ) -> str | None:
     """Commit the rendered tree; None (and no commit) when nothing changed since HEAD.
     `git add` rehashes only files whose stat changed, so only written files are staged;
@@ -55,13 +56,16 @@ def commit(
     are not read back. `touched` (paths in `subdir`): what this render wrote and removed,
     when git found `subdir` clean before (renderer.reuse.cleantree); only they are staged, by
     `git update-index`, instead of `git add` looking at every file (10,000 ModelDeployments,
-    one changed: 0.11 s -> 0.01 s). `trailers` end the message (renderer.git.provenance)."""
+    one changed: 0.11 s -> 0.01 s). `trailers` end the message (renderer.git.provenance).
+    `streamed`: the blobs a BlobSink took as the files were written (renderer.git.bulk), and
+    the paths (in `subdir`) written, in order, whose places are the blobs' marks: fast-import
+    names them, neither read back nor sent again."""
     if written >= BULK:
         changes = _unstaged_changes(repo, subdir)
         if changes is not None:
             if not changes:
                 return None
-            return _fast_import(repo, subdir, changes, texts or {}, trailers)
+            return _fast_import(repo, subdir, changes, texts or {}, trailers, streamed=streamed)
     if touched is None:
         repo.git("add", "-A", "--", subdir)
         raw = repo.git(*DIFF_CACHED).stdout
@@ -183,10 +187,13 @@ def _fast_import(
     changes: Mapping[str, str],
     texts: Mapping[str, str],
     trailers: str = "",
+    *,
+    streamed: tuple[Blobs, Sequence[str]] | None = None,
 ) -> str:
     """The commit `commit` makes, written by `git fast-import` as packs instead of one
     loose object per file by `git add` (renderer.git.bulk). The commit is HEAD with `changes`
-    as the work tree holds them; the index is then reset to it (nothing else was staged)."""
+    as the work tree holds them; the index is then reset to it (nothing else was staged). A
+    path whose blob was `streamed` is named by its mark; any other is sent now."""
     branch = repo.git("symbolic-ref", "-q", "HEAD").stdout.strip()
     parent = repo.head()
     idents = dict(
@@ -206,18 +213,43 @@ def _fast_import(
     if parent is not None:
         header.append(f"from {parent}\n".encode())
     files: list[tuple[str, str, bytes]] = []
+    marked: list[tuple[str, int]] = []
+    marks = _marks(streamed)
+    top = f"{subdir.strip('/')}/"
     for path in sorted(changes):
         if changes[path] != "D":
-            known = texts.get(path.removeprefix(f"{subdir.strip('/')}/"))
+            relative = path.removeprefix(top)
+            mark = marks.get(relative) if path.startswith(top) else None
+            if mark is not None:
+                marked.append((path, mark))
+                continue
+            known = texts.get(relative)
             mode, data = (
                 ("100644", known.encode()) if known is not None else _blob(repo.work / path)
             )
             files.append((path, mode, data))
+    del marks
     removed = [p for p in sorted(changes) if changes[p] == "D"]
-    commit_with_blobs(repo.git_dir, repo.start, header, files, removed)
+    blobs = (streamed[0], marked) if streamed is not None else None
+    commit_with_blobs(repo.git_dir, repo.start, header, files, removed, streamed=blobs)
     repo.git("reset", "-q")  # the index as HEAD now is (nothing was staged), refreshed
     head: str = repo.git("rev-parse", "HEAD").stdout.strip()
     return head
+
+
+def _marks(streamed: tuple[Blobs, Sequence[str]] | None) -> dict[str, int]:
+    """Each path written (in `subdir`) -> the mark of the blob it holds, its last write's; not
+    a path removed after it was written."""
+    if streamed is None:
+        return {}
+    blobs, written = streamed
+    marks: dict[str, int] = {}
+    for mark, path in enumerate(written, start=1):
+        if mark in blobs:
+            marks[path] = mark
+        else:
+            marks.pop(path, None)
+    return marks
 
 
 def _trees(out: bytes, count: int) -> list[bytes | None] | None:

@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator, Mapping, Set
 from pathlib import Path
 
+from renderer.git.bulk import BlobSink
 from renderer.git.locks import SCRATCH
 from renderer.git.runner import Repo
 from renderer.git.safefs import Folders, link_error, plain_parts, read_text
@@ -103,6 +104,7 @@ def write_tree(
     return list(writer.written)
 
 
-def tree_writer(repo: Repo, subdir: str) -> TreeWriter:
-    """A TreeWriter for `subdir` (its scratch folder in .git)."""
-    return TreeWriter(repo.work, subdir, repo.git_dir / SCRATCH)
+def tree_writer(repo: Repo, subdir: str, sink: BlobSink | None = None) -> TreeWriter:
+    """A TreeWriter for `subdir` (its scratch folder in .git), sending what it writes to
+    `sink` too, if any."""
+    return TreeWriter(repo.work, subdir, repo.git_dir / SCRATCH, sink)

@@ -9,12 +9,14 @@ trying again may work.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Self
+from typing import IO, Protocol, Self
 
 from core.fields.errors import Unavailable
 
@@ -52,6 +54,49 @@ class Start(Protocol):
         stdin: str | bytes | None = None,
         index: Path | None = None,
     ) -> Callable[[], subprocess.CompletedProcess[str]]: ...
+
+
+class Fed:
+    """A git started by Repo.feed: write() sends bytes to its standard input (buffered), close()
+    ends the input and waits, a GitError when git failed (or took longer than GIT_TIMEOUT once
+    its input ended); abort() ends it unfinished."""
+
+    def __init__(self, name: str, process: subprocess.Popen[bytes], errors: IO[bytes]) -> None:
+        self._name, self._process, self._errors = name, process, errors
+        assert process.stdin is not None  # started with a pipe
+        self._stdin = process.stdin
+
+    def write(self, data: bytes) -> None:
+        try:
+            self._stdin.write(data)
+        except BrokenPipeError:  # git stopped reading: close() says why
+            self.close()
+            raise GitError(f"git {self._name} stopped reading its input") from None
+
+    def close(self) -> None:
+        try:
+            with contextlib.suppress(BrokenPipeError):
+                self._stdin.close()
+            try:
+                code = self._process.wait(timeout=GIT_TIMEOUT)
+            except subprocess.TimeoutExpired as expired:
+                self._process.kill()
+                self._process.wait()
+                raise GitError(f"git {self._name}: {expired}") from None
+            if code != 0:
+                self._errors.seek(0)
+                text = self._errors.read().decode("utf-8", errors="replace")
+                raise GitError(f"git {self._name} failed: {text.strip().splitlines()[-1:]}")
+        finally:
+            self._errors.close()
+
+    def abort(self) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            self._stdin.close()
+        self._process.wait()
+        self._errors.close()
 
 
 @dataclass(frozen=True)
@@ -141,11 +186,7 @@ class Repo:
     def _start(
         self, args: Sequence[str], stdin: str | bytes | None, index: Path | None = None
     ) -> Callable[[], tuple[int, bytes, bytes]]:
-        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **MALLOC}
-        if index is not None:
-            env["GIT_INDEX_FILE"] = str(index)
-        if self.author is not None:
-            env |= {"GIT_AUTHOR_NAME": self.author.name, "GIT_AUTHOR_EMAIL": self.author.email}
+        env = self._env(index)
         try:
             process = subprocess.Popen(
                 ["git", *self.identity, *args],
@@ -169,6 +210,34 @@ class Repo:
             return process.returncode, out, err
 
         return finish
+
+    def _env(self, index: Path | None) -> dict[str, str]:
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **MALLOC}
+        if index is not None:
+            env["GIT_INDEX_FILE"] = str(index)
+        if self.author is not None:
+            env |= {"GIT_AUTHOR_NAME": self.author.name, "GIT_AUTHOR_EMAIL": self.author.email}
+        return env
+
+    def feed(self, *args: str) -> Fed:
+        """`git args` started now, its standard input a pipe that the caller writes as it goes
+        (Fed), so that what git reads is never held whole; its output is discarded, its errors
+        kept in a file for the message of a failure."""
+        errors = tempfile.TemporaryFile()  # noqa: SIM115 - Fed closes it
+        try:
+            process = subprocess.Popen(
+                ["git", *self.identity, *args],
+                cwd=self.work,
+                env=self._env(None),
+                bufsize=1 << 20,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+            )
+        except OSError as err:
+            errors.close()
+            raise GitError(f"git {args[0]}: {err}") from None
+        return Fed(args[0], process, errors)
 
     def head(self) -> str | None:
         """HEAD's commit; None before the first commit."""

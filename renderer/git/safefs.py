@@ -20,6 +20,10 @@ from types import TracebackType
 from core.fields.errors import RunwayError
 
 NAME_MAX = 255  # bytes in one path component (Linux)
+# Folders kept open at once: a first render of 100,000 ModelDeployments writes 100,500 folders,
+# and kept every one open until it failed on the limit of open files (20,000 here, 1,024 on
+# many machines). Folders are written in path order, so the recently used are the ones needed.
+OPEN_FOLDERS = 256
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _LINK_OR_FILE = (errno.ELOOP, errno.ENOTDIR)
 
@@ -49,11 +53,12 @@ def link_error(path: Path | str) -> UnsafePath:
 
 class Folders:
     """Folders under `base` (opened as given: the user named it), each opened relative to its
-    parent without following links, and kept open for the writes that follow."""
+    parent without following links, and kept open for the writes that follow: the OPEN_FOLDERS
+    used last; one closed before is opened again the same way, from `base`, when asked for."""
 
     def __init__(self, base: Path) -> None:
         self.base = base
-        self._open: dict[str, int] = {}
+        self._open: dict[str, int] = {}  # in the order last used
 
     def __enter__(self) -> Folders:
         return self
@@ -68,8 +73,10 @@ class Folders:
     def fd(self, folder: str, *, create: bool) -> int | None:
         """The descriptor of `folder` (relative to base, "" for base); None when it does not
         exist and `create` is false."""
-        if folder in self._open:
-            return self._open[folder]
+        known = self._open.pop(folder, None)
+        if known is not None:
+            self._open[folder] = known  # the last used now
+            return known
         found: int | None
         if folder == "":
             found = os.open(self.base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -88,6 +95,9 @@ class Folders:
             if found is None:
                 return None
         self._open[folder] = found
+        if len(self._open) > OPEN_FOLDERS:  # never `folder`, nor the parent it was opened from
+            oldest = next(iter(self._open))
+            os.close(self._open.pop(oldest))
         return found
 
     @staticmethod

@@ -4,8 +4,10 @@ the kustomizations per namespace and at the top, and the record of sources."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 
 from kubeio.yamlio import dump
+from renderer.git.safefs import read_text
 from renderer.output.folders import Result, kustomization
 from renderer.output.ownership import SOURCES_FILE, Ownership, record_text
 
@@ -74,6 +76,23 @@ class Folder(Mapping[str, str]):
 
     def paths(self) -> list[str]:
         return [f"{self._folder}/{name}" for name in self._names]
+
+
+class WrittenFolder(Folder):
+    """A folder the write stage wrote as it was rendered (renderer.stages): its names and the
+    digest of its files (renderer.reuse.digests.folder_digest, taken from the texts before they
+    were let go); each text read from disk under `root` when asked for, and never kept. The
+    tree takes it as it takes a folder as on disk: its paths are not written again."""
+
+    def __init__(self, root: Path, folder: str, held: Sequence[str], digest: str) -> None:
+        super().__init__({}, folder, held)
+        self._root = root
+        self.folder_digest = digest
+
+    def __getitem__(self, name: str) -> str:
+        if name not in self._names:
+            raise KeyError(name)
+        return read_text(self._root / self._folder / name)
 
 
 def folders_of(current: Mapping[str, str], paths: Iterable[str]) -> dict[str, Folder]:

@@ -162,7 +162,11 @@ def text_digest(text: str | None) -> str | None:
 
 
 def folder_digest(files: Mapping[str, str] | None) -> str:
-    """The files of one output folder, by name."""
+    """The files of one output folder, by name (as taken already by a folder the render wrote
+    as it went, renderer.output.tree.WrittenFolder, whose texts are on disk only)."""
+    known = getattr(files, "folder_digest", None)
+    if isinstance(known, str):
+        return known
     h = hashlib.blake2b(digest_size=20)
     for name, text in sorted((files or {}).items()):
         # Names and YAML text hold no NUL, so NUL separates them unambiguously.
