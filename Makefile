@@ -215,9 +215,15 @@ bench-compare: $(TEST_STAMP) cluster
 	command -v wrk >/dev/null || (apt-get update && apt-get install -y wrk)
 	$(BIN)/python -m bench.compare --base $(BASE)
 
-# `runway render --commit` of 10,000 ModelDeployments (first, unchanged, one changed).
+# `runway render --commit` of 10,000 ModelDeployments (first, unchanged, one changed, shards);
+# the first render of 100,000 in 500 namespaces, then the same in 8 shards, one process each,
+# their union checked byte for byte; re-renders against `git status --porcelain`, one file per
+# model, at 10,000 (nothing changed, one changed) and 100,000 (nothing changed).
 bench-large: $(TEST_STAMP)
 	$(BIN)/python -m bench.render --count 10000 --shards 1,2,4
+	$(BIN)/python -m bench.render --first --count 100000 --namespaces 500 --matrix 8
+	$(BIN)/python -m bench.rerender --count 10000
+	$(BIN)/python -m bench.rerender --count 100000 --namespaces 500 --no-one-changed
 
 # The loads through the real kube-apiserver and etcd of `make cluster`, all on loopback: 300
 # ModelDeployments created at once with the webhook (gunicorn over TLS, 2 workers) in the path,
