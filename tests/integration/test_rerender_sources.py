@@ -78,7 +78,7 @@ def test_an_edit_that_keeps_size_and_mtime_is_rendered_as_a_new_render_renders_i
     run_render(ask)
     # past the window in which a Stat cannot vouch for the bytes (they may change in the same
     # tick): the next render records every source's Stat
-    time.sleep(RACY_NS / 1e9 + 0.1)
+    time.sleep(RACY_NS / 1e9 + 0.1)  # ctime cannot be set back: time has to pass, no event
     run_render(ask)
     assert recorded(Path(ask.repo)) == {str(p) for p in paths}
     done[0] = 0
