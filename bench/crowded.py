@@ -45,15 +45,12 @@ from typing import IO, Any
 import kubernetes
 
 from bench.plot import Panel, Series, render
-from bench.status_loop import _ready  # the same Deployment status write as the loop bench
-from core.admission.pipeline import admit
-from core.selection.configs import ProviderRegistry
+from bench.status_loop import deployment, model, owned, ready  # the loop bench's objects and write
 from kubeio.registry import build_registry
 from tests.support.cluster import Cluster, free_port, missing_binaries, start_cluster
 from tests.support.wait import wait_until
 
 GROUP, VERSION, PLURAL = "airunway.ai", "v1alpha1", "modeldeployments"
-MANAGED = {"app.kubernetes.io/managed-by": "runway"}
 SAMPLE_SECONDS = 0.5
 FIRST_TARGET, P99_TARGET, RSS_TARGET = 60.0, 100.0, 300.0  # s, ms, MB
 HERE = Path(__file__).resolve().parent
@@ -149,38 +146,6 @@ def plot_of(samples: Sequence[Sample], title: str) -> str:
             ),
         ],
     )
-
-
-def _model(name: str, namespace: str, registry: ProviderRegistry) -> dict[str, Any]:
-    md = {
-        "apiVersion": f"{GROUP}/{VERSION}",
-        "kind": "ModelDeployment",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "model": {"id": "Qwen/Qwen2.5-7B-Instruct"},
-            "provider": {"name": "vllm"},
-            "engine": {"type": "vllm"},
-            "resources": {"gpu": {"count": 1}},
-        },
-    }
-    return dict(admit(md, registry=registry).obj)
-
-
-def _deployment(name: str, namespace: str, labels: Mapping[str, str]) -> dict[str, Any]:
-    pod = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": pod},
-            "template": {
-                "metadata": {"labels": pod},
-                "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai"}]},
-            },
-        },
-    }
 
 
 def _secret(name: str, namespace: str) -> dict[str, Any]:
@@ -290,9 +255,9 @@ def _populate(
 
     def calls() -> Iterator[Callable[[], Any]]:
         for namespace, name in models:
-            labels = {**MANAGED, "airunway.ai/model-deployment": name}
-            yield partial(custom, GROUP, VERSION, PLURAL, _model(name, namespace, registry))
-            yield partial(custom, "apps", "v1", "deployments", _deployment(name, namespace, labels))
+            labels = owned(name)
+            yield partial(custom, GROUP, VERSION, PLURAL, model(name, namespace, registry))
+            yield partial(custom, "apps", "v1", "deployments", deployment(name, namespace, labels))
         for i in range(args.unrelated):
             namespace = spaces[i % len(spaces)]
             yield partial(unread, core.create_namespaced_secret, _secret(f"s{i}", namespace))
@@ -301,7 +266,7 @@ def _populate(
             )
         helm = {"app.kubernetes.io/managed-by": "Helm"}
         for i in range(args.models // 10):
-            other = _deployment(f"other{i}", spaces[i % len(spaces)], helm)
+            other = deployment(f"other{i}", spaces[i % len(spaces)], helm)
             yield partial(custom, "apps", "v1", "deployments", other)
 
     started = time.perf_counter()
@@ -439,7 +404,7 @@ def _run(cluster: Cluster, args: argparse.Namespace) -> None:
             meta = apps.read_namespaced_deployment(name, namespace).metadata
             generation = int(meta.generation) if meta is not None and meta.generation else 1
             sent = time.perf_counter()
-            apps.patch_namespaced_deployment_status(name, namespace, _ready(generation))
+            apps.patch_namespaced_deployment_status(name, namespace, ready(generation))
             wait_until(
                 partial(phases.at, namespace, name, "Running"),
                 timeout=60,

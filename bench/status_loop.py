@@ -16,7 +16,7 @@ import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +34,12 @@ NAMESPACE = "bench-status"
 GROUP, VERSION, PLURAL = "airunway.ai", "v1alpha1", "modeldeployments"
 
 
-def _model(i: int, registry: ProviderRegistry) -> dict[str, Any]:
+def model(name: str, namespace: str, registry: ProviderRegistry) -> dict[str, Any]:
+    """A Direct vLLM ModelDeployment as admission stores it (bench.crowded's too)."""
     md = {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "ModelDeployment",
-        "metadata": {"name": f"m{i}", "namespace": NAMESPACE},
+        "metadata": {"name": name, "namespace": namespace},
         "spec": {
             "model": {"id": "Qwen/Qwen2.5-7B-Instruct"},
             "provider": {"name": "vllm"},
@@ -49,31 +50,33 @@ def _model(i: int, registry: ProviderRegistry) -> dict[str, Any]:
     return dict(admit(md, registry=registry).obj)
 
 
-def _deployment(name: str) -> dict[str, Any]:
-    labels = {"app": name}
+OWNED = {"app.kubernetes.io/managed-by": "runway"}  # and the model's label: owned()
+
+
+def owned(name: str) -> dict[str, str]:
+    """The labels of the Deployment Runway renders for ModelDeployment `name`."""
+    return {"airunway.ai/model-deployment": name, **OWNED}
+
+
+def deployment(name: str, namespace: str, labels: Mapping[str, str]) -> dict[str, Any]:
+    """A one-replica Deployment with `labels` (bench.crowded's too)."""
+    pod = {"app": name}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {
-            "name": name,
-            "namespace": NAMESPACE,
-            "labels": {
-                "airunway.ai/model-deployment": name,
-                "app.kubernetes.io/managed-by": "runway",
-            },
-        },
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
         "spec": {
             "replicas": 1,
-            "selector": {"matchLabels": labels},
+            "selector": {"matchLabels": pod},
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": {"labels": pod},
                 "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai"}]},
             },
         },
     }
 
 
-def _ready(generation: int) -> dict[str, Any]:
+def ready(generation: int) -> dict[str, Any]:
     return {
         "status": {
             "observedGeneration": generation,
@@ -161,9 +164,9 @@ def _run(cluster: Any, models: int, changes: int) -> None:
     registry = build_registry()
     for i, name in enumerate(names):
         objects.create_namespaced_custom_object(
-            GROUP, VERSION, NAMESPACE, PLURAL, _model(i, registry)
+            GROUP, VERSION, NAMESPACE, PLURAL, model(f"m{i}", NAMESPACE, registry)
         )
-        apps.create_namespaced_deployment(NAMESPACE, _deployment(name))  # type: ignore[arg-type]
+        apps.create_namespaced_deployment(NAMESPACE, deployment(name, NAMESPACE, owned(name)))  # type: ignore[arg-type]
     stop = threading.Event()
     phases = Phases(api)
     threading.Thread(target=phases.run, args=(stop,), daemon=True).start()
@@ -183,7 +186,7 @@ def _run(cluster: Any, models: int, changes: int) -> None:
             meta = apps.read_namespaced_deployment(name, NAMESPACE).metadata
             generation = int(meta.generation) if meta is not None and meta.generation else 1
             sent = time.perf_counter()
-            apps.patch_namespaced_deployment_status(name, NAMESPACE, _ready(generation))
+            apps.patch_namespaced_deployment_status(name, NAMESPACE, ready(generation))
             wait_until(_seen(phases, name), timeout=60, interval=0.001, what=name)
             done = phases.at(name, "Running")
             assert done is not None
