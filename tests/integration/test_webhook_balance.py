@@ -86,7 +86,7 @@ def _uneven_deal(server: Webhook) -> tuple[list[http.client.HTTPSConnection], li
         ports = [conn.sock.getsockname()[1] for conn in connections]
         wait_until(
             functools.partial(_accepted, server, workers, set(ports)),
-            timeout=10,
+            timeout=60,  # a bound on a wait, never a time asserted: CI's clean run needed more than 10 s
             what="every connection accepted",
         )
         holders = _holders(server.port, workers)
