@@ -41,7 +41,7 @@ from typing import Any
 import kubernetes
 import yaml
 
-from bench.webhook import _cpu_seconds as cpu_seconds  # one reader of /proc/PID/stat's times
+from bench.procfs import cpu_seconds
 from bench.webhook import _workers as workers_of
 from certs.inject import inject_ca_bundle
 from cli.manifests import crds_yaml

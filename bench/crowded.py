@@ -45,6 +45,7 @@ from typing import IO, Any
 import kubernetes
 
 from bench.plot import Panel, Series, render
+from bench.procfs import cpu_seconds, rss_of
 from bench.status_loop import deployment, model, owned, ready  # the loop bench's objects and write
 from kubeio.registry import build_registry
 from tests.support.cluster import Cluster, free_port, missing_binaries, start_cluster
@@ -68,26 +69,6 @@ def parse_metrics(text: str) -> dict[tuple[str, str], float]:
             with contextlib.suppress(ValueError):
                 out[(found.group(1), found.group(2) or "")] = float(found.group(3))
     return out
-
-
-def rss_of(status: str) -> tuple[float, float]:
-    """(VmRSS, VmHWM) in MB from the text of /proc/PID/status."""
-    fields = {}
-    for line in status.splitlines():
-        name, _, rest = line.partition(":")
-        if name in ("VmRSS", "VmHWM"):
-            fields[name] = int(rest.split()[0]) / 1024
-    if set(fields) != {"VmRSS", "VmHWM"}:
-        raise ValueError("/proc/PID/status: no VmRSS or VmHWM line")
-    return fields["VmRSS"], fields["VmHWM"]
-
-
-def cpu_of(stat: str) -> float:
-    """User plus system CPU seconds from the text of /proc/PID/stat."""
-    fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces
-    if len(fields) < 13:
-        raise ValueError("/proc/PID/stat: too few fields")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,10 +257,6 @@ def _populate(
     return models
 
 
-def _cpu(pid: int) -> float:
-    return cpu_of(Path(f"/proc/{pid}/stat").read_text())
-
-
 def _load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -379,7 +356,7 @@ def _run(cluster: Cluster, args: argparse.Namespace) -> None:
     threading.Thread(target=phases.run, args=(stop,), daemon=True).start()
     port = free_port()
     servers = {n: cluster.processes[cluster.names.index(n)].pid for n in ("kube-apiserver", "etcd")}
-    before = {n: _cpu(pid) for n, pid in servers.items()}
+    before = {n: cpu_seconds(pid) for n, pid in servers.items()}
     started = time.perf_counter()
     log = (cluster.workdir / "controller.log").open("wb")
     process = _controller(cluster, spaces[0], port, log)
@@ -396,8 +373,8 @@ def _run(cluster: Cluster, args: argparse.Namespace) -> None:
             what="every first status",
         )
         first = time.perf_counter() - started
-        first_cpu = {"controller": _cpu(process.pid)} | {
-            n: _cpu(pid) - before[n] for n, pid in servers.items()
+        first_cpu = {"controller": cpu_seconds(process.pid)} | {
+            n: cpu_seconds(pid) - before[n] for n, pid in servers.items()
         }
         step = max(len(models) // args.changes, 1)
         for namespace, name in models[::step][: args.changes]:

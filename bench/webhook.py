@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 from flask import Flask, Response, jsonify, request
 
+from bench.procfs import cpu_seconds
 from kubeio.registry import load_registry
 from tests.support.cluster import free_port
 from tests.support.wait import wait_until
@@ -53,7 +54,6 @@ WORKERS = 2
 # Issue #46 (round four; round three's issue #24 asked for 0.7 and 1.5, issue #12 for 0.5 and
 # 2.0): req/s at least 0.85 of the floor, p99 at most 1.3 times the floor's.
 TARGET_RATE, TARGET_P99 = 0.85, 1.3
-_CLOCK_TICKS = 100  # USER_HZ on Linux
 
 
 def echo_app() -> Flask:
@@ -140,7 +140,7 @@ class Run:
 
 def wrk_run(server: Webhook, script: Path) -> Run:
     workers = _workers(server.proc.pid)
-    before = [_cpu_seconds(pid) for pid in workers]
+    before = [cpu_seconds(pid) for pid in workers]
     spread: list[tuple[int, ...]] = []
     sampler = threading.Timer(SECONDS / 2, lambda: spread.append(_spread(server.port, workers)))
     sampler.start()
@@ -153,7 +153,7 @@ def wrk_run(server: Webhook, script: Path) -> Run:
         check=True,
     ).stdout
     sampler.join()
-    used = [_cpu_seconds(pid) - start for pid, start in zip(workers, before, strict=True)]
+    used = [cpu_seconds(pid) - start for pid, start in zip(workers, before, strict=True)]
     cpu = sum(used)
     requests = int(_find(r"(\d+) requests in", out))
     errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
@@ -187,11 +187,6 @@ def _ms(text: str) -> float:
 def _workers(master: int) -> list[int]:
     children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
     return [int(pid) for pid in children]
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
 
 
 def _spread(port: int, workers: list[int]) -> tuple[int, ...]:

@@ -18,8 +18,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bench.crowded import Sample, cpu_of, csv_of, parse_metrics, plot_of, rates, rss_of
+from bench.crowded import Sample, csv_of, parse_metrics, plot_of, rates
 from bench.plot import Panel, Series, render, ticks
+from bench.procfs import cpu_of, rss_of
 from controller.cache import SHORT, Cache, compact, held
 from controller.metrics import Metrics
 
